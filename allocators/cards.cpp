@@ -1,0 +1,103 @@
+#include "allocators/cards.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+namespace oomguard {
+namespace {
+
+constexpr int64_t MiB(int64_t n) { return n * 1024 * 1024; }
+constexpr int64_t kCtx = kDefaultContextBytes;
+
+// Figures are torch.cuda.get_device_properties().total_memory / deviceQuery "total global memory" as
+// reported in public logs. Where several drivers disagree the value named in the source is used.
+constexpr std::array kCards{
+    CardPreset{"t4", "NVIDIA T4 16GB", MiB(15095), kCtx,
+               "15095 MiB = 14.74 GiB, the total in PyTorch OOM messages on Colab with a CUDA 12.4 driver "
+               "(sylvia-ymlin/cuda-kernels-from-scratch README)"},
+    CardPreset{"l4", "NVIDIA L4 24GB", 23'570'219'008, kCtx,
+               "deviceQuery with driver 550.90: 22478 MiB (thamada/nvidia-smi gls/L4_deviceQuery.py)"},
+    CardPreset{"a10", "NVIDIA A10 24GB", 23'609'475'072, kCtx,
+               "deviceQuery with CUDA 12.2 (aalanwyr/face2cuda step2cuda/README.md)"},
+    CardPreset{"a10g", "NVIDIA A10G 24GB", MiB(22587), kCtx,
+               "22587 MiB in a cu130 PyTorch log; older logs show 22.20 GiB "
+               "(XavierXiao/Dreambooth-Stable-Diffusion#18)"},
+    CardPreset{"rtx3060", "NVIDIA GeForce RTX 3060 12GB", MiB(12032), kCtx,
+               "11.75 GiB in PyTorch OOM messages on Linux (TencentARC/PhotoMaker#47, "
+               "Kunhao-Liu/StyleGaussian#12); exact bytes unpublished, 12032 MiB taken"},
+    CardPreset{"rtx3090", "NVIDIA GeForce RTX 3090 24GB", 25'327'697'920, kCtx,
+               "deviceQuery with a CUDA 12.6 driver: 24154 MiB (thamada/nvidia-smi gls/RTX3090_deviceQuery.py)"},
+    CardPreset{"rtx4090", "NVIDIA GeForce RTX 4090 24GB", 25'386'352'640, kCtx,
+               "deviceQuery with CUDA 12.4: 24210 MiB (thamada/nvidia-smi gls/RTX4090_deviceQuery.py)"},
+    CardPreset{"v100-16gb", "NVIDIA V100 16GB (SXM2)", MiB(16160), kCtx,
+               "16160 MiB = 15.78 GiB (torch 1.8 cu101 log; kchengiva/Shift-GCN#34)"},
+    CardPreset{"v100-32gb", "NVIDIA V100 32GB", 34'089'730'048, kCtx,
+               "32510 MiB = 31.75 GiB (ChatGLM-Finetuning#73 shows 31.74 GiB)"},
+    CardPreset{"a100-40gb", "NVIDIA A100 40GB (SXM4)", 42'298'834'944, kCtx,
+               "40339 MiB with a CUDA 12.2 driver (bottlerocket-os/bottlerocket#3873)"},
+    CardPreset{"a100-80gb", "NVIDIA A100 80GB (SXM4)", 85'100'068'864, kCtx,
+               "81158 MiB with a CUDA 12.5 driver (thamada/nvidia-smi gls/A100SXMx4_deviceQuery.py)"},
+    CardPreset{"h100", "NVIDIA H100 80GB (SXM)", 85'045'477'376, kCtx,
+               "81106 MiB with a CUDA 12.7 driver (thamada/nvidia-smi nvsim/H100SXMx8_deviceQuery.py)"},
+    CardPreset{"h100-pcie", "NVIDIA H100 80GB (PCIe)", MiB(81008), kCtx,
+               "81008 MiB = 79.11 GiB (torch 2.0.1 cu117 log; vllm-project/vllm#27508)"},
+    CardPreset{"h200", "NVIDIA H200 141GB", MiB(143156), kCtx,
+               "143156 MiB = 139.80 GiB (Modal; thundergolfer.com nvidia-gpu-memory-capacity)"},
+    CardPreset{"l40s", "NVIDIA L40S 48GB", 47'803'596'800, kCtx,
+               "deviceQuery with CUDA 12.4: 45589 MiB (thamada/nvidia-smi nvsim/L40S_deviceQuery.py)"},
+    CardPreset{"rtx-a6000", "NVIDIA RTX A6000 48GB", MiB(48676), kCtx,
+               "48676 MiB = 47.54 GiB (pytorch/ao torchao/prototype/hqq/README.md)"},
+};
+
+struct Alias {
+  std::string_view alias;
+  std::string_view key;
+};
+constexpr Alias kAliases[] = {
+    {"3060", "rtx3060"},     {"rtx-3060", "rtx3060"},   {"3090", "rtx3090"},   {"rtx-3090", "rtx3090"},
+    {"4090", "rtx4090"},     {"rtx-4090", "rtx4090"},   {"h100-sxm", "h100"},  {"a6000", "rtx-a6000"},
+    {"v100-16", "v100-16gb"}, {"v100-32", "v100-32gb"}, {"a100-40", "a100-40gb"}, {"a100-80", "a100-80gb"},
+};
+
+// Names that match several presets: ask the user to choose instead of guessing.
+struct Ambiguous {
+  std::string_view name;
+  std::string_view candidates;
+};
+constexpr Ambiguous kAmbiguous[] = {
+    {"a100", "a100-40gb or a100-80gb"},
+    {"v100", "v100-16gb or v100-32gb"},
+};
+
+std::string Lower(std::string_view s) {
+  std::string out;
+  for (char c : s) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return out;
+}
+
+}  // namespace
+
+std::span<const CardPreset> AllCards() { return kCards; }
+
+const CardPreset* FindCard(std::string_view name, std::string* error) {
+  std::string key = Lower(name);
+  for (const Alias& a : kAliases) {
+    if (key == a.alias) key = a.key;
+  }
+  for (const CardPreset& card : kCards) {
+    if (key == card.key) return &card;
+  }
+  for (const Ambiguous& a : kAmbiguous) {
+    if (key == a.name) {
+      *error = "card '" + std::string(name) + "' is ambiguous: use " + std::string(a.candidates);
+      return nullptr;
+    }
+  }
+  std::string known;
+  for (const CardPreset& card : kCards) known += (known.empty() ? "" : ", ") + std::string(card.key);
+  *error = "unknown card '" + std::string(name) + "'; known cards: " + known + " (see `oomguard cards`)";
+  return nullptr;
+}
+
+}  // namespace oomguard

@@ -1,0 +1,87 @@
+#include "allocators/device_account.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include <c10/util/Exception.h>
+
+#include "allocators/byte_size.h"
+#include "allocators/cards.h"
+
+namespace oomguard {
+
+Limits LimitsForCard(const CardPreset& card) {
+  Limits limits;
+  limits.cap_bytes = card.allocator_cap_bytes();
+  limits.card = std::string(card.display_name);
+  limits.card_total_bytes = card.total_bytes;
+  limits.context_bytes = card.context_bytes;
+  return limits;
+}
+
+Limits LimitsForCap(int64_t cap_bytes) {
+  Limits limits;
+  limits.cap_bytes = cap_bytes;
+  return limits;
+}
+
+DeviceAccount::DeviceAccount(std::string device_name) : device_name_(std::move(device_name)) {}
+
+void DeviceAccount::Charge(int64_t nbytes) {
+  if (FaultInjector* faults = faults_.load(std::memory_order_acquire)) {
+    if (auto injected = faults->Check(nbytes, ledger_.phase())) ThrowOutOfMemory(nbytes, &*injected);
+  }
+  if (!ledger_.TryCharge(nbytes, cap_bytes_.load(std::memory_order_relaxed))) ThrowOutOfMemory(nbytes, nullptr);
+}
+
+Limits DeviceAccount::limits() const {
+  std::lock_guard<std::mutex> lock(limits_mutex_);
+  return limits_;
+}
+
+Limits DeviceAccount::ExchangeLimits(Limits next) {
+  std::lock_guard<std::mutex> lock(limits_mutex_);
+  std::swap(limits_, next);
+  cap_bytes_.store(limits_.cap_bytes, std::memory_order_relaxed);
+  faults_.store(limits_.faults.get(), std::memory_order_release);
+  return next;
+}
+
+void DeviceAccount::ThrowOutOfMemory(int64_t nbytes, const InjectedFailure* injected) const {
+  const std::string message = OutOfMemoryMessage(device_name_, limits(), nbytes, ledger_.live_bytes(), injected);
+  C10_THROW_ERROR(OutOfMemoryError, message);
+}
+
+ScopedLimits::ScopedLimits(DeviceAccount& account, Limits limits)
+    : account_(account), previous_(account.ExchangeLimits(std::move(limits))) {}
+
+ScopedLimits::~ScopedLimits() { account_.ExchangeLimits(std::move(previous_)); }
+
+std::string OutOfMemoryMessage(std::string_view device_name, const Limits& limits, int64_t requested_bytes,
+                               int64_t live_bytes, const InjectedFailure* injected) {
+  std::string device(device_name);
+  for (char& c : device) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::string m = device + " out of memory";
+  if (injected) {
+    m += " (injected by oomguard: " + injected->policy + ", allocation #" +
+         std::to_string(injected->allocation_index) + " in phase " + injected->phase + ")";
+  } else {
+    m += " (oomguard cap)";
+  }
+  m += ". Tried to allocate " + FormatBytes(requested_bytes) + ". ";
+  if (limits.cap_bytes == Ledger::kUnlimited) return m + "No cap is set; " + FormatBytes(live_bytes) + " is live in tensors.";
+  std::string cap_clause = "the cap is " + FormatBytes(limits.cap_bytes) + " (" + std::to_string(limits.cap_bytes) +
+                           " bytes), of which " + FormatBytes(std::max<int64_t>(limits.cap_bytes - live_bytes, 0)) +
+                           " is free. ";
+  if (limits.card.empty()) {
+    cap_clause[0] = 'T';
+    m += cap_clause;
+  } else {
+    m += "Simulated " + limits.card + " has a total capacity of " + FormatBytes(limits.card_total_bytes) +
+         ", of which " + FormatBytes(limits.context_bytes) + " is the modelled CUDA context; " + cap_clause;
+  }
+  m += "Of the capped memory " + FormatBytes(live_bytes) + " is live in tensors.";
+  return m;
+}
+
+}  // namespace oomguard

@@ -1,0 +1,89 @@
+// DeviceAccount: one device's ledger plus the limits its tracking allocator enforces (a cap in bytes,
+// the simulated card's name for messages, an optional fault injector).
+//
+//   oomguard::DeviceAccount& cpu = oomguard::CpuAccount();       // install.h
+//   {
+//     oomguard::ScopedLimits limits(cpu, oomguard::LimitsForCard(*oomguard::FindCard("t4", &err)));
+//     ... tensors allocated here fail past the T4's usable bytes with c10::OutOfMemoryError ...
+//   }  // previous limits restored
+//
+// Ownership: accounts live for the whole process (allocators registered with c10 are never
+// destroyed, and they point at their account). Limits are swapped by ScopedLimits on the controlling
+// thread; allocation threads read them lock-free. Guards nest and must be destroyed in reverse order.
+//
+// Error policy: Charge throws c10::OutOfMemoryError (what PyTorch code already catches) when the cap
+// or an injected fault refuses a request; nothing else in this header throws.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "allocators/fault_injection.h"
+#include "allocators/ledger.h"
+
+namespace oomguard {
+
+struct CardPreset;
+
+struct Limits {
+  int64_t cap_bytes = Ledger::kUnlimited;   // what tensors may hold at once on this device
+  std::string card;                         // "T4" etc. for messages; empty for a plain --cap
+  int64_t card_total_bytes = 0;             // the card's reported capacity, for messages (0: unknown)
+  int64_t context_bytes = 0;                // the modelled CUDA context, for messages
+  std::shared_ptr<FaultInjector> faults;    // null: no injected failures
+};
+
+// The cap of a card preset: its reported total minus the modelled CUDA context.
+Limits LimitsForCard(const CardPreset& card);
+Limits LimitsForCap(int64_t cap_bytes);
+
+class DeviceAccount {
+ public:
+  explicit DeviceAccount(std::string device_name);
+  DeviceAccount(const DeviceAccount&) = delete;
+  DeviceAccount& operator=(const DeviceAccount&) = delete;
+
+  // Admits and records an allocation of nbytes, or throws c10::OutOfMemoryError. Hot path.
+  void Charge(int64_t nbytes);
+  void Refund(int64_t nbytes) { ledger_.Release(nbytes); }
+
+  Ledger& ledger() { return ledger_; }
+  const std::string& device_name() const { return device_name_; }
+  Limits limits() const;
+
+  // Replaces the limits and returns the previous ones. Prefer ScopedLimits.
+  Limits ExchangeLimits(Limits next);
+
+ private:
+  [[noreturn]] void ThrowOutOfMemory(int64_t nbytes, const InjectedFailure* injected) const;
+
+  const std::string device_name_;
+  Ledger ledger_;
+  std::atomic<int64_t> cap_bytes_{Ledger::kUnlimited};
+  std::atomic<FaultInjector*> faults_{nullptr};
+  mutable std::mutex limits_mutex_;
+  Limits limits_;  // guarded by limits_mutex_; owns what faults_ points to
+};
+
+// Installs limits on an account for a scope and restores the previous ones on exit.
+class ScopedLimits {
+ public:
+  ScopedLimits(DeviceAccount& account, Limits limits);
+  ~ScopedLimits();
+  ScopedLimits(const ScopedLimits&) = delete;
+  ScopedLimits& operator=(const ScopedLimits&) = delete;
+
+ private:
+  DeviceAccount& account_;
+  Limits previous_;
+};
+
+// The message of an over-cap or injected failure, in the shape of PyTorch's CUDA OOM message.
+std::string OutOfMemoryMessage(std::string_view device_name, const Limits& limits, int64_t requested_bytes,
+                               int64_t live_bytes, const InjectedFailure* injected);
+
+}  // namespace oomguard

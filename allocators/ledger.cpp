@@ -1,0 +1,169 @@
+#include "allocators/ledger.h"
+
+#include <algorithm>
+
+#include <c10/util/Exception.h>
+
+namespace oomguard {
+namespace {
+
+// Raises `target` to `value` if it is lower; returns whether it did.
+bool RaiseTo(std::atomic<int64_t>& target, int64_t value) {
+  int64_t seen = target.load(std::memory_order_relaxed);
+  while (value > seen) {
+    if (target.compare_exchange_weak(seen, value, std::memory_order_relaxed)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Ledger::Ledger() {
+  for (auto& p : phase_peak_bytes_) p.store(-1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(phases_mutex_);
+  PhaseIndexLocked(kInitialPhase);
+  phase_peak_bytes_[0].store(0, std::memory_order_relaxed);
+  phase_entry_order_.push_back(0);
+}
+
+bool Ledger::TryCharge(int64_t nbytes, int64_t limit_bytes) {
+  const int64_t live = live_bytes_.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
+  if (live > limit_bytes) {
+    live_bytes_.fetch_sub(nbytes, std::memory_order_relaxed);
+    failed_count_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  alloc_count_.fetch_add(1, std::memory_order_relaxed);
+  allocated_bytes_total_.fetch_add(nbytes, std::memory_order_relaxed);
+  RaisePeaks(live);
+  if (timeline_enabled_.load(std::memory_order_relaxed)) RecordEvent(live);
+  return true;
+}
+
+void Ledger::Release(int64_t nbytes) {
+  const int64_t live = live_bytes_.fetch_sub(nbytes, std::memory_order_relaxed) - nbytes;
+  if (timeline_enabled_.load(std::memory_order_relaxed)) RecordEvent(live);
+}
+
+void Ledger::RaisePeaks(int64_t live) {
+  const int phase = current_phase_.load(std::memory_order_relaxed);
+  if (RaiseTo(peak_bytes_, live)) peak_phase_.store(phase, std::memory_order_relaxed);
+  RaiseTo(phase_peak_bytes_[phase], live);
+}
+
+void Ledger::SetPhase(std::string_view name) {
+  int index;
+  {
+    std::lock_guard<std::mutex> lock(phases_mutex_);
+    index = PhaseIndexLocked(name);
+    if (phase_peak_bytes_[index].load(std::memory_order_relaxed) < 0) {
+      phase_peak_bytes_[index].store(0, std::memory_order_relaxed);
+      phase_entry_order_.push_back(index);
+    }
+  }
+  current_phase_.store(index, std::memory_order_relaxed);
+  // What is live when a phase starts is live during it.
+  RaiseTo(phase_peak_bytes_[index], live_bytes());
+  if (timeline_enabled_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(timeline_mutex_);
+    if (marks_.empty() || marks_.back().phase != name) marks_.push_back({events_, std::string(name)});
+  }
+}
+
+std::string Ledger::phase() const {
+  std::lock_guard<std::mutex> lock(phases_mutex_);
+  return phase_names_[current_phase_.load(std::memory_order_relaxed)];
+}
+
+int Ledger::PhaseIndexLocked(std::string_view name) {
+  auto it = std::find(phase_names_.begin(), phase_names_.end(), name);
+  if (it != phase_names_.end()) return static_cast<int>(it - phase_names_.begin());
+  TORCH_CHECK(phase_names_.size() < kMaxPhases, "oomguard: more than ", kMaxPhases,
+              " distinct phase names in one ledger");
+  phase_names_.emplace_back(name);
+  return static_cast<int>(phase_names_.size() - 1);
+}
+
+void Ledger::EnableTimeline(size_t max_points) {
+  std::lock_guard<std::mutex> lock(timeline_mutex_);
+  timeline_max_points_ = std::max<size_t>(max_points, max_points ? 2 : 0);
+  timeline_enabled_.store(max_points > 0, std::memory_order_relaxed);
+}
+
+void Ledger::RecordEvent(int64_t live) {
+  std::lock_guard<std::mutex> lock(timeline_mutex_);
+  ++events_;
+  if (bucket_count_ == 0) {
+    bucket_start_ = events_;
+    bucket_max_ = live;
+  }
+  bucket_max_ = std::max(bucket_max_, live);
+  if (++bucket_count_ == stride_) {
+    PushPointLocked({bucket_start_, bucket_max_});
+    bucket_count_ = 0;
+  }
+}
+
+void Ledger::PushPointLocked(TimelinePoint point) {
+  points_.push_back(point);
+  if (points_.size() < timeline_max_points_) return;
+  // Full: merge neighbours so each point stands for twice as many events.
+  size_t out = 0;
+  for (size_t i = 0; i < points_.size(); i += 2) {
+    TimelinePoint merged = points_[i];
+    if (i + 1 < points_.size()) merged.live_bytes = std::max(merged.live_bytes, points_[i + 1].live_bytes);
+    points_[out++] = merged;
+  }
+  points_.resize(out);
+  stride_ *= 2;
+}
+
+void Ledger::ResetStatistics() {
+  const int64_t live = live_bytes();
+  peak_bytes_.store(live, std::memory_order_relaxed);
+  alloc_count_.store(0, std::memory_order_relaxed);
+  allocated_bytes_total_.store(0, std::memory_order_relaxed);
+  failed_count_.store(0, std::memory_order_relaxed);
+  const int current = current_phase_.load(std::memory_order_relaxed);
+  peak_phase_.store(current, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(phases_mutex_);
+    for (auto& p : phase_peak_bytes_) p.store(-1, std::memory_order_relaxed);
+    phase_peak_bytes_[current].store(live, std::memory_order_relaxed);
+    phase_entry_order_.assign(1, current);
+  }
+  std::lock_guard<std::mutex> lock(timeline_mutex_);
+  events_ = 0;
+  stride_ = 1;
+  bucket_count_ = 0;
+  points_.clear();
+  marks_.clear();
+  if (timeline_max_points_ > 0) {
+    points_.push_back({0, live});  // where the measurement starts
+    marks_.push_back({0, phase_names_[current]});
+  }
+}
+
+LedgerStats Ledger::Snapshot() const {
+  LedgerStats stats;
+  stats.live_bytes = live_bytes();
+  stats.peak_bytes = peak_bytes();
+  stats.alloc_count = alloc_count_.load(std::memory_order_relaxed);
+  stats.allocated_bytes_total = allocated_bytes_total_.load(std::memory_order_relaxed);
+  stats.failed_count = failed_count_.load(std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(phases_mutex_);
+    stats.peak_phase = phase_names_[peak_phase_.load(std::memory_order_relaxed)];
+    for (int index : phase_entry_order_) {
+      stats.phase_peaks.push_back({phase_names_[index], phase_peak_bytes_[index].load(std::memory_order_relaxed)});
+    }
+  }
+  std::lock_guard<std::mutex> lock(timeline_mutex_);
+  stats.timeline = points_;
+  if (bucket_count_ > 0) stats.timeline.push_back({bucket_start_, bucket_max_});
+  stats.timeline_stride = stride_;
+  stats.phase_marks = marks_;
+  return stats;
+}
+
+}  // namespace oomguard

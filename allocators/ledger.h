@@ -1,0 +1,121 @@
+// Ledger: byte accounting for one device, fed by that device's tracking allocator.
+//
+//   oomguard::Ledger ledger;
+//   ledger.SetPhase("forward");
+//   if (!ledger.TryCharge(4096, cap_bytes)) { /* over the cap: nothing was charged */ }
+//   ledger.Release(4096);
+//   oomguard::LedgerStats stats = ledger.Snapshot();  // live, peak, per-phase peaks, timeline
+//
+// Thread safety: every method may be called from any thread; LibTorch's intra-op threads allocate
+// concurrently. TryCharge/Release are lock-free unless the timeline is enabled (then they take a
+// short mutex). SetPhase, EnableTimeline and ResetStatistics are meant for the controlling thread.
+//
+// Note [Why cpu peaks are exact]: the ledger counts the bytes each allocation asked for, not what
+// malloc or a caching allocator rounds them to, so on the cpu and meta backends a known sequence of
+// tensors gives a known peak to the byte on every machine.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace oomguard {
+
+struct TimelinePoint {
+  int64_t event_index;  // COUNT: 1-based allocation/free event since ResetStatistics (0: the start)
+  int64_t live_bytes;   // the highest live bytes over the events this point stands for
+};
+
+struct PhaseMark {
+  int64_t event_index;  // events before the phase began
+  std::string phase;
+};
+
+struct PhasePeak {
+  std::string phase;
+  int64_t peak_bytes;  // highest live bytes while this phase was current (including what it started with)
+};
+
+struct LedgerStats {
+  int64_t live_bytes = 0;             // COUNT: bytes allocated and not yet freed
+  int64_t peak_bytes = 0;             // COUNT: highest live_bytes since ResetStatistics
+  int64_t alloc_count = 0;            // SUM: successful allocations since ResetStatistics
+  int64_t allocated_bytes_total = 0;  // SUM: bytes of those allocations
+  int64_t failed_count = 0;           // SUM: allocations refused by the limit
+  std::string peak_phase;             // the phase that was current when peak_bytes was reached
+  std::vector<PhasePeak> phase_peaks; // phases entered since ResetStatistics, in order of first entry
+  std::vector<TimelinePoint> timeline;  // empty unless EnableTimeline
+  int64_t timeline_stride = 1;        // events per timeline point (doubles as the timeline fills)
+  std::vector<PhaseMark> phase_marks;   // phase changes, for timeline plots
+};
+
+class Ledger {
+ public:
+  static constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
+  static constexpr int kMaxPhases = 32;
+  static constexpr std::string_view kInitialPhase = "setup";
+
+  Ledger();
+  Ledger(const Ledger&) = delete;
+  Ledger& operator=(const Ledger&) = delete;
+
+  // Charges nbytes when live + nbytes <= limit_bytes and returns true; otherwise charges nothing,
+  // counts a failure and returns false. A limit is exact: reaching it is allowed, one byte more is not.
+  [[nodiscard]] bool TryCharge(int64_t nbytes, int64_t limit_bytes);
+  void Release(int64_t nbytes);
+
+  // Names the phase that following allocations belong to ("forward", "backward", "optimizer", ...).
+  // At most kMaxPhases distinct names per ledger.
+  void SetPhase(std::string_view name);
+  std::string phase() const;
+
+  // Keeps at most max_points (event index, live bytes) points; 0 turns the timeline off. When full,
+  // neighbouring points merge (keeping the higher live bytes), so the whole run stays visible and
+  // no peak is lost.
+  void EnableTimeline(size_t max_points);
+
+  // Starts a new measurement: peak = live, counters, phase peaks and timeline cleared. Live bytes
+  // stay, because the tensors they stand for are still alive.
+  void ResetStatistics();
+
+  int64_t live_bytes() const { return live_bytes_.load(std::memory_order_relaxed); }
+  int64_t peak_bytes() const { return peak_bytes_.load(std::memory_order_relaxed); }
+  LedgerStats Snapshot() const;
+
+ private:
+  void RaisePeaks(int64_t live);
+  void RecordEvent(int64_t live);  // timeline only; called with timeline enabled
+  void PushPointLocked(TimelinePoint point);
+  int PhaseIndexLocked(std::string_view name);
+
+  alignas(64) std::atomic<int64_t> live_bytes_{0};
+  alignas(64) std::atomic<int64_t> peak_bytes_{0};
+  std::atomic<int64_t> alloc_count_{0};
+  std::atomic<int64_t> allocated_bytes_total_{0};
+  std::atomic<int64_t> failed_count_{0};
+  std::atomic<int> current_phase_{0};
+  std::atomic<int> peak_phase_{0};
+  std::array<std::atomic<int64_t>, kMaxPhases> phase_peak_bytes_;  // -1: not entered since reset
+
+  mutable std::mutex phases_mutex_;
+  std::vector<std::string> phase_names_;        // index -> name; guarded by phases_mutex_
+  std::vector<int> phase_entry_order_;          // guarded by phases_mutex_
+
+  std::atomic<bool> timeline_enabled_{false};
+  mutable std::mutex timeline_mutex_;  // guards everything below
+  size_t timeline_max_points_ = 0;
+  int64_t events_ = 0;
+  int64_t stride_ = 1;
+  int64_t bucket_start_ = 0;
+  int64_t bucket_max_ = 0;
+  int64_t bucket_count_ = 0;
+  std::vector<TimelinePoint> points_;
+  std::vector<PhaseMark> marks_;
+};
+
+}  // namespace oomguard

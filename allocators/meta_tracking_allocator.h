@@ -1,0 +1,33 @@
+// MetaTrackingAllocator: the c10 allocator for the meta device, charging a DeviceAccount.
+//
+// Meta tensors have shapes and no data, yet their storages still ask an allocator for nbytes
+// (empty_meta -> StorageImpl). Replacing c10's MetaAllocator gives real byte accounting for
+// shapes-only models: the meta backend's peaks are the ones the same program would reach on cpu.
+//
+// Note [Meta context]: data stays nullptr (nothing may be read). The DataPtr's context carries the
+// byte count itself, so the deleter credits the ledger with no side table and no heap allocation;
+// c10 runs a deleter whenever the context is non-null, even with null data (UniqueVoidPtr.h).
+// Caveat: a meta resize_ (out= ops) changes nbytes without calling any allocator, so those bytes are
+// not seen; structured kernels allocate fresh outputs and are seen.
+#pragma once
+
+#include <c10/core/Allocator.h>
+
+#include "allocators/device_account.h"
+
+namespace oomguard {
+
+class MetaTrackingAllocator final : public c10::Allocator {
+ public:
+  explicit MetaTrackingAllocator(DeviceAccount& account);
+
+  c10::DataPtr allocate(size_t nbytes) override;
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }  // no raw_allocate on meta
+  void copy_data(void* dest, const void* src, std::size_t count) const override {}
+
+ private:
+  static void Delete(void* context);
+  DeviceAccount& account_;
+};
+
+}  // namespace oomguard

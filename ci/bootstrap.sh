@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything oomguard needs, idempotently: quiet and fast when all is present.
+#   - Debian packages: compiler toolchain pieces, CLI11, nlohmann/json, GoogleTest/Benchmark, ccache.
+#   - PyPI torch==$TORCH_VERSION (ci/pins.env) in a venv outside the checkout, so every clone reuses it:
+#     ${OOMGUARD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/oomguard}/torch-$TORCH_VERSION
+# Prints the venv's python on the last line of stdout.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=pins.env
+source "$here/pins.env"
+
+log() { echo "bootstrap: $*" >&2; }
+
+debs=(cmake g++ ninja-build ccache python3-venv libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+missing=()
+for p in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
+  sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >&2
+fi
+
+cache="${OOMGUARD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/oomguard}"
+venv="$cache/torch-$TORCH_VERSION"
+py="$venv/bin/python"
+have_torch() { [ -x "$py" ] && "$py" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; }
+if ! have_torch; then
+  log "installing torch==$TORCH_VERSION into $venv (several GB, once per machine)"
+  mkdir -p "$cache"
+  [ -x "$py" ] || python3 -m venv "$venv" >&2
+  "$py" -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" >&2
+  have_torch || { log "torch $TORCH_VERSION did not import from $venv"; exit 1; }
+fi
+echo "$py"

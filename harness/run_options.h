@@ -1,0 +1,34 @@
+// Options of `oomguard run`, and how the card/cap/fault flags become allocator Limits.
+//
+// Error policy: ResolveLimits returns false with a one-line message for bad user input (unknown card,
+// malformed size, bad fault spec); the CLI turns that into exit code 2.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "allocators/device_account.h"
+
+namespace oomguard {
+
+struct RunOptions {
+  std::vector<std::string> paths;        // scenario files or folders; empty: the built-in catalog
+  std::string filter = "*";              // glob on scenario names
+  std::string backend = "cpu";           // cpu | meta | cuda | auto
+  std::string card;                      // --card NAME (empty: scenario default, else kDefaultCard)
+  std::string cap;                       // --cap SIZE (excludes --card)
+  std::string context;                   // --context SIZE: override the modelled CUDA context
+  std::vector<std::string> inject;       // --inject SPEC, any of them may fire
+  int jobs = 1;
+  int iterations = 2;
+  std::string json_path;                 // --json FILE
+};
+
+inline constexpr const char* kDefaultCard = "t4";
+
+// Builds the Limits for --card/--cap/--context/--inject. With neither --card nor --cap, uses
+// default_card. Returns false and fills *error on bad input.
+[[nodiscard]] bool ResolveLimits(const RunOptions& options, const std::string& default_card, Limits* limits,
+                                 std::string* error);
+
+}  // namespace oomguard

@@ -1,0 +1,64 @@
+#include "allocators/cards.h"
+
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "allocators/byte_size.h"
+
+namespace oomguard {
+namespace {
+
+const CardPreset& Card(const std::string& name) {
+  std::string error;
+  const CardPreset* card = FindCard(name, &error);
+  EXPECT_NE(card, nullptr) << error;
+  return *card;
+}
+
+TEST(Cards, T4ReportsWhatPyTorchPrints) {
+  const CardPreset& t4 = Card("t4");
+  EXPECT_EQ(t4.total_bytes, 15828254720);
+  EXPECT_EQ(FormatBytes(t4.total_bytes), "14.74 GiB");
+  EXPECT_EQ(t4.context_bytes, 426LL * 1024 * 1024);
+  EXPECT_EQ(t4.allocator_cap_bytes(), 15828254720 - 446693376);
+}
+
+TEST(Cards, TheIssueListIsCovered) {
+  for (const char* name : {"t4", "l4", "a10", "rtx3060", "rtx3090", "rtx4090", "v100-16gb", "v100-32gb",
+                           "a100-40gb", "a100-80gb", "h100", "h200"}) {
+    EXPECT_GT(Card(name).allocator_cap_bytes(), 0) << name;
+  }
+  EXPECT_EQ(FormatBytes(Card("h200").total_bytes), "139.80 GiB");
+  EXPECT_EQ(FormatBytes(Card("v100-32gb").total_bytes), "31.75 GiB");
+}
+
+TEST(Cards, NamesAreCaseInsensitiveAndHaveAliases) {
+  EXPECT_EQ(&Card("T4"), &Card("t4"));
+  EXPECT_EQ(&Card("3090"), &Card("rtx3090"));
+  EXPECT_EQ(&Card("RTX-4090"), &Card("rtx4090"));
+  EXPECT_EQ(&Card("H100-SXM"), &Card("h100"));
+}
+
+TEST(Cards, EveryPresetIsWellFormed) {
+  std::set<std::string_view> keys;
+  for (const CardPreset& card : AllCards()) {
+    EXPECT_TRUE(keys.insert(card.key).second) << "duplicate key " << card.key;
+    EXPECT_GT(card.total_bytes, card.context_bytes) << card.key;
+    EXPECT_FALSE(card.source.empty()) << card.key;
+    EXPECT_FALSE(card.display_name.empty()) << card.key;
+  }
+}
+
+TEST(Cards, AmbiguousAndUnknownNamesSayWhatIsAccepted) {
+  std::string error;
+  EXPECT_EQ(FindCard("a100", &error), nullptr);
+  EXPECT_EQ(error, "card 'a100' is ambiguous: use a100-40gb or a100-80gb");
+  EXPECT_EQ(FindCard("x100", &error), nullptr);
+  EXPECT_EQ(error,
+            "unknown card 'x100'; known cards: t4, l4, a10, a10g, rtx3060, rtx3090, rtx4090, v100-16gb, "
+            "v100-32gb, a100-40gb, a100-80gb, h100, h100-pcie, h200, l40s, rtx-a6000 (see `oomguard cards`)");
+}
+
+}  // namespace
+}  // namespace oomguard

@@ -1,0 +1,84 @@
+#include "harness/cli.h"
+
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace oomguard {
+namespace {
+
+struct CliResult {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CliResult Cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "oomguard");
+  std::ostringstream out, err;
+  const int code = RunCli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+TEST(Cli, VersionNamesToolLibTorchCudaAndBackends) {
+  CliResult r = Cli({"--version"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_EQ(r.out.rfind("oomguard 0.1.0\nLibTorch 2.11.0 (torch 2.11.0", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("  cpu: ready\n  meta: ready\n  cuda: "), std::string::npos) << r.out;
+}
+
+TEST(Cli, CardsPrintsEveryPresetWithItsCap) {
+  CliResult r = Cli({"cards"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_NE(r.out.find("t4          NVIDIA T4 16GB                  14.74 GiB   426.00 MiB   14.33 GiB\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("h200        NVIDIA H200 141GB               139.80 GiB  426.00 MiB   139.38 GiB\n"),
+            std::string::npos)
+      << r.out;
+  CliResult with_sources = Cli({"cards", "--sources"});
+  EXPECT_NE(with_sources.out.find("14.33 GiB\n    source: 15095 MiB = 14.74 GiB, the total in PyTorch OOM messages"),
+            std::string::npos)
+      << with_sources.out;
+}
+
+TEST(Cli, MalformedCapIsAUsageErrorThatSaysWhatIsAccepted) {
+  CliResult r = Cli({"run", "--cap", "12XB"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err,
+            "oomguard run: --cap: invalid size '12XB': unknown unit 'XB'; expected a size such as 16GiB, 15.5GB, "
+            "512MiB, 4096 or 1e9 (units: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)\n");
+  EXPECT_EQ(Cli({"run", "--cap", "0"}).err, "oomguard run: --cap: the cap must be larger than 0 bytes\n");
+}
+
+TEST(Cli, UnknownCardIsAUsageErrorListingTheCards) {
+  CliResult r = Cli({"run", "--card", "x100"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err.rfind("oomguard run: --card: unknown card 'x100'; known cards: t4, l4, ", 0), 0u) << r.err;
+}
+
+TEST(Cli, BadFaultSpecIsAUsageError) {
+  CliResult r = Cli({"run", "--inject", "nth=0"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err, "oomguard run: --inject: invalid fault spec 'nth=0': nth must be a whole number >= 1, got '0'\n");
+}
+
+TEST(Cli, FlagMisuseIsAUsageError) {
+  EXPECT_EQ(Cli({"run", "--card", "t4", "--cap", "1GiB"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"run", "--backend", "gpu"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"run", "--jobs", "0"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"--no-such-flag"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"frobnicate"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"run", "--context", "1GiB", "--cap", "4GiB"}).err,
+            "oomguard run: --context only applies with --card (a --cap is already what tensors may use)\n");
+}
+
+TEST(Cli, HelpIsNotAnError) {
+  CliResult r = Cli({"--help"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_NE(r.out.find("cards"), std::string::npos);
+  EXPECT_NE(r.out.find("run"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace oomguard
