@@ -15,16 +15,33 @@
 
 namespace oomguard {
 
+// Note [Host memory on the cpu backend]: on a GPU, a batch that starts on the host lives in host
+// memory and only its copy occupies the device. On the cpu backend both are CPU memory, so allocations
+// made inside a HostAllocationScope are left out of the ledger (and their frees with them): the
+// cpu ledger then stands for device memory alone, as the cuda backend's does.
+class HostAllocationScope {
+ public:
+  HostAllocationScope();
+  ~HostAllocationScope();
+  HostAllocationScope(const HostAllocationScope&) = delete;
+  HostAllocationScope& operator=(const HostAllocationScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Whether `data` is the data pointer of a CPU block allocated inside a HostAllocationScope.
+bool IsHostAllocation(const c10::DataPtr& data);
+
 class CpuTrackingAllocator final : public c10::Allocator {
  public:
   explicit CpuTrackingAllocator(DeviceAccount& account);
 
   c10::DataPtr allocate(size_t nbytes) override;
-  c10::DeleterFnPtr raw_deleter() const override { return &Delete; }
+  c10::DeleterFnPtr raw_deleter() const override;
   void copy_data(void* dest, const void* src, std::size_t count) const override;
 
  private:
-  static void Delete(void* data);
   DeviceAccount& account_;
 };
 

@@ -34,6 +34,11 @@ void DeviceAccount::Charge(int64_t nbytes) {
   if (!ledger_.TryCharge(nbytes, cap_bytes_.load(std::memory_order_relaxed))) ThrowOutOfMemory(nbytes, nullptr);
 }
 
+DeviceAccount::Refusal DeviceAccount::last_refusal() const {
+  std::lock_guard<std::mutex> lock(refusal_mutex_);
+  return last_refusal_;
+}
+
 Limits DeviceAccount::limits() const {
   std::lock_guard<std::mutex> lock(limits_mutex_);
   return limits_;
@@ -48,6 +53,10 @@ Limits DeviceAccount::ExchangeLimits(Limits next) {
 }
 
 void DeviceAccount::ThrowOutOfMemory(int64_t nbytes, const InjectedFailure* injected) const {
+  {
+    std::lock_guard<std::mutex> lock(refusal_mutex_);
+    last_refusal_ = {nbytes, ledger_.live_bytes(), ledger_.phase(), injected != nullptr};
+  }
   const std::string message = OutOfMemoryMessage(device_name_, limits(), nbytes, ledger_.live_bytes(), injected);
   C10_THROW_ERROR(OutOfMemoryError, message);
 }

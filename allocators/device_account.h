@@ -54,6 +54,15 @@ class DeviceAccount {
   Ledger& ledger() { return ledger_; }
   const std::string& device_name() const { return device_name_; }
   Limits limits() const;
+  // The most recent request Charge refused, as it stood then (stack unwinding frees tensors before
+  // anyone can look), for OOM reports. requested_bytes is 0 when nothing was refused yet.
+  struct Refusal {
+    int64_t requested_bytes = 0;
+    int64_t live_bytes = 0;
+    std::string phase;
+    bool injected = false;
+  };
+  Refusal last_refusal() const;
 
   // Replaces the limits and returns the previous ones. Prefer ScopedLimits.
   Limits ExchangeLimits(Limits next);
@@ -65,6 +74,8 @@ class DeviceAccount {
   Ledger ledger_;
   std::atomic<int64_t> cap_bytes_{Ledger::kUnlimited};
   std::atomic<FaultInjector*> faults_{nullptr};
+  mutable std::mutex refusal_mutex_;
+  mutable Refusal last_refusal_;  // guarded by refusal_mutex_
   mutable std::mutex limits_mutex_;
   Limits limits_;  // guarded by limits_mutex_; owns what faults_ points to
 };

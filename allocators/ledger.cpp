@@ -48,7 +48,12 @@ void Ledger::Release(int64_t nbytes) {
 void Ledger::RaisePeaks(int64_t live) {
   const int phase = current_phase_.load(std::memory_order_relaxed);
   if (RaiseTo(peak_bytes_, live)) peak_phase_.store(phase, std::memory_order_relaxed);
+  RaiseTo(window_peak_bytes_, live);
   RaiseTo(phase_peak_bytes_[phase], live);
+}
+
+int64_t Ledger::TakeWindowPeak() {
+  return window_peak_bytes_.exchange(live_bytes(), std::memory_order_relaxed);
 }
 
 void Ledger::SetPhase(std::string_view name) {
@@ -121,6 +126,7 @@ void Ledger::PushPointLocked(TimelinePoint point) {
 void Ledger::ResetStatistics() {
   const int64_t live = live_bytes();
   peak_bytes_.store(live, std::memory_order_relaxed);
+  window_peak_bytes_.store(live, std::memory_order_relaxed);
   alloc_count_.store(0, std::memory_order_relaxed);
   allocated_bytes_total_.store(0, std::memory_order_relaxed);
   failed_count_.store(0, std::memory_order_relaxed);

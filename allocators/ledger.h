@@ -83,6 +83,10 @@ class Ledger {
   // stay, because the tensors they stand for are still alive.
   void ResetStatistics();
 
+  // The highest live bytes since the previous call (or ResetStatistics), then starts a new window at
+  // the current live bytes. The runner calls it once per iteration for per-iteration peaks.
+  int64_t TakeWindowPeak();
+
   int64_t live_bytes() const { return live_bytes_.load(std::memory_order_relaxed); }
   int64_t peak_bytes() const { return peak_bytes_.load(std::memory_order_relaxed); }
   LedgerStats Snapshot() const;
@@ -95,6 +99,7 @@ class Ledger {
 
   alignas(64) std::atomic<int64_t> live_bytes_{0};
   alignas(64) std::atomic<int64_t> peak_bytes_{0};
+  std::atomic<int64_t> window_peak_bytes_{0};
   std::atomic<int64_t> alloc_count_{0};
   std::atomic<int64_t> allocated_bytes_total_{0};
   std::atomic<int64_t> failed_count_{0};

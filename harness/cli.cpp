@@ -1,45 +1,40 @@
 #include "harness/cli.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
-#include "allocators/byte_size.h"
-#include "allocators/cards.h"
+#include "harness/commands.h"
 #include "harness/run_options.h"
 #include "harness/version_info.h"
 
 namespace oomguard {
 namespace {
 
-std::string Pad(std::string s, size_t width) {
-  if (s.size() < width) s.append(width - s.size(), ' ');
-  return s;
+// The flags `run`, `explain` and the internal `__measure` share.
+void AddRunFlags(CLI::App* app, RunOptions* o) {
+  app->add_option("--backend", o->backend, "cpu, meta, cuda or auto")
+      ->check(CLI::IsMember({"cpu", "meta", "cuda", "auto"}));
+  CLI::Option* card = app->add_option("--card", o->card, "Simulate this card (see `oomguard cards`; default t4)");
+  CLI::Option* cap = app->add_option("--cap", o->cap, "Cap tensor memory at SIZE, e.g. 12GiB, 15.5GB, 1e9");
+  card->excludes(cap);
+  app->add_option("--context", o->context, "Override the modelled CUDA context of --card");
+  app->add_option("--inject", o->inject,
+                  "Inject allocation failures, e.g. nth=5, min-size=64MiB, p=0.01,seed=7, phase=backward,nth=2");
+  app->add_option("--iterations", o->iterations, "Training iterations per variant (default: the scenario's)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
 }
 
-int PrintCards(bool with_sources, std::ostream& out) {
-  out << Pad("card", 12) << Pad("name", 32) << Pad("reported", 12) << Pad("context", 13) << "cap (usable)\n";
-  for (const CardPreset& card : AllCards()) {
-    out << Pad(std::string(card.key), 12) << Pad(std::string(card.display_name), 32)
-        << Pad(FormatBytes(card.total_bytes), 12) << Pad(FormatBytes(card.context_bytes), 13)
-        << FormatBytes(card.allocator_cap_bytes()) << "\n";
-    if (with_sources) out << "    source: " << card.source << "\n";
-  }
-  out << "\nreported: the total CUDA reports (torch.cuda.get_device_properties().total_memory);\n"
-         "cap: what oomguard lets tensors hold, the reported total minus the modelled CUDA context.\n";
-  return kExitOk;
-}
-
-int Run(const RunOptions& options, std::ostream& out, std::ostream& err) {
-  Limits limits;
-  std::string error;
-  if (!ResolveLimits(options, kDefaultCard, &limits, &error)) {
-    err << "oomguard run: " << error << "\n";
-    return kExitUsage;
-  }
-  err << "oomguard run: the scenario engine is not built yet (resolved cap: " << FormatBytes(limits.cap_bytes)
-      << (limits.card.empty() ? "" : " for " + limits.card) << ")\n";
-  return kExitUsage;
+// The binary itself, for spawning children: /proc/self/exe is exact even when argv[0] is a bare name.
+// Tests run RunCli inside the test binary and point OOMGUARD_SELF at the real oomguard.
+std::string SelfExecutable(const std::vector<std::string>& args) {
+  if (const char* self = std::getenv("OOMGUARD_SELF"); self && *self) return self;
+  char buffer[4096];
+  const ssize_t n = readlink("/proc/self/exe", buffer, sizeof buffer - 1);  // Note [No std::filesystem]
+  if (n > 0) return std::string(buffer, static_cast<size_t>(n));
+  return args.empty() ? "oomguard" : args.front();
 }
 
 }  // namespace
@@ -56,22 +51,33 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   bool with_sources = false;
   cards->add_flag("--sources", with_sources, "Show where each card's capacity comes from");
 
-  RunOptions run_options;
-  CLI::App* run = app.add_subcommand("run", "Run scenarios under a card's memory cap");
-  run->add_option("paths", run_options.paths, "Scenario files or folders (default: the built-in catalog)");
-  run->add_option("--filter", run_options.filter, "Only scenarios whose name matches this glob");
-  run->add_option("--backend", run_options.backend, "cpu, meta, cuda or auto")
-      ->check(CLI::IsMember({"cpu", "meta", "cuda", "auto"}));
-  CLI::Option* card = run->add_option("--card", run_options.card, "Simulate this card (see `oomguard cards`)");
-  CLI::Option* cap = run->add_option("--cap", run_options.cap, "Cap tensor memory at SIZE, e.g. 12GiB, 15.5GB, 1e9");
-  card->excludes(cap);
-  run->add_option("--context", run_options.context, "Override the modelled CUDA context of --card");
-  run->add_option("--inject", run_options.inject,
-                  "Inject allocation failures, e.g. nth=5, min-size=64MiB, p=0.01,seed=7, phase=backward,nth=2");
-  run->add_option("--jobs,-j", run_options.jobs, "Scenarios run at once")->check(CLI::Range(1, 256));
-  run->add_option("--iterations", run_options.iterations, "Training iterations per variant")
-      ->check(CLI::Range(1, 1000000));
-  run->add_option("--json", run_options.json_path, "Write every measured number to this file");
+  RunOptions options;
+  CLI::App* run = app.add_subcommand("run", "Run scenarios under a card's memory cap and check their expectations");
+  run->add_option("paths", options.paths, "Scenario files or folders (default: the built-in catalog)");
+  run->add_option("--filter", options.filter, "Only scenarios whose name matches this glob");
+  AddRunFlags(run, &options);
+  run->add_option("--jobs,-j", options.jobs, "Variants measured at once, each in its own process")
+      ->check(CLI::Range(1, 256));
+  run->add_option("--timeout", options.timeout_seconds, "Seconds a variant may take before it is killed")
+      ->check(CLI::Range(1.0, 86400.0));
+  run->add_option("--json", options.json_path, "Write every measured number to this file");
+
+  CLI::App* list = app.add_subcommand("list", "List the scenarios of the catalog (or of the given paths)");
+  list->add_option("paths", options.paths, "Scenario files or folders (default: the built-in catalog)");
+
+  std::string name;
+  CLI::App* explain = app.add_subcommand("explain", "Teach a pitfall: what goes wrong, why, the fix, measured now");
+  explain->add_option("name", name, "A scenario name (see `oomguard list`)")->required();
+  explain->add_option("--paths", options.paths, "Where to look (default: the built-in catalog)");
+  AddRunFlags(explain, &options);
+
+  std::string scenario_file, variant, out_path;
+  CLI::App* measure = app.add_subcommand("__measure", "");  // internal: one variant, in a child process
+  measure->group("");
+  measure->add_option("--scenario", scenario_file)->required();
+  measure->add_option("--variant", variant)->required();
+  measure->add_option("--out", out_path)->required();
+  AddRunFlags(measure, &options);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   if (!reversed.empty()) reversed.pop_back();  // the program name
@@ -86,8 +92,12 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
     out << FormatVersionInfo(CollectVersionInfo());
     return kExitOk;
   }
-  if (cards->parsed()) return PrintCards(with_sources, out);
-  if (run->parsed()) return Run(run_options, out, err);
+  const std::string self_exe = SelfExecutable(args);
+  if (cards->parsed()) return CardsCommand(with_sources, out);
+  if (run->parsed()) return RunCommand(options, self_exe, out, err);
+  if (list->parsed()) return ListCommand(options, out, err);
+  if (explain->parsed()) return ExplainCommand(options, name, self_exe, out, err);
+  if (measure->parsed()) return MeasureCommand(options, scenario_file, variant, out_path, err);
   out << app.help();
   return kExitOk;
 }

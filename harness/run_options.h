@@ -20,7 +20,8 @@ struct RunOptions {
   std::string context;                   // --context SIZE: override the modelled CUDA context
   std::vector<std::string> inject;       // --inject SPEC, any of them may fire
   int jobs = 1;
-  int iterations = 2;
+  int64_t iterations = 0;                // --iterations N (0: each variant's own loop.iterations)
+  double timeout_seconds = 300;          // per variant
   std::string json_path;                 // --json FILE
 };
 

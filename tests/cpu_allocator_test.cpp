@@ -9,6 +9,7 @@
 
 #include "allocators/byte_size.h"
 #include "allocators/cards.h"
+#include "allocators/cpu_tracking_allocator.h"
 #include "allocators/install.h"
 
 namespace oomguard {
@@ -76,6 +77,43 @@ TEST(OutOfMemoryMessage, NamesTheSimulatedCardCapAndLiveBytes) {
             "META out of memory (injected by oomguard: phase=backward,nth=2, allocation #7 in phase backward). Tried "
             "to allocate 4.00 KiB. The cap is 1024.00 MiB (1073741824 bytes), of which 1023.00 MiB is free. Of the "
             "capped memory 1024.00 KiB is live in tensors.");
+}
+
+TEST_F(CpuAllocatorTest, HostAllocationsStayOutOfTheLedger) {
+  at::Tensor host;
+  {
+    HostAllocationScope scope;
+    host = at::empty({1000}, at::kFloat);
+  }
+  EXPECT_EQ(Live(), 0);
+  EXPECT_TRUE(IsHostAllocation(host.storage().data_ptr()));
+  at::Tensor device = at::empty({1000}, at::kFloat);
+  EXPECT_FALSE(IsHostAllocation(device.storage().data_ptr()));
+  device.copy_(host);
+  EXPECT_EQ(Live(), 4000);
+  host.reset();  // freed outside any scope: still not refunded, since it was never charged
+  EXPECT_EQ(Live(), 4000);
+}
+
+TEST_F(CpuAllocatorTest, WindowPeakRestartsAtTheCurrentLiveBytes) {
+  at::Tensor a = at::empty({1000}, at::kFloat);
+  { at::Tensor b = at::empty({500}, at::kFloat); }
+  EXPECT_EQ(ledger().TakeWindowPeak() - base_, 6000);
+  { at::Tensor c = at::empty({100}, at::kFloat); }
+  EXPECT_EQ(ledger().TakeWindowPeak() - base_, 4400);
+  EXPECT_EQ(ledger().TakeWindowPeak() - base_, 4000);
+}
+
+TEST_F(CpuAllocatorTest, RemembersTheLastRefusedRequest) {
+  ScopedLimits limits(CpuAccount(), LimitsForCap(ledger().live_bytes() + 100));
+  ledger().SetPhase("backward");
+  at::Tensor held = at::empty({60}, at::kByte);
+  EXPECT_THROW(at::empty({1000}, at::kByte), c10::OutOfMemoryError);
+  const DeviceAccount::Refusal refusal = CpuAccount().last_refusal();
+  EXPECT_EQ(refusal.requested_bytes, 1000);
+  EXPECT_EQ(refusal.live_bytes - base_, 60);
+  EXPECT_EQ(refusal.phase, "backward");
+  EXPECT_FALSE(refusal.injected);
 }
 
 TEST_F(CpuAllocatorTest, SatisfiesMkldnnRawAllocateContract) {

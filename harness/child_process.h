@@ -1,0 +1,40 @@
+// Runs commands as child processes, at most N at a time, each with a timeout: the isolation that
+// keeps a scenario that aborts, segfaults or hangs from taking the whole run down.
+//
+//   std::vector<oomguard::ChildSpec> specs = ...;  // argv, where stdout/stderr go, timeout
+//   oomguard::RunChildren(specs, /*max_running=*/2, [](size_t i, const oomguard::ChildExit& exit) { ... });
+//
+// Children's output goes to files, never pipes, so a chatty child cannot block on a full pipe.
+// Error policy: a child that cannot be started is reported through ChildExit::spawn_error; nothing throws.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace oomguard {
+
+struct ChildSpec {
+  std::vector<std::string> argv;  // argv[0] is the executable's path
+  std::string stdout_path;
+  std::string stderr_path;
+  double timeout_seconds = 300;
+};
+
+struct ChildExit {
+  std::string spawn_error;  // non-empty: it never ran
+  bool timed_out = false;   // killed with SIGKILL at the timeout
+  int exit_code = -1;       // when it exited normally
+  int signal = 0;           // when a signal ended it
+  double wall_ms = 0;
+};
+
+// Starts the specs in order, keeping at most max_running alive, and calls on_done on this thread as
+// each ends (in completion order; the index says which spec).
+void RunChildren(const std::vector<ChildSpec>& specs, int max_running,
+                 const std::function<void(size_t index, const ChildExit& exit)>& on_done);
+
+// "signal 11 (Segmentation fault)", "exit code 3", "timed out after 300 s", or the spawn error.
+std::string DescribeExit(const ChildExit& exit, double timeout_seconds);
+
+}  // namespace oomguard

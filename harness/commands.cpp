@@ -1,0 +1,125 @@
+#include "harness/commands.h"
+
+#include "allocators/byte_size.h"
+#include "allocators/cards.h"
+#include "harness/cli.h"
+#include "harness/runner.h"
+#include "harness/scenario_loader.h"
+#include "reports/console_writer.h"
+#include "reports/results_json.h"
+
+namespace oomguard {
+namespace {
+
+std::string Pad(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+std::vector<std::string> PathsOrCatalog(const RunOptions& options) {
+  return options.paths.empty() ? std::vector<std::string>{CatalogDirectory()} : options.paths;
+}
+
+}  // namespace
+
+int CardsCommand(bool with_sources, std::ostream& out) {
+  out << Pad("card", 12) << Pad("name", 32) << Pad("reported", 12) << Pad("context", 13) << "cap (usable)\n";
+  for (const CardPreset& card : AllCards()) {
+    out << Pad(std::string(card.key), 12) << Pad(std::string(card.display_name), 32)
+        << Pad(FormatBytes(card.total_bytes), 12) << Pad(FormatBytes(card.context_bytes), 13)
+        << FormatBytes(card.allocator_cap_bytes()) << "\n";
+    if (with_sources) out << "    source: " << card.source << "\n";
+  }
+  out << "\nreported: the total CUDA reports (torch.cuda.get_device_properties().total_memory);\n"
+         "cap: what oomguard lets tensors hold, the reported total minus the modelled CUDA context.\n";
+  return kExitOk;
+}
+
+int RunCommand(const RunOptions& options, const std::string& self_exe, std::ostream& out, std::ostream& err) {
+  RunReport report;
+  std::string error;
+  const bool ok = RunScenarios(
+      options, self_exe, [&out](const ScenarioResult& s) { WriteScenarioBlock(s, out), out.flush(); }, &report, &error);
+  if (!ok) {
+    err << "oomguard run: " << error << "\n";
+    return kExitUsage;
+  }
+  WriteRunSummary(report, out);
+  if (!options.json_path.empty()) {
+    if (!WriteResultsJson(report, options.json_path, &error)) {
+      err << "oomguard run: " << error << "\n";
+      return kExitUsage;
+    }
+    out << "results: " << options.json_path << "\n";
+  }
+  if (report.scenarios.empty()) {
+    err << "oomguard run: no scenario matches --filter '" << options.filter << "'\n";
+    return kExitUsage;
+  }
+  for (const ScenarioResult& s : report.scenarios) {
+    if (IsFailure(s.code)) return kExitFailures;
+  }
+  return kExitOk;
+}
+
+int ListCommand(const RunOptions& options, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> files;
+  std::string error;
+  if (!FindScenarioFiles(PathsOrCatalog(options), &files, &error)) {
+    err << "oomguard list: " << error << "\n";
+    return kExitUsage;
+  }
+  int broken = 0;
+  for (const std::string& file : files) {
+    Scenario s;
+    if (!LoadScenarioFile(file, &s, &error)) {
+      out << "(unloadable) " << error << "\n";
+      ++broken;
+      continue;
+    }
+    std::string variants, backends;
+    for (const VariantSpec& v : s.variants) variants += (variants.empty() ? "" : ", ") + v.name;
+    for (const std::string& b : s.backends) backends += (backends.empty() ? "" : ",") + b;
+    out << Pad(s.name, 28) << Pad(backends, 16) << s.summary << "\n" << Pad("", 28) << "variants: " << variants << "\n";
+  }
+  return broken ? kExitFailures : kExitOk;
+}
+
+int ExplainCommand(const RunOptions& options, const std::string& name, const std::string& self_exe,
+                   std::ostream& out, std::ostream& err) {
+  std::vector<std::string> files;
+  std::string error;
+  if (!FindScenarioFiles(PathsOrCatalog(options), &files, &error)) {
+    err << "oomguard explain: " << error << "\n";
+    return kExitUsage;
+  }
+  std::vector<std::string> names;
+  for (const std::string& file : files) {
+    Scenario s;
+    if (!LoadScenarioFile(file, &s, &error)) continue;
+    names.push_back(s.name);
+    if (s.name != name) continue;
+    out << s.name << ": " << s.summary << "\n\n" << s.teach << "\n\nMeasured now (" << file << "):\n";
+    RunOptions run = options;
+    run.paths = {file};
+    run.filter = "*";
+    RunReport report;
+    if (!RunScenarios(run, self_exe, [&out](const ScenarioResult& r) { WriteScenarioBlock(r, out); }, &report,
+                      &error)) {
+      err << "oomguard explain: " << error << "\n";
+      return kExitUsage;
+    }
+    return kExitOk;
+  }
+  std::string known;
+  for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+  err << "oomguard explain: no scenario named '" << name << "'; known: " << known << "\n";
+  return kExitUsage;
+}
+
+int MeasureCommand(const RunOptions& options, const std::string& scenario_file, const std::string& variant,
+                   const std::string& out_path, std::ostream& err) {
+  return MeasureInChild(options, scenario_file, variant, out_path, err);
+}
+
+}  // namespace oomguard

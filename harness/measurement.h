@@ -1,0 +1,66 @@
+// What running one variant measured: the data every verdict, report and baseline is made from.
+// Plain types; JSON lives in measurement_json.h.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "allocators/fault_injection.h"
+#include "allocators/ledger.h"
+
+namespace oomguard {
+
+struct IterationMeasurement {
+  int64_t peak_bytes = 0;                 // highest live bytes during this iteration
+  int64_t live_after_backward_bytes = 0;  // right after the (last micro-batch's) backward
+  int64_t live_after_bytes = 0;           // at the end of the iteration, its locals released
+};
+
+// What was live when an allocation was refused, by category.
+struct LiveBreakdown {
+  int64_t parameters_bytes = 0;
+  int64_t gradients_bytes = 0;
+  int64_t optimizer_state_bytes = 0;
+  int64_t inputs_bytes = 0;                     // the batch on the device
+  int64_t activations_and_transient_bytes = 0;  // the rest: saved activations, outputs, buffers
+  std::vector<std::pair<std::string, int64_t>> layers;  // bytes each layer's forward left live
+};
+
+struct OomReport {
+  std::string phase;
+  int64_t requested_bytes = 0;
+  int64_t cap_bytes = 0;
+  int64_t live_bytes = 0;
+  bool injected = false;
+  std::string message;  // the allocator's PyTorch-style message
+  LiveBreakdown live;
+};
+
+struct VariantMeasurement {
+  std::string variant;
+  std::string backend;
+  std::string card;             // simulated card, empty for a plain cap
+  int64_t cap_bytes = 0;
+  std::string outcome = "pass";  // pass | oom | error:<category> (error_category.h)
+  std::string error;             // the message, for oom and errors
+  std::string attention = "math";  // the attention implementation the layers use
+  double duration_ms = 0;
+
+  LedgerStats ledger;  // peak, per-phase peaks, allocation count, timeline
+  std::vector<IterationMeasurement> iterations;
+  int64_t transfers = 0;
+  int64_t transfer_bytes = 0;
+  int64_t param_bytes = 0;
+  int64_t grad_bytes = 0;             // gradients live after the first backward
+  int64_t optimizer_state_bytes = 0;  // what the first optimizer step left live
+  int64_t forward_saved_bytes = 0;    // what the first forward left live (saved tensors, output, loss)
+  int64_t retained_grad_bytes = 0;    // gradients held by intermediates (retain_grad)
+  std::string grad_digest;            // FNV-1a of every parameter gradient after the first backward
+  std::optional<OomReport> oom;
+  std::vector<InjectedFailure> injected;
+};
+
+}  // namespace oomguard

@@ -1,0 +1,19 @@
+// Answers check expressions' metric names (metric_names.h) from a VariantMeasurement.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "harness/check_expression.h"
+#include "harness/measurement.h"
+
+namespace oomguard {
+
+// `metric` in canonical form: "peak", "phase_peak.eval", "live_after[2]". nullopt when the measurement
+// does not have it (an iteration that did not run, a phase never entered, a digest not taken).
+std::optional<MetricValue> LookupMetric(const VariantMeasurement& m, const std::string& metric);
+
+// (live after the last iteration - live after the first) / (iterations - 1); nullopt below 2 iterations.
+std::optional<double> LiveGrowthPerIteration(const VariantMeasurement& m);
+
+}  // namespace oomguard

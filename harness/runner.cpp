@@ -1,0 +1,243 @@
+#include "harness/runner.h"
+
+#include <dirent.h>
+#include <fnmatch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <ATen/Parallel.h>
+
+#include "harness/child_process.h"
+#include "harness/measurement_json.h"
+#include "harness/scenario_loader.h"
+#include "harness/verdict.h"
+#include "harness/workload.h"
+
+namespace oomguard {
+namespace {
+
+// Note [No std::filesystem]: libtorch.so exports its own std::filesystem symbols, which the dynamic
+// linker prefers to libstdc++'s; remove_all crashed through them. oomguard uses POSIX calls instead.
+std::string Stem(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  const size_t dot = name.find_last_of('.');
+  return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
+}
+
+// Removes the run's scratch folder, which holds only plain files.
+void RemoveScratch(const std::string& dir) {
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* entry = readdir(d)) {
+      const std::string name = entry->d_name;
+      if (name != "." && name != "..") unlink((dir + "/" + name).c_str());
+    }
+    closedir(d);
+  }
+  rmdir(dir.c_str());
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string Tail(const std::string& text, size_t max_chars) {
+  return text.size() <= max_chars ? text : "..." + text.substr(text.size() - max_chars);
+}
+
+// --card/--cap from the command line win; else the scenario's own default; else kDefaultCard.
+bool LimitsFor(const RunOptions& options, const Scenario& scenario, Limits* limits, std::string* error) {
+  RunOptions effective = options;
+  if (options.card.empty() && options.cap.empty()) {
+    effective.card = scenario.card;
+    effective.cap = scenario.cap;
+  }
+  return ResolveLimits(effective, kDefaultCard, limits, error);
+}
+
+std::string ResolveBackend(const std::string& backend) { return backend == "auto" ? "cpu" : backend; }
+
+struct PendingScenario {
+  Scenario scenario;
+  ScenarioResult result;
+  size_t variants_left = 0;
+};
+
+struct Job {
+  size_t scenario;  // index into the pending list
+  size_t variant;
+  std::string out_path;
+};
+
+}  // namespace
+
+std::string CatalogDirectory() {
+  if (const char* env = std::getenv("OOMGUARD_CATALOG"); env && *env) return env;
+  return OOMGUARD_CATALOG_DIR;
+}
+
+bool RunScenarios(const RunOptions& options, const std::string& self_exe, const ScenarioDone& on_done,
+                  RunReport* report, std::string* error) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> files;
+  const std::vector<std::string> paths = options.paths.empty() ? std::vector<std::string>{CatalogDirectory()} : options.paths;
+  if (!FindScenarioFiles(paths, &files, error)) return false;
+  Limits probe;
+  if (!ResolveLimits(options, kDefaultCard, &probe, error)) return false;  // bad flags fail before any work
+
+  const std::string backend = ResolveBackend(options.backend);
+  report->backend = backend;
+  report->jobs = options.jobs;
+  report->iterations = options.iterations;
+
+  std::vector<PendingScenario> pending;
+  std::vector<size_t> finished;  // scenarios complete before any child runs (unresolved, unsupported)
+  for (const std::string& file : files) {
+    PendingScenario p;
+    p.result.file = file;
+    p.result.backend = backend;
+    std::string load_error;
+    if (!LoadScenarioFile(file, &p.scenario, &load_error)) {
+      p.result.name = Stem(file);
+      if (fnmatch(options.filter.c_str(), p.result.name.c_str(), 0) != 0) continue;
+      p.result.code = ResultCode::kUnresolved;
+      p.result.error = load_error;
+      finished.push_back(pending.size());
+      pending.push_back(std::move(p));
+      continue;
+    }
+    p.result.name = p.scenario.name;
+    p.result.summary = p.scenario.summary;
+    if (fnmatch(options.filter.c_str(), p.scenario.name.c_str(), 0) != 0) continue;
+    Limits limits;
+    std::string limits_error;
+    if (!LimitsFor(options, p.scenario, &limits, &limits_error)) {
+      p.result.code = ResultCode::kUnresolved;
+      p.result.error = limits_error;
+    } else if (std::find(p.scenario.backends.begin(), p.scenario.backends.end(), backend) == p.scenario.backends.end()) {
+      p.result.code = ResultCode::kUnsupported;
+      p.result.error = "runs on " + [&] {
+        std::string s;
+        for (const std::string& b : p.scenario.backends) s += (s.empty() ? "" : ", ") + b;
+        return s;
+      }() + ", not " + backend;
+    } else if (backend == "cuda") {
+      p.result.code = ResultCode::kUnsupported;
+      p.result.error = "the cuda backend's runner is not built yet";
+    }
+    p.result.card = limits.card;
+    p.result.cap_bytes = limits.cap_bytes;
+    if (!p.result.error.empty()) finished.push_back(pending.size());
+    pending.push_back(std::move(p));
+  }
+
+  char dir_template[] = "/tmp/oomguard-run-XXXXXX";
+  const char* tmp = mkdtemp(dir_template);
+  if (tmp == nullptr) {
+    *error = "cannot create a temporary folder in /tmp";
+    return false;
+  }
+  const std::string tmp_dir = tmp;
+
+  std::vector<Job> jobs;
+  std::vector<ChildSpec> specs;
+  for (size_t s = 0; s < pending.size(); ++s) {
+    PendingScenario& p = pending[s];
+    if (!p.result.error.empty()) continue;
+    p.variants_left = p.scenario.variants.size();
+    for (size_t v = 0; v < p.scenario.variants.size(); ++v) {
+      const std::string base = tmp_dir + "/" + std::to_string(specs.size());
+      ChildSpec spec;
+      spec.argv = {self_exe, "__measure", "--scenario", p.result.file, "--variant", p.scenario.variants[v].name,
+                   "--backend", backend, "--out", base + ".json"};
+      if (!options.card.empty()) spec.argv.insert(spec.argv.end(), {"--card", options.card});
+      if (!options.cap.empty()) spec.argv.insert(spec.argv.end(), {"--cap", options.cap});
+      if (!options.context.empty()) spec.argv.insert(spec.argv.end(), {"--context", options.context});
+      for (const std::string& inject : options.inject) spec.argv.insert(spec.argv.end(), {"--inject", inject});
+      if (options.iterations > 0) spec.argv.insert(spec.argv.end(), {"--iterations", std::to_string(options.iterations)});
+      spec.stdout_path = base + ".out";
+      spec.stderr_path = base + ".err";
+      spec.timeout_seconds = options.timeout_seconds;
+      specs.push_back(spec);
+      jobs.push_back({s, v, base + ".json"});
+      p.result.variants.emplace_back();
+      p.result.variants.back().name = p.scenario.variants[v].name;
+    }
+  }
+
+  for (size_t s : finished) {
+    if (on_done) on_done(pending[s].result);
+  }
+  RunChildren(specs, options.jobs, [&](size_t index, const ChildExit& exit) {
+    const Job& job = jobs[index];
+    PendingScenario& p = pending[job.scenario];
+    VariantResult& slot = p.result.variants[job.variant];
+    const VariantExpectation expectation = p.scenario.expectations.count(slot.name)
+                                               ? p.scenario.expectations.at(slot.name)
+                                               : VariantExpectation{};
+    VariantMeasurement m;
+    std::string parse_error = "no measurement written";
+    const bool reported = exit.exit_code == 0 && !exit.timed_out && exit.signal == 0 &&
+                          MeasurementFromJson(nlohmann::json::parse(ReadFile(job.out_path), nullptr, false), &m,
+                                              &parse_error);
+    if (reported) {
+      slot = JudgeVariant(slot.name, expectation, m);
+    } else {
+      slot.code = exit.timed_out ? ResultCode::kTimeout : ResultCode::kUnresolved;
+      slot.expected_outcome = expectation.outcome;
+      slot.reasons.push_back(DescribeExit(exit, options.timeout_seconds));
+      slot.diagnostics = Tail(ReadFile(specs[index].stderr_path), 2000);
+    }
+    p.result.duration_ms += exit.wall_ms;
+    if (--p.variants_left == 0) {
+      JudgeScenario(p.scenario, &p.result);
+      if (on_done) on_done(p.result);
+    }
+  });
+  RemoveScratch(tmp_dir);
+
+  for (PendingScenario& p : pending) report->scenarios.push_back(std::move(p.result));
+  report->duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return true;
+}
+
+int MeasureInChild(const RunOptions& options, const std::string& scenario_file, const std::string& variant,
+                   const std::string& out_path, std::ostream& err) {
+  // One intra-op thread: some kernels allocate per-thread buffers, and exact bytes must not depend on
+  // the machine's core count.
+  at::set_num_threads(1);
+  Scenario scenario;
+  std::string error;
+  if (!LoadScenarioFile(scenario_file, &scenario, &error)) {
+    err << error << "\n";
+    return 2;
+  }
+  const VariantSpec* spec = nullptr;
+  for (const VariantSpec& v : scenario.variants) {
+    if (v.name == variant) spec = &v;
+  }
+  Limits limits;
+  if (spec == nullptr || !LimitsFor(options, scenario, &limits, &error)) {
+    err << (spec == nullptr ? "no variant '" + variant + "' in " + scenario_file : error) << "\n";
+    return 2;
+  }
+  MeasureOptions measure;
+  measure.backend = ResolveBackend(options.backend);
+  measure.limits = limits;
+  measure.iterations = options.iterations;
+  const VariantMeasurement m = MeasureVariant(*spec, measure);
+  std::ofstream out(out_path);
+  out << MeasurementToJson(m).dump();
+  return out.good() ? 0 : 2;
+}
+
+}  // namespace oomguard

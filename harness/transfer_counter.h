@@ -1,0 +1,35 @@
+// Counts host-to-device copies as the operator stream shows them, not as a scenario claims them.
+//
+//   oomguard::TransferCounter counter;          // installs a RecordFunction callback on aten::copy_
+//   ... run a training step ...
+//   counter.count(); counter.bytes();           // copies whose source is host memory
+//
+// Note [What counts as a transfer]: a copy_ whose source is a CPU tensor allocated as host memory
+// (inside a HostAllocationScope, cpu_tracking_allocator.h) into any tensor, or, on the cuda backend,
+// any CPU-to-CUDA copy_. On the cpu backend host and "device" are both CPU memory, and the host scope
+// is what tells them apart, so the same count comes out on cpu, meta and cuda. aten::_to_copy is not
+// counted: it calls copy_, which is.
+//
+// One counter at a time per process (the callback is global and uses static counters); construct and
+// destroy it on the controlling thread.
+#pragma once
+
+#include <cstdint>
+
+namespace oomguard {
+
+class TransferCounter {
+ public:
+  TransferCounter();
+  ~TransferCounter();
+  TransferCounter(const TransferCounter&) = delete;
+  TransferCounter& operator=(const TransferCounter&) = delete;
+
+  int64_t count() const;
+  int64_t bytes() const;
+
+ private:
+  uint64_t handle_;
+};
+
+}  // namespace oomguard

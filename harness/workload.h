@@ -1,0 +1,30 @@
+// Runs one scenario variant's training loop on a backend, under the allocator limits, and measures it.
+//
+//   oomguard::MeasureOptions options{"cpu", limits, /*iterations=*/0};
+//   oomguard::VariantMeasurement m = oomguard::MeasureVariant(variant_spec, options);
+//   m.outcome;  // "pass", "oom" or "error:<category>"; the numbers measured until then are kept
+//
+// Error policy: training failures (an OOM at the cap, an injected fault, autograd errors) are the
+// measurement, not exceptions: MeasureVariant catches them here, and only here, into outcome/error.
+// It must run in a process of its own (the runner spawns one per variant): it installs limits on the
+// process-wide accounts and resets their statistics.
+#pragma once
+
+#include <string>
+
+#include "allocators/device_account.h"
+#include "harness/measurement.h"
+#include "harness/scenario.h"
+
+namespace oomguard {
+
+struct MeasureOptions {
+  std::string backend = "cpu";  // cpu | meta
+  Limits limits;
+  int64_t iterations = 0;  // 0: the variant's own loop.iterations
+  size_t timeline_points = 2000;
+};
+
+VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions& options);
+
+}  // namespace oomguard

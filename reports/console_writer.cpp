@@ -1,0 +1,79 @@
+#include "reports/console_writer.h"
+
+#include <cstdio>
+#include <map>
+
+#include "allocators/byte_size.h"
+#include "harness/metrics.h"
+
+namespace oomguard {
+namespace {
+
+std::string Seconds(double ms) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f s", ms / 1000.0);
+  return buffer;
+}
+
+std::string Pad(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+}  // namespace
+
+void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out) {
+  out << Pad(std::string(ResultName(s.code)), 12) << s.name << "  [" << s.backend;
+  if (!s.card.empty()) out << ", " << s.card;
+  if (s.cap_bytes > 0) out << ", cap " << FormatBytes(s.cap_bytes);
+  out << "]";
+  if (s.duration_ms > 0) out << "  " << Seconds(s.duration_ms);
+  out << "\n";
+  if (!s.error.empty()) out << "            " << s.error << "\n";
+  size_t width = 0, outcome_width = 0;
+  for (const VariantResult& v : s.variants) {
+    width = std::max(width, v.name.size());
+    if (v.measurement) outcome_width = std::max(outcome_width, v.measurement->outcome.size());
+  }
+  for (const VariantResult& v : s.variants) {
+    out << "            " << Pad(v.name, width + 2) << Pad(std::string(ResultName(v.code)), 12);
+    if (v.measurement) {
+      const VariantMeasurement& m = *v.measurement;
+      out << Pad(m.outcome, outcome_width + 2) << "peak " << Pad(FormatBytes(m.ledger.peak_bytes), 12) << "in "
+          << m.ledger.peak_phase;
+      if (auto growth = LiveGrowthPerIteration(m); growth && m.outcome == "pass") {
+        out << "  growth " << FormatSignedBytes(static_cast<int64_t>(*growth)) << "/iteration";
+      }
+      if (m.transfers > 0) out << "  transfers " << m.transfers;
+    }
+    out << "\n";
+    if (v.measurement && v.measurement->oom && v.code != ResultCode::kPass) {
+      const OomReport& o = *v.measurement->oom;
+      out << "        OOM in " << o.phase << ": tried to allocate " << FormatBytes(o.requested_bytes) << " with "
+          << FormatBytes(o.live_bytes) << " live: parameters " << FormatBytes(o.live.parameters_bytes)
+          << ", gradients " << FormatBytes(o.live.gradients_bytes) << ", optimizer state "
+          << FormatBytes(o.live.optimizer_state_bytes) << ", inputs " << FormatBytes(o.live.inputs_bytes)
+          << ", activations and transient " << FormatBytes(o.live.activations_and_transient_bytes) << "\n";
+    }
+    for (const std::string& reason : v.reasons) out << "              " << reason << "\n";
+    if (!v.diagnostics.empty()) out << "              stderr: " << v.diagnostics << "\n";
+  }
+  for (const CheckResult& c : s.checks) {
+    out << "            " << (c.holds ? "ok     " : "FAILED ") << c.explanation << "\n";
+  }
+}
+
+void WriteRunSummary(const RunReport& report, std::ostream& out) {
+  std::map<std::string, int> counts;
+  int failures = 0;
+  for (const ScenarioResult& s : report.scenarios) {
+    ++counts[std::string(ResultName(s.code))];
+    failures += IsFailure(s.code);
+  }
+  out << "\n" << report.scenarios.size() << " scenarios on " << report.backend << " in " << Seconds(report.duration_ms)
+      << ":";
+  for (const auto& [code, n] : counts) out << " " << n << " " << code;
+  out << (failures ? "  (" + std::to_string(failures) + " failing)" : "") << "\n";
+}
+
+}  // namespace oomguard

@@ -1,0 +1,75 @@
+#include "reports/results_json.h"
+
+#include "harness/measurement_json.h"
+#include "harness/version_info.h"
+#include "reports/atomic_file.h"
+
+namespace oomguard {
+
+using nlohmann::json;
+
+namespace {
+
+json ChecksToJson(const std::vector<CheckResult>& checks) {
+  json out = json::array();
+  for (const CheckResult& c : checks) {
+    out.push_back({{"expression", c.expression},
+                   {"evaluable", c.evaluable},
+                   {"holds", c.holds},
+                   {"explanation", c.explanation}});
+  }
+  return out;
+}
+
+}  // namespace
+
+json ResultsToJson(const RunReport& report) {
+  const VersionInfo versions = CollectVersionInfo();
+  json j;
+  j["schema_version"] = kResultsSchemaVersion;
+  j["oomguard_version"] = versions.oomguard;
+  j["libtorch_version"] = versions.libtorch;
+  j["backend"] = report.backend;
+  j["jobs"] = report.jobs;
+  j["iterations_override"] = report.iterations;
+  j["duration_ms"] = report.duration_ms;
+  json totals = json::object();
+  json scenarios = json::array();
+  for (const ScenarioResult& s : report.scenarios) {
+    const std::string code(ResultName(s.code));
+    totals[code] = totals.value(code, 0) + 1;
+    json variants = json::array();
+    for (const VariantResult& v : s.variants) {
+      json jv = {{"name", v.name},
+                 {"result", std::string(ResultName(v.code))},
+                 {"expected_outcome", v.expected_outcome},
+                 {"expected_leak", v.expected_leak},
+                 {"reasons", v.reasons},
+                 {"checks", ChecksToJson(v.checks)}};
+      if (!v.xfail_reason.empty()) jv["xfail"] = v.xfail_reason;
+      if (!v.diagnostics.empty()) jv["diagnostics"] = v.diagnostics;
+      if (v.measurement) jv["measurement"] = MeasurementToJson(*v.measurement);
+      variants.push_back(std::move(jv));
+    }
+    scenarios.push_back({{"name", s.name},
+                         {"file", s.file},
+                         {"summary", s.summary},
+                         {"result", std::string(ResultName(s.code))},
+                         {"error", s.error},
+                         {"backend", s.backend},
+                         {"card", s.card},
+                         {"cap_bytes", s.cap_bytes},
+                         {"duration_ms", s.duration_ms},
+                         {"variants", variants},
+                         {"checks", ChecksToJson(s.checks)}});
+  }
+  j["totals"] = totals;
+  j["scenarios"] = scenarios;
+  return j;
+}
+
+bool WriteResultsJson(const RunReport& report, const std::string& path, std::string* error) {
+  return WriteFileAtomically(path, ResultsToJson(report).dump(2) + "\n", error);
+}
+
+}  // namespace oomguard

@@ -1,0 +1,20 @@
+// The JSON results file (`oomguard run --json FILE`): every measured number, every verdict and its
+// reasons, with a schema version. Baselines and the other reports read this.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/run_results.h"
+
+namespace oomguard {
+
+inline constexpr int kResultsSchemaVersion = 1;
+
+nlohmann::json ResultsToJson(const RunReport& report);
+
+// Writes ResultsToJson atomically (atomic_file.h).
+[[nodiscard]] bool WriteResultsJson(const RunReport& report, const std::string& path, std::string* error);
+
+}  // namespace oomguard

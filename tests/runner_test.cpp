@@ -1,0 +1,143 @@
+// The runner end to end: child processes of the real CLI, isolation from crashes and hangs, broken
+// files, and results that do not depend on --jobs.
+#include "harness/runner.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "reports/results_json.h"
+
+namespace oomguard {
+namespace {
+
+constexpr const char* kTinyScenario = R"({
+  "name": "tiny",
+  "summary": "a tiny model that fits",
+  "model": {"layers": [{"kind": "linear", "in": 4, "out": 8}, {"kind": "relu"}, {"kind": "linear", "in": 8, "out": 2}]},
+  "data": {"batch": 3, "shape": [4], "on_host": false},
+  "loop": {"iterations": 2, "loss": "mean", "optimizer": {"kind": "sgd"}},
+  "variants": {"base": {}, "wider": {"data": {"batch": 6}}},
+  "checks": ["wider.peak > base.peak"]
+})";
+
+class RunnerTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/oomguard-runner-test-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+  }
+  void TearDown() override {
+    for (const std::string& f : files_) unlink(f.c_str());
+    rmdir(dir_.c_str());
+  }
+  std::string Write(const std::string& name, const std::string& content, bool executable = false) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << content;
+    if (executable) chmod(path.c_str(), 0755);
+    files_.push_back(path);
+    return path;
+  }
+  RunReport Run(RunOptions options, const std::string& self = OOMGUARD_EXE) {
+    RunReport report;
+    std::string error;
+    EXPECT_TRUE(RunScenarios(options, self, nullptr, &report, &error)) << error;
+    return report;
+  }
+  std::string dir_;
+  std::vector<std::string> files_;
+};
+
+TEST_F(RunnerTest, RunsEveryVariantAndJudgesTheRelations) {
+  RunOptions options;
+  options.paths = {Write("tiny.json", kTinyScenario)};
+  const RunReport report = Run(options);
+  ASSERT_EQ(report.scenarios.size(), 1u);
+  const ScenarioResult& s = report.scenarios[0];
+  EXPECT_EQ(s.code, ResultCode::kPass) << s.error;
+  ASSERT_EQ(s.variants.size(), 2u);
+  EXPECT_EQ(s.variants[0].measurement->param_bytes, 232);
+  EXPECT_EQ(s.card, "NVIDIA T4 16GB");  // the default card
+  ASSERT_EQ(s.checks.size(), 1u);
+  EXPECT_TRUE(s.checks[0].holds) << s.checks[0].explanation;
+}
+
+TEST_F(RunnerTest, BrokenFilesAreUnresolvedWhileTheRestRuns) {
+  RunOptions options;
+  options.paths = {dir_};
+  Write("a_syntax.json", "{\n  \"name\": \"broken\",\n  \"summary\": oops\n}\n");
+  Write("b_tiny.json", kTinyScenario);
+  const RunReport report = Run(options);
+  ASSERT_EQ(report.scenarios.size(), 2u);
+  EXPECT_EQ(report.scenarios[0].code, ResultCode::kUnresolved);
+  EXPECT_EQ(report.scenarios[0].name, "a_syntax");
+  EXPECT_NE(report.scenarios[0].error.find(dir_ + "/a_syntax.json:3:"), std::string::npos) << report.scenarios[0].error;
+  EXPECT_EQ(report.scenarios[1].code, ResultCode::kPass);
+}
+
+TEST_F(RunnerTest, ACrashingChildIsUnresolvedAndTheRunCompletes) {
+  RunOptions options;
+  options.paths = {Write("tiny.json", kTinyScenario)};
+  const std::string crasher = Write("crash.sh", "#!/bin/sh\nkill -SEGV $$\n", /*executable=*/true);
+  const RunReport report = Run(options, crasher);
+  ASSERT_EQ(report.scenarios.size(), 1u);
+  EXPECT_EQ(report.scenarios[0].code, ResultCode::kUnresolved);
+  for (const VariantResult& v : report.scenarios[0].variants) {
+    EXPECT_EQ(v.code, ResultCode::kUnresolved);
+    ASSERT_EQ(v.reasons.size(), 1u);
+    EXPECT_EQ(v.reasons[0], "crashed with signal 11 (Segmentation fault)");
+  }
+}
+
+TEST_F(RunnerTest, AHangingChildTimesOut) {
+  RunOptions options;
+  options.paths = {Write("tiny.json", kTinyScenario)};
+  options.timeout_seconds = 1;
+  const std::string sleeper = Write("hang.sh", "#!/bin/sh\nexec sleep 30\n", /*executable=*/true);
+  const RunReport report = Run(options, sleeper);
+  EXPECT_EQ(report.scenarios[0].code, ResultCode::kTimeout);
+  EXPECT_EQ(report.scenarios[0].variants[0].reasons[0], "timed out after 1 s");
+}
+
+TEST_F(RunnerTest, UnknownBackendsOfAScenarioAreUnsupported) {
+  RunOptions options;
+  options.paths = {Write("tiny.json", kTinyScenario)};
+  options.backend = "meta";
+  const RunReport report = Run(options);
+  EXPECT_EQ(report.scenarios[0].code, ResultCode::kUnsupported);
+  EXPECT_EQ(report.scenarios[0].error, "runs on cpu, not meta");
+}
+
+// Drops what legitimately differs between two runs: how long things took.
+void StripDurations(nlohmann::json& j) {
+  if (j.is_object()) {
+    j.erase("duration_ms");
+    j.erase("jobs");
+    for (auto& [key, value] : j.items()) StripDurations(value);
+  } else if (j.is_array()) {
+    for (auto& value : j) StripDurations(value);
+  }
+}
+
+TEST(Runner, TheCatalogPassesAndJobsDoNotChangeANumber) {
+  RunOptions options;
+  options.paths = {std::string(OOMGUARD_SOURCE_DIR) + "/scenarios"};
+  RunReport one, two;
+  std::string error;
+  ASSERT_TRUE(RunScenarios(options, OOMGUARD_EXE, nullptr, &one, &error)) << error;
+  options.jobs = 2;
+  ASSERT_TRUE(RunScenarios(options, OOMGUARD_EXE, nullptr, &two, &error)) << error;
+  ASSERT_GE(one.scenarios.size(), 7u);
+  for (const ScenarioResult& s : one.scenarios) EXPECT_EQ(s.code, ResultCode::kPass) << s.name << ": " << s.error;
+  nlohmann::json a = ResultsToJson(one), b = ResultsToJson(two);
+  StripDurations(a);
+  StripDurations(b);
+  EXPECT_EQ(a, b);
+}
+
+}  // namespace
+}  // namespace oomguard
