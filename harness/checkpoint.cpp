@@ -52,9 +52,7 @@ void RestoreRng(const std::vector<RngState>& states) {
 // Replays saved generator states for a scope, then puts the caller's back (also when the segment throws).
 class RngReplay {
  public:
-  explicit RngReplay(const std::vector<RngState>& replay) : caller_(SaveRng(DevicesOf(replay))) {
-    RestoreRng(replay);
-  }
+  explicit RngReplay(const std::vector<RngState>& replay) : caller_(SaveRng(DevicesOf(replay))) { RestoreRng(replay); }
   ~RngReplay() { RestoreRng(caller_); }
   RngReplay(const RngReplay&) = delete;
   RngReplay& operator=(const RngReplay&) = delete;

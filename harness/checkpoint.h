@@ -6,18 +6,20 @@
 //   loss(h).backward();  // runs `block` a second time; w.grad(), b.grad() and x.grad() as without checkpointing
 //
 // Contract:
-// - Memory: until its backward runs, a checkpoint keeps `input` (saved for the recomputation), its output, a
-//   copy of `segment` with whatever the segment captures and, with preserve_rng_state, the generator states
-//   (a 5056-byte cpu tensor, plus a small one per cuda device); nothing the segment computes in between. The
-//   backward holds one segment's activations at a time.
+// - Memory: the forward keeps `input` (saved for the recomputation; the backward releases it), the output and,
+//   as long as the autograd graph holding the checkpoint lives, a copy of `segment` with whatever it captures
+//   and, with preserve_rng_state, the generator states (a 5056-byte cpu tensor, plus a small one for a cuda
+//   input); nothing the segment computes in between. The backward holds one segment's recomputed activations
+//   at a time. A whole model as one segment raises the peak: its recomputed output joins the forward's.
 // - Gradients: the same as running `segment` directly, bit for bit, when the recomputation computes the same
 //   values (deterministic kernels; random ops need preserve_rng_state). They reach `input` when it requires
 //   grad and every tensor in `params` that requires grad; .grad accumulates exactly as without checkpointing.
 //   Only the gradients a backward asks for are computed (autograd::grad(loss, {w}) does not differentiate
 //   the input).
-// - `params` must hold every tensor requiring grad that `segment` reaches besides `input` (captured weights;
-//   listing a leaf covers views of it computed outside the segment). The backward walks the recomputed graph
-//   and throws if a leaf requiring grad is missing, since its gradient would otherwise be lost silently.
+// - `params` must hold every tensor requiring grad that `segment` uses besides `input`: captured weights, and
+//   tensors computed from them outside the segment (a tied w.t(): list that tensor itself). The backward walks
+//   the recomputed graph and throws if it reaches a leaf requiring grad that is not listed, since its gradient
+//   would otherwise be lost silently.
 // - preserve_rng_state: the default cpu generator's state (and the input's cuda device generator's, for a
 //   cuda input) is saved before the forward and replayed for the recomputation, so dropout draws the same
 //   mask; the caller's generator state is put back afterwards, so the caller's stream of random numbers is

@@ -104,7 +104,7 @@ int ExplainCommand(const RunOptions& options, const std::string& name, const std
     run.paths = {file};
     run.filter = "*";
     RunReport report;
-    if (!RunScenarios(run, self_exe, [&out](const ScenarioResult& r) { WriteScenarioBlock(r, out); }, &report,
+    if (!RunScenarios(run, self_exe, [&out](const ScenarioResult& r) { WriteScenarioBlock(r, out, /*detailed=*/true); }, &report,
                       &error)) {
       err << "oomguard explain: " << error << "\n";
       return kExitUsage;

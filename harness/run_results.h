@@ -15,6 +15,7 @@ struct CheckResult {
   std::string expression;
   bool evaluable = false;
   bool holds = false;
+  bool skipped = false;  // needs data the backend does not have (grads on meta): neither holds nor fails
   std::string explanation;
 };
 

@@ -22,7 +22,7 @@ std::string Pad(std::string s, size_t width) {
 
 }  // namespace
 
-void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out) {
+void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, bool detailed) {
   out << Pad(std::string(ResultName(s.code)), 12) << s.name << "  [" << s.backend;
   if (!s.card.empty()) out << ", " << s.card;
   if (s.cap_bytes > 0) out << ", cap " << FormatBytes(s.cap_bytes);
@@ -49,17 +49,25 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out) {
     out << "\n";
     if (v.measurement && v.measurement->oom && v.code != ResultCode::kPass) {
       const OomReport& o = *v.measurement->oom;
-      out << "        OOM in " << o.phase << ": tried to allocate " << FormatBytes(o.requested_bytes) << " with "
+      out << "              OOM in " << o.phase << ": tried to allocate " << FormatBytes(o.requested_bytes) << " with "
           << FormatBytes(o.live_bytes) << " live: parameters " << FormatBytes(o.live.parameters_bytes)
           << ", gradients " << FormatBytes(o.live.gradients_bytes) << ", optimizer state "
           << FormatBytes(o.live.optimizer_state_bytes) << ", inputs " << FormatBytes(o.live.inputs_bytes)
           << ", activations and transient " << FormatBytes(o.live.activations_and_transient_bytes) << "\n";
     }
+    if (detailed && v.measurement) {
+      out << "              phase peaks:";
+      for (const PhasePeak& p : v.measurement->ledger.phase_peaks) out << " " << p.phase << " " << FormatBytes(p.peak_bytes) << ";";
+      out << "\n";
+      for (const CheckResult& c : v.checks) {
+        if (c.holds) out << "              ok     " << c.explanation << "\n";
+      }
+    }
     for (const std::string& reason : v.reasons) out << "              " << reason << "\n";
     if (!v.diagnostics.empty()) out << "              stderr: " << v.diagnostics << "\n";
   }
   for (const CheckResult& c : s.checks) {
-    out << "            " << (c.holds ? "ok     " : "FAILED ") << c.explanation << "\n";
+    out << "            " << (c.holds ? "ok     " : c.skipped ? "skip   " : "FAILED ") << c.explanation << "\n";
   }
 }
 

@@ -11,7 +11,8 @@
 
 namespace oomguard {
 
-void WriteScenarioBlock(const ScenarioResult& scenario, std::ostream& out);
+// detailed (oomguard explain): also each variant's phase peaks and its passing checks.
+void WriteScenarioBlock(const ScenarioResult& scenario, std::ostream& out, bool detailed = false);
 void WriteRunSummary(const RunReport& report, std::ostream& out);
 
 }  // namespace oomguard

@@ -16,6 +16,7 @@ json ChecksToJson(const std::vector<CheckResult>& checks) {
     out.push_back({{"expression", c.expression},
                    {"evaluable", c.evaluable},
                    {"holds", c.holds},
+                   {"skipped", c.skipped},
                    {"explanation", c.explanation}});
   }
   return out;

@@ -23,7 +23,9 @@ namespace {
 
 struct Mlp {
   std::vector<at::Tensor> weights, biases;
-  std::vector<at::Tensor> Params() const { return {weights[0], biases[0], weights[1], biases[1], weights[2], biases[2]}; }
+  std::vector<at::Tensor> Params() const {
+    return {weights[0], biases[0], weights[1], biases[1], weights[2], biases[2]};
+  }
 };
 
 Mlp MakeMlp() {
@@ -93,10 +95,10 @@ void ExpectIdentical(const Result& actual, const Result& expected) {
 
 TEST(Checkpoint, GradientsEqualThePlainModelsBitForBit) {
   const Result plain = Train({{0, 3}, {false}});
-  ExpectIdentical(Train({{0, 3}, {true}}), plain);                                // the whole model
-  ExpectIdentical(Train({{0, 1, 3}, {false, true}}), plain);                     // the last two layers
-  ExpectIdentical(Train({{0, 1, 2, 3}, {true, true, false}}), plain);            // the first two, one each
-  ExpectIdentical(Train({{0, 1, 2, 3}, {true, true, true}}), plain);             // every layer
+  ExpectIdentical(Train({{0, 3}, {true}}), plain);                     // the whole model
+  ExpectIdentical(Train({{0, 1, 3}, {false, true}}), plain);           // the last two layers
+  ExpectIdentical(Train({{0, 1, 2, 3}, {true, true, false}}), plain);  // the first two, one each
+  ExpectIdentical(Train({{0, 1, 2, 3}, {true, true, true}}), plain);   // every layer
   ExpectIdentical(Train({{0, 1, 2, 3}, {true, true, true}}, 2), Train({{0, 3}, {false}}, 2));  // .grad accumulates
 }
 
@@ -209,8 +211,8 @@ std::string BackwardError(const std::function<void()>& backward) {
 TEST(Checkpoint, UnlistedParameterIsAnErrorInBackward) {
   at::Tensor w = at::ones({4, 3}).requires_grad_();
   at::Tensor v = at::ones({3}).requires_grad_();
-  at::Tensor out = Checkpoint([w, v](const at::Tensor& h) { return at::matmul(h, w) * v; }, at::ones({2, 4}), {w},
-                              false);
+  at::Tensor out =
+      Checkpoint([w, v](const at::Tensor& h) { return at::matmul(h, w) * v; }, at::ones({2, 4}), {w}, false);
   EXPECT_EQ(BackwardError([&] { out.sum().backward(); }),
             "Checkpoint: the segment uses a tensor of shape [3] that requires grad but is not in `params`; its "
             "gradient would be lost");
@@ -241,12 +243,15 @@ TEST(Checkpoint, MetaInputKeepsNoGeneratorStateAndDifferentiates) {
 //
 // Note [Checkpoint peaks]: one activation is A = 1024 * 64 * 4 bytes, one layer's parameters P = (64 * 64 + 64) *
 // 4. Activations dominate, as in the models checkpointing is for. Each tanh(linear) keeps only its output (tanh's
-// backward needs it; addmm needs its input, the previous output). A layer's backward holds two A-sized gradients
-// at once (pre-activation, input) and then adds its parameters' gradients. With k segments of L = 8 / k layers,
-// the backward of segment s holds: the outputs of segments 1..s-1 (saved inputs), the model output (held by the
-// caller), the incoming gradient unless s = k (it is the caller's), all L recomputed activations (the
-// recomputed output is held until its grad() returns) and the two gradients: (s - 1) + 1 + [s < k] + L + 2
-// activations, plus the parameter gradients of segments s+1..k and of the current layer.
+// backward needs it; addmm needs its input, the previous output); its pre-activation z lives until tanh is done.
+// A layer's backward holds two A-sized gradients at once (pre-activation, input), then its parameters' gradients.
+// With k segments of L = 8 / k layers:
+// - the forward of segment s holds the outputs of segments 1..s-1 (the last is its input) and, inside, the
+//   previous layer's output, z and the new output: (s - 1) + 3 activations, or (s - 1) + 2 when L = 1;
+// - the backward of segment s holds the outputs of segments 1..s-1 (saved inputs), the model output (held by the
+//   caller), the incoming gradient unless s = k (then it is the caller's), all L recomputed activations (the
+//   recomputed output is held until its grad() returns) and the two gradients: (s - 1) + 1 + [s < k] + L + 2
+//   activations, plus the parameter gradients of segments s+1..k and of the current layer.
 class CheckpointMemoryTest : public testing::Test {
  protected:
   static constexpr int64_t kA = 1024 * 64 * 4;
@@ -254,10 +259,10 @@ class CheckpointMemoryTest : public testing::Test {
   static constexpr int64_t kRngState = 5056;  // the cpu generator's state tensor
 
   struct Measured {
-    int64_t forward_live = 0;    // bytes the forward left live (output included)
+    int64_t forward_live = 0;  // bytes the forward left live (output included)
     int64_t forward_peak = 0;
-    int64_t peak = 0;            // forward and backward together
-    int64_t live_after = 0;      // after backward, model output dropped: only .grad
+    int64_t peak = 0;        // forward and backward together
+    int64_t live_after = 0;  // after backward, model output dropped: only .grad
   };
 
   // segments = 0: no checkpointing.
@@ -310,11 +315,11 @@ TEST_F(CheckpointMemoryTest, SegmentsKeepOnlyTheirBoundariesAndLowerThePeak) {
     int64_t forward_live, forward_peak, peak;
   };
   const Row rows[] = {
-      {0, 8 * kA, 9 * kA, 10 * kA + kP},      // plain: 8 outputs; last layer: z + output
-      {1, 1 * kA, 3 * kA, 11 * kA + kP},      // one segment: worse, its recomputed output joins the caller's
-      {2, 2 * kA, 4 * kA, 8 * kA + 5 * kP},   // s = 1: 0 + 1 + 1 + 4 + 2; 4 layers' gradients done
-      {4, 4 * kA, 6 * kA, 8 * kA + 3 * kP},   // s = 4 and s = 3 both hold 8 A; s = 3 has 3 P
-      {8, 8 * kA, 9 * kA, 11 * kA + 2 * kP},  // s = 7: 6 + 1 + 1 + 1 + 2
+      {0, 8 * kA, 9 * kA, 10 * kA + kP},      // plain: 7 outputs + z + output; 8 outputs + 2 gradients
+      {1, 1 * kA, 3 * kA, 11 * kA + kP},      // worse than plain: the recomputed output joins the caller's
+      {2, 2 * kA, 4 * kA, 8 * kA + 5 * kP},   // peak at s = 1: 0 + 1 + 1 + 4 + 2, after 4 layers' gradients
+      {4, 4 * kA, 6 * kA, 8 * kA + 3 * kP},   // s = 4 and s = 3 both hold 8 A; s = 3 after 2 layers' gradients
+      {8, 8 * kA, 9 * kA, 11 * kA + 2 * kP},  // peak at s = 7: 6 + 1 + 1 + 1 + 2, after 1 layer's gradients
   };
   std::map<int, int64_t> peaks;
   for (const Row& row : rows) {
