@@ -13,6 +13,7 @@
 
 namespace oomguard {
 
+// Only iterations that completed are recorded.
 struct IterationMeasurement {
   int64_t peak_bytes = 0;                 // highest live bytes during this iteration
   int64_t live_after_backward_bytes = 0;  // right after the (last micro-batch's) backward
@@ -54,10 +55,12 @@ struct VariantMeasurement {
   int64_t transfers = 0;
   int64_t transfer_bytes = 0;
   int64_t param_bytes = 0;
-  int64_t grad_bytes = 0;             // gradients live after the first backward
-  int64_t optimizer_state_bytes = 0;  // what the first optimizer step left live
-  int64_t forward_saved_bytes = 0;    // what the first forward left live (saved tensors, output, loss)
-  int64_t retained_grad_bytes = 0;    // gradients held by intermediates (retain_grad)
+  // Absent when the run ended before measuring them (an OOM before the first optimizer step, say):
+  // a check on a number never measured must not pass by reading 0.
+  std::optional<int64_t> grad_bytes;             // gradients live after the first iteration's backward
+  std::optional<int64_t> optimizer_state_bytes;  // what the first optimizer step left live
+  std::optional<int64_t> forward_saved_bytes;    // what the first forward left live (saved tensors, output, loss)
+  std::optional<int64_t> retained_grad_bytes;    // gradients held by intermediates (retain_grad)
   std::string grad_digest;            // FNV-1a of every parameter gradient after the first backward
   std::optional<OomReport> oom;
   std::vector<InjectedFailure> injected;

@@ -4,6 +4,16 @@ namespace oomguard {
 
 using nlohmann::json;
 
+namespace {
+
+// Not measured is null, never 0.
+json Optional(const std::optional<int64_t>& value) { return value ? json(*value) : json(nullptr); }
+std::optional<int64_t> OptionalFrom(const json& j) {
+  return j.is_null() ? std::nullopt : std::optional<int64_t>(j.get<int64_t>());
+}
+
+}  // namespace
+
 json MeasurementToJson(const VariantMeasurement& m) {
   json j;
   j["variant"] = m.variant;
@@ -33,10 +43,10 @@ json MeasurementToJson(const VariantMeasurement& m) {
   j["transfers"] = m.transfers;
   j["transfer_bytes"] = m.transfer_bytes;
   j["param_bytes"] = m.param_bytes;
-  j["grad_bytes"] = m.grad_bytes;
-  j["optimizer_state_bytes"] = m.optimizer_state_bytes;
-  j["forward_saved_bytes"] = m.forward_saved_bytes;
-  j["retained_grad_bytes"] = m.retained_grad_bytes;
+  j["grad_bytes"] = Optional(m.grad_bytes);
+  j["optimizer_state_bytes"] = Optional(m.optimizer_state_bytes);
+  j["forward_saved_bytes"] = Optional(m.forward_saved_bytes);
+  j["retained_grad_bytes"] = Optional(m.retained_grad_bytes);
   j["grad_digest"] = m.grad_digest;
   json timeline = json::array();
   for (const TimelinePoint& p : m.ledger.timeline) timeline.push_back({p.event_index, p.live_bytes});
@@ -96,10 +106,10 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
     m->transfers = j.at("transfers").get<int64_t>();
     m->transfer_bytes = j.at("transfer_bytes").get<int64_t>();
     m->param_bytes = j.at("param_bytes").get<int64_t>();
-    m->grad_bytes = j.at("grad_bytes").get<int64_t>();
-    m->optimizer_state_bytes = j.at("optimizer_state_bytes").get<int64_t>();
-    m->forward_saved_bytes = j.at("forward_saved_bytes").get<int64_t>();
-    m->retained_grad_bytes = j.at("retained_grad_bytes").get<int64_t>();
+    m->grad_bytes = OptionalFrom(j.at("grad_bytes"));
+    m->optimizer_state_bytes = OptionalFrom(j.at("optimizer_state_bytes"));
+    m->forward_saved_bytes = OptionalFrom(j.at("forward_saved_bytes"));
+    m->retained_grad_bytes = OptionalFrom(j.at("retained_grad_bytes"));
     m->grad_digest = j.at("grad_digest").get<std::string>();
     const json& timeline = j.at("timeline");
     m->ledger.timeline_stride = timeline.at("stride").get<int64_t>();

@@ -7,6 +7,11 @@ namespace {
 
 MetricValue Number(double n) { return {false, n, ""}; }
 
+std::optional<MetricValue> Measured(const std::optional<int64_t>& bytes) {
+  if (!bytes) return std::nullopt;
+  return Number(static_cast<double>(*bytes));
+}
+
 // "live_after[2]" -> base "live_after", index 2; no brackets -> index 0.
 bool SplitIndex(const std::string& metric, std::string* base, size_t* index) {
   const size_t open = metric.find('[');
@@ -66,11 +71,11 @@ std::optional<MetricValue> LookupMetric(const VariantMeasurement& m, const std::
     const double total = static_cast<double>(base == "transfers_per_step" ? m.transfers : m.transfer_bytes);
     return Number(total / iterations);
   }
-  if (base == "retained_grad_bytes") return Number(static_cast<double>(m.retained_grad_bytes));
-  if (base == "forward_saved_bytes") return Number(static_cast<double>(m.forward_saved_bytes));
+  if (base == "retained_grad_bytes") return Measured(m.retained_grad_bytes);
+  if (base == "forward_saved_bytes") return Measured(m.forward_saved_bytes);
   if (base == "param_bytes") return Number(static_cast<double>(m.param_bytes));
-  if (base == "grad_bytes") return Number(static_cast<double>(m.grad_bytes));
-  if (base == "optimizer_state_bytes") return Number(static_cast<double>(m.optimizer_state_bytes));
+  if (base == "grad_bytes") return Measured(m.grad_bytes);
+  if (base == "optimizer_state_bytes") return Measured(m.optimizer_state_bytes);
   if (base == "grads") {
     if (m.grad_digest.empty()) return std::nullopt;
     return MetricValue{true, 0, m.grad_digest};

@@ -50,6 +50,12 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
+// A results file written by `oomguard run --json` into a folder that is also scanned for scenarios.
+bool IsResultsFile(const std::string& path) {
+  const nlohmann::json j = nlohmann::json::parse(ReadFile(path), nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("schema_version") && j.contains("scenarios");
+}
+
 std::string Tail(const std::string& text, size_t max_chars) {
   return text.size() <= max_chars ? text : "..." + text.substr(text.size() - max_chars);
 }
@@ -101,7 +107,10 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
 
   std::vector<PendingScenario> pending;
   std::vector<size_t> finished;  // scenarios complete before any child runs (unresolved, unsupported)
+  std::map<std::string, std::string> file_of_name;
   for (const std::string& file : files) {
+    const bool named = std::find(options.paths.begin(), options.paths.end(), file) != options.paths.end();
+    if (!named && IsResultsFile(file)) continue;  // found in a folder: oomguard's own output, not a scenario
     PendingScenario p;
     p.result.file = file;
     p.result.backend = backend;
@@ -118,6 +127,13 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
     p.result.name = p.scenario.name;
     p.result.summary = p.scenario.summary;
     if (fnmatch(options.filter.c_str(), p.scenario.name.c_str(), 0) != 0) continue;
+    if (auto [it, fresh] = file_of_name.emplace(p.scenario.name, file); !fresh) {
+      p.result.code = ResultCode::kUnresolved;
+      p.result.error = file + ": scenario name '" + p.scenario.name + "' is already used by " + it->second;
+      finished.push_back(pending.size());
+      pending.push_back(std::move(p));
+      continue;
+    }
     Limits limits;
     std::string limits_error;
     if (!LimitsFor(options, p.scenario, &limits, &limits_error)) {

@@ -74,11 +74,12 @@ class VariantRun {
     optimizer_ = MakeOptimizer(spec_.loop.optimizer, params_);
     const int64_t iterations = options_.iterations > 0 ? options_.iterations : spec_.loop.iterations;
     for (int64_t i = 1; i <= iterations; ++i) {
-      m_.iterations.emplace_back();
       ledger_.TakeWindowPeak();
-      TrainIteration(i == 1);
-      m_.iterations.back().live_after_bytes = ledger_.live_bytes();
-      m_.iterations.back().peak_bytes = ledger_.TakeWindowPeak();
+      IterationMeasurement iteration;
+      TrainIteration(i == 1, &iteration);
+      iteration.live_after_bytes = ledger_.live_bytes();
+      iteration.peak_bytes = ledger_.TakeWindowPeak();
+      m_.iterations.push_back(iteration);  // only completed iterations count
     }
   }
 
@@ -87,7 +88,7 @@ class VariantRun {
     LiveBreakdown b;
     b.parameters_bytes = m_.param_bytes;
     for (const at::Tensor& p : params_) b.gradients_bytes += Bytes(p.grad());
-    b.optimizer_state_bytes = m_.optimizer_state_bytes;
+    b.optimizer_state_bytes = m_.optimizer_state_bytes.value_or(0);
     b.inputs_bytes = batch_bytes_;
     b.activations_and_transient_bytes = live_at_refusal - b.parameters_bytes - b.gradients_bytes -
                                         b.optimizer_state_bytes - b.inputs_bytes - history_bytes_;
@@ -101,7 +102,7 @@ class VariantRun {
     at::Tensor target;  // on the device (cross_entropy only)
   };
 
-  void TrainIteration(bool first) {
+  void TrainIteration(bool first, IterationMeasurement* iteration) {
     ledger_.SetPhase("zero_grad");
     ZeroGrad();
     for (int64_t micro = 0; micro < spec_.loop.accumulate; ++micro) {
@@ -119,18 +120,22 @@ class VariantRun {
         (spec_.loop.accumulate > 1 ? loss / spec_.loop.accumulate : loss)
             .backward({}, spec_.loop.retain_graph);
       }
-      m_.iterations.back().live_after_backward_bytes = ledger_.live_bytes();
+      iteration->live_after_backward_bytes = ledger_.live_bytes();
       if (first_step) {
-        for (const at::Tensor& t : intermediates) m_.retained_grad_bytes += Bytes(t.grad());
+        int64_t retained = 0;
+        for (const at::Tensor& t : intermediates) retained += Bytes(t.grad());
+        m_.retained_grad_bytes = retained;
       }
     }
     batch_bytes_ = 0;
     if (first) {
       std::vector<at::Tensor> grads;
+      int64_t grad_bytes = 0;
       for (const at::Tensor& p : params_) {
         grads.push_back(p.grad());
-        m_.grad_bytes += Bytes(p.grad());
+        grad_bytes += Bytes(p.grad());
       }
+      m_.grad_bytes = grad_bytes;
       m_.grad_digest = Digest(grads);
     }
     if (optimizer_ && spec_.loop.backward) {
@@ -139,6 +144,7 @@ class VariantRun {
       optimizer_->step();
       if (first) m_.optimizer_state_bytes = ledger_.live_bytes() - before;
     }
+    if (first && !m_.optimizer_state_bytes) m_.optimizer_state_bytes = 0;  // no step, no state
     if (spec_.loop.eval.batches > 0) Evaluate();
   }
 

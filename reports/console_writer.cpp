@@ -44,7 +44,9 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, bool detaile
       if (auto growth = LiveGrowthPerIteration(m); growth && m.outcome == "pass") {
         out << "  growth " << FormatSignedBytes(static_cast<int64_t>(*growth)) << "/iteration";
       }
-      if (m.transfers > 0) out << "  transfers " << m.transfers;
+      if (m.transfers > 0 && !m.iterations.empty()) {
+        out << "  transfers " << m.transfers / static_cast<int64_t>(m.iterations.size()) << "/step";
+      }
     }
     out << "\n";
     if (v.measurement && v.measurement->oom && v.code != ResultCode::kPass) {
@@ -57,7 +59,11 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, bool detaile
     }
     if (detailed && v.measurement) {
       out << "              phase peaks:";
-      for (const PhasePeak& p : v.measurement->ledger.phase_peaks) out << " " << p.phase << " " << FormatBytes(p.peak_bytes) << ";";
+      const char* separator = " ";
+      for (const PhasePeak& p : v.measurement->ledger.phase_peaks) {
+        out << separator << p.phase << " " << FormatBytes(p.peak_bytes);
+        separator = ", ";
+      }
       out << "\n";
       for (const CheckResult& c : v.checks) {
         if (c.holds) out << "              ok     " << c.explanation << "\n";

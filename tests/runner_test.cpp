@@ -79,6 +79,44 @@ TEST_F(RunnerTest, BrokenFilesAreUnresolvedWhileTheRestRuns) {
   EXPECT_EQ(report.scenarios[1].code, ResultCode::kPass);
 }
 
+TEST_F(RunnerTest, ResultsFilesInScannedFoldersAreSkippedAndDuplicateNamesRefused) {
+  RunOptions options;
+  options.paths = {dir_};
+  options.json_path = dir_ + "/results.json";
+  Write("a.json", kTinyScenario);
+  Write("b.json", kTinyScenario);
+  RunReport first = Run(options);
+  std::string error;
+  ASSERT_TRUE(WriteResultsJson(first, options.json_path, &error)) << error;
+  files_.push_back(options.json_path);
+  const RunReport second = Run(options);
+  ASSERT_EQ(second.scenarios.size(), 2u);  // results.json is not read as a scenario
+  EXPECT_EQ(second.scenarios[0].code, ResultCode::kPass);
+  EXPECT_EQ(second.scenarios[1].code, ResultCode::kUnresolved);
+  EXPECT_EQ(second.scenarios[1].error, dir_ + "/b.json: scenario name 'tiny' is already used by " + dir_ + "/a.json");
+}
+
+TEST_F(RunnerTest, NotMeasuredIsNotZero) {
+  std::string scenario = kTinyScenario;
+  scenario.replace(scenario.find("wider.peak > base.peak"), 22, "wider.forward_saved_bytes > base.forward_saved_bytes");
+  RunOptions options;
+  options.paths = {Write("tiny.json", scenario)};
+  options.cap = "300B";  // room for the parameters (232 bytes), not for a forward
+  const RunReport report = Run(options);
+  const VariantMeasurement& m = *report.scenarios[0].variants[0].measurement;
+  EXPECT_EQ(m.outcome, "oom");
+  EXPECT_FALSE(m.forward_saved_bytes.has_value());
+  EXPECT_FALSE(m.grad_bytes.has_value());
+  EXPECT_FALSE(m.optimizer_state_bytes.has_value());
+  EXPECT_TRUE(m.iterations.empty());
+  ASSERT_EQ(report.scenarios[0].checks.size(), 1u);
+  EXPECT_FALSE(report.scenarios[0].checks[0].evaluable);
+  EXPECT_EQ(report.scenarios[0].checks[0].explanation,
+            "wider.forward_saved_bytes > base.forward_saved_bytes: cannot evaluate: no measurement of "
+            "wider.forward_saved_bytes, base.forward_saved_bytes");
+  EXPECT_EQ(report.scenarios[0].code, ResultCode::kFail);
+}
+
 TEST_F(RunnerTest, ACrashingChildIsUnresolvedAndTheRunCompletes) {
   RunOptions options;
   options.paths = {Write("tiny.json", kTinyScenario)};
