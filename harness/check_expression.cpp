@@ -19,6 +19,8 @@ using check_detail::Unit;
 using Kind = Node::Kind;
 
 constexpr const char* kDigestExample = "e.g. preserved.grads == reference.grads";
+constexpr const char* kNoDivision =
+    "there is no division in check expressions; multiply the other side instead (a >= 2 * b, not a / b >= 2)";
 
 bool IsComparison(const std::string& op) {
   return op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=";
@@ -121,13 +123,13 @@ class CheckExpressionParser {
   bool Parse(CheckExpression* out) {
     if (!ParseSide(&expr_.left_)) return false;
     if (Peek().type != Token::Type::kSymbol || !IsComparison(Peek().text)) {
-      return Fail(Peek().column, "expected an operator (== != < <= > >=), got " + Describe(Peek()) + UnitHint());
+      return Unexpected("expected an operator (== != < <= > >=), got " + Describe(Peek()) + UnitHint());
     }
     const Token op = Next();
     expr_.op_ = op.text;
     if (!ParseSide(&expr_.right_)) return false;
     if (Peek().type != Token::Type::kEnd) {
-      return Fail(Peek().column, "expected end of expression, got " + Describe(Peek()) + UnitHint());
+      return Unexpected("expected end of expression, got " + Describe(Peek()) + UnitHint());
     }
     const Node& left = expr_.nodes_[expr_.left_];
     const Node& right = expr_.nodes_[expr_.right_];
@@ -153,6 +155,8 @@ class CheckExpressionParser {
     *error_ = "at column " + std::to_string(column) + ": " + what;
     return false;
   }
+  // Fails at the next token with `what`, unless that token is a '/': then says there is no division.
+  bool Unexpected(const std::string& what) { return Fail(Peek().column, PeekSymbol("/") ? kNoDivision : what); }
   // "12 MiB": a number, then a word that would have made a size without the space.
   std::string UnitHint() const {
     int64_t bytes = 0;
@@ -230,13 +234,13 @@ class CheckExpressionParser {
       const size_t open = Next().column;
       if (!ParseSide(node)) return false;
       if (!PeekSymbol(")")) {
-        return Fail(Peek().column,
-                    "expected ')' to close the '(' at column " + std::to_string(open) + ", got " + Describe(Peek()));
+        return Unexpected("expected ')' to close the '(' at column " + std::to_string(open) + ", got " +
+                          Describe(Peek()));
       }
       Next();
       return true;
     }
-    return Fail(token.column, "expected a number, a metric or '(', got " + Describe(token));
+    return Unexpected("expected a number, a metric or '(', got " + Describe(token));
   }
 
   bool ParseRef(int* node) {
@@ -246,8 +250,8 @@ class CheckExpressionParser {
     if (expr_.relation_mode_) {
       ref.variant = Next().text;
       if (!PeekSymbol(".")) {
-        return Fail(Peek().column, "expected '.' and a metric after variant '" + ref.variant +
-                                       "' (relations name VARIANT.METRIC, e.g. fixed.peak), got " + Describe(Peek()));
+        return Unexpected("expected '.' and a metric after variant '" + ref.variant +
+                          "' (relations name VARIANT.METRIC, e.g. fixed.peak), got " + Describe(Peek()));
       }
       Next();
     }
@@ -274,7 +278,7 @@ class CheckExpressionParser {
       has_index = true;
       index = static_cast<int64_t>(number.value);
       index_column = Next().column;
-      if (!PeekSymbol("]")) return Fail(Peek().column, "expected ']', got " + Describe(Peek()));
+      if (!PeekSymbol("]")) return Unexpected("expected ']', got " + Describe(Peek()));
       Next();
     }
     std::string error;

@@ -12,6 +12,7 @@
 // the first error wins. Nothing here throws. Header-only, like the JSON bindings of other plain types.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -88,12 +89,34 @@ inline std::string DescribeJson(const OrderedJson& value) {
 inline std::string Quoted(const std::string& text) { return OrderedJson(text).dump(); }
 
 // `unknown key "no_grd"; did you mean "no_grad"? (valid keys: batches, no_grad, keep_outputs)`, with
-// `what` "key"; the same shape for "variant", "layer kind" and other names.
+// `what` "key"; the same shape for "variant", "layer kind" and other names. `shown`, when given, is
+// listed instead of `valid` (the same names, some with a note: "error:error (any other error)").
 inline std::string UnknownNameMessage(const std::string& what, const std::string& name,
-                                      const std::vector<std::string>& valid, const std::string& valid_label) {
+                                      const std::vector<std::string>& valid, const std::string& valid_label,
+                                      const std::vector<std::string>& shown = {}) {
   const std::string near = ClosestMatch(name, valid);
   return "unknown " + what + " " + Quoted(name) + (near.empty() ? "" : "; did you mean " + Quoted(near) + "?") + " (" +
-         valid_label + ": " + JoinNames(valid, ", ") + ")";
+         valid_label + ": " + JoinNames(shown.empty() ? valid : shown, ", ") + ")";
+}
+
+// A dotted name ("optimizer.kind") whose first part is one of `valid`: the table of FORMAT.md writes
+// nested keys that way. Gives `unknown key "optimizer.kind": nest it as "optimizer": {"kind": ...}`,
+// or "" when `name` is not such a name. `what` as in UnknownNameMessage.
+inline std::string DottedNameMessage(const std::string& what, const std::string& name,
+                                     const std::vector<std::string>& valid) {
+  const size_t dot = name.find('.');
+  if (dot == std::string::npos || dot + 1 >= name.size() ||
+      std::find(valid.begin(), valid.end(), name.substr(0, dot)) == valid.end()) {
+    return "";
+  }
+  std::string nested, closing;
+  size_t start = 0;
+  for (size_t end = dot; end != std::string::npos; start = end + 1, end = name.find('.', start)) {
+    nested += Quoted(name.substr(start, end - start)) + ": {";
+    closing += "}";
+  }
+  return "unknown " + what + " " + Quoted(name) + ": nest it as " + nested + Quoted(name.substr(start)) + ": ..." +
+         closing;
 }
 
 inline bool Fail(const JsonPath& path, const std::string& what, std::string* error) {
@@ -120,7 +143,8 @@ inline bool ReadFields(const OrderedJson& object, const JsonPath& path, const st
     if (field == nullptr) {
       std::vector<std::string> keys;
       for (const Field& f : fields) keys.push_back(f.key);
-      return Fail(path, UnknownNameMessage("key", key, keys, "valid keys"), error);
+      const std::string dotted = DottedNameMessage("key", key, keys);
+      return Fail(path, dotted.empty() ? UnknownNameMessage("key", key, keys, "valid keys") : dotted, error);
     }
     if (allow_null && value.is_null()) continue;
     if (!field->read(value, path.Key(key), error)) return false;
@@ -172,10 +196,14 @@ inline FieldReader StringField(std::string* out) {
 }
 
 // One of `values`; `what` names the thing in messages: unknown `what` "mae"; did you mean "mse"? ...
-inline FieldReader EnumField(std::string* out, std::string what, std::vector<std::string> values) {
-  return [out, what, values](const OrderedJson& value, const JsonPath& path, std::string* error) {
+// `shown`, when given, lists the values in messages instead (see UnknownNameMessage).
+inline FieldReader EnumField(std::string* out, std::string what, std::vector<std::string> values,
+                             std::vector<std::string> shown = {}) {
+  return [out, what, values, shown](const OrderedJson& value, const JsonPath& path, std::string* error) {
     if (!value.is_string()) {
-      return Fail(path, "expected one of " + JoinNames(values, ", ") + ", got " + DescribeJson(value), error);
+      return Fail(path, "expected one of " + JoinNames(shown.empty() ? values : shown, ", ") + ", got " +
+                            DescribeJson(value),
+                  error);
     }
     const std::string text = value.get<std::string>();
     for (const std::string& v : values) {
@@ -184,7 +212,7 @@ inline FieldReader EnumField(std::string* out, std::string what, std::vector<std
         return true;
       }
     }
-    return Fail(path, UnknownNameMessage(what, text, values, "valid values"), error);
+    return Fail(path, UnknownNameMessage(what, text, values, "valid values", shown), error);
   };
 }
 

@@ -24,11 +24,15 @@ class Activation final : public Layer {
  public:
   Activation(const LayerSpec& s, std::string name) : Layer(std::move(name)), kind_(s.kind), inplace_(s.inplace) {}
   at::Tensor Forward(const at::Tensor& x, bool) override {
-    if (kind_ == "relu") return inplace_ ? at::relu_(const_cast<at::Tensor&>(x)) : at::relu(x);
-    if (kind_ == "gelu") return at::gelu(x);
-    if (kind_ == "sigmoid") return inplace_ ? at::sigmoid_(const_cast<at::Tensor&>(x)) : at::sigmoid(x);
-    if (kind_ == "tanh") return inplace_ ? at::tanh_(const_cast<at::Tensor&>(x)) : at::tanh(x);
-    return inplace_ ? at::exp_(const_cast<at::Tensor&>(x)) : at::exp(x);
+    // In-place methods modify the storage x shares with its producer; the handle itself stays const.
+    if (kind_ == "relu") return inplace_ ? x.relu_() : at::relu(x);
+    if (kind_ == "gelu") {
+      at::Tensor y = x;
+      return inplace_ ? at::gelu_(y) : at::gelu(x);
+    }
+    if (kind_ == "sigmoid") return inplace_ ? x.sigmoid_() : at::sigmoid(x);
+    if (kind_ == "tanh") return inplace_ ? x.tanh_() : at::tanh(x);
+    return inplace_ ? x.exp_() : at::exp(x);
   }
 
  private:
@@ -40,8 +44,9 @@ class Dropout final : public Layer {
  public:
   Dropout(const LayerSpec& s, std::string name) : Layer(std::move(name)), p_(s.p), inplace_(s.inplace) {}
   at::Tensor Forward(const at::Tensor& x, bool training) override {
-    if (inplace_) return at::dropout_(const_cast<at::Tensor&>(x), p_, training);
-    return at::dropout(x, p_, training);
+    if (!inplace_) return at::dropout(x, p_, training);
+    at::Tensor y = x;  // a second handle to the same storage: at::dropout_ takes a non-const one
+    return at::dropout_(y, p_, training);
   }
 
  private:
@@ -53,7 +58,7 @@ class Scale final : public Layer {
  public:
   Scale(const LayerSpec& s, std::string name) : Layer(std::move(name)), factor_(s.factor), inplace_(s.inplace) {}
   at::Tensor Forward(const at::Tensor& x, bool) override {
-    return inplace_ ? const_cast<at::Tensor&>(x).mul_(factor_) : x.mul(factor_);
+    return inplace_ ? x.mul_(factor_) : x.mul(factor_);
   }
 
  private:

@@ -183,7 +183,9 @@ FieldReader OutcomeField(std::string* out) {
   for (const char* category : {"inplace-saved-tensor", "inplace-leaf", "meta-kernel-missing", "error"}) {
     outcomes.push_back(std::string("error:") + category);
   }
-  return EnumField(out, "outcome", outcomes);
+  std::vector<std::string> shown = outcomes;
+  shown.back() += " (any other error)";
+  return EnumField(out, "outcome", outcomes, shown);
 }
 
 bool ReadExpect(const Json& value, const JsonPath& path, const std::vector<std::string>& variants, Scenario* out,
@@ -191,7 +193,10 @@ bool ReadExpect(const Json& value, const JsonPath& path, const std::vector<std::
   if (!value.is_object())
     return Fail(path, "expected an object of expectations by variant name, got " + DescribeJson(value), error);
   for (const auto& [name, expectation] : value.items()) {
-    if (!Contains(variants, name)) return Fail(path, UnknownNameMessage("variant", name, variants, "variants"), error);
+    if (!Contains(variants, name)) {
+      const std::string dotted = DottedNameMessage("variant", name, variants);  // "fixed.outcome"
+      return Fail(path, dotted.empty() ? UnknownNameMessage("variant", name, variants, "variants") : dotted, error);
+    }
     VariantExpectation& e = out->expectations[name];
     const JsonPath at = path.Key(name);
     const FieldReader checks = [&](const Json& v, const JsonPath& p, std::string* err) {

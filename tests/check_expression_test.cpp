@@ -196,7 +196,6 @@ TEST(CheckExpression, SyntaxErrorsNameTheColumn) {
             "at column 12: expected end of expression, got 'MiB' (write a size without a space: 12MiB)");
   EXPECT_EQ(ParseError("peak < 1 < 2", false), "at column 10: expected end of expression, got '<'");
   EXPECT_EQ(ParseError("(peak + 1 <= 2", false), "at column 11: expected ')' to close the '(' at column 1, got '<='");
-  EXPECT_EQ(ParseError("peak <= 1 / 2", false), "at column 11: expected end of expression, got '/'");
   EXPECT_EQ(ParseError("peak <= -1", false), "at column 9: expected a number, a metric or '(', got '-'");
   EXPECT_EQ(ParseError("peak <= 12XB", false),
             "at column 9: invalid size '12XB': unknown unit 'XB'; expected a size such as 16GiB, 15.5GB, 512MiB, "
@@ -205,6 +204,18 @@ TEST(CheckExpression, SyntaxErrorsNameTheColumn) {
   EXPECT_EQ(ParseError("peak <= 1.2.3", false), "at column 12: expected end of expression, got '.3'");
   EXPECT_EQ(ParseError("phase_peak. == 1", false),
             "at column 13: expected a metric name after 'phase_peak.', got '=='");
+}
+
+TEST(CheckExpression, ASlashSaysThereIsNoDivision) {
+  constexpr const char* kNoDivision =
+      "there is no division in check expressions; multiply the other side instead (a >= 2 * b, not a / b >= 2)";
+  EXPECT_EQ(ParseError("peak <= 1 / 2", false), std::string("at column 11: ") + kNoDivision);
+  EXPECT_EQ(ParseError("phase_peak.eval / phase_peak.forward >= 2", false), std::string("at column 17: ") + kNoDivision);
+  EXPECT_EQ(ParseError("(peak / 2) <= 1MiB", false), std::string("at column 7: ") + kNoDivision);
+  EXPECT_EQ(ParseError("peak <= / 2", false), std::string("at column 9: ") + kNoDivision);
+  EXPECT_EQ(ParseError("a.peak / b.peak >= 2", true), std::string("at column 8: ") + kNoDivision);
+  EXPECT_EQ(ParseError("a / b.peak >= 2", true), std::string("at column 3: ") + kNoDivision);
+  EXPECT_EQ(ParseError("live_after[2/1] > 0", false), std::string("at column 13: ") + kNoDivision);
 }
 
 TEST(CheckExpression, UnknownMetricsAreRejectedWithASuggestion) {

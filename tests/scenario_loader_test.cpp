@@ -113,8 +113,8 @@ TEST(ScenarioLoader, LoadsTheFormatExample) {
 }
 
 TEST(ScenarioLoader, TheFormatPageShowsTheTestedExample) {
-  std::string page_path = __FILE__;
-  page_path.replace(page_path.rfind("tests/scenario_loader_test.cpp"), std::string::npos, "scenarios/FORMAT.md");
+  // Not __FILE__: with CCACHE_BASEDIR (ci/build.sh) it is relative to the build folder.
+  const std::string page_path = std::string(OOMGUARD_SOURCE_DIR) + "/scenarios/FORMAT.md";
   std::ifstream in(page_path);
   ASSERT_TRUE(in) << page_path;
   std::stringstream page;
@@ -234,6 +234,21 @@ TEST(ScenarioLoader, UnknownKeysSuggestTheNearestValidKey) {
             "s.json: at data: unknown key \"colour\" (valid keys: batch, shape, dtype, vocab, on_host, classes)");
 }
 
+TEST(ScenarioLoader, DottedKeysAreToldToNest) {
+  EXPECT_EQ(LoadError(With(R"("loop": {"optimizer.kind": "adam"})")),
+            "s.json: at loop: unknown key \"optimizer.kind\": nest it as \"optimizer\": {\"kind\": ...}");
+  EXPECT_EQ(LoadError(With(R"("pitfalls.checkpoint.segments": 1)")),
+            "s.json: at top level: unknown key \"pitfalls.checkpoint.segments\": nest it as \"pitfalls\": "
+            "{\"checkpoint\": {\"segments\": ...}}");
+  EXPECT_EQ(LoadError(With("", R"("variants": {"a": {"loop.eval": {"batches": 1}}})")),
+            "s.json: at variants.a: unknown key \"loop.eval\": nest it as \"loop\": {\"eval\": ...}");
+  EXPECT_EQ(LoadError(With(R"("expect": {"a.outcome": "oom"})")),
+            "s.json: at expect: unknown variant \"a.outcome\": nest it as \"a\": {\"outcome\": ...}");
+  EXPECT_EQ(LoadError(With(R"("loop": {"optimiser.kind": "adam"})")),
+            "s.json: at loop: unknown key \"optimiser.kind\" (valid keys: iterations, loss, backward, retain_graph, "
+            "optimizer, zero_grad, accumulate, eval, loss_history)");
+}
+
 TEST(ScenarioLoader, WrongTypesAndRangesSayWhatIsExpected) {
   EXPECT_EQ(LoadError(With(R"("data": {"batch": "32", "shape": [4]})")),
             "s.json: at data.batch: expected an integer >= 1, got string \"32\"");
@@ -273,7 +288,11 @@ TEST(ScenarioLoader, EnumerationsListTheValidValues) {
             "s.json: at backends[1]: unknown backend \"gpu\"; did you mean \"cpu\"? (valid values: cpu, meta, cuda)");
   EXPECT_EQ(LoadError(With(R"("expect": {"a": {"outcome": "OOM"}})")),
             "s.json: at expect.a.outcome: unknown outcome \"OOM\"; did you mean \"oom\"? (valid values: pass, oom, "
-            "error:inplace-saved-tensor, error:inplace-leaf, error:meta-kernel-missing, error:error)");
+            "error:inplace-saved-tensor, error:inplace-leaf, error:meta-kernel-missing, error:error (any other error))");
+  EXPECT_EQ(LoadError(With(R"("expect": {"a": {"outcome": 1}})")),
+            "s.json: at expect.a.outcome: expected one of pass, oom, error:inplace-saved-tensor, error:inplace-leaf, "
+            "error:meta-kernel-missing, error:error (any other error), got 1");
+  EXPECT_EQ(Load(With(R"("expect": {"a": {"outcome": "error:error"}})")).expectations.at("a").outcome, "error:error");
 }
 
 TEST(ScenarioLoader, LayersTakeOnlyTheFieldsOfTheirKind) {
