@@ -19,6 +19,30 @@ struct CheckResult {
   std::string explanation;
 };
 
+// How a measured metric compares with its stored baseline (baseline_diff.h computes these).
+enum class BaselineVerdict {
+  kUnchanged,   // within tolerance
+  kImproved,    // better (lower) beyond tolerance: passes, and suggests --update-baselines
+  kRegressed,   // worse (higher) beyond tolerance: the variant fails
+  kNew,         // no baseline stored for this scenario/variant/backend/card (fails under --strict)
+  kNotCompared  // nothing to compare: the variant did not produce a measurement, or no baselines asked for
+};
+
+struct MetricDiff {
+  std::string metric;        // "peak_bytes", "phase_peak.backward", "live_after[2]", "alloc_count"
+  int64_t baseline = 0;
+  int64_t current = 0;
+  int64_t delta = 0;         // current - baseline
+  double delta_percent = 0;  // 100 * delta / baseline (0 when baseline is 0)
+  BaselineVerdict verdict = BaselineVerdict::kUnchanged;
+};
+
+struct BaselineComparison {
+  BaselineVerdict verdict = BaselineVerdict::kNotCompared;  // the worst of the metrics'
+  std::vector<MetricDiff> metrics;  // peak first; only metrics present on both sides
+  std::string baseline_file;        // where the baseline lives (or would live, for kNew)
+};
+
 struct VariantResult {
   std::string name;
   ResultCode code = ResultCode::kUnresolved;
@@ -29,6 +53,7 @@ struct VariantResult {
   std::vector<CheckResult> checks;                // the variant's own check expressions
   std::optional<VariantMeasurement> measurement;  // absent when the child crashed or timed out
   std::string diagnostics;                        // the end of the child's stderr when it did not report
+  BaselineComparison baseline;                    // set when the run compares with baselines
 };
 
 struct ScenarioResult {
@@ -47,6 +72,10 @@ struct ScenarioResult {
 
 struct RunReport {
   std::vector<ScenarioResult> scenarios;  // in catalog order
+  bool compared_with_baselines = false;   // --baselines / the catalog's stored baselines were read
+  bool strict = false;                    // --strict: a variant without a baseline fails
+  std::string oomguard_version;           // filled by the runner; fixed in report tests
+  std::string libtorch_version;
   std::string backend;
   int jobs = 1;
   int64_t iterations = 0;  // 0: each scenario's own

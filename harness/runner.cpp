@@ -17,6 +17,7 @@
 #include "harness/measurement_json.h"
 #include "harness/scenario_loader.h"
 #include "harness/verdict.h"
+#include "harness/version_info.h"
 #include "harness/workload.h"
 
 namespace oomguard {
@@ -102,6 +103,9 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
 
   const std::string backend = ResolveBackend(options.backend);
   report->backend = backend;
+  const VersionInfo versions = CollectVersionInfo();
+  report->oomguard_version = versions.oomguard;
+  report->libtorch_version = versions.libtorch;
   report->jobs = options.jobs;
   report->iterations = options.iterations;
 

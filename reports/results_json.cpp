@@ -1,7 +1,6 @@
 #include "reports/results_json.h"
 
 #include "harness/measurement_json.h"
-#include "harness/version_info.h"
 #include "reports/atomic_file.h"
 
 namespace oomguard {
@@ -25,11 +24,10 @@ json ChecksToJson(const std::vector<CheckResult>& checks) {
 }  // namespace
 
 json ResultsToJson(const RunReport& report) {
-  const VersionInfo versions = CollectVersionInfo();
   json j;
   j["schema_version"] = kResultsSchemaVersion;
-  j["oomguard_version"] = versions.oomguard;
-  j["libtorch_version"] = versions.libtorch;
+  j["oomguard_version"] = report.oomguard_version;
+  j["libtorch_version"] = report.libtorch_version;
   j["backend"] = report.backend;
   j["jobs"] = report.jobs;
   j["iterations_override"] = report.iterations;

@@ -1,0 +1,118 @@
+// A fixed RunReport for the report writers' golden tests: no machine, time or version enters it.
+// It has a passing scenario with a baseline (unchanged and improved variants), a failing scenario
+// whose name needs escaping in every format (`bad&name<"x">`) with a regression and a failed check,
+// an unresolved file and an unsupported scenario.
+#pragma once
+
+#include "harness/run_results.h"
+
+namespace oomguard::testing {
+
+inline VariantMeasurement SampleMeasurement(const std::string& variant, int64_t scale) {
+  VariantMeasurement m;
+  m.variant = variant;
+  m.backend = "cpu";
+  m.card = "NVIDIA T4 16GB";
+  m.cap_bytes = 15381561344;
+  m.duration_ms = 250;
+  m.ledger.peak_bytes = 9 * 1048576 * scale;
+  m.ledger.peak_phase = "backward";
+  m.ledger.alloc_count = 120;
+  m.ledger.allocated_bytes_total = 40 * 1048576 * scale;
+  m.ledger.phase_peaks = {{"setup", 1048576},
+                          {"forward", 5 * 1048576 * scale},
+                          {"backward", 9 * 1048576 * scale},
+                          {"optimizer", 3 * 1048576}};
+  m.ledger.timeline_stride = 1;
+  m.ledger.timeline = {{0, 1048576}, {10, 3 * 1048576 * scale}, {20, 9 * 1048576 * scale}, {30, 2 * 1048576}};
+  m.ledger.phase_marks = {{0, "setup"}, {5, "forward"}, {15, "backward"}, {25, "optimizer"}};
+  m.iterations = {{9 * 1048576 * scale, 4 * 1048576, 2 * 1048576}, {9 * 1048576 * scale, 4 * 1048576, 2 * 1048576}};
+  m.forward_saved_bytes = 3 * 1048576 * scale;
+  m.grad_bytes = 1048576;
+  m.optimizer_state_bytes = 0;
+  m.grad_digest = "0123456789abcdef";
+  return m;
+}
+
+inline RunReport SampleReport() {
+  RunReport report;
+  report.backend = "cpu";
+  report.duration_ms = 4200;
+  report.compared_with_baselines = true;
+  report.oomguard_version = "0.0.0-test";
+  report.libtorch_version = "2.11.0";
+
+  ScenarioResult pass;
+  pass.name = "forgotten-no-grad";
+  pass.file = "scenarios/forgotten-no-grad.json";
+  pass.summary = "An evaluation loop without no_grad keeps every batch's autograd graph alive";
+  pass.backend = "cpu";
+  pass.card = "NVIDIA T4 16GB";
+  pass.cap_bytes = 15381561344;
+  pass.code = ResultCode::kPass;
+  pass.duration_ms = 1500;
+  VariantResult pitfall;
+  pitfall.name = "pitfall";
+  pitfall.code = ResultCode::kPass;
+  pitfall.measurement = SampleMeasurement("pitfall", 3);
+  pitfall.baseline = {BaselineVerdict::kUnchanged,
+                      {{"peak_bytes", 27 * 1048576, 27 * 1048576, 0, 0.0, BaselineVerdict::kUnchanged}},
+                      "scenarios/baselines/forgotten-no-grad.json"};
+  VariantResult fixed;
+  fixed.name = "fixed";
+  fixed.code = ResultCode::kPass;
+  fixed.measurement = SampleMeasurement("fixed", 1);
+  fixed.baseline = {BaselineVerdict::kImproved,
+                    {{"peak_bytes", 10 * 1048576, 9 * 1048576, -1048576, -10.0, BaselineVerdict::kImproved}},
+                    "scenarios/baselines/forgotten-no-grad.json"};
+  pass.variants = {pitfall, fixed};
+  pass.checks = {{"pitfall.phase_peak.eval >= 3 * fixed.phase_peak.eval", true, true, false,
+                  "pitfall.phase_peak.eval >= 3 * fixed.phase_peak.eval: 27.00 MiB >= 3 * 9.00 MiB (27.00 MiB)"}};
+
+  ScenarioResult fail;
+  fail.name = "bad&name<\"x\">";
+  fail.file = "scenarios/bad&name.json";
+  fail.summary = "Escaping: <b>not bold</b> & \"quoted\"";
+  fail.backend = "cpu";
+  fail.card = "NVIDIA T4 16GB";
+  fail.cap_bytes = 15381561344;
+  fail.code = ResultCode::kFail;
+  fail.duration_ms = 900;
+  VariantResult regressed;
+  regressed.name = "a<b>&c";
+  regressed.code = ResultCode::kFail;
+  regressed.measurement = SampleMeasurement("a<b>&c", 2);
+  regressed.reasons = {"regression: peak_bytes 18.00 MiB vs baseline 16.20 MiB (+1.80 MiB, +11.11%)",
+                       "check failed: peak <= 16MiB: 18.00 MiB <= 16MiB"};
+  regressed.baseline = {BaselineVerdict::kRegressed,
+                        {{"peak_bytes", 16986931, 18874368, 1887437, 11.111, BaselineVerdict::kRegressed},
+                         {"phase_peak.backward", 16986931, 18874368, 1887437, 11.111, BaselineVerdict::kRegressed}},
+                        "scenarios/baselines/bad&name.json"};
+  VariantResult fresh;
+  fresh.name = "new_variant";
+  fresh.code = ResultCode::kPass;
+  fresh.measurement = SampleMeasurement("new_variant", 1);
+  fresh.baseline = {BaselineVerdict::kNew, {}, "scenarios/baselines/bad&name.json"};
+  fail.variants = {regressed, fresh};
+  fail.checks = {{"a.peak > 2 * new_variant.peak", true, false, false,
+                  "a.peak > 2 * new_variant.peak: 18.00 MiB > 2 * 9.00 MiB (18.00 MiB)"}};
+
+  ScenarioResult unresolved;
+  unresolved.name = "broken";
+  unresolved.file = "scenarios/broken.json";
+  unresolved.backend = "cpu";
+  unresolved.code = ResultCode::kUnresolved;
+  unresolved.error = "scenarios/broken.json:3:14: JSON syntax error: unexpected 'o'";
+
+  ScenarioResult unsupported;
+  unsupported.name = "gpu-only";
+  unsupported.file = "scenarios/gpu-only.json";
+  unsupported.backend = "cpu";
+  unsupported.code = ResultCode::kUnsupported;
+  unsupported.error = "runs on cuda, not cpu";
+
+  report.scenarios = {pass, fail, unresolved, unsupported};
+  return report;
+}
+
+}  // namespace oomguard::testing
