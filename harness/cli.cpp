@@ -61,6 +61,11 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   run->add_option("--timeout", options.timeout_seconds, "Seconds a variant may take before it is killed")
       ->check(CLI::Range(1.0, 86400.0));
   run->add_option("--json", options.json_path, "Write every measured number to this file");
+  run->add_option("--report", options.reports, "Also write a report: junit=FILE, md=FILE, html=FILE, json=FILE");
+  run->add_option("--baselines", options.baselines_dir, "Baseline folder (default: baselines/ beside each scenario)");
+  run->add_flag("--update-baselines", options.update_baselines,
+                "Record this run's numbers as the baselines (variants that met their expectations)");
+  run->add_flag("--strict", options.strict, "Fail variants that have no baseline (for CI)");
 
   CLI::App* list = app.add_subcommand("list", "List the scenarios of the catalog (or of the given paths)");
   list->add_option("paths", options.paths, "Scenario files or folders (default: the built-in catalog)");

@@ -2,6 +2,7 @@
 
 #include "allocators/byte_size.h"
 #include "allocators/cards.h"
+#include "harness/baseline_update.h"
 #include "harness/cli.h"
 #include "harness/runner.h"
 #include "harness/scenario_loader.h"
@@ -45,6 +46,12 @@ int RunCommand(const RunOptions& options, const std::string& self_exe, std::ostr
     return kExitUsage;
   }
   WriteRunSummary(report, out);
+  if (options.update_baselines) {
+    if (!UpdateBaselines(report, options, out, &error)) {
+      err << "oomguard run: " << error << "\n";
+      return kExitUsage;
+    }
+  }
   if (!options.json_path.empty()) {
     if (!WriteResultsJson(report, options.json_path, &error)) {
       err << "oomguard run: " << error << "\n";

@@ -13,6 +13,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "harness/baseline_diff.h"
 #include "harness/child_process.h"
 #include "harness/measurement_json.h"
 #include "harness/scenario_loader.h"
@@ -71,6 +72,32 @@ bool LimitsFor(const RunOptions& options, const Scenario& scenario, Limits* limi
   return ResolveLimits(effective, kDefaultCard, limits, error);
 }
 
+std::string BaselineDir(const RunOptions& options, const std::string& scenario_file) {
+  if (!options.baselines_dir.empty()) return options.baselines_dir;
+  const size_t slash = scenario_file.find_last_of('/');
+  return (slash == std::string::npos ? std::string(".") : scenario_file.substr(0, slash)) + "/baselines";
+}
+
+// Compares a judged scenario with its baseline file. Under --update-baselines regressions are
+// reported as data but do not fail: the point of the run is to record the new numbers.
+void CompareScenario(const RunOptions& options, ScenarioResult* result) {
+  const std::string path = BaselinePath(BaselineDir(options, result->file), result->name);
+  BaselineFile file;
+  std::string error;
+  if (!LoadBaselineFile(path, &file, &error)) {
+    result->code = ResultCode::kUnresolved;
+    result->error = "corrupt baseline: " + error;
+    return;
+  }
+  if (options.update_baselines) {
+    for (VariantResult& v : result->variants) {
+      if (v.measurement) v.baseline = CompareWithBaseline(file, path, *v.measurement);
+    }
+    return;
+  }
+  ApplyBaselines(file, path, options.strict, result);
+}
+
 std::string ResolveBackend(const std::string& backend) { return backend == "auto" ? "cpu" : backend; }
 
 struct PendingScenario {
@@ -86,6 +113,10 @@ struct Job {
 };
 
 }  // namespace
+
+std::string BaselineDirectory(const RunOptions& options, const std::string& scenario_file) {
+  return BaselineDir(options, scenario_file);
+}
 
 std::string CatalogDirectory() {
   if (const char* env = std::getenv("OOMGUARD_CATALOG"); env && *env) return env;
@@ -108,6 +139,8 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
   report->libtorch_version = versions.libtorch;
   report->jobs = options.jobs;
   report->iterations = options.iterations;
+  report->compared_with_baselines = true;
+  report->strict = options.strict;
 
   std::vector<PendingScenario> pending;
   std::vector<size_t> finished;  // scenarios complete before any child runs (unresolved, unsupported)
@@ -220,6 +253,7 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
     p.result.duration_ms += exit.wall_ms;
     if (--p.variants_left == 0) {
       JudgeScenario(p.scenario, &p.result);
+      CompareScenario(options, &p.result);
       if (on_done) on_done(p.result);
     }
   });

@@ -25,6 +25,9 @@ using ScenarioDone = std::function<void(const ScenarioResult&)>;
 // The built-in catalog: $OOMGUARD_CATALOG, else the source tree's scenarios/ folder.
 std::string CatalogDirectory();
 
+// Where a scenario's baseline file lives: --baselines DIR, else baselines/ beside the scenario file.
+std::string BaselineDirectory(const RunOptions& options, const std::string& scenario_file);
+
 [[nodiscard]] bool RunScenarios(const RunOptions& options, const std::string& self_exe, const ScenarioDone& on_done,
                                 RunReport* report, std::string* error);
 

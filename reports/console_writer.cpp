@@ -4,6 +4,7 @@
 #include <map>
 
 #include "allocators/byte_size.h"
+#include "harness/baseline_diff.h"
 #include "harness/metrics.h"
 
 namespace oomguard {
@@ -18,6 +19,18 @@ std::string Seconds(double ms) {
 std::string Pad(std::string s, size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
   return s;
+}
+
+// "unchanged", "new", or the peak's change: "+1.80 MiB (+11.1%) regressed".
+std::string BaselineWord(const BaselineComparison& c) {
+  if (c.verdict == BaselineVerdict::kNew) return "new";
+  for (const MetricDiff& d : c.metrics) {
+    if (d.metric != "peak_bytes" || d.delta == 0) continue;
+    char percent[32];
+    std::snprintf(percent, sizeof percent, "%+.1f%%", d.delta_percent);
+    return FormatSignedBytes(d.delta) + " (" + percent + ") " + std::string(BaselineVerdictName(c.verdict));
+  }
+  return std::string(BaselineVerdictName(c.verdict));
 }
 
 }  // namespace
@@ -44,6 +57,7 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, bool detaile
       if (auto growth = LiveGrowthPerIteration(m); growth && m.outcome == "pass") {
         out << "  growth " << FormatSignedBytes(static_cast<int64_t>(*growth)) << "/iteration";
       }
+      if (v.baseline.verdict != BaselineVerdict::kNotCompared) out << "  baseline " << BaselineWord(v.baseline);
       if (m.transfers > 0 && !m.iterations.empty()) {
         out << "  transfers " << m.transfers / static_cast<int64_t>(m.iterations.size()) << "/step";
       }
@@ -88,6 +102,19 @@ void WriteRunSummary(const RunReport& report, std::ostream& out) {
       << ":";
   for (const auto& [code, n] : counts) out << " " << n << " " << code;
   out << (failures ? "  (" + std::to_string(failures) + " failing)" : "") << "\n";
+  int improved = 0, fresh = 0;
+  for (const ScenarioResult& s : report.scenarios) {
+    for (const VariantResult& v : s.variants) {
+      improved += v.baseline.verdict == BaselineVerdict::kImproved;
+      fresh += v.baseline.verdict == BaselineVerdict::kNew;
+    }
+  }
+  if (improved > 0) {
+    out << improved << " variant(s) use less memory than their baseline: record it with --update-baselines\n";
+  }
+  if (fresh > 0 && !report.strict) {
+    out << fresh << " variant(s) have no baseline yet (--strict fails them; --update-baselines records them)\n";
+  }
 }
 
 }  // namespace oomguard

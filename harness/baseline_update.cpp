@@ -1,0 +1,59 @@
+#include "harness/baseline_update.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "allocators/byte_size.h"
+#include "harness/baseline_store.h"
+#include "harness/runner.h"
+#include "reports/atomic_file.h"
+
+namespace oomguard {
+namespace {
+
+bool EnsureDirectory(const std::string& dir, std::string* error) {
+  if (mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) return true;
+  *error = "cannot create " + dir + ": " + std::strerror(errno);
+  return false;
+}
+
+}  // namespace
+
+bool UpdateBaselines(const RunReport& report, const RunOptions& options, std::ostream& out, std::string* error) {
+  int written = 0;
+  for (const ScenarioResult& s : report.scenarios) {
+    if (s.variants.empty()) continue;
+    const std::string dir = BaselineDirectory(options, s.file);
+    const std::string path = BaselinePath(dir, s.name);
+    BaselineFile file;
+    if (!LoadBaselineFile(path, &file, error)) return false;
+    const std::string before = file.exists ? SerializeBaselineFile(file) : "";
+    file.scenario = s.name;
+    file.oomguard_version = report.oomguard_version;
+    file.libtorch_version = report.libtorch_version;
+    for (const VariantResult& v : s.variants) {
+      // Only what ran successfully: a variant that missed its expectations keeps its old baseline.
+      if (!v.measurement || (v.code != ResultCode::kPass && v.code != ResultCode::kXFail)) continue;
+      const BaselineEntry now = EntryFromMeasurement(*v.measurement);
+      const BaselineEntry* old = file.Find(now.variant, now.backend, now.cap_bytes);
+      if (old == nullptr) {
+        out << "  new        " << s.name << "/" << v.name << ": peak " << FormatBytes(now.peak_bytes) << "\n";
+      } else if (old->peak_bytes != now.peak_bytes || old->phase_peaks != now.phase_peaks ||
+                 old->live_after != now.live_after || old->alloc_count != now.alloc_count) {
+        out << "  changed    " << s.name << "/" << v.name << ": peak " << FormatBytes(old->peak_bytes) << " -> "
+            << FormatBytes(now.peak_bytes) << " (" << FormatSignedBytes(now.peak_bytes - old->peak_bytes) << ")\n";
+      }
+      file.Put(now);
+    }
+    const std::string after = SerializeBaselineFile(file);
+    if (after == before) continue;
+    if (!EnsureDirectory(dir, error) || !WriteFileAtomically(path, after, error)) return false;
+    ++written;
+  }
+  out << "baselines: " << written << " file(s) written\n";
+  return true;
+}
+
+}  // namespace oomguard
