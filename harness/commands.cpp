@@ -7,6 +7,7 @@
 #include "harness/runner.h"
 #include "harness/scenario_loader.h"
 #include "reports/console_writer.h"
+#include "reports/report_registry.h"
 #include "reports/results_json.h"
 
 namespace oomguard {
@@ -39,6 +40,12 @@ int CardsCommand(bool with_sources, std::ostream& out) {
 int RunCommand(const RunOptions& options, const std::string& self_exe, std::ostream& out, std::ostream& err) {
   RunReport report;
   std::string error;
+  for (const std::string& spec : options.reports) {
+    if (!ValidateReportSpec(spec, &error)) {  // before the run, not after minutes of it
+      err << "oomguard run: " << error << "\n";
+      return kExitUsage;
+    }
+  }
   const bool ok = RunScenarios(
       options, self_exe, [&out](const ScenarioResult& s) { WriteScenarioBlock(s, out), out.flush(); }, &report, &error);
   if (!ok) {
@@ -58,6 +65,13 @@ int RunCommand(const RunOptions& options, const std::string& self_exe, std::ostr
       return kExitUsage;
     }
     out << "results: " << options.json_path << "\n";
+  }
+  for (const std::string& spec : options.reports) {
+    if (!WriteReport(spec, report, &error)) {
+      err << "oomguard run: " << error << "\n";
+      return kExitUsage;
+    }
+    out << "report: " << spec.substr(spec.find('=') + 1) << "\n";
   }
   if (report.scenarios.empty()) {
     err << "oomguard run: no scenario matches --filter '" << options.filter << "'\n";

@@ -1,1 +1,251 @@
-// Placeholder: being written.
+#include "reports/html_writer.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdio>
+#include <map>
+
+#include "allocators/byte_size.h"
+#include "harness/baseline_diff.h"
+#include "reports/svg_timeline.h"
+
+namespace oomguard {
+namespace {
+
+constexpr std::string_view kStyle = R"(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#222;margin:0;background:#f6f7f9}
+main{max-width:1240px;margin:0 auto;padding:16px 24px 48px}
+header.run{padding:16px 20px;border-radius:6px;background:#fff;border-left:8px solid #888;margin-bottom:16px}
+header.run.failing{border-left-color:#c62828}header.run.passing{border-left-color:#2e7d32}
+h1{font-size:22px;margin:0 0 6px}h2{font-size:18px;margin:0 0 6px}h3{font-size:15px;margin:16px 0 6px}
+.meta{color:#555;margin:2px 0}.summary{margin:4px 0 8px}
+.badge{display:inline-block;min-width:56px;text-align:center;padding:1px 8px;border-radius:4px;font-size:12px;
+font-weight:700;color:#fff;background:#777;vertical-align:middle;margin-right:6px}
+.r-pass{background:#2e7d32}.r-fail,.r-xpass,.r-timeout,.r-unresolved{background:#c62828}
+.r-xfail{background:#8d6e00}.r-unsupported,.r-skipped{background:#78909c}
+section.scenario{background:#fff;border-radius:6px;padding:16px 20px;margin:16px 0}
+table{border-collapse:collapse;margin:6px 0}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f0f2f5;font-weight:600;white-space:nowrap}table.variants td:first-child{white-space:nowrap}
+td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+table.index td{border:none;padding:2px 8px}
+.swatch{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:6px;vertical-align:-1px}
+ul{margin:4px 0;padding-left:20px}ul.checks{list-style:none;padding-left:0}ul.checks li{margin:3px 0}
+.status{display:inline-block;width:64px;font-weight:700}.ok .status{color:#2e7d32}.failed .status{color:#c62828}
+.skip .status{color:#78909c}
+.v-regressed,.v-new{color:#c62828;font-weight:600}.v-improved{color:#2e7d32;font-weight:600}
+pre{background:#f6f7f9;padding:8px;white-space:pre-wrap;word-break:break-word;margin:6px 0}
+.error{color:#b71c1c}.bar{display:inline-block;height:10px;background:#ef9a9a;vertical-align:middle}
+svg.timeline{max-width:100%;height:auto;display:block;margin:8px 0}
+.oom{border-top:1px solid #eee;margin-top:12px}
+)";
+
+std::string Esc(std::string_view text) { return EscapeMarkup(text); }
+
+std::string Seconds(double ms) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f s", ms / 1000.0);
+  return buffer;
+}
+
+std::string Scenarios(size_t n) { return std::to_string(n) + (n == 1 ? " scenario" : " scenarios"); }
+
+std::string Badge(ResultCode code) {
+  std::string name(ResultName(code)), css = name;
+  for (char& c : css) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return "<span class=\"badge r-" + css + "\">" + name + "</span>";
+}
+
+std::string MetricValue(const std::string& metric, int64_t value) {
+  return metric == "alloc_count" ? std::to_string(value) : FormatBytes(value);  // as baseline_diff.cpp
+}
+
+std::string BaselineCell(const BaselineComparison& b) {
+  std::string verdict(BaselineVerdictName(b.verdict));
+  std::string out = "<span class=\"v-" + (b.verdict == BaselineVerdict::kNotCompared ? "none" : verdict) + "\">" +
+                    verdict + "</span>";
+  if (b.verdict == BaselineVerdict::kNew && !b.baseline_file.empty()) {
+    out += ": nothing stored in " + Esc(b.baseline_file);
+  }
+  // The peak (first) and every metric that moved; the unchanged rest as a count.
+  size_t unchanged = 0;
+  for (size_t i = 0; i < b.metrics.size(); ++i) {
+    const MetricDiff& d = b.metrics[i];
+    if (i > 0 && d.verdict == BaselineVerdict::kUnchanged) {
+      ++unchanged;
+      continue;
+    }
+    const bool count = d.metric == "alloc_count";
+    char percent[32];
+    std::snprintf(percent, sizeof percent, "%+.1f%%", d.delta_percent);
+    out += "<br>" + Esc(d.metric) + " " + Esc(MetricValue(d.metric, d.baseline)) + " &rarr; " +
+           Esc(MetricValue(d.metric, d.current)) + " (" +
+           Esc(count ? (d.delta > 0 ? "+" : "") + std::to_string(d.delta) : FormatSignedBytes(d.delta)) + ", " +
+           percent + ")";
+  }
+  if (unchanged > 0) out += "<br>" + std::to_string(unchanged) + " more unchanged";
+  return out;
+}
+
+std::string ReasonsCell(const VariantResult& v) {
+  std::string items;
+  if (!v.xfail_reason.empty()) items += "<li>xfail: " + Esc(v.xfail_reason) + "</li>";
+  for (const std::string& reason : v.reasons) items += "<li>" + Esc(reason) + "</li>";
+  std::string out = items.empty() ? "" : "<ul>" + items + "</ul>";
+  if (!v.diagnostics.empty()) out += "<pre>" + Esc(v.diagnostics) + "</pre>";
+  return out;
+}
+
+void WriteHeader(const RunReport& report, std::string& h) {
+  std::map<ResultCode, int> counts;
+  int failing = 0;
+  for (const ScenarioResult& s : report.scenarios) {
+    ++counts[s.code];
+    failing += IsFailure(s.code);
+  }
+  h += std::string("<header class=\"run ") + (failing ? "failing" : "passing") + "\">\n";
+  h += "<h1>oomguard " + Badge(failing ? ResultCode::kFail : ResultCode::kPass) + "</h1>\n";
+  h += "<p class=\"totals\">" + Scenarios(report.scenarios.size()) + " on " + Esc(report.backend) + " in " +
+       Seconds(report.duration_ms) + ":";
+  const char* separator = " ";
+  for (const auto& [code, n] : counts) {
+    h += separator + std::to_string(n) + " " + std::string(ResultName(code));
+    separator = ", ";
+  }
+  if (failing) h += " (" + std::to_string(failing) + " failing)";
+  h += "</p>\n<p class=\"meta\">oomguard " + Esc(report.oomguard_version) + " &middot; LibTorch " +
+       Esc(report.libtorch_version) + " &middot; jobs " + std::to_string(report.jobs) + " &middot; iterations " +
+       (report.iterations > 0 ? std::to_string(report.iterations) : std::string("as each scenario sets")) +
+       " &middot; " + (report.compared_with_baselines ? "compared with baselines" : "no baselines") +
+       (report.strict ? " (strict)" : "") + "</p>\n";
+  h += "<table class=\"index\">\n";
+  for (size_t i = 0; i < report.scenarios.size(); ++i) {
+    const ScenarioResult& s = report.scenarios[i];
+    h += "<tr><td>" + Badge(s.code) + "</td><td><a href=\"#scenario-" + std::to_string(i + 1) + "\">" + Esc(s.name) +
+         "</a></td><td>" + Esc(s.error.empty() ? s.summary : s.error) + "</td></tr>\n";
+  }
+  h += "</table>\n</header>\n";
+}
+
+void WriteVariantTable(const ScenarioResult& s, bool baselines, std::string& h) {
+  h += "<table class=\"variants\">\n<tr><th>variant</th><th>result</th><th>outcome</th><th>peak</th>"
+       "<th>peak phase</th>";
+  if (baselines) h += "<th>baseline</th>";
+  h += "<th>reasons</th></tr>\n";
+  for (size_t i = 0; i < s.variants.size(); ++i) {
+    const VariantResult& v = s.variants[i];
+    h += "<tr><td><span class=\"swatch\" style=\"background:" + std::string(VariantColour(i)) + "\"></span>" +
+         Esc(v.name) + "</td><td>" + Badge(v.code) + "</td><td>";
+    if (v.measurement) {
+      const VariantMeasurement& m = *v.measurement;
+      h += Esc(m.outcome);
+      if (v.expected_outcome != "pass") h += " (expected " + Esc(v.expected_outcome) + ")";
+      if (v.expected_leak) h += " (leak expected)";
+      h += "</td><td class=\"num\">" + Esc(FormatBytes(m.ledger.peak_bytes)) + "</td><td>" + Esc(m.ledger.peak_phase) +
+           "</td>";
+    } else {
+      h += "not measured</td><td class=\"num\">&mdash;</td><td>&mdash;</td>";
+    }
+    if (baselines) h += "<td>" + BaselineCell(v.baseline) + "</td>";
+    h += "<td>" + ReasonsCell(v) + "</td></tr>\n";
+  }
+  h += "</table>\n";
+}
+
+void WriteCheck(const CheckResult& c, const std::string& prefix, std::string& h) {
+  const char* css = c.holds ? "ok" : c.skipped ? "skip" : "failed";
+  const char* status = c.holds ? "ok" : c.skipped ? "skip" : "FAILED";
+  h += std::string("<li class=\"") + css + "\"><span class=\"status\">" + status + "</span>" + prefix +
+       Esc(c.explanation.empty() ? c.expression : c.explanation) + "</li>\n";
+}
+
+void WriteOom(const VariantResult& v, std::string& h) {
+  const OomReport& o = *v.measurement->oom;
+  h += "<div class=\"oom\">\n<h3>Out of memory: " + Esc(v.name) + "</h3>\n";
+  h += "<p>In <b>" + Esc(o.phase) + "</b>: asked for " + Esc(FormatBytes(o.requested_bytes)) + " with " +
+       Esc(FormatBytes(o.live_bytes)) + " live under a cap of " + Esc(FormatBytes(o.cap_bytes)) +
+       (o.injected ? " (an injected failure)" : "") + ".</p>\n";
+  const LiveBreakdown& l = o.live;
+  const std::array<std::pair<std::string_view, int64_t>, 5> rows = {{
+      {"parameters", l.parameters_bytes},
+      {"gradients", l.gradients_bytes},
+      {"optimizer state", l.optimizer_state_bytes},
+      {"inputs", l.inputs_bytes},
+      {"activations and transient", l.activations_and_transient_bytes},
+  }};
+  const double total = static_cast<double>(std::max<int64_t>(o.live_bytes, 1));
+  h += "<table class=\"breakdown\">\n<tr><th>live</th><th>bytes</th><th>share</th></tr>\n";
+  for (const auto& [what, bytes] : rows) {
+    char share[32], bar[32];
+    std::snprintf(share, sizeof share, "%.1f%%", 100.0 * static_cast<double>(bytes) / total);
+    std::snprintf(bar, sizeof bar, "%.1f", 1.6 * 100.0 * static_cast<double>(bytes) / total);
+    h += "<tr><td>" + std::string(what) + "</td><td class=\"num\">" + Esc(FormatBytes(bytes)) +
+         "</td><td class=\"num\"><span class=\"bar\" style=\"width:" + bar + "px\"></span> " + share + "</td></tr>\n";
+  }
+  h += "</table>\n";
+  if (!l.layers.empty()) {
+    h += "<table class=\"layers\">\n<tr><th>layer</th><th>its forward left live</th></tr>\n";
+    for (const auto& [layer, bytes] : l.layers) {
+      h += "<tr><td>" + Esc(layer) + "</td><td class=\"num\">" + Esc(FormatBytes(bytes)) + "</td></tr>\n";
+    }
+    h += "</table>\n";
+  }
+  if (!o.message.empty()) h += "<pre class=\"message\">" + Esc(o.message) + "</pre>\n";
+  h += "</div>\n";
+}
+
+void WriteScenario(const ScenarioResult& s, size_t index, bool baselines, std::string& h) {
+  h += "<section class=\"scenario\" id=\"scenario-" + std::to_string(index + 1) + "\">\n";
+  h += "<h2>" + Badge(s.code) + Esc(s.name) + "</h2>\n";
+  if (!s.summary.empty()) h += "<p class=\"summary\">" + Esc(s.summary) + "</p>\n";
+  h += "<p class=\"meta\">" + Esc(s.file) + " &middot; backend " + Esc(s.backend);
+  if (!s.card.empty()) h += " &middot; card " + Esc(s.card);
+  if (s.cap_bytes > 0) h += " &middot; cap " + Esc(FormatBytes(s.cap_bytes));
+  if (s.duration_ms > 0) h += " &middot; " + Seconds(s.duration_ms);
+  h += "</p>\n";
+  if (!s.error.empty()) h += "<pre class=\"error\">" + Esc(s.error) + "</pre>\n";
+  bool measured = false;
+  for (const VariantResult& v : s.variants) measured = measured || v.measurement.has_value();
+  if (std::string svg = RenderTimelineSvg(s, kHtmlChartWidth, kHtmlChartHeight); !svg.empty()) {
+    h += svg;
+  } else if (measured) {
+    h += "<p class=\"meta\">No memory timeline was recorded.</p>\n";
+  }
+  if (!s.variants.empty()) WriteVariantTable(s, baselines, h);
+  bool any_check = !s.checks.empty();
+  for (const VariantResult& v : s.variants) any_check = any_check || !v.checks.empty();
+  if (any_check) {
+    h += "<h3>Checks</h3>\n<ul class=\"checks\">\n";
+    for (const VariantResult& v : s.variants) {
+      for (const CheckResult& c : v.checks) WriteCheck(c, Esc(v.name) + ": ", h);
+    }
+    for (const CheckResult& c : s.checks) WriteCheck(c, "", h);
+    h += "</ul>\n";
+  }
+  for (const VariantResult& v : s.variants) {
+    if (v.measurement && v.measurement->oom) WriteOom(v, h);
+  }
+  h += "</section>\n";
+}
+
+}  // namespace
+
+std::string RenderHtml(const RunReport& report) {
+  bool failing = false;
+  for (const ScenarioResult& s : report.scenarios) failing = failing || IsFailure(s.code);
+  std::string h;
+  h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  h += std::string("<title>oomguard: ") + (failing ? "FAIL" : "PASS") + ", " + Scenarios(report.scenarios.size()) +
+       " on " + Esc(report.backend) + "</title>\n";
+  h += "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n<main>\n";
+  WriteHeader(report, h);
+  for (size_t i = 0; i < report.scenarios.size(); ++i) {
+    WriteScenario(report.scenarios[i], i, report.compared_with_baselines, h);
+  }
+  h += "</main>\n</body>\n</html>\n";
+  return h;
+}
+
+}  // namespace oomguard

@@ -1,1 +1,309 @@
-// Placeholder: being written.
+#include "reports/junit_writer.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <string_view>
+#include <vector>
+
+#include "allocators/byte_size.h"
+#include "reports/report_format.h"
+#include "harness/baseline_diff.h"
+#include "harness/metric_names.h"
+
+namespace oomguard {
+namespace {
+
+constexpr uint32_t kReplacement = 0xFFFD;
+
+// Decodes the UTF-8 sequence at s[*i] and advances past it; a malformed, overlong or surrogate sequence
+// yields U+FFFD and advances one byte.
+uint32_t NextCodePoint(std::string_view s, size_t* i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char first = byte(*i);
+  if (first < 0x80) return s[(*i)++];
+  size_t length = 0;
+  uint32_t cp = 0;
+  if (first >= 0xC2 && first <= 0xDF) {
+    length = 2;
+    cp = first & 0x1F;
+  } else if (first >= 0xE0 && first <= 0xEF) {
+    length = 3;
+    cp = first & 0x0F;
+  } else if (first >= 0xF0 && first <= 0xF4) {
+    length = 4;
+    cp = first & 0x07;
+  }
+  if (length == 0 || *i + length > s.size()) return ++*i, kReplacement;
+  for (size_t k = 1; k < length; ++k) {
+    if ((byte(*i + k) & 0xC0) != 0x80) return ++*i, kReplacement;
+    cp = (cp << 6) | (byte(*i + k) & 0x3F);
+  }
+  constexpr uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kSmallest[length] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return ++*i, kReplacement;
+  *i += length;
+  return cp;
+}
+
+// XML 1.0's Char production.
+bool IsXmlChar(uint32_t cp) {
+  return cp == 0x9 || cp == 0xA || cp == 0xD || (cp >= 0x20 && cp <= 0xD7FF) || (cp >= 0xE000 && cp <= 0xFFFD) ||
+         (cp >= 0x10000 && cp <= 0x10FFFF);
+}
+
+// Escapes for element text, or for a double-quoted attribute (where tabs and line breaks must be character
+// references to survive attribute-value normalisation).
+std::string Escape(std::string_view s, bool attribute = false) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t start = i;
+    const uint32_t cp = NextCodePoint(s, &i);
+    if (!IsXmlChar(cp) || cp == kReplacement) {
+      out += "\xEF\xBF\xBD";  // U+FFFD, for itself or for what XML cannot carry
+      continue;
+    }
+    switch (cp) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      case '\r':
+        out += "&#13;";
+        break;
+      case '\t':
+        out += attribute ? "&#9;" : "\t";
+        break;
+      case '\n':
+        out += attribute ? "&#10;" : "\n";
+        break;
+      default:
+        out.append(s.substr(start, i - start));
+    }
+  }
+  return out;
+}
+
+std::string Seconds(double ms) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3f", ms > 0 ? ms / 1000.0 : 0.0);
+  return buffer;
+}
+
+// Each line ends with '\n'.
+std::string BaselineBlock(const BaselineComparison& b) {
+  if (b.verdict == BaselineVerdict::kNotCompared) return "baseline: not compared\n";
+  if (b.verdict == BaselineVerdict::kNew) {
+    return "baseline: none stored in " + b.baseline_file +
+           " (new; a variant without a baseline fails under --strict)\n";
+  }
+  std::string out = "baseline: " + std::string(BaselineVerdictName(b.verdict)) + " against " + b.baseline_file + "\n";
+  for (const MetricDiff& d : b.metrics) {
+    out += "  " + d.metric + ": baseline " + FormatMetricValue(d.metric, d.baseline, false) + ", current " +
+           FormatMetricValue(d.metric, d.current, false) + ", delta " + FormatMetricValue(d.metric, d.delta, true) + " (" +
+           FormatPercent(d.delta_percent) + "), " + std::string(BaselineVerdictName(d.verdict)) + "\n";
+  }
+  return out;
+}
+
+std::string PeakBlock(const VariantResult& v) {
+  if (!v.measurement) return "no measurement: the variant did not report one\n";
+  const VariantMeasurement& m = *v.measurement;
+  std::string out = "peak " + FormatBytes(m.ledger.peak_bytes) + " in " + m.ledger.peak_phase + " (outcome " +
+                    m.outcome + ", cap " + FormatBytes(m.cap_bytes) + ")\n";
+  if (m.oom) {
+    out += "OOM in " + m.oom->phase + ": tried to allocate " + FormatBytes(m.oom->requested_bytes) + " with " +
+           FormatBytes(m.oom->live_bytes) + " live\n";
+  }
+  return out;
+}
+
+std::string PhasePeaks(const VariantMeasurement& m) {
+  std::string out = "phase peaks:";
+  const char* separator = " ";
+  for (const PhasePeak& p : m.ledger.phase_peaks) {
+    out += separator + p.phase + " " + FormatBytes(p.peak_bytes);
+    separator = ", ";
+  }
+  return out + "\n";
+}
+
+enum class CaseKind { kPassed, kFailure, kError, kSkipped };
+
+CaseKind KindOf(ResultCode code) {
+  switch (code) {
+    case ResultCode::kPass:
+      return CaseKind::kPassed;
+    case ResultCode::kFail:
+    case ResultCode::kXPass:
+      return CaseKind::kFailure;
+    case ResultCode::kTimeout:
+    case ResultCode::kUnresolved:
+      return CaseKind::kError;
+    case ResultCode::kUnsupported:
+    case ResultCode::kSkipped:
+    case ResultCode::kXFail:
+      return CaseKind::kSkipped;
+  }
+  return CaseKind::kError;
+}
+
+// One <testcase>, computed before anything is written (a <testsuite> needs its counts up front).
+struct Case {
+  std::string name;
+  double duration_ms = 0;
+  CaseKind kind = CaseKind::kPassed;
+  std::string type;  // the result code's name
+  std::string message;
+  std::string body;        // the <failure>/<error>/<skipped> text
+  std::string system_out;  // empty: no <system-out>
+};
+
+std::string Join(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& line : lines) out += line + "\n";
+  return out;
+}
+
+std::string Where(const ScenarioResult& s) {
+  if (!s.card.empty()) return s.backend + ", " + s.card;
+  if (s.cap_bytes > 0) return s.backend + ", cap " + FormatBytes(s.cap_bytes);
+  return s.backend;
+}
+
+Case VariantCase(const ScenarioResult& s, const VariantResult& v) {
+  Case c;
+  c.name = v.name + " [" + Where(s) + "]";
+  c.duration_ms = v.measurement ? v.measurement->duration_ms : 0;
+  c.kind = KindOf(v.code);
+  c.type = std::string(ResultName(v.code));
+  c.message = v.reasons.empty() ? c.type : v.reasons.front();
+  if (v.code == ResultCode::kXFail && !v.xfail_reason.empty()) c.message = "xfail: " + v.xfail_reason;
+  c.body = Join(v.reasons);
+  if (!v.diagnostics.empty()) c.body += "stderr: " + v.diagnostics + "\n";
+  if (c.kind == CaseKind::kFailure || c.kind == CaseKind::kError) c.body += BaselineBlock(v.baseline) + PeakBlock(v);
+  c.system_out = PeakBlock(v) + (v.measurement ? PhasePeaks(*v.measurement) : "") + BaselineBlock(v.baseline);
+  return c;
+}
+
+Case ScenarioCase(const ScenarioResult& s) {
+  Case c;
+  c.name = "(scenario)";
+  c.duration_ms = s.variants.empty() ? s.duration_ms : 0;  // else the variants' cases hold the time
+  c.kind = KindOf(s.code);
+  c.type = std::string(ResultName(s.code));
+  c.message = s.error.empty() ? c.type : s.error;
+  c.body = s.error.empty() ? "" : s.error + "\n";
+  c.system_out = s.file.empty() ? "" : "file: " + s.file + "\n";
+  return c;
+}
+
+Case ChecksCase(const ScenarioResult& s) {
+  Case c;
+  c.name = "(checks)";
+  c.type = "FAIL";
+  for (const CheckResult& check : s.checks) {
+    const bool failed = !check.holds && !check.skipped;
+    c.system_out += std::string(check.holds     ? "ok     "
+                                : check.skipped ? "skip   "
+                                                : "FAILED ") +
+                    check.explanation + "\n";
+    if (!failed) continue;
+    if (c.kind == CaseKind::kPassed) c.message = check.explanation;
+    c.kind = CaseKind::kFailure;
+    c.body += check.explanation + "\n";
+  }
+  return c;
+}
+
+std::vector<Case> ScenarioCases(const ScenarioResult& s) {
+  std::vector<Case> cases;
+  if (s.variants.empty() || !s.error.empty()) cases.push_back(ScenarioCase(s));
+  for (const VariantResult& v : s.variants) cases.push_back(VariantCase(s, v));
+  if (!s.checks.empty()) cases.push_back(ChecksCase(s));
+  return cases;
+}
+
+struct Counts {
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
+
+  void Add(const Counts& other) {
+    tests += other.tests;
+    failures += other.failures;
+    errors += other.errors;
+    skipped += other.skipped;
+  }
+  std::string Attributes() const {
+    return " tests=\"" + std::to_string(tests) + "\" failures=\"" + std::to_string(failures) + "\" errors=\"" +
+           std::to_string(errors) + "\" skipped=\"" + std::to_string(skipped) + "\"";
+  }
+};
+
+Counts Count(const std::vector<Case>& cases) {
+  Counts counts;
+  for (const Case& c : cases) {
+    ++counts.tests;
+    counts.failures += c.kind == CaseKind::kFailure;
+    counts.errors += c.kind == CaseKind::kError;
+    counts.skipped += c.kind == CaseKind::kSkipped;
+  }
+  return counts;
+}
+
+// Drops the last line break: the element's text is the lines, not a trailing newline.
+std::string Text(const std::string& lines) {
+  return Escape(!lines.empty() && lines.back() == '\n' ? std::string_view(lines).substr(0, lines.size() - 1) : lines);
+}
+
+void WriteCase(const ScenarioResult& s, const Case& c, std::string* out) {
+  *out += "    <testcase classname=\"" + Escape("oomguard." + s.name, true) + "\" name=\"" + Escape(c.name, true) +
+          "\" time=\"" + Seconds(c.duration_ms) + "\"";
+  if (c.kind == CaseKind::kPassed && c.system_out.empty()) {
+    *out += "/>\n";
+    return;
+  }
+  *out += ">\n";
+  if (c.kind != CaseKind::kPassed) {
+    const char* element = c.kind == CaseKind::kFailure ? "failure" : c.kind == CaseKind::kError ? "error" : "skipped";
+    *out += std::string("      <") + element + " message=\"" + Escape(c.message, true) + "\" type=\"" + c.type + "\"";
+    *out += c.body.empty() ? "/>\n" : ">" + Text(c.body) + "</" + element + ">\n";
+  }
+  if (!c.system_out.empty()) *out += "      <system-out>" + Text(c.system_out) + "</system-out>\n";
+  *out += "    </testcase>\n";
+}
+
+}  // namespace
+
+std::string RenderJUnit(const RunReport& report) {
+  std::vector<std::vector<Case>> suites;
+  Counts total;
+  for (const ScenarioResult& s : report.scenarios) {
+    suites.push_back(ScenarioCases(s));
+    total.Add(Count(suites.back()));
+  }
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += "<testsuites name=\"oomguard\"" + total.Attributes() + " time=\"" + Seconds(report.duration_ms) + "\">\n";
+  for (size_t i = 0; i < report.scenarios.size(); ++i) {
+    const ScenarioResult& s = report.scenarios[i];
+    out += "  <testsuite name=\"" + Escape(s.name, true) + "\"" + Count(suites[i]).Attributes() + " time=\"" +
+           Seconds(s.duration_ms) + "\"";
+    if (!s.file.empty()) out += " file=\"" + Escape(s.file, true) + "\"";
+    out += ">\n";
+    for (const Case& c : suites[i]) WriteCase(s, c, &out);
+    out += "  </testsuite>\n";
+  }
+  out += "</testsuites>\n";
+  return out;
+}
+
+}  // namespace oomguard

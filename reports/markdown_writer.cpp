@@ -1,1 +1,240 @@
-// Placeholder: being written.
+#include "reports/markdown_writer.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string_view>
+#include <vector>
+
+#include "allocators/byte_size.h"
+#include "reports/report_format.h"
+#include "harness/metric_names.h"
+
+namespace oomguard {
+namespace {
+
+constexpr const char* kNone = "—";
+
+// Text that renders as itself in a GitHub table cell or list item.
+std::string Md(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char ch : s) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '|':
+        out += "\\|";
+        break;
+      case '\\':
+      case '`':
+      case '*':
+      case '_':
+      case '[':
+      case ']':
+      case '~':
+      case '$':  // GitHub renders $...$ as math
+        out += '\\';
+        out += ch;
+        break;
+      default:
+        out += (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) ? ' ' : ch;
+    }
+  }
+  return out;
+}
+
+std::string Plural(size_t n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
+
+std::string Card(const ScenarioResult& s) {
+  if (!s.card.empty()) return Md(s.card);
+  if (s.cap_bytes > 0) return "cap " + FormatBytes(s.cap_bytes);
+  return kNone;
+}
+
+std::string Label(const ScenarioResult& s, const VariantResult& v) { return Md(s.name) + " / " + Md(v.name); }
+
+// The diff the table shows: the peak's (the comparison lists it first).
+const MetricDiff* PeakDiff(const BaselineComparison& b) {
+  for (const MetricDiff& d : b.metrics) {
+    if (d.metric == "peak_bytes" || d.metric == "peak") return &d;
+  }
+  return b.metrics.empty() ? nullptr : &b.metrics.front();
+}
+
+struct Row {
+  const ScenarioResult* scenario;
+  const VariantResult* variant;  // null: the row of a scenario without variants
+  int group;                     // 0 regression, 1 other failure, 2 the rest
+};
+
+std::vector<Row> TableRows(const RunReport& report) {
+  std::vector<Row> rows;
+  for (const ScenarioResult& s : report.scenarios) {
+    if (s.variants.empty()) rows.push_back({&s, nullptr, IsFailure(s.code) ? 1 : 2});
+    for (const VariantResult& v : s.variants) {
+      const int group = v.baseline.verdict == BaselineVerdict::kRegressed ? 0 : IsFailure(v.code) ? 1 : 2;
+      rows.push_back({&s, &v, group});
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.group < b.group; });
+  return rows;
+}
+
+std::string Outcome(ResultCode code, const VariantResult* v) {
+  const std::string name(ResultName(code));
+  std::string out = IsFailure(code) ? "**" + name + "**" : name;
+  if (v == nullptr) return out;
+  std::vector<std::string> notes;
+  if (v->measurement && v->measurement->outcome != "pass") notes.push_back(Md(v->measurement->outcome));
+  if (v->baseline.verdict == BaselineVerdict::kRegressed) notes.push_back("regressed");
+  if (v->baseline.verdict == BaselineVerdict::kImproved) notes.push_back("improved");
+  if (v->baseline.verdict == BaselineVerdict::kNew) notes.push_back("no baseline");
+  for (size_t i = 0; i < notes.size(); ++i) out += (i == 0 ? " (" : ", ") + notes[i];
+  return notes.empty() ? out : out + ")";
+}
+
+void WriteTable(const std::vector<Row>& rows, std::string* out) {
+  *out += "| scenario | variant | backend | card | outcome | peak | baseline | delta | delta % | peak phase |\n";
+  *out += "|---|---|---|---|---|---:|---:|---:|---:|---|\n";
+  for (const Row& r : rows) {
+    const ScenarioResult& s = *r.scenario;
+    const VariantResult* v = r.variant;
+    std::vector<std::string> cells = {Md(s.name), v ? Md(v->name) : kNone, Md(s.backend), Card(s),
+                                      Outcome(v ? v->code : s.code, v)};
+    const VariantMeasurement* m = v && v->measurement ? &*v->measurement : nullptr;
+    cells.push_back(m ? FormatBytes(m->ledger.peak_bytes) : kNone);
+    if (const MetricDiff* d = v ? PeakDiff(v->baseline) : nullptr) {
+      cells.push_back(FormatMetricValue(d->metric, d->baseline, false));
+      cells.push_back(FormatMetricValue(d->metric, d->delta, true));
+      cells.push_back(FormatPercent(d->delta_percent));
+    } else {
+      cells.insert(cells.end(), 3, kNone);
+    }
+    cells.push_back(m && !m->ledger.peak_phase.empty() ? Md(m->ledger.peak_phase) : kNone);
+    *out += "|";
+    for (const std::string& cell : cells) *out += " " + cell + " |";
+    *out += "\n";
+  }
+}
+
+void WriteRegressions(const std::vector<Row>& rows, std::string* out) {
+  if (rows.empty() || rows.front().group != 0) return;
+  *out += "\n### Regressions\n";
+  for (const Row& r : rows) {
+    if (r.group != 0) break;
+    const BaselineComparison& b = r.variant->baseline;
+    *out += "\n" + Label(*r.scenario, *r.variant) + " (" + Md(r.scenario->backend) + ", " + Card(*r.scenario) +
+            "), against " + Md(b.baseline_file) + ":\n\n";
+    *out += "| metric | baseline | current | delta | delta % | verdict |\n|---|---:|---:|---:|---:|---|\n";
+    for (const MetricDiff& d : b.metrics) {
+      const char* verdict = d.verdict == BaselineVerdict::kRegressed  ? "**regressed**"
+                            : d.verdict == BaselineVerdict::kImproved ? "improved"
+                                                                      : "within tolerance";
+      *out += "| " + Md(d.metric) + " | " + FormatMetricValue(d.metric, d.baseline, false) + " | " +
+              FormatMetricValue(d.metric, d.current, false) + " | " + FormatMetricValue(d.metric, d.delta, true) + " | " +
+              FormatPercent(d.delta_percent) + " | " + verdict + " |\n";
+    }
+  }
+}
+
+void WriteFailures(const RunReport& report, std::string* out) {
+  std::string items;
+  const auto item = [&items](const std::string& title, const std::vector<std::string>& lines) {
+    items += "- " + title + "\n";
+    for (const std::string& line : lines) items += "  - " + Md(line) + "\n";
+  };
+  for (const ScenarioResult& s : report.scenarios) {
+    if (IsFailure(s.code) && !s.error.empty())
+      item("**" + Md(s.name) + "**: " + std::string(ResultName(s.code)), {s.error});
+    for (const VariantResult& v : s.variants) {
+      if (!IsFailure(v.code)) continue;
+      std::vector<std::string> lines = v.reasons;
+      if (!v.diagnostics.empty()) lines.push_back("stderr: " + v.diagnostics);
+      item("**" + Label(s, v) + "**: " + std::string(ResultName(v.code)), lines);
+    }
+    std::vector<std::string> failed;
+    for (const CheckResult& c : s.checks) {
+      if (!c.holds && !c.skipped) failed.push_back(c.explanation);
+    }
+    if (!failed.empty()) item("**" + Md(s.name) + "**, checks between variants: FAIL", failed);
+  }
+  if (!items.empty()) *out += "\n### Failures\n\n" + items;
+}
+
+void WriteBaselineNotes(const RunReport& report, std::string* out) {
+  std::vector<std::string> improved, fresh;
+  for (const ScenarioResult& s : report.scenarios) {
+    for (const VariantResult& v : s.variants) {
+      if (v.baseline.verdict == BaselineVerdict::kNew) fresh.push_back(Label(s, v));
+      if (v.baseline.verdict != BaselineVerdict::kImproved) continue;
+      std::string label = Label(s, v);
+      if (const MetricDiff* d = PeakDiff(v.baseline)) {
+        label += " (" + Md(d->metric) + " " + FormatMetricValue(d->metric, d->delta, true) + ", " +
+                 FormatPercent(d->delta_percent) + ")";
+      }
+      improved.push_back(label);
+    }
+  }
+  const auto join = [](const std::vector<std::string>& labels) {
+    std::string joined;
+    for (const std::string& label : labels) joined += (joined.empty() ? "" : "; ") + label;
+    return joined;
+  };
+  if (!improved.empty()) {
+    *out += "\n" + Plural(improved.size(), "variant") + " improved beyond tolerance: " + join(improved) +
+            ". Run `oomguard run --update-baselines` to record the new figures.\n";
+  }
+  if (!fresh.empty()) {
+    *out += "\n" + Plural(fresh.size(), "variant") + " without a stored baseline: " + join(fresh) + ". " +
+            (report.strict ? "They fail under `--strict`" : "They pass for now; `--strict` makes them fail") +
+            ", and `oomguard run --update-baselines` records one.\n";
+  }
+}
+
+std::string VerdictLine(const RunReport& report) {
+  size_t failing = 0, regressions = 0;
+  for (const ScenarioResult& s : report.scenarios) {
+    failing += IsFailure(s.code);
+    for (const VariantResult& v : s.variants) regressions += v.baseline.verdict == BaselineVerdict::kRegressed;
+  }
+  const std::string regressed = regressions ? Plural(regressions, "memory regression") : "no memory regressions";
+  const size_t n = report.scenarios.size();
+  if (failing == 0) return "**oomguard: PASS** — " + Plural(n, "scenario") + ", none failing, " + regressed;
+  return "**oomguard: FAIL** — " + std::to_string(failing) + " of " + Plural(n, "scenario") + " failing, " + regressed;
+}
+
+std::string ContextLine(const RunReport& report) {
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f s", report.duration_ms / 1000.0);
+  std::string out = "Backend " + Md(report.backend) + ", " + seconds;
+  if (report.compared_with_baselines)
+    out += report.strict ? ", compared with baselines (strict)" : ", compared with baselines";
+  if (!report.oomguard_version.empty()) out += "; oomguard " + Md(report.oomguard_version);
+  if (!report.libtorch_version.empty()) out += ", LibTorch " + Md(report.libtorch_version);
+  return out + ".";
+}
+
+}  // namespace
+
+std::string RenderMarkdown(const RunReport& report) {
+  std::string out = VerdictLine(report) + "\n\n" + ContextLine(report) + "\n";
+  const std::vector<Row> rows = TableRows(report);
+  if (!rows.empty()) {
+    out += "\n";
+    WriteTable(rows, &out);
+  }
+  WriteRegressions(rows, &out);
+  WriteFailures(report, &out);
+  WriteBaselineNotes(report, &out);
+  return out;
+}
+
+}  // namespace oomguard

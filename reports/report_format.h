@@ -1,0 +1,30 @@
+// Number formatting the report writers share, so every format prints a diff the same way.
+// Header-only; nothing here can fail.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "allocators/byte_size.h"
+#include "harness/metric_names.h"
+
+namespace oomguard {
+
+// "+11.1%", "-3.0%", and "0.0%" (never "-0.0%").
+inline std::string FormatPercent(double percent) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%+.1f%%", percent);
+  const std::string s = buffer;
+  return s == "+0.0%" || s == "-0.0%" ? "0.0%" : s;
+}
+
+// A baseline metric's value ("peak_bytes", "phase_peak.backward", "live_after[2]", "alloc_count"):
+// bytes with FormatBytes, counts as numbers; is_signed for deltas.
+inline std::string FormatMetricValue(const std::string& metric, int64_t value, bool is_signed) {
+  const std::string base = metric.substr(0, metric.find_first_of(".["));
+  if (FindMetricKind(base) != MetricKind::kCount) return is_signed ? FormatSignedBytes(value) : FormatBytes(value);
+  return (is_signed && value > 0 ? "+" : "") + std::to_string(value);
+}
+
+}  // namespace oomguard

@@ -1,0 +1,49 @@
+#include "reports/report_registry.h"
+
+#include "reports/atomic_file.h"
+#include "reports/html_writer.h"
+#include "reports/junit_writer.h"
+#include "reports/markdown_writer.h"
+#include "reports/results_json.h"
+
+namespace oomguard {
+namespace {
+
+using Renderer = std::string (*)(const RunReport&);
+
+std::string RenderJson(const RunReport& report) { return ResultsToJson(report).dump(2) + "\n"; }
+
+struct Format {
+  const char* name;
+  Renderer render;
+};
+constexpr Format kFormats[] = {
+    {"junit", &RenderJUnit}, {"md", &RenderMarkdown}, {"html", &RenderHtml}, {"json", &RenderJson}};
+
+const Format* Parse(const std::string& spec, std::string* path, std::string* error) {
+  const size_t eq = spec.find('=');
+  const std::string name = spec.substr(0, eq);
+  for (const Format& f : kFormats) {
+    if (name == f.name && eq != std::string::npos && eq + 1 < spec.size()) {
+      *path = spec.substr(eq + 1);
+      return &f;
+    }
+  }
+  *error = "--report: expected FORMAT=FILE with FORMAT one of junit, md, html, json, got '" + spec + "'";
+  return nullptr;
+}
+
+}  // namespace
+
+bool ValidateReportSpec(const std::string& spec, std::string* error) {
+  std::string path;
+  return Parse(spec, &path, error) != nullptr;
+}
+
+bool WriteReport(const std::string& spec, const RunReport& report, std::string* error) {
+  std::string path;
+  const Format* format = Parse(spec, &path, error);
+  return format != nullptr && WriteFileAtomically(path, format->render(report), error);
+}
+
+}  // namespace oomguard
