@@ -11,7 +11,8 @@ source "$here/pins.env"
 
 log() { echo "bootstrap: $*" >&2; }
 
-debs=(cmake g++ ninja-build ccache python3-venv libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+debs=(cmake g++ ninja-build ccache python3-venv libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
+      libxml2-utils)  # xmllint: the JUnit report is validated against the JUnit schema in the tests
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -172,7 +172,8 @@ std::vector<std::string> JUnitProblems(const std::string& xml) {
     }
   };
   if (root.name != "testsuites") problems.push_back("root is <" + root.name + ">");
-  require(root, {"tests", "failures", "errors", "skipped", "time"});
+  require(root, {"tests", "failures", "errors", "time"});
+  if (root.attributes.count("skipped")) problems.push_back("<testsuites> with skipped (not in junit-10.xsd)");
   std::map<std::string, int> total;
   for (const Element& suite : root.children) {
     if (suite.name != "testsuite") problems.push_back("<" + suite.name + "> in <testsuites>");
@@ -241,7 +242,7 @@ TEST(JUnit, SampleMatchesGoldenFile) {
 
 TEST(JUnit, SampleTotalsAndMapping) {
   const std::string xml = RenderJUnit(testing::SampleReport());
-  EXPECT_NE(xml.find("\n<testsuites name=\"oomguard\" tests=\"8\" failures=\"2\" errors=\"1\" skipped=\"1\" "
+  EXPECT_NE(xml.find("\n<testsuites name=\"oomguard\" tests=\"8\" failures=\"2\" errors=\"1\" "
                      "time=\"4.200\">\n"),
             std::string::npos)
       << xml;
@@ -295,7 +296,7 @@ TEST(JUnit, EveryResultCodeMapsToItsElement) {
   EXPECT_NE(xml.find("<error message=\"reason 2\" type=\"TIMEOUT\">"), std::string::npos);
   EXPECT_NE(xml.find("<skipped message=\"reason 3\" type=\"SKIPPED\">reason 3</skipped>"), std::string::npos);
   EXPECT_NE(xml.find("<error message=\"reason 4\" type=\"UNRESOLVED\">"), std::string::npos);
-  EXPECT_NE(xml.find("<testsuites name=\"oomguard\" tests=\"5\" failures=\"1\" errors=\"2\" skipped=\"2\""),
+  EXPECT_NE(xml.find("<testsuites name=\"oomguard\" tests=\"5\" failures=\"1\" errors=\"2\" time="),
             std::string::npos);
   EXPECT_EQ(JUnitProblems(xml), std::vector<std::string>{});
 }
