@@ -1,5 +1,9 @@
 #include "harness/commands.h"
 
+#include <unistd.h>
+
+#include <iostream>
+
 #include "allocators/byte_size.h"
 #include "allocators/cards.h"
 #include "harness/baseline_update.h"
@@ -40,6 +44,7 @@ int CardsCommand(bool with_sources, std::ostream& out) {
 int RunCommand(const RunOptions& options, const std::string& self_exe, std::ostream& out, std::ostream& err) {
   RunReport report;
   std::string error;
+  const ConsoleStyle style = &out == &std::cout ? StyleFor(STDOUT_FILENO) : ConsoleStyle{};
   for (const std::string& spec : options.reports) {
     if (!ValidateReportSpec(spec, &error)) {  // before the run, not after minutes of it
       err << "oomguard run: " << error << "\n";
@@ -47,12 +52,13 @@ int RunCommand(const RunOptions& options, const std::string& self_exe, std::ostr
     }
   }
   const bool ok = RunScenarios(
-      options, self_exe, [&out](const ScenarioResult& s) { WriteScenarioBlock(s, out), out.flush(); }, &report, &error);
+      options, self_exe, [&](const ScenarioResult& s) { WriteScenarioBlock(s, out, style), out.flush(); }, &report,
+      &error);
   if (!ok) {
     err << "oomguard run: " << error << "\n";
     return kExitUsage;
   }
-  WriteRunSummary(report, out);
+  WriteRunSummary(report, out, style);
   if (options.update_baselines) {
     if (!UpdateBaselines(report, options, out, &error)) {
       err << "oomguard run: " << error << "\n";
@@ -125,7 +131,7 @@ int ExplainCommand(const RunOptions& options, const std::string& name, const std
     run.paths = {file};
     run.filter = "*";
     RunReport report;
-    if (!RunScenarios(run, self_exe, [&out](const ScenarioResult& r) { WriteScenarioBlock(r, out, /*detailed=*/true); }, &report,
+    if (!RunScenarios(run, self_exe, [&out](const ScenarioResult& r) { WriteScenarioBlock(r, out, ConsoleStyle{false, /*detailed=*/true}); }, &report,
                       &error)) {
       err << "oomguard explain: " << error << "\n";
       return kExitUsage;

@@ -1,11 +1,16 @@
 #include "reports/console_writer.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <vector>
 
 #include "allocators/byte_size.h"
 #include "harness/baseline_diff.h"
 #include "harness/metrics.h"
+#include "reports/report_format.h"
 
 namespace oomguard {
 namespace {
@@ -33,10 +38,26 @@ std::string BaselineWord(const BaselineComparison& c) {
   return std::string(BaselineVerdictName(c.verdict));
 }
 
+// The result code, padded, coloured when the style asks: green passes, red failures, yellow the rest.
+std::string Code(ResultCode code, const ConsoleStyle& style, size_t width) {
+  const std::string padded = Pad(std::string(ResultName(code)), width);
+  if (!style.color) return padded;
+  const char* colour = IsFailure(code) ? "\033[31m" : code == ResultCode::kPass ? "\033[32m" : "\033[33m";
+  return colour + padded + "\033[0m";
+}
+
 }  // namespace
 
-void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, bool detailed) {
-  out << Pad(std::string(ResultName(s.code)), 12) << s.name << "  [" << s.backend;
+ConsoleStyle StyleFor(int fd) {
+  ConsoleStyle style;
+  const char* no_color = std::getenv("NO_COLOR");
+  style.color = isatty(fd) == 1 && (no_color == nullptr || *no_color == '\0');
+  return style;
+}
+
+void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const ConsoleStyle& style) {
+  const bool detailed = style.detailed;
+  out << Code(s.code, style, 12) << s.name << "  [" << s.backend;
   if (!s.card.empty()) out << ", " << s.card;
   if (s.cap_bytes > 0) out << ", cap " << FormatBytes(s.cap_bytes);
   out << "]";
@@ -49,7 +70,7 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, bool detaile
     if (v.measurement) outcome_width = std::max(outcome_width, v.measurement->outcome.size());
   }
   for (const VariantResult& v : s.variants) {
-    out << "            " << Pad(v.name, width + 2) << Pad(std::string(ResultName(v.code)), 12);
+    out << "            " << Pad(v.name, width + 2) << Code(v.code, style, 12);
     if (v.measurement) {
       const VariantMeasurement& m = *v.measurement;
       out << Pad(m.outcome, outcome_width + 2) << "peak " << Pad(FormatBytes(m.ledger.peak_bytes), 12) << "in "
@@ -91,7 +112,49 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, bool detaile
   }
 }
 
-void WriteRunSummary(const RunReport& report, std::ostream& out) {
+void WriteRunSummary(const RunReport& report, std::ostream& out, const ConsoleStyle& style) {
+  // The table, as data first: one row per variant (or per scenario without variants).
+  std::vector<std::vector<std::string>> rows = {
+      {"scenario", "variant", "backend", "card", "outcome", "peak", "baseline", "delta", "delta %", "peak phase"}};
+  std::vector<ResultCode> codes = {ResultCode::kPass};
+  for (const ScenarioResult& s : report.scenarios) {
+    const std::string card = s.card.empty() ? (s.cap_bytes > 0 ? "cap " + FormatBytes(s.cap_bytes) : "-") : s.card;
+    if (s.variants.empty()) {
+      rows.push_back({s.name, "-", s.backend, card, std::string(ResultName(s.code)), "", "", "", "", ""});
+      codes.push_back(s.code);
+    }
+    for (const VariantResult& v : s.variants) {
+      std::vector<std::string> row = {s.name, v.name, s.backend, card, std::string(ResultName(v.code)), "", "", "",
+                                      "", ""};
+      if (v.measurement) {
+        row[5] = FormatBytes(v.measurement->ledger.peak_bytes);
+        row[9] = v.measurement->ledger.peak_phase;
+      }
+      for (const MetricDiff& d : v.baseline.metrics) {
+        if (d.metric != "peak_bytes") continue;
+        row[6] = FormatBytes(d.baseline);
+        row[7] = FormatSignedBytes(d.delta);
+        row[8] = FormatPercent(d.delta_percent);
+      }
+      if (v.baseline.verdict == BaselineVerdict::kNew) row[6] = "new";
+      rows.push_back(row);
+      codes.push_back(v.code);
+    }
+  }
+  std::vector<size_t> widths(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  out << "\n";
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::string line;
+    for (size_t c = 0; c < rows[r].size(); ++c) {
+      const bool last = c + 1 == rows[r].size();
+      line += c == 4 && r > 0 ? Code(codes[r], style, widths[c] + 2) : last ? rows[r][c] : Pad(rows[r][c], widths[c] + 2);
+    }
+    line.erase(line.find_last_not_of(' ') + 1);
+    out << line << "\n";
+  }
   std::map<std::string, int> counts;
   int failures = 0;
   for (const ScenarioResult& s : report.scenarios) {

@@ -11,8 +11,18 @@
 
 namespace oomguard {
 
-// detailed (oomguard explain): also each variant's phase peaks and its passing checks.
-void WriteScenarioBlock(const ScenarioResult& scenario, std::ostream& out, bool detailed = false);
-void WriteRunSummary(const RunReport& report, std::ostream& out);
+struct ConsoleStyle {
+  bool color = false;     // ANSI colours for result codes: only on a terminal, never with NO_COLOR set
+  bool detailed = false;  // oomguard explain: also each variant's phase peaks and its passing checks
+};
+
+// On a terminal without NO_COLOR: colours; otherwise plain lines (CI logs, pipes).
+ConsoleStyle StyleFor(int fd);
+
+// Streaming: one block per scenario as it completes.
+void WriteScenarioBlock(const ScenarioResult& scenario, std::ostream& out, const ConsoleStyle& style = {});
+// Cumulative: the table (scenario, variant, backend, card, outcome, peak, baseline, delta, delta %, phase of
+// the peak) and the totals.
+void WriteRunSummary(const RunReport& report, std::ostream& out, const ConsoleStyle& style = {});
 
 }  // namespace oomguard

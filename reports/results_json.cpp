@@ -1,5 +1,6 @@
 #include "reports/results_json.h"
 
+#include "harness/baseline_diff.h"
 #include "harness/measurement_json.h"
 #include "reports/atomic_file.h"
 
@@ -32,6 +33,8 @@ json ResultsToJson(const RunReport& report) {
   j["jobs"] = report.jobs;
   j["iterations_override"] = report.iterations;
   j["duration_ms"] = report.duration_ms;
+  j["compared_with_baselines"] = report.compared_with_baselines;
+  j["strict"] = report.strict;
   json totals = json::object();
   json scenarios = json::array();
   for (const ScenarioResult& s : report.scenarios) {
@@ -48,6 +51,18 @@ json ResultsToJson(const RunReport& report) {
       if (!v.xfail_reason.empty()) jv["xfail"] = v.xfail_reason;
       if (!v.diagnostics.empty()) jv["diagnostics"] = v.diagnostics;
       if (v.measurement) jv["measurement"] = MeasurementToJson(*v.measurement);
+      json metrics = json::array();
+      for (const MetricDiff& d : v.baseline.metrics) {
+        metrics.push_back({{"metric", d.metric},
+                           {"baseline", d.baseline},
+                           {"current", d.current},
+                           {"delta", d.delta},
+                           {"delta_percent", d.delta_percent},
+                           {"verdict", std::string(BaselineVerdictName(d.verdict))}});
+      }
+      jv["baseline"] = {{"verdict", std::string(BaselineVerdictName(v.baseline.verdict))},
+                        {"file", v.baseline.baseline_file},
+                        {"metrics", metrics}};
       variants.push_back(std::move(jv));
     }
     scenarios.push_back({{"name", s.name},
