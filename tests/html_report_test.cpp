@@ -16,12 +16,12 @@
 #include <gtest/gtest.h>
 
 #include "reports/svg_timeline.h"
+#include "tests/golden_file.h"
 #include "tests/report_fixture.h"
 
 namespace oomguard {
 namespace {
 
-constexpr const char* kGoldenPath = OOMGUARD_SOURCE_DIR "/tests/golden/sample.html";
 constexpr int64_t kMiB = 1048576;
 
 size_t Count(const std::string& haystack, const std::string& needle) {
@@ -30,36 +30,8 @@ size_t Count(const std::string& haystack, const std::string& needle) {
   return n;
 }
 
-// The first line where two texts differ, for a readable failure instead of two whole pages.
-std::string FirstDifference(const std::string& expected, const std::string& actual) {
-  std::istringstream e(expected), a(actual);
-  std::string el, al;
-  for (int line = 1;; ++line) {
-    const bool more_e = static_cast<bool>(std::getline(e, el)), more_a = static_cast<bool>(std::getline(a, al));
-    if (!more_e && !more_a) return "identical lines (a difference in the final newline)";
-    if (!more_e || !more_a || el != al) {
-      return "line " + std::to_string(line) + "\n  golden:   " + (more_e ? el : "<end of file>") +
-             "\n  rendered: " + (more_a ? al : "<end of file>");
-    }
-  }
-}
-
 TEST(HtmlReportTest, MatchesGolden) {
-  const std::string page = RenderHtml(testing::SampleReport());
-  const char* update = std::getenv("OOMGUARD_UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1") {
-    std::ofstream out(kGoldenPath, std::ios::binary);
-    out << page;
-    ASSERT_TRUE(out.good()) << "cannot write " << kGoldenPath;
-    GTEST_SKIP() << "rewrote " << kGoldenPath;
-  }
-  std::ifstream in(kGoldenPath, std::ios::binary);
-  ASSERT_TRUE(in.good()) << "cannot read " << kGoldenPath << " (OOMGUARD_UPDATE_GOLDEN=1 writes it)";
-  std::ostringstream golden;
-  golden << in.rdbuf();
-  EXPECT_TRUE(golden.str() == page) << "the page differs from " << kGoldenPath << " at "
-                                    << FirstDifference(golden.str(), page)
-                                    << "\nIf the change is intended, rerun with OOMGUARD_UPDATE_GOLDEN=1.";
+  testing::ExpectMatchesGolden("sample.html", RenderHtml(testing::SampleReport()));
 }
 
 TEST(HtmlReportTest, EscapesEveryName) {

@@ -24,6 +24,7 @@
 
 #include "reports/junit_writer.h"
 #include "reports/markdown_writer.h"
+#include "tests/golden_file.h"
 #include "tests/report_fixture.h"
 
 namespace oomguard {
@@ -36,33 +37,6 @@ std::string ReadFile(const std::string& path) {
   std::ostringstream contents;
   contents << in.rdbuf();
   return contents.str();
-}
-
-// With OOMGUARD_UPDATE_GOLDEN=1, writes the golden file and returns true.
-bool UpdateGolden(const std::string& name, const std::string& contents) {
-  const char* update = std::getenv("OOMGUARD_UPDATE_GOLDEN");
-  if (update == nullptr || std::string(update) != "1") return false;
-  std::ofstream out(GoldenPath(name), std::ios::binary);
-  out << contents;
-  EXPECT_TRUE(out.good()) << "cannot write " << GoldenPath(name);
-  return true;
-}
-
-void ExpectMatchesGolden(const std::string& actual, const std::string& name) {
-  const std::string expected = ReadFile(GoldenPath(name));
-  if (actual == expected) return;
-  std::istringstream a(actual), e(expected);
-  std::string actual_line, expected_line;
-  for (int line = 1;; ++line) {
-    const bool more_actual = static_cast<bool>(std::getline(a, actual_line));
-    const bool more_expected = static_cast<bool>(std::getline(e, expected_line));
-    if (more_actual && more_expected && actual_line == expected_line) continue;
-    if (!more_actual) actual_line = "(end of output)";
-    if (!more_expected) expected_line = "(end of file)";
-    ADD_FAILURE() << GoldenPath(name) << " differs at line " << line << "\n  golden:   " << expected_line
-                  << "\n  rendered: " << actual_line << "\nRerun with OOMGUARD_UPDATE_GOLDEN=1 to accept the change.";
-    return;
-  }
 }
 
 // A minimal XML reader for structure checks. It refuses what no well-formed document contains: unbalanced
@@ -236,8 +210,7 @@ RunReport HostileReport() {
 
 TEST(JUnit, SampleMatchesGoldenFile) {
   const std::string xml = RenderJUnit(testing::SampleReport());
-  if (UpdateGolden("sample.junit.xml", xml)) GTEST_SKIP() << "rewrote " << GoldenPath("sample.junit.xml");
-  ExpectMatchesGolden(xml, "sample.junit.xml");
+  testing::ExpectMatchesGolden("sample.junit.xml", xml);
 }
 
 TEST(JUnit, SampleTotalsAndMapping) {
@@ -327,8 +300,7 @@ TEST(JUnit, XmllintAcceptsGoldenFileAgainstTheJUnitSchema) {
 
 TEST(Markdown, SampleMatchesGoldenFile) {
   const std::string md = RenderMarkdown(testing::SampleReport());
-  if (UpdateGolden("sample.md", md)) GTEST_SKIP() << "rewrote " << GoldenPath("sample.md");
-  ExpectMatchesGolden(md, "sample.md");
+  testing::ExpectMatchesGolden("sample.md", md);
 }
 
 TEST(Markdown, VerdictIsTheFirstLine) {
