@@ -129,7 +129,6 @@ int ExplainCommand(const RunOptions& options, const std::string& name, const std
     out << s.name << ": " << s.summary << "\n\n" << s.teach << "\n\nMeasured now (" << file << "):\n";
     RunOptions run = options;
     run.paths = {file};
-    run.filter = "*";
     RunReport report;
     if (!RunScenarios(run, self_exe, [&out](const ScenarioResult& r) { WriteScenarioBlock(r, out, ConsoleStyle{false, /*detailed=*/true}); }, &report,
                       &error)) {
