@@ -13,6 +13,7 @@
 #include "allocators/install.h"
 #include "harness/checkpoint.h"
 #include "harness/error_category.h"
+#include "harness/meta_kernels.h"
 #include "harness/model.h"
 #include "harness/transfer_counter.h"
 
@@ -309,6 +310,7 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
   m.card = options.limits.card;
   m.cap_bytes = options.limits.cap_bytes;
   DeviceAccount& account = options.backend == "meta" ? MetaAccount() : CpuAccount();
+  if (options.backend == "meta") RegisterMetaKernels();
   const auto start = std::chrono::steady_clock::now();
   {
     ScopedLimits limits(account, options.limits);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "allocators/install.h"
+#include "harness/meta_kernels.h"
 
 namespace oomguard {
 namespace {
@@ -57,6 +58,18 @@ TEST_F(MetaAllocatorTest, CapAllowsTheBoundaryByteAndRefusesOneMore) {
         << e.what_without_backtrace();
   }
   EXPECT_EQ(Live(), int64_t{1} << 30);
+}
+
+TEST_F(MetaAllocatorTest, ReluRunsOnMetaOnceOomguardsKernelsAreRegistered) {
+  RegisterMetaKernels();
+  at::Tensor x = at::empty({64, 32}, kMeta.dtype(at::kFloat)).requires_grad_();
+  at::Tensor y = at::relu(x);  // relu has no C++ Meta kernel in LibTorch itself
+  EXPECT_EQ(y.sizes(), x.sizes());
+  EXPECT_EQ(Live(), 2 * 64 * 32 * 4);
+  y.sum().backward();  // threshold_backward has a structured Meta kernel
+  EXPECT_EQ(x.grad().sizes(), x.sizes());
+  at::Tensor z = at::empty({8}, kMeta);
+  EXPECT_TRUE(at::relu_(z).is_same(z));
 }
 
 }  // namespace
