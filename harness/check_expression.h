@@ -65,6 +65,8 @@ struct Node {
   int right = -1;
   size_t column = 0;  // 1-based, where it starts in the text
 };
+// Renders a side with single spaces around operators and only the parentheses the tree needs.
+std::string RenderTree(const std::vector<Node>& nodes, int index, const std::function<std::string(const Node&)>& leaf);
 }  // namespace check_detail
 
 // A parsed expression. Default-constructed it is empty; only ParseCheckExpression fills it. Copyable.
