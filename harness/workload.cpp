@@ -62,7 +62,7 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& s, c
 class VariantRun {
  public:
   VariantRun(const VariantSpec& spec, const MeasureOptions& options, DeviceAccount& account, VariantMeasurement* m)
-      : spec_(spec), options_(options), account_(account), ledger_(account.ledger()), m_(*m) {
+      : spec_(spec), options_(options), ledger_(account.ledger()), m_(*m) {
     const at::Device device = options.backend == "meta" ? at::Device(at::kMeta) : at::Device(at::kCPU);
     device_options_ = at::TensorOptions().device(device);
   }
@@ -287,7 +287,6 @@ class VariantRun {
 
   const VariantSpec& spec_;
   const MeasureOptions& options_;
-  DeviceAccount& account_;
   Ledger& ledger_;
   VariantMeasurement& m_;
   at::TensorOptions device_options_;
@@ -295,7 +294,7 @@ class VariantRun {
   std::vector<at::Tensor> params_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::vector<at::Tensor> history_;
-  std::vector<double> items_;
+  std::vector<double> items_;  // loss.item() values: what a history of numbers holds (no tensor)
   int64_t history_bytes_ = 0;
   int64_t batch_bytes_ = 0;
   std::vector<std::pair<std::string, int64_t>> layer_bytes_;

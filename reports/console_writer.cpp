@@ -31,9 +31,8 @@ std::string BaselineWord(const BaselineComparison& c) {
   if (c.verdict == BaselineVerdict::kNew) return "new";
   for (const MetricDiff& d : c.metrics) {
     if (d.metric != "peak_bytes" || d.delta == 0) continue;
-    char percent[32];
-    std::snprintf(percent, sizeof percent, "%+.1f%%", d.delta_percent);
-    return FormatSignedBytes(d.delta) + " (" + percent + ") " + std::string(BaselineVerdictName(c.verdict));
+    return FormatSignedBytes(d.delta) + " (" + FormatPercent(d.delta_percent) + ") " +
+           std::string(BaselineVerdictName(c.verdict));
   }
   return std::string(BaselineVerdictName(c.verdict));
 }
