@@ -13,6 +13,21 @@
 namespace oomguard {
 namespace {
 
+// What moved, most telling first: the peak, else which other recorded numbers did.
+std::string DescribeChange(const BaselineEntry& old, const BaselineEntry& now) {
+  if (old.peak_bytes != now.peak_bytes) {
+    return "peak " + FormatBytes(old.peak_bytes) + " -> " + FormatBytes(now.peak_bytes) + " (" +
+           FormatSignedBytes(now.peak_bytes - old.peak_bytes) + ")";
+  }
+  std::string moved;
+  if (old.phase_peaks != now.phase_peaks) moved += "phase peaks, ";
+  if (old.live_after != now.live_after) moved += "live_after, ";
+  if (old.alloc_count != now.alloc_count) {
+    moved += "alloc_count " + std::to_string(old.alloc_count) + " -> " + std::to_string(now.alloc_count) + ", ";
+  }
+  return moved + "peak unchanged (" + FormatBytes(now.peak_bytes) + ")";
+}
+
 bool EnsureDirectory(const std::string& dir, std::string* error) {
   if (mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) return true;
   *error = "cannot create " + dir + ": " + std::strerror(errno);
@@ -42,8 +57,7 @@ bool UpdateBaselines(const RunReport& report, const RunOptions& options, std::os
         out << "  new        " << s.name << "/" << v.name << ": peak " << FormatBytes(now.peak_bytes) << "\n";
       } else if (old->peak_bytes != now.peak_bytes || old->phase_peaks != now.phase_peaks ||
                  old->live_after != now.live_after || old->alloc_count != now.alloc_count) {
-        out << "  changed    " << s.name << "/" << v.name << ": peak " << FormatBytes(old->peak_bytes) << " -> "
-            << FormatBytes(now.peak_bytes) << " (" << FormatSignedBytes(now.peak_bytes - old->peak_bytes) << ")\n";
+        out << "  changed    " << s.name << "/" << v.name << ": " << DescribeChange(*old, now) << "\n";
       }
       file.Put(now);
     }

@@ -11,6 +11,8 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
 
+#include "allocators/cpu_tracking_allocator.h"
+
 namespace oomguard {
 namespace {
 
@@ -31,7 +33,10 @@ std::vector<at::Device> RngDevices(const at::Device& device) {
   return {at::Device(at::kCPU)};
 }
 
+// Generator states are host tensors (a cuda generator's too): on a GPU they never touch device memory,
+// so the cpu backend books them as host memory (Note [Host memory on the cpu backend]).
 std::vector<RngState> SaveRng(const std::vector<at::Device>& devices) {
+  HostAllocationScope host;
   std::vector<RngState> states;
   for (const at::Device& device : devices) {
     at::Generator generator = at::globalContext().defaultGenerator(device);

@@ -19,6 +19,20 @@ std::string ErrorMessage(const std::exception& e) {
   return e.what();
 }
 
+std::string DescribeError(const std::exception& e, const std::string& location) {
+  const std::string message = ErrorMessage(e);
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr) return message;  // the OOM report says where
+  const std::string where = location.empty() ? "" : " (" + location + ")";
+  if (ErrorCategory(message) == "meta-kernel-missing") {
+    const size_t colon = message.find(": ");
+    const std::string op = colon == std::string::npos ? "an operator" : message.substr(0, colon);
+    return op + " has no Meta kernel" + where +
+           ": LibTorch ships none and oomguard registers none. Add one to harness/meta_kernels.cpp, or run "
+           "this scenario on cpu.";
+  }
+  return message + where;
+}
+
 std::string OutcomeOfException(const std::exception& e) {
   if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr) return "oom";
   return "error:" + ErrorCategory(ErrorMessage(e));

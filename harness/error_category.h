@@ -18,4 +18,9 @@ std::string ErrorCategory(std::string_view message);
 // The message without c10's backtrace.
 std::string ErrorMessage(const std::exception& e);
 
+// The message a measurement records: ErrorMessage plus where it was raised (LayerTrace::Locate; may be
+// empty). A missing Meta kernel becomes one sentence naming the op, the layer and the way out, in place
+// of PyTorch's advice about torch.compile, which does not apply to LibTorch.
+std::string DescribeError(const std::exception& e, const std::string& location);
+
 }  // namespace oomguard

@@ -20,7 +20,9 @@ std::vector<at::Tensor> Model::parameters(size_t begin, size_t end) const {
 
 at::Tensor Model::Forward(at::Tensor x, size_t begin, size_t end, bool training, const AfterLayer& after_layer) const {
   for (size_t i = begin; i < end; ++i) {
+    if (trace_) trace_->EnterLayer(layers_[i]->name());
     x = layers_[i]->Forward(x, training);
+    if (trace_) trace_->Exit();
     if (after_layer) x = after_layer(i, std::move(x));
   }
   return x;

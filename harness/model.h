@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "harness/layer_trace.h"
 #include "harness/layers.h"
 
 namespace oomguard {
@@ -24,11 +25,15 @@ class Model {
   std::vector<at::Tensor> parameters() const;
   std::vector<at::Tensor> parameters(size_t begin, size_t end) const;
 
+  // Reports each layer Forward enters, for error messages; null (the default) reports nothing.
+  void set_trace(LayerTrace* trace) { trace_ = trace; }
+
   // Layers [begin, end) on x. after_layer may be empty.
   at::Tensor Forward(at::Tensor x, size_t begin, size_t end, bool training, const AfterLayer& after_layer) const;
 
  private:
   std::vector<std::unique_ptr<Layer>> layers_;
+  LayerTrace* trace_ = nullptr;
 };
 
 }  // namespace oomguard

@@ -20,6 +20,10 @@ std::unique_ptr<at::ObserverContext> OnCopy(const at::RecordFunction& fn) {
   const at::Tensor& dst = inputs[0].toTensor();
   const at::Tensor& src = inputs[1].toTensor();
   if (!src.is_cpu() || !src.has_storage()) return nullptr;
+  // A wrapped number is a kernel argument, and a host-to-host copy moves nothing to the device
+  // (Note [Host scalars], host_scalars.h).
+  if (src.unsafeGetTensorImpl()->is_wrapped_number()) return nullptr;
+  if (dst.is_cpu() && dst.has_storage() && IsHostAllocation(dst.storage().data_ptr())) return nullptr;
   // Note [What counts as a transfer]
   if (IsHostAllocation(src.storage().data_ptr()) || dst.is_cuda()) {
     g_count.fetch_add(1, std::memory_order_relaxed);

@@ -8,7 +8,8 @@
 // (inside a HostAllocationScope, cpu_tracking_allocator.h) into any tensor, or, on the cuda backend,
 // any CPU-to-CUDA copy_. On the cpu backend host and "device" are both CPU memory, and the host scope
 // is what tells them apart, so the same count comes out on cpu, meta and cuda. aten::_to_copy is not
-// counted: it calls copy_, which is.
+// counted: it calls copy_, which is. Not transfers: copies from a wrapped number (a kernel argument,
+// Note [Host scalars]) and copies into host memory.
 //
 // One counter at a time per process (the callback is global and uses static counters); construct and
 // destroy it on the controlling thread.

@@ -13,6 +13,8 @@
 #include "allocators/install.h"
 #include "harness/checkpoint.h"
 #include "harness/error_category.h"
+#include "harness/host_scalars.h"
+#include "harness/layer_trace.h"
 #include "harness/meta_kernels.h"
 #include "harness/model.h"
 #include "harness/transfer_counter.h"
@@ -61,8 +63,9 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& s, c
 // One variant's run: the loop of scenario.h's LoopSpec with the knobs of PitfallSpec.
 class VariantRun {
  public:
-  VariantRun(const VariantSpec& spec, const MeasureOptions& options, DeviceAccount& account, VariantMeasurement* m)
-      : spec_(spec), options_(options), ledger_(account.ledger()), m_(*m) {
+  VariantRun(const VariantSpec& spec, const MeasureOptions& options, DeviceAccount& account, LayerTrace* trace,
+             VariantMeasurement* m)
+      : spec_(spec), options_(options), ledger_(account.ledger()), trace_(trace), m_(*m) {
     const at::Device device = options.backend == "meta" ? at::Device(at::kMeta) : at::Device(at::kCPU);
     device_options_ = at::TensorOptions().device(device);
   }
@@ -70,6 +73,7 @@ class VariantRun {
   void Run() {
     at::manual_seed(spec_.seed);
     model_ = std::make_unique<Model>(spec_.model, device_options_.dtype(ParseDtype(spec_.model.dtype)));
+    model_->set_trace(trace_);
     params_ = model_->parameters();
     for (const at::Tensor& p : params_) m_.param_bytes += Bytes(p);
     optimizer_ = MakeOptimizer(spec_.loop.optimizer, params_);
@@ -113,7 +117,9 @@ class VariantRun {
       ledger_.SetPhase("forward");
       const int64_t before_forward = ledger_.live_bytes();
       at::Tensor output = Forward(batch.input, /*training=*/true, &intermediates);
+      if (trace_) trace_->EnterStage("the loss");
       at::Tensor loss = Loss(output, batch.target);
+      if (trace_) trace_->Exit();
       if (first_step) m_.forward_saved_bytes = ledger_.live_bytes() - before_forward;
       KeepLoss(loss, "train");
       if (spec_.loop.backward) {
@@ -142,7 +148,9 @@ class VariantRun {
     if (optimizer_ && spec_.loop.backward) {
       ledger_.SetPhase("optimizer");
       const int64_t before = ledger_.live_bytes();
+      if (trace_) trace_->EnterStage("the optimizer step");
       optimizer_->step();
+      if (trace_) trace_->Exit();
       if (first) m_.optimizer_state_bytes = ledger_.live_bytes() - before;
     }
     if (first && !m_.optimizer_state_bytes) m_.optimizer_state_bytes = 0;  // no step, no state
@@ -288,6 +296,7 @@ class VariantRun {
   const VariantSpec& spec_;
   const MeasureOptions& options_;
   Ledger& ledger_;
+  LayerTrace* trace_;
   VariantMeasurement& m_;
   at::TensorOptions device_options_;
   std::unique_ptr<Model> model_;
@@ -317,12 +326,15 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
     account.ledger().SetPhase("setup");
     account.ledger().ResetStatistics();
     TransferCounter transfers;
-    VariantRun run(spec, options, account, &m);
+    LayerTrace trace;
+    std::optional<HostScalarCopies> host_scalars;  // Note [Host scalars]
+    if (options.backend == "cpu") host_scalars.emplace();
+    VariantRun run(spec, options, account, &trace, &m);
     try {
       run.Run();
     } catch (const std::exception& e) {
       m.outcome = OutcomeOfException(e);
-      m.error = ErrorMessage(e);
+      m.error = DescribeError(e, trace.Locate());
       if (m.outcome == "oom") {
         const DeviceAccount::Refusal refusal = account.last_refusal();
         m.oom = OomReport{refusal.phase,      refusal.requested_bytes, options.limits.cap_bytes, refusal.live_bytes,

@@ -1,0 +1,30 @@
+// Books the cpu copies of wrapped numbers as host memory on the cpu backend.
+//
+//   oomguard::HostScalarCopies host_scalars;  // installs a RecordFunction callback on aten::_to_copy
+//   ... run a training step on the cpu backend ...
+//
+// Note [Host scalars]: `t / 2.0`, `exp_avg.mul_(beta)` and the like wrap the number in a 0-dim cpu
+// tensor, and TensorIterator casts it to the op's dtype with a 4-byte `_to_copy`. On a GPU (and on
+// meta) those scalars stay on the host, beside the kernel launch; on the cpu backend they would be
+// charged to the simulated device. Inside a `_to_copy` of a wrapped number this callback holds a
+// HostAllocationScope, so the cpu ledger leaves them out and the cpu and meta peaks agree to the byte.
+//
+// One at a time per process, constructed and destroyed on the controlling thread.
+#pragma once
+
+#include <cstdint>
+
+namespace oomguard {
+
+class HostScalarCopies {
+ public:
+  HostScalarCopies();
+  ~HostScalarCopies();
+  HostScalarCopies(const HostScalarCopies&) = delete;
+  HostScalarCopies& operator=(const HostScalarCopies&) = delete;
+
+ private:
+  uint64_t handle_;
+};
+
+}  // namespace oomguard

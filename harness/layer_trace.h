@@ -1,0 +1,52 @@
+// Which layer a failing op belongs to, for error messages: the layer whose forward was running, or,
+// in backward, the layer whose forward created the autograd node that was running.
+//
+//   oomguard::LayerTrace trace;                 // watches backward nodes (a RecordFunction callback)
+//   model.set_trace(&trace);                    // Model::Forward reports each layer it enters
+//   ... an op throws ...
+//   trace.Locate();                              // "in the backward of layer 0:embedding, node EmbeddingBackward0"
+//   (or "in the forward of layer 2:linear", "in the loss", "in the backward of the loss, node ...")
+//
+// Backward nodes are matched to layers by autograd sequence numbers: every node a layer's forward
+// creates has a number at or above the counter's value when the layer started (ATen/SequenceNumber.h).
+// One trace at a time per process (the callback is global); construct and destroy it on the
+// controlling thread.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace oomguard {
+
+class LayerTrace {
+ public:
+  LayerTrace();
+  ~LayerTrace();
+  LayerTrace(const LayerTrace&) = delete;
+  LayerTrace& operator=(const LayerTrace&) = delete;
+
+  // Model::Forward brackets each layer with EnterLayer/Exit, the workload brackets the loss and the
+  // optimizer step with EnterStage/Exit ("the loss"); an exception skips Exit, which is the point.
+  void EnterLayer(const std::string& layer);
+  void EnterStage(const std::string& stage);
+  void Exit();
+
+  // Where the most recent failure happened, as a phrase; empty when nothing is known.
+  std::string Locate() const;
+
+ private:
+  struct Start {
+    uint64_t first_sequence_nr;
+    std::string what;  // "layer 2:linear", "the loss"
+  };
+  void Enter(std::string what, bool is_layer);
+  std::string OwnerOfNode(int64_t sequence_nr) const;
+
+  uint64_t handle_;
+  std::string current_;            // "the forward of layer 2:linear", "the loss"; empty between them
+  std::vector<Start> starts_;      // in order of entry, so by sequence number
+};
+
+}  // namespace oomguard

@@ -1,0 +1,168 @@
+// Every layer kind runs forward and backward on meta, with the bytes the cpu backend measures; an op
+// with no Meta kernel fails with a message naming the op and the layer.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "harness/error_category.h"
+#include "harness/layer_trace.h"
+#include "harness/meta_kernels.h"
+#include "harness/variant_json.h"
+#include "harness/workload.h"
+
+namespace oomguard {
+namespace {
+
+using variant_json::LayerKind;
+using variant_json::LayerKinds;
+
+constexpr int64_t kFeatures = 16;
+
+bool Takes(const LayerKind& kind, const std::string& field) {
+  return std::find(kind.fields.begin(), kind.fields.end(), field) != kind.fields.end();
+}
+
+// A layer of `kind` that fits a [batch, 8, 16] activation, with every field it takes set to a
+// non-default value where that changes what runs (inplace, dropout, causal masking).
+LayerSpec LayerOfKind(const LayerKind& kind, bool inplace) {
+  LayerSpec l;
+  l.kind = kind.kind;
+  l.in = l.out = l.dim = kFeatures;
+  l.hidden = 2 * kFeatures;
+  l.heads = 2;
+  l.vocab = 50;
+  l.p = Takes(kind, "p") ? 0.25 : 0.0;
+  l.causal = Takes(kind, "causal");
+  l.inplace = inplace;
+  return l;
+}
+
+LayerSpec Linear() {
+  LayerSpec l;
+  l.kind = "linear";
+  l.in = l.out = kFeatures;
+  return l;
+}
+
+// linear -> the layer -> linear (embedding comes first: it takes token ids), AdamW, two iterations.
+VariantSpec CoverageModel(const LayerKind& kind, bool inplace, const std::string& loss) {
+  VariantSpec v;
+  v.name = kind.kind + (inplace ? "_inplace" : "") + "_" + loss;
+  v.seed = 5;
+  if (kind.kind == "embedding") {
+    v.model.layers = {LayerOfKind(kind, inplace), Linear()};
+    v.data.dtype = "int64";
+    v.data.vocab = 50;
+  } else {
+    v.model.layers = {Linear(), LayerOfKind(kind, inplace), Linear()};
+  }
+  v.data.batch = 3;
+  v.data.shape = {8};
+  if (kind.kind != "embedding") v.data.shape.push_back(kFeatures);
+  v.data.classes = kFeatures;
+  v.loop.loss = loss;
+  v.loop.optimizer.kind = "adamw";
+  v.loop.optimizer.weight_decay = 0.01;
+  v.loop.eval.batches = 1;
+  return v;
+}
+
+// Note [Gradient sums on meta]: autograd's InputBuffer sums two gradient contributions in place when
+// it holds the last reference, except for tensors it treats as subclass-like, and meta tensors are
+// (at::isTensorSubclassLike). Where a gradient meets another (a residual connection), meta allocates
+// the sum and frees the old buffer at once: one extra allocation and a transient the size of that
+// gradient, which no peak in this suite or the catalog coincides with. `extra_allocs` of
+// `extra_bytes` each is that count.
+void ExpectSameBytes(const VariantMeasurement& cpu, const VariantMeasurement& meta, int64_t extra_allocs = 0,
+                     int64_t extra_bytes = 0) {
+  EXPECT_EQ(meta.ledger.peak_bytes, cpu.ledger.peak_bytes);
+  EXPECT_EQ(meta.ledger.peak_phase, cpu.ledger.peak_phase);
+  EXPECT_EQ(meta.ledger.alloc_count, cpu.ledger.alloc_count + extra_allocs);
+  EXPECT_EQ(meta.ledger.allocated_bytes_total, cpu.ledger.allocated_bytes_total + extra_allocs * extra_bytes);
+  ASSERT_EQ(meta.ledger.phase_peaks.size(), cpu.ledger.phase_peaks.size());
+  for (size_t i = 0; i < cpu.ledger.phase_peaks.size(); ++i) {
+    EXPECT_EQ(meta.ledger.phase_peaks[i].phase, cpu.ledger.phase_peaks[i].phase);
+    EXPECT_EQ(meta.ledger.phase_peaks[i].peak_bytes, cpu.ledger.phase_peaks[i].peak_bytes)
+        << "phase " << cpu.ledger.phase_peaks[i].phase;
+  }
+  EXPECT_EQ(meta.forward_saved_bytes, cpu.forward_saved_bytes);
+  EXPECT_EQ(meta.grad_bytes, cpu.grad_bytes);
+  EXPECT_EQ(meta.optimizer_state_bytes, cpu.optimizer_state_bytes);
+  ASSERT_EQ(meta.iterations.size(), cpu.iterations.size());
+  for (size_t i = 0; i < cpu.iterations.size(); ++i) {
+    EXPECT_EQ(meta.iterations[i].peak_bytes, cpu.iterations[i].peak_bytes) << "iteration " << i;
+    EXPECT_EQ(meta.iterations[i].live_after_backward_bytes, cpu.iterations[i].live_after_backward_bytes);
+    EXPECT_EQ(meta.iterations[i].live_after_bytes, cpu.iterations[i].live_after_bytes);
+  }
+}
+
+TEST(MetaCoverage, EveryLayerKindRunsForwardAndBackwardWithTheCpuBytes) {
+  int covered = 0;
+  for (const LayerKind& kind : LayerKinds()) {
+    for (bool inplace : {false, true}) {
+      if (inplace && !Takes(kind, "inplace")) continue;
+      for (const std::string loss : {"mean", "cross_entropy"}) {
+        const VariantSpec spec = CoverageModel(kind, inplace, loss);
+        SCOPED_TRACE(spec.name);
+        const VariantMeasurement cpu = MeasureVariant(spec, MeasureOptions{"cpu"});
+        const VariantMeasurement meta = MeasureVariant(spec, MeasureOptions{"meta"});
+        ASSERT_EQ(cpu.outcome, "pass") << cpu.error;
+        ASSERT_EQ(meta.outcome, "pass") << meta.error;
+        // The block's residual sum: one per iteration, [3, 8, 16] floats (Note [Gradient sums on meta]).
+        const bool residual = kind.kind == "transformer_block";
+        ExpectSameBytes(cpu, meta, residual ? spec.loop.iterations : 0, 3 * 8 * kFeatures * 4);
+        ++covered;
+      }
+    }
+  }
+  EXPECT_EQ(covered, 2 * (13 + 4));  // 13 kinds, 4 of them also in place, two losses each
+}
+
+TEST(MetaCoverage, MseLossAndSgdMomentumMatchToo) {
+  VariantSpec spec = CoverageModel(LayerKinds().front(), false, "mse");
+  spec.loop.optimizer.kind = "sgd";
+  spec.loop.optimizer.momentum = 0.9;
+  const VariantMeasurement cpu = MeasureVariant(spec, MeasureOptions{"cpu"});
+  const VariantMeasurement meta = MeasureVariant(spec, MeasureOptions{"meta"});
+  ASSERT_EQ(meta.outcome, "pass") << meta.error;
+  ExpectSameBytes(cpu, meta);
+}
+
+// hardtanh has no Meta kernel in LibTorch and none from oomguard (no layer uses it).
+TEST(MetaCoverage, AMissingForwardKernelNamesTheOpAndTheLayer) {
+  RegisterMetaKernels();
+  LayerTrace trace;
+  try {
+    trace.EnterLayer("2:custom");
+    (void)at::hardtanh(at::empty({4, 8}, at::TensorOptions().device(at::kMeta)));
+    FAIL() << "hardtanh ran on meta: pick another op without a Meta kernel for this test";
+  } catch (const std::exception& e) {
+    EXPECT_EQ(OutcomeOfException(e), "error:meta-kernel-missing");
+    EXPECT_EQ(DescribeError(e, trace.Locate()),
+              "aten::hardtanh has no Meta kernel (in the forward of layer 2:custom): LibTorch ships none and oomguard "
+              "registers none. Add one to harness/meta_kernels.cpp, or run this scenario on cpu.");
+  }
+}
+
+// glu has a Meta kernel, glu_backward has none: the failure is in backward, in the node glu created.
+TEST(MetaCoverage, AMissingBackwardKernelNamesTheNodeAndTheLayerThatCreatedIt) {
+  RegisterMetaKernels();
+  LayerTrace trace;
+  const at::Tensor x = at::empty({4, 8}, at::TensorOptions().device(at::kMeta)).requires_grad_(true);
+  trace.EnterLayer("0:first");
+  at::Tensor h = at::tanh(x);
+  trace.Exit();
+  trace.EnterLayer("1:gated");
+  at::Tensor y = at::glu(h);
+  trace.Exit();
+  try {
+    y.sum().backward();
+    FAIL() << "glu_backward ran on meta: pick another op without a Meta kernel for this test";
+  } catch (const std::exception& e) {
+    EXPECT_EQ(OutcomeOfException(e), "error:meta-kernel-missing");
+    EXPECT_EQ(trace.Locate(), "in the backward of layer 1:gated, node GluBackward0");
+    EXPECT_NE(DescribeError(e, trace.Locate()).find("aten::glu_backward"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace oomguard
