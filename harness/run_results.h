@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "harness/measurement.h"
+#include "harness/memory_estimate.h"
 #include "harness/result_code.h"
 
 namespace oomguard {
@@ -54,6 +55,7 @@ struct VariantResult {
   std::optional<VariantMeasurement> measurement;  // absent when the child crashed or timed out
   std::string diagnostics;                        // the end of the child's stderr when it did not report
   BaselineComparison baseline;                    // set when the run compares with baselines
+  std::optional<MemoryEstimate> estimate;         // the scenario's analytic estimate next to the measurement
 };
 
 struct ScenarioResult {

@@ -244,6 +244,7 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
                                               &parse_error);
     if (reported) {
       slot = JudgeVariant(slot.name, expectation, m);
+      slot.estimate = EstimateMemory(p.scenario, p.scenario.variants[job.variant], m);
     } else {
       slot.code = exit.timed_out ? ResultCode::kTimeout : ResultCode::kUnresolved;
       slot.expected_outcome = expectation.outcome;

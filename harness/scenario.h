@@ -112,6 +112,13 @@ struct VariantExpectation {
   std::optional<std::string> xfail;  // known to fail, with the reason: FAIL becomes XFAIL, PASS XPASS
 };
 
+// The back-of-the-envelope estimate a scenario's teach text states, which reports compare the
+// measurement with (harness/memory_estimate.h): parameters, gradients and Adam state at 4 + 4 + 8 bytes
+// per parameter, activations at batch x seq x hidden x layers x dtype bytes x activation_factor.
+struct EstimateSpec {
+  double activation_factor = 0;
+};
+
 struct Scenario {
   std::string name;
   std::string summary;
@@ -123,6 +130,7 @@ struct Scenario {
   std::vector<VariantSpec> variants;           // in file order
   std::map<std::string, VariantExpectation> expectations;  // by variant name
   std::vector<std::string> checks;             // relations between variants (check_expression.h)
+  std::optional<EstimateSpec> estimate;        // none: reports show no estimate
 };
 
 }  // namespace oomguard

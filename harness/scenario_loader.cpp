@@ -218,6 +218,27 @@ bool ReadExpect(const Json& value, const JsonPath& path, const std::vector<std::
   return true;
 }
 
+FieldReader EstimateField(std::optional<EstimateSpec>* out) {
+  return [out](const Json& value, const JsonPath& path, std::string* error) {
+    if (!value.is_object()) {
+      return Fail(path, "expected an object such as {\"activation_factor\": 34}, got " + DescribeJson(value), error);
+    }
+    EstimateSpec spec;
+    const std::vector<Field> fields = {
+        {"activation_factor",
+         NumberField(&spec.activation_factor, "a number > 0", [](double v) { return v > 0; })}};
+    if (!ReadFields(value, path, fields, false, error)) return false;
+    if (!value.contains("activation_factor")) {
+      return Fail(path,
+                  "missing required key \"activation_factor\" (activations ~ batch x seq x hidden x layers x "
+                  "dtype bytes x activation_factor)",
+                  error);
+    }
+    *out = spec;
+    return true;
+  };
+}
+
 bool LoadDocument(const Json& root, Scenario* out, std::string* error) {
   if (!root.is_object()) return Fail(JsonPath(), "expected an object, got " + DescribeJson(root), error);
   VariantSpec base_spec;  // only to validate the base where it is written
@@ -226,7 +247,8 @@ bool LoadDocument(const Json& root, Scenario* out, std::string* error) {
   const Json* checks = nullptr;
   std::vector<Field> fields = {{"name", NameField(&out->name)},    {"summary", StringField(&out->summary)},
                                {"teach", TeachField(&out->teach)}, {"backends", BackendsField(&out->backends)},
-                               {"card", CardField(&out->card)},    {"cap", CapField(&out->cap)}};
+                               {"card", CardField(&out->card)},    {"cap", CapField(&out->cap)},
+                               {"estimate", EstimateField(&out->estimate)}};
   for (Field& field : VariantConfigFields(&base_spec, /*patch=*/false)) fields.push_back(std::move(field));
   fields.push_back({"variants", VariantsField(&patches)});
   fields.push_back({"expect", Later(&expect)});

@@ -67,7 +67,8 @@ inline std::vector<Field> LayerFields(LayerSpec* out) {
   };
 }
 
-inline bool ReadLayer(const Json& value, const JsonPath& path, LayerSpec* out, std::string* error) {
+// `repeat` (any kind, default 1) stands for that many copies of the layer in a row.
+inline bool ReadLayer(const Json& value, const JsonPath& path, LayerSpec* out, int64_t* repeat, std::string* error) {
   if (!value.is_object()) {
     return Fail(path, "expected a layer such as {\"kind\": \"relu\"}, got " + DescribeJson(value), error);
   }
@@ -80,8 +81,13 @@ inline bool ReadLayer(const Json& value, const JsonPath& path, LayerSpec* out, s
   if (!EnumField(&out->kind, "layer kind", kinds)(*kind_value, path.Key("kind"), error)) return false;
   const LayerKind& kind = LayerKinds()[std::find(kinds.begin(), kinds.end(), out->kind) - kinds.begin()];
   const std::vector<Field> fields = LayerFields(out);
+  *repeat = 1;
   for (const auto& [key, field_value] : value.items()) {
     if (key == "kind") continue;
+    if (key == "repeat") {
+      if (!IntField(repeat, 1)(field_value, path.Key(key), error)) return false;
+      continue;
+    }
     auto field = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
     if (field != fields.end() && !Contains(kind.fields, key)) {
       return Fail(path,
@@ -90,7 +96,7 @@ inline bool ReadLayer(const Json& value, const JsonPath& path, LayerSpec* out, s
                   error);
     }
     if (field == fields.end()) {
-      std::vector<std::string> valid = {"kind"};
+      std::vector<std::string> valid = {"kind", "repeat"};
       valid.insert(valid.end(), kind.fields.begin(), kind.fields.end());
       return Fail(path, UnknownNameMessage("key", key, valid, "valid keys"), error);
     }
@@ -120,8 +126,10 @@ inline FieldReader LayersField(std::vector<LayerSpec>* out) {
     out->clear();
     for (size_t i = 0; i < value.size(); ++i) {
       LayerSpec layer;
-      if (!ReadLayer(value[i], path.Index(static_cast<int64_t>(i)), &layer, error)) return false;
-      out->push_back(layer);
+      int64_t repeat = 1;
+      if (!ReadLayer(value[i], path.Index(static_cast<int64_t>(i)), &layer, &repeat, error)) return false;
+      if (repeat > 100000) return Fail(path.Index(static_cast<int64_t>(i)).Key("repeat"), "at most 100000 copies", error);
+      out->insert(out->end(), static_cast<size_t>(repeat), layer);
     }
     return true;
   };

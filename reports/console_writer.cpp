@@ -15,6 +15,30 @@
 namespace oomguard {
 namespace {
 
+// The scenario's rule of thumb next to the measurement, row by row (memory_estimate.h).
+void WriteEstimate(const MemoryEstimate& e, std::ostream& out) {
+  char count[32];
+  std::snprintf(count, sizeof count, "%.2f B", static_cast<double>(e.parameter_count) / 1e9);
+  out << "              estimate vs measured (" << count << " parameters; activations " << e.activation_formula
+      << "):\n";
+  char line[160];
+  std::snprintf(line, sizeof line, "                %-26s %12s %12s  %s\n", "component", "measured", "estimate", "off by");
+  out << line;
+  for (const EstimateRow& r : e.rows) {
+    std::string off = "-";
+    if (r.measured) {
+      off = FormatSignedBytes(*r.measured - r.estimated);
+      if (r.estimated != 0) off += " (" + FormatPercent(100.0 * static_cast<double>(*r.measured - r.estimated) /
+                                                         static_cast<double>(r.estimated)) + ")";
+    }
+    std::snprintf(line, sizeof line, "                %-26s %12s %12s  %s\n", r.component.c_str(),
+                  !r.measured ? "-" : (*r.measured < 0 ? FormatSignedBytes(*r.measured) : FormatBytes(*r.measured)).c_str(),
+                  FormatBytes(r.estimated).c_str(),
+                  off.c_str());
+    out << line;
+  }
+}
+
 std::string Seconds(double ms) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.1f s", ms / 1000.0);
@@ -102,6 +126,7 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
       for (const CheckResult& c : v.checks) {
         if (c.holds) out << "              ok     " << c.explanation << "\n";
       }
+      if (v.estimate) WriteEstimate(*v.estimate, out);
     }
     for (const std::string& reason : v.reasons) out << "              " << reason << "\n";
     if (!v.diagnostics.empty()) out << "              stderr: " << v.diagnostics << "\n";

@@ -10,6 +10,17 @@ using nlohmann::json;
 
 namespace {
 
+json EstimateToJson(const MemoryEstimate& e) {
+  json rows = json::array();
+  for (const EstimateRow& r : e.rows) {
+    rows.push_back({{"component", r.component},
+                    {"measured", r.measured ? json(*r.measured) : json(nullptr)},
+                    {"estimated", r.estimated},
+                    {"off_by", r.measured ? json(*r.measured - r.estimated) : json(nullptr)}});
+  }
+  return {{"parameter_count", e.parameter_count}, {"activation_formula", e.activation_formula}, {"rows", rows}};
+}
+
 json ChecksToJson(const std::vector<CheckResult>& checks) {
   json out = json::array();
   for (const CheckResult& c : checks) {
@@ -51,6 +62,7 @@ json ResultsToJson(const RunReport& report) {
       if (!v.xfail_reason.empty()) jv["xfail"] = v.xfail_reason;
       if (!v.diagnostics.empty()) jv["diagnostics"] = v.diagnostics;
       if (v.measurement) jv["measurement"] = MeasurementToJson(*v.measurement);
+      if (v.estimate) jv["estimate"] = EstimateToJson(*v.estimate);
       json metrics = json::array();
       for (const MetricDiff& d : v.baseline.metrics) {
         metrics.push_back({{"metric", d.metric},

@@ -232,7 +232,14 @@ TEST(Runner, TheCatalogPassesAndJobsDoNotChangeANumber) {
   options.jobs = 2;
   ASSERT_TRUE(RunScenarios(options, OOMGUARD_EXE, nullptr, &two, &error)) << error;
   ASSERT_GE(one.scenarios.size(), 7u);
-  for (const ScenarioResult& s : one.scenarios) EXPECT_EQ(s.code, ResultCode::kPass) << s.name << ": " << s.error;
+  int passed = 0;
+  for (const ScenarioResult& s : one.scenarios) {
+    // The big-model scenarios run on meta only: UNSUPPORTED on cpu, everything else passes.
+    const bool meta_only = s.error.find("runs on meta, not cpu") != std::string::npos;
+    EXPECT_EQ(s.code, meta_only ? ResultCode::kUnsupported : ResultCode::kPass) << s.name << ": " << s.error;
+    passed += s.code == ResultCode::kPass;
+  }
+  EXPECT_GE(passed, 13);
   nlohmann::json a = ResultsToJson(one), b = ResultsToJson(two);
   StripDurations(a);
   StripDurations(b);

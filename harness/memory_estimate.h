@@ -1,0 +1,39 @@
+// The analytic estimate a scenario's teach text states, next to what was measured, component by
+// component, so a report can show where the rule of thumb is off and by how much.
+//
+//   std::optional<oomguard::MemoryEstimate> e = oomguard::EstimateMemory(scenario, spec, measurement);
+//   for (const auto& row : e->rows) ...  // parameters, gradients, optimizer state, activations, ...
+//
+// The rule (EstimateSpec, scenario.h): parameters 4, gradients 4 and Adam state 8 bytes per parameter
+// (16 bytes, the fp32 mixed-precision-free rule; SGD with momentum 4, plain SGD 0), activations
+// batch x seq x hidden x layers x dtype bytes x activation_factor over the transformer blocks.
+// The parameter count comes from the measured parameter bytes and the model's dtype.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/measurement.h"
+#include "harness/scenario.h"
+
+namespace oomguard {
+
+struct EstimateRow {
+  std::string component;  // "parameters", "gradients", "optimizer state", "activations", "rest", "peak"
+  std::optional<int64_t> measured;  // absent: not measured (the run ended first)
+  int64_t estimated = 0;
+};
+
+struct MemoryEstimate {
+  int64_t parameter_count = 0;
+  std::string activation_formula;  // "1 x 2048 x 4096 x 32 blocks x 2 bytes x 34"
+  std::vector<EstimateRow> rows;
+};
+
+// None when the scenario states no estimate or its model has no transformer_block.
+std::optional<MemoryEstimate> EstimateMemory(const Scenario& scenario, const VariantSpec& spec,
+                                             const VariantMeasurement& measured);
+
+}  // namespace oomguard
