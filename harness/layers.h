@@ -46,9 +46,14 @@ std::unique_ptr<Layer> MakeLayer(const LayerSpec& spec, const at::TensorOptions&
 std::unique_ptr<Layer> MakeBasicLayer(const LayerSpec& spec, const at::TensorOptions& options, std::string name);
 std::unique_ptr<Layer> MakeBlockLayer(const LayerSpec& spec, const at::TensorOptions& options, std::string name);
 
-// Multi-head self-attention in explicit math form (q k^T / sqrt(d), softmax, dropout, @ v): the same
-// saved tensors on every backend, so cpu and meta predictions stand for each other (no fused kernel).
+// Multi-head self-attention. The implementation is the scenario's explicit choice, never the
+// dispatcher's, so cpu, meta and cuda keep the same tensors for backward:
+// - "math": q k^T / sqrt(d), softmax, dropout, @ v as separate ops; keeps the [batch, heads, seq, seq]
+//   scores and probabilities;
+// - "flash": the fused flash-attention kernel (_scaled_dot_product_flash_attention_for_cpu on cpu and
+//   meta, _scaled_dot_product_flash_attention on cuda); keeps the output and a [batch, heads, seq]
+//   logsumexp only. No dropout inside (the loader rejects p > 0).
 at::Tensor SelfAttention(const at::Tensor& x, const at::Tensor& qkv_weight, const at::Tensor& out_weight, int64_t heads,
-                         bool causal, double dropout_p, bool training);
+                         bool causal, double dropout_p, bool training, const std::string& implementation);
 
 }  // namespace oomguard

@@ -6,11 +6,17 @@
 namespace oomguard {
 
 at::Tensor SelfAttention(const at::Tensor& x, const at::Tensor& qkv_weight, const at::Tensor& out_weight,
-                         int64_t heads, bool causal, double dropout_p, bool training) {
+                         int64_t heads, bool causal, double dropout_p, bool training, const std::string& implementation) {
   const int64_t batch = x.size(0), seq = x.size(1), dim = x.size(2), head_dim = dim / heads;
   // [batch, seq, 3*dim] -> 3 x [batch, heads, seq, head_dim]
   std::vector<at::Tensor> qkv = at::linear(x, qkv_weight).view({batch, seq, 3, heads, head_dim}).unbind(2);
   at::Tensor q = qkv[0].transpose(1, 2), k = qkv[1].transpose(1, 2), v = qkv[2].transpose(1, 2);
+  if (implementation == "flash") {
+    TORCH_CHECK(dropout_p == 0, "oomguard: attention \"flash\" takes no dropout (the loader should have said so)");
+    const at::Tensor out = x.is_cuda() ? std::get<0>(at::_scaled_dot_product_flash_attention(q, k, v, 0.0, causal))
+                                       : std::get<0>(at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal));
+    return at::linear(out.transpose(1, 2).reshape({batch, seq, dim}), out_weight);
+  }
   at::Tensor scores = at::matmul(q, k.transpose(-2, -1)).mul(1.0 / std::sqrt(static_cast<double>(head_dim)));
   if (causal) {
     at::Tensor mask = at::ones({seq, seq}, x.options().dtype(at::kBool)).triu(1);
@@ -30,19 +36,20 @@ at::Tensor Activate(const std::string& activation, const at::Tensor& x) {
 class Attention final : public Layer {
  public:
   Attention(const LayerSpec& s, const at::TensorOptions& o, std::string name)
-      : Layer(std::move(name)), heads_(s.heads), causal_(s.causal), p_(s.p) {
+      : Layer(std::move(name)), heads_(s.heads), causal_(s.causal), p_(s.p), implementation_(s.attention) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(s.dim));
     qkv_ = AddParameter({3 * s.dim, s.dim}, o, bound);
     out_ = AddParameter({s.dim, s.dim}, o, bound);
   }
   at::Tensor Forward(const at::Tensor& x, bool training) override {
-    return SelfAttention(x, qkv_, out_, heads_, causal_, p_, training);
+    return SelfAttention(x, qkv_, out_, heads_, causal_, p_, training, implementation_);
   }
 
  private:
   int64_t heads_;
   bool causal_;
   double p_;
+  std::string implementation_;
   at::Tensor qkv_, out_;
 };
 
@@ -68,7 +75,13 @@ class MlpBlock final : public Layer {
 class TransformerBlock final : public Layer {
  public:
   TransformerBlock(const LayerSpec& s, const at::TensorOptions& o, std::string name)
-      : Layer(std::move(name)), dim_(s.dim), heads_(s.heads), causal_(s.causal), p_(s.p), activation_(s.activation) {
+      : Layer(std::move(name)),
+        dim_(s.dim),
+        heads_(s.heads),
+        causal_(s.causal),
+        p_(s.p),
+        activation_(s.activation),
+        implementation_(s.attention) {
     ln1_w_ = AddParameter({s.dim}, o, 0);
     ln1_b_ = AddParameter({s.dim}, o, 0);
     const double bound = 1.0 / std::sqrt(static_cast<double>(s.dim));
@@ -85,7 +98,8 @@ class TransformerBlock final : public Layer {
     }
   }
   at::Tensor Forward(const at::Tensor& x, bool training) override {
-    at::Tensor attn = SelfAttention(at::layer_norm(x, {dim_}, ln1_w_, ln1_b_), qkv_, out_, heads_, causal_, p_, training);
+    at::Tensor attn = SelfAttention(at::layer_norm(x, {dim_}, ln1_w_, ln1_b_), qkv_, out_, heads_, causal_, p_,
+                                    training, implementation_);
     at::Tensor h = x + at::dropout(attn, p_, training);
     at::Tensor mlp = at::linear(Activate(activation_, at::linear(at::layer_norm(h, {dim_}, ln2_w_, ln2_b_), up_)), down_);
     return h + at::dropout(mlp, p_, training);
@@ -96,6 +110,7 @@ class TransformerBlock final : public Layer {
   bool causal_;
   double p_;
   std::string activation_;
+  std::string implementation_;
   at::Tensor ln1_w_, ln1_b_, qkv_, out_, ln2_w_, ln2_b_, up_, down_;
 };
 

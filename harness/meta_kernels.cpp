@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/Parallel.h>
+#include <ATen/OpMathType.h>
 #include <ATen/core/Reduction.h>
 #include <torch/library.h>
 
@@ -118,6 +119,64 @@ at::Tensor MseLossBackwardMeta(const at::Tensor& grad_output, const at::Tensor& 
   return at::empty_like(input, at::MemoryFormat::Contiguous);
 }
 
+// Note [Flash attention on meta]: the cpu flash kernel (ATen/native/cpu/FlashAttentionKernel.cpp)
+// splits queries into blocks of 32, 64 or 256 rows (by sequence length) and keys into blocks of 512,
+// and keeps per-thread scratch sized by those blocks. The mirror assumes no oneDNN packing, which the
+// cpu kernel does only for float16 on CPUs with AMX-FP16.
+int64_t FlashQueryBlock(int64_t q_seq_len) { return q_seq_len >= 768 ? 256 : q_seq_len >= 192 ? 64 : 32; }
+constexpr int64_t kFlashKeyBlock = 512;
+
+// cpu: output like the query, logsumexp [B, S, H] in the accumulation dtype (returned as [B, H, S]),
+// then scratch [threads, qk + max + sum + dst] in that dtype and [threads, q block, k block] in the
+// query's dtype for bfloat16/float16.
+std::tuple<at::Tensor, at::Tensor> FlashAttentionForCpuMeta(const at::Tensor& query, const at::Tensor& key,
+                                                            const at::Tensor& value, double dropout_p, bool is_causal,
+                                                            const std::optional<at::Tensor>& attn_mask,
+                                                            std::optional<double> scale) {
+  TORCH_CHECK(query.dim() == 4 && key.dim() == 4 && value.dim() == 4,
+              "_scaled_dot_product_flash_attention_for_cpu: expected [batch, heads, seq, head_dim] inputs");
+  const int64_t batch = query.size(0), heads = query.size(1), q_len = query.size(2), head_dim = query.size(3);
+  const int64_t kv_len = key.size(2);
+  const at::ScalarType accumulate = at::toOpMathType(query.scalar_type());
+  const bool reduced = accumulate != query.scalar_type();
+  at::Tensor output = at::empty_like(query);
+  at::Tensor logsumexp = at::empty({batch, q_len, heads}, query.options().dtype(accumulate));
+  const int64_t q_block = std::min(FlashQueryBlock(q_len), q_len);
+  const int64_t kv_block = std::min(kFlashKeyBlock, kv_len);
+  const int64_t threads = at::get_num_threads();
+  at::Tensor scratch =
+      at::empty({threads, q_block * kv_block + 2 * q_block + q_block * head_dim}, query.options().dtype(accumulate));
+  at::Tensor scratch_reduced = at::empty({threads, q_block, reduced ? kv_block : 0}, query.options());
+  return {output, logsumexp.transpose(1, 2)};
+}
+
+// cpu: the three gradients (zeros, [B, S, H, D] transposed back), grad_out in [B, S, H, D] made
+// contiguous (a copy unless it already is), then scratch [threads, 2 x q block x k block] (plus the
+// reduced-dtype copy) and one [q block] row-sum buffer per thread that works.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionForCpuBackwardMeta(
+    const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+    const at::Tensor& out, const at::Tensor& logsumexp, double dropout_p, bool is_causal,
+    const std::optional<at::Tensor>& attn_mask, std::optional<double> scale) {
+  const at::Tensor q_t = query.transpose(1, 2), k_t = key.transpose(1, 2), v_t = value.transpose(1, 2);
+  at::Tensor grad_q = at::empty(q_t.sizes(), query.options());
+  at::Tensor grad_k = at::empty(k_t.sizes(), key.options());
+  at::Tensor grad_v = at::empty(v_t.sizes(), value.options());
+  at::Tensor grad_out_contiguous = grad_out.transpose(1, 2).contiguous();
+  const int64_t q_len = q_t.size(1), kv_len = v_t.size(1);
+  const at::ScalarType accumulate = at::toOpMathType(query.scalar_type());
+  const bool reduced = accumulate != query.scalar_type();
+  const int64_t q_block = std::min(FlashQueryBlock(q_len), q_len);
+  const int64_t kv_block = std::min(kFlashKeyBlock, kv_len);
+  const int64_t threads = at::get_num_threads();
+  at::Tensor scratch = at::empty({threads, 2 * q_block * kv_block}, query.options().dtype(accumulate));
+  at::Tensor scratch_reduced = at::empty({threads, reduced ? 2 * q_block * kv_block : 0}, query.options());
+  std::vector<at::Tensor> row_sums;
+  for (int64_t t = 0; t < std::min(threads, q_t.size(0) * q_t.size(2)); ++t) {
+    row_sums.push_back(at::empty({q_block}, query.options().dtype(accumulate)));
+  }
+  return {grad_q.transpose(1, 2), grad_k.transpose(1, 2), grad_v.transpose(1, 2)};
+}
+
 }  // namespace
 
 void RegisterMetaKernels() {
@@ -135,6 +194,8 @@ void RegisterMetaKernels() {
     lib->impl("embedding_dense_backward", TORCH_FN(EmbeddingDenseBackwardMeta));
     lib->impl("native_layer_norm", TORCH_FN(NativeLayerNormMeta));
     lib->impl("mse_loss", TORCH_FN(MseLossMeta));
+    lib->impl("_scaled_dot_product_flash_attention_for_cpu", TORCH_FN(FlashAttentionForCpuMeta));
+    lib->impl("_scaled_dot_product_flash_attention_for_cpu_backward", TORCH_FN(FlashAttentionForCpuBackwardMeta));
     lib->impl("mse_loss_backward", TORCH_FN(MseLossBackwardMeta));
     lib->impl("native_layer_norm_backward", TORCH_FN(NativeLayerNormBackwardMeta));
     return lib;

@@ -31,6 +31,9 @@ struct LayerSpec {
   bool causal = false;       // attention, transformer_block
   bool bias = true;          // linear
   std::string activation = "gelu";  // mlp_block, transformer_block: relu or gelu
+  std::string attention = "math";   // attention, transformer_block: math (explicit softmax(q k^T) v, keeps
+                                    // the seq x seq scores) or flash (the fused kernel: keeps output and
+                                    // logsumexp only); see SelfAttention in layers.h
 };
 
 struct ModelSpec {

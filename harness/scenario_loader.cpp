@@ -247,12 +247,12 @@ bool LoadDocument(const Json& root, Scenario* out, std::string* error) {
   const Json* checks = nullptr;
   std::vector<Field> fields = {{"name", NameField(&out->name)},    {"summary", StringField(&out->summary)},
                                {"teach", TeachField(&out->teach)}, {"backends", BackendsField(&out->backends)},
-                               {"card", CardField(&out->card)},    {"cap", CapField(&out->cap)},
-                               {"estimate", EstimateField(&out->estimate)}};
+                               {"card", CardField(&out->card)},    {"cap", CapField(&out->cap)}};
   for (Field& field : VariantConfigFields(&base_spec, /*patch=*/false)) fields.push_back(std::move(field));
   fields.push_back({"variants", VariantsField(&patches)});
   fields.push_back({"expect", Later(&expect)});
   fields.push_back({"checks", Later(&checks)});
+  fields.push_back({"estimate", EstimateField(&out->estimate)});
   if (!ReadFields(root, JsonPath(), fields, false, error)) return false;
   if (!root.contains("name"))
     return Fail(JsonPath(), "missing required key \"name\" (a name such as \"forgotten-no-grad\")", error);

@@ -42,9 +42,10 @@ inline const std::vector<LayerKind>& LayerKinds() {
       {"dropout", {"p", "inplace"}, {}},
       {"layer_norm", {"dim"}, {"dim"}},
       {"embedding", {"vocab", "dim"}, {"vocab", "dim"}},
-      {"attention", {"dim", "heads", "p", "causal"}, {"dim", "heads"}},
+      {"attention", {"dim", "heads", "p", "causal", "attention"}, {"dim", "heads"}},
       {"mlp_block", {"dim", "hidden", "activation"}, {"dim", "hidden"}},
-      {"transformer_block", {"dim", "heads", "hidden", "p", "causal", "activation"}, {"dim", "heads", "hidden"}},
+      {"transformer_block", {"dim", "heads", "hidden", "p", "causal", "activation", "attention"},
+       {"dim", "heads", "hidden"}},
       {"scale", {"factor", "inplace"}, {}},
   };
   return kinds;
@@ -64,6 +65,7 @@ inline std::vector<Field> LayerFields(LayerSpec* out) {
       {"causal", BoolField(&out->causal)},
       {"bias", BoolField(&out->bias)},
       {"activation", EnumField(&out->activation, "activation", {"relu", "gelu"})},
+      {"attention", EnumField(&out->attention, "attention implementation", {"math", "flash"})},
   };
 }
 

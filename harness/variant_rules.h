@@ -71,6 +71,10 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
         return SpecProblem{at.Key("in"), "linear takes " + std::to_string(layer.in) + " input features" + receives};
       }
       features = layer.out;
+    } else if (layer.attention == "flash" && layer.p > 0) {
+      return SpecProblem{at.Key("p"),
+                         "attention \"flash\" has no dropout inside attention (the fused cpu kernel has none): set "
+                         "p to 0, or use attention \"math\""};
     } else if (layer.dim != 0 && layer.dim != features) {  // layer_norm, attention, mlp_block, transformer_block
       return SpecProblem{at.Key("dim"), layer.kind + " takes dim " + std::to_string(layer.dim) + receives};
     }

@@ -309,6 +309,16 @@ class VariantRun {
   std::vector<std::pair<std::string, int64_t>> layer_bytes_;
 };
 
+// "math", "flash", "math+flash" when layers differ, "none" without attention.
+std::string AttentionImplementations(const ModelSpec& model) {
+  std::string out;
+  for (const LayerSpec& layer : model.layers) {
+    if (layer.kind != "attention" && layer.kind != "transformer_block") continue;
+    if (out.find(layer.attention) == std::string::npos) out += (out.empty() ? "" : "+") + layer.attention;
+  }
+  return out.empty() ? "none" : out;
+}
+
 }  // namespace
 
 VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions& options) {
@@ -317,6 +327,7 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
   m.backend = options.backend;
   m.card = options.limits.card;
   m.cap_bytes = options.limits.cap_bytes;
+  m.attention = AttentionImplementations(spec.model);
   DeviceAccount& account = options.backend == "meta" ? MetaAccount() : CpuAccount();
   if (options.backend == "meta") RegisterMetaKernels();
   const auto start = std::chrono::steady_clock::now();

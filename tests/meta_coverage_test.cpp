@@ -1,6 +1,7 @@
 // Every layer kind runs forward and backward on meta, with the bytes the cpu backend measures; an op
 // with no Meta kernel fails with a message naming the op and the layer.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include "harness/error_category.h"
@@ -23,14 +24,15 @@ bool Takes(const LayerKind& kind, const std::string& field) {
 
 // A layer of `kind` that fits a [batch, 8, 16] activation, with every field it takes set to a
 // non-default value where that changes what runs (inplace, dropout, causal masking).
-LayerSpec LayerOfKind(const LayerKind& kind, bool inplace) {
+LayerSpec LayerOfKind(const LayerKind& kind, bool inplace, const std::string& attention) {
   LayerSpec l;
   l.kind = kind.kind;
   l.in = l.out = l.dim = kFeatures;
   l.hidden = 2 * kFeatures;
   l.heads = 2;
   l.vocab = 50;
-  l.p = Takes(kind, "p") ? 0.25 : 0.0;
+  l.attention = attention;
+  l.p = Takes(kind, "p") && attention == "math" ? 0.25 : 0.0;  // flash takes no dropout
   l.causal = Takes(kind, "causal");
   l.inplace = inplace;
   return l;
@@ -44,16 +46,17 @@ LayerSpec Linear() {
 }
 
 // linear -> the layer -> linear (embedding comes first: it takes token ids), AdamW, two iterations.
-VariantSpec CoverageModel(const LayerKind& kind, bool inplace, const std::string& loss) {
+VariantSpec CoverageModel(const LayerKind& kind, bool inplace, const std::string& loss,
+                          const std::string& attention = "math") {
   VariantSpec v;
-  v.name = kind.kind + (inplace ? "_inplace" : "") + "_" + loss;
+  v.name = kind.kind + (inplace ? "_inplace" : "") + (attention == "flash" ? "_flash" : "") + "_" + loss;
   v.seed = 5;
   if (kind.kind == "embedding") {
-    v.model.layers = {LayerOfKind(kind, inplace), Linear()};
+    v.model.layers = {LayerOfKind(kind, inplace, attention), Linear()};
     v.data.dtype = "int64";
     v.data.vocab = 50;
   } else {
-    v.model.layers = {Linear(), LayerOfKind(kind, inplace), Linear()};
+    v.model.layers = {Linear(), LayerOfKind(kind, inplace, attention), Linear()};
   }
   v.data.batch = 3;
   v.data.shape = {8};
@@ -96,12 +99,16 @@ void ExpectSameBytes(const VariantMeasurement& cpu, const VariantMeasurement& me
 }
 
 TEST(MetaCoverage, EveryLayerKindRunsForwardAndBackwardWithTheCpuBytes) {
+  // As in the runner's children: scratch buffers (flash attention's) are per thread.
+  at::set_num_threads(1);
   int covered = 0;
   for (const LayerKind& kind : LayerKinds()) {
-    for (bool inplace : {false, true}) {
-      if (inplace && !Takes(kind, "inplace")) continue;
+    for (const std::string variant : {"plain", "inplace", "flash"}) {
+      if (variant == "inplace" && !Takes(kind, "inplace")) continue;
+      if (variant == "flash" && !Takes(kind, "attention")) continue;
+      const bool inplace = variant == "inplace";
       for (const std::string loss : {"mean", "cross_entropy"}) {
-        const VariantSpec spec = CoverageModel(kind, inplace, loss);
+        const VariantSpec spec = CoverageModel(kind, inplace, loss, variant == "flash" ? "flash" : "math");
         SCOPED_TRACE(spec.name);
         const VariantMeasurement cpu = MeasureVariant(spec, MeasureOptions{"cpu"});
         const VariantMeasurement meta = MeasureVariant(spec, MeasureOptions{"meta"});
@@ -114,10 +121,11 @@ TEST(MetaCoverage, EveryLayerKindRunsForwardAndBackwardWithTheCpuBytes) {
       }
     }
   }
-  EXPECT_EQ(covered, 2 * (13 + 4));  // 13 kinds, 4 of them also in place, two losses each
+  EXPECT_EQ(covered, 2 * (13 + 4 + 2));  // 13 kinds, 4 also in place, 2 also with flash attention; two losses each
 }
 
 TEST(MetaCoverage, MseLossAndSgdMomentumMatchToo) {
+  at::set_num_threads(1);
   VariantSpec spec = CoverageModel(LayerKinds().front(), false, "mse");
   spec.loop.optimizer.kind = "sgd";
   spec.loop.optimizer.momentum = 0.9;

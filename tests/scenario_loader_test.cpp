@@ -226,7 +226,7 @@ TEST(ScenarioLoader, UnknownKeysSuggestTheNearestValidKey) {
             "pitfalls, seed)");
   EXPECT_EQ(LoadError(With(R"("variant": {})")),
             "s.json: at top level: unknown key \"variant\"; did you mean \"variants\"? (valid keys: name, summary, "
-            "teach, backends, card, cap, model, data, loop, pitfalls, seed, variants, expect, checks)");
+            "teach, backends, card, cap, model, data, loop, pitfalls, seed, variants, expect, checks, estimate)");
   EXPECT_EQ(LoadError(With(R"("pitfalls": {"checkpointing": {}})")),
             "s.json: at pitfalls: unknown key \"checkpointing\"; did you mean \"checkpoint\"? (valid keys: inplace, "
             "retain_grad, keep_intermediates, checkpoint, transfer)");
@@ -303,7 +303,7 @@ TEST(ScenarioLoader, LayersTakeOnlyTheFieldsOfTheirKind) {
                 R"("model": {"layers": [{"kind": "linear", "in": 4, "out": 4}, {"kind": "exp", "inplace": true}]})")),
             "s.json: at model.layers[1]: layer kind exp takes no field \"inplace\" (it takes no fields)");
   EXPECT_EQ(LoadError(With(R"("model": {"layers": [{"kind": "linear", "in": 4, "ot": 4}]})")),
-            "s.json: at model.layers[0]: unknown key \"ot\"; did you mean \"out\"? (valid keys: kind, in, out, bias)");
+            "s.json: at model.layers[0]: unknown key \"ot\"; did you mean \"out\"? (valid keys: kind, repeat, in, out, bias)");
   EXPECT_EQ(LoadError(With(R"("model": {"layers": [{"kind": "linear", "in": 4}]})")),
             "s.json: at model.layers[0]: missing required key \"out\" (layer kind linear requires: in, out)");
   EXPECT_EQ(
