@@ -1,13 +1,12 @@
 #include "harness/fit_command.h"
 
+#include <ATen/Parallel.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
-
-#include <ATen/Parallel.h>
 
 #include "allocators/byte_size.h"
 #include "allocators/cards.h"
@@ -35,20 +34,19 @@ bool LoadFitScenario(const FitOptions& options, Scenario* scenario, std::string*
   const std::string& arg = options.scenario;
   const bool is_path = arg.find('/') != std::string::npos || (arg.size() > 5 && arg.ends_with(".json"));
   if (is_path) return LoadScenarioFile(arg, scenario, error);
-  const std::vector<std::string> paths = options.paths.empty() ? std::vector<std::string>{CatalogDirectory()}
-                                                               : options.paths;
+  const std::vector<std::string> paths =
+      options.paths.empty() ? std::vector<std::string>{CatalogDirectory()} : options.paths;
   return LoadScenarioByName(paths, arg, scenario, error);
 }
 
-bool ChooseBackend(const std::string& requested, const Scenario& scenario, std::string* backend,
-                   std::string* error) {
+bool ChooseBackend(const std::string& requested, const Scenario& scenario, std::string* backend, std::string* error) {
   const auto lists = [&](const std::string& b) {
     return std::find(scenario.backends.begin(), scenario.backends.end(), b) != scenario.backends.end();
   };
   *backend = requested != "auto" ? requested : lists("meta") ? "meta" : "cpu";
   if (lists(*backend)) return true;
-  *error = "--backend " + *backend + ": scenario '" + scenario.name + "' does not run there (its backends: " +
-           JoinNames(scenario.backends, ", ") + ")";
+  *error = "--backend " + *backend + ": scenario '" + scenario.name +
+           "' does not run there (its backends: " + JoinNames(scenario.backends, ", ") + ")";
   return false;
 }
 
@@ -76,8 +74,8 @@ bool ResolveTargets(const FitOptions& options, std::vector<FitTarget>* targets, 
       *error = "--cards: " + *error;
       return false;
     }
-    const bool seen = std::any_of(targets->begin(), targets->end(),
-                                  [&](const FitTarget& t) { return t.card == card->key; });
+    const bool seen =
+        std::any_of(targets->begin(), targets->end(), [&](const FitTarget& t) { return t.card == card->key; });
     if (!seen) targets->push_back({std::string(card->key), card->allocator_cap_bytes()});
   }
   for (const std::string& text : options.caps) {
@@ -144,11 +142,12 @@ std::string OutcomeWord(const Trial& t) {
 bool Prepare(const FitOptions& options, FitReport* report, std::vector<const VariantSpec*>* variants,
              std::vector<FitTarget>* targets, Scenario* scenario, std::string* error) {
   if (options.min_value > options.max_value) {
-    *error = "--min " + std::to_string(options.min_value) + " is larger than --max " +
-             std::to_string(options.max_value);
+    *error =
+        "--min " + std::to_string(options.min_value) + " is larger than --max " + std::to_string(options.max_value);
     return false;
   }
-  if (!LoadFitScenario(options, scenario, error) || !ChooseBackend(options.backend, *scenario, &report->backend, error) ||
+  if (!LoadFitScenario(options, scenario, error) ||
+      !ChooseBackend(options.backend, *scenario, &report->backend, error) ||
       !SelectVariants(*scenario, options.variants, variants, error) || !ResolveTargets(options, targets, error) ||
       !CheckHostMemory(report->backend, *targets, error)) {
     return false;
@@ -189,8 +188,7 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
       Clock::time_point card_start = Clock::now();
       FitSearch search(options.min_value, options.max_value, [&](int64_t value, const FitTarget& target) {
         const Trial trial = measured(value, target);
-        progress.OnTrial(v->name, TargetLabel(target.card, target.cap_bytes), ++card_trials, value,
-                         OutcomeWord(trial));
+        progress.OnTrial(v->name, TargetLabel(target.card, target.cap_bytes), ++card_trials, value, OutcomeWord(trial));
         return trial;
       });
       report.variants.push_back({v->name, FitTargets(search, targets, [&](const CardFit& fit) {

@@ -30,8 +30,8 @@ struct FitOptions {
   std::string backend = "auto";       // cpu | meta | auto (meta when the scenario lists it, else cpu)
   int64_t min_value = 1;
   int64_t max_value = 1048576;
-  int64_t iterations = 0;             // 0: each variant's own loop.iterations
-  std::string json_path;              // --json FILE
+  int64_t iterations = 0;  // 0: each variant's own loop.iterations
+  std::string json_path;   // --json FILE
 };
 
 // `measure` is the seam tests use to make trials leak.

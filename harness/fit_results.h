@@ -11,13 +11,13 @@ namespace oomguard {
 
 // One card (or plain --cap) a variant was fitted to.
 struct CardFit {
-  std::string card;   // the preset's key ("t4"), or empty for a plain --cap
+  std::string card;  // the preset's key ("t4"), or empty for a plain --cap
   int64_t cap_bytes = 0;
-  std::optional<int64_t> max_value;         // largest knob value that fits; absent: not even --min fits
-  int64_t peak_bytes_at_max = 0;            // the peak measured at max_value (0 when absent)
-  std::optional<int64_t> first_oom_value;   // smallest value known not to fit; absent: --max fits
-  int64_t trials = 0;                       // COUNT: trials run for this card (facts reused from others are free)
-  std::string error;                        // non-empty: the search stopped at an error (outcome and message)
+  std::optional<int64_t> max_value;        // largest knob value that fits; absent: not even --min fits
+  int64_t peak_bytes_at_max = 0;           // the peak measured at max_value (0 when absent)
+  std::optional<int64_t> first_oom_value;  // smallest value known not to fit; absent: --max fits
+  int64_t trials = 0;                      // COUNT: trials run for this card (facts reused from others are free)
+  std::string error;                       // non-empty: the search stopped at an error (outcome and message)
 };
 
 struct VariantFit {

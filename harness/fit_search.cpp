@@ -1,10 +1,10 @@
 #include "harness/fit_search.h"
 
+#include <c10/util/Exception.h>
+
 #include <algorithm>
 #include <limits>
 #include <numeric>
-
-#include <c10/util/Exception.h>
 
 namespace oomguard {
 

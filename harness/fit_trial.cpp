@@ -99,12 +99,11 @@ TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, con
     const int64_t live_after = ledger.live_bytes();
     if (live_after != live_before) {
       const int64_t leaked = live_after - live_before;
-      throw LeakBetweenTrials("variant '" + spec.name + "' at " + knob + " " + std::to_string(value) + " left " +
-                              std::to_string(leaked) + " bytes" +
-                              (leaked > 1024 || leaked < -1024 ? " (" + FormatSignedBytes(leaked) + ")" : "") +
-                              " live in the " + backend + " ledger after its trial (" + std::to_string(live_before) +
-                              " bytes before it, " + std::to_string(live_after) +
-                              " after); later trials would measure on top of them");
+      throw LeakBetweenTrials(
+          "variant '" + spec.name + "' at " + knob + " " + std::to_string(value) + " left " + std::to_string(leaked) +
+          " bytes" + (leaked > 1024 || leaked < -1024 ? " (" + FormatSignedBytes(leaked) + ")" : "") + " live in the " +
+          backend + " ledger after its trial (" + std::to_string(live_before) + " bytes before it, " +
+          std::to_string(live_after) + " after); later trials would measure on top of them");
     }
     Trial trial;
     if (m.outcome == "pass") {

@@ -30,8 +30,8 @@ namespace oomguard {
 std::string KnobField(const std::string& knob);
 
 // Whether `spec` can run with the knob anywhere in [min_value, max_value]; else false with the reason.
-[[nodiscard]] bool CheckKnob(const std::string& knob, const VariantSpec& spec, int64_t min_value,
-                             int64_t max_value, std::string* error);
+[[nodiscard]] bool CheckKnob(const std::string& knob, const VariantSpec& spec, int64_t min_value, int64_t max_value,
+                             std::string* error);
 
 // `spec` with the knob set to `value` (CheckKnob first).
 VariantSpec WithKnob(const VariantSpec& spec, const std::string& knob, int64_t value);

@@ -33,10 +33,12 @@ void FitProgress::OnCardDone(const std::string& variant, const CardFit& fit, dou
     what = "not even " + knob_field_ + " " + std::to_string(fit.first_oom_value.value_or(0)) + " fits";
   } else {
     what = knob_field_ + " " + std::to_string(*fit.max_value) + " fits (peak " + FormatBytes(fit.peak_bytes_at_max) +
-           ")" + (fit.first_oom_value ? ", " + std::to_string(*fit.first_oom_value) + " does not" : ", the largest searched");
+           ")" +
+           (fit.first_oom_value ? ", " + std::to_string(*fit.first_oom_value) + " does not" : ", the largest searched");
   }
   const std::string line = "fit: " + variant + " on " + TargetLabel(fit.card, fit.cap_bytes) + ": " + what + "; " +
-                           std::to_string(fit.trials) + (fit.trials == 1 ? " trial, " : " trials, ") + FormatSeconds(duration_ms);
+                           std::to_string(fit.trials) + (fit.trials == 1 ? " trial, " : " trials, ") +
+                           FormatSeconds(duration_ms);
   if (terminal_) {
     Draw(line);
   } else {

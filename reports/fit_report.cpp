@@ -1,8 +1,7 @@
 #include "reports/fit_report.h"
 
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "allocators/byte_size.h"
 #include "reports/atomic_file.h"

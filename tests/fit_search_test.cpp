@@ -5,10 +5,10 @@
 // gap (2^(b-1), 2^b) of width 2^(b-1) in b - 1 trials: 2 b trials in all for one cap.
 #include "harness/fit_search.h"
 
+#include <gtest/gtest.h>
+
 #include <bit>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace oomguard {
 namespace {

@@ -1,13 +1,13 @@
 // `oomguard fit` on real trials: the knob checks, the ledger invariant between trials, the command's
 // usage errors, and the acceptance check of the issue: for a small model, the cpu backend at the same
 // cap gives the same answer as meta.
-#include <fstream>
-#include <sstream>
-#include <thread>
-
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
 
 #include "allocators/install.h"
 #include "harness/cli.h"
@@ -131,11 +131,11 @@ TEST_F(FitCommandTest, JsonFileHasTheDocumentedFields) {
   ASSERT_EQ(cards.size(), 2u);
   EXPECT_EQ(cards[0]["card"], "t4");
   EXPECT_EQ(cards[0]["cap_bytes"], 15828254720 - 426 * 1048576);
-  EXPECT_EQ(cards[0]["max_value"], 4096);          // --max fits a T4
+  EXPECT_EQ(cards[0]["max_value"], 4096);  // --max fits a T4
   EXPECT_EQ(cards[0]["first_oom_value"], nullptr);
   EXPECT_EQ(cards[0]["error"], nullptr);
-  EXPECT_EQ(cards[1]["card"], nullptr);             // a plain --cap
-  EXPECT_EQ(cards[1]["max_value"], nullptr);        // 64 KiB holds less than the parameters and Adam
+  EXPECT_EQ(cards[1]["card"], nullptr);       // a plain --cap
+  EXPECT_EQ(cards[1]["max_value"], nullptr);  // 64 KiB holds less than the parameters and Adam
   EXPECT_EQ(cards[1]["peak_bytes_at_max"], nullptr);
   EXPECT_EQ(cards[1]["first_oom_value"], 1);
   EXPECT_EQ(cards[1]["trials"], 0);  // the T4's trial at 1 measured a peak above 64 KiB: no trial needed
