@@ -1,6 +1,7 @@
 #include "harness/fit_command.h"
 
 #include <ATen/Parallel.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -138,6 +139,16 @@ std::string OutcomeWord(const Trial& t) {
   return "error";
 }
 
+// A --json FILE whose folder does not exist fails now, not after minutes of trials.
+bool CheckJsonFolder(const std::string& path, std::string* error) {
+  const size_t slash = path.find_last_of('/');
+  if (path.empty() || slash == std::string::npos || slash == 0) return true;
+  struct stat info {};
+  if (stat(path.substr(0, slash).c_str(), &info) == 0 && S_ISDIR(info.st_mode)) return true;
+  *error = "--json " + path + ": no folder " + path.substr(0, slash);
+  return false;
+}
+
 // Everything FitCommand checks before the first trial; false with the message for exit code 2.
 bool Prepare(const FitOptions& options, FitReport* report, std::vector<const VariantSpec*>* variants,
              std::vector<FitTarget>* targets, Scenario* scenario, std::string* error) {
@@ -149,7 +160,7 @@ bool Prepare(const FitOptions& options, FitReport* report, std::vector<const Var
   if (!LoadFitScenario(options, scenario, error) ||
       !ChooseBackend(options.backend, *scenario, &report->backend, error) ||
       !SelectVariants(*scenario, options.variants, variants, error) || !ResolveTargets(options, targets, error) ||
-      !CheckHostMemory(report->backend, *targets, error)) {
+      !CheckHostMemory(report->backend, *targets, error) || !CheckJsonFolder(options.json_path, error)) {
     return false;
   }
   for (const VariantSpec* v : *variants) {

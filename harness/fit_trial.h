@@ -6,6 +6,9 @@
 //   oomguard::TrialFunction trial = oomguard::MakeFitTrial(spec, "seq", "meta", /*iterations=*/0);
 //   oomguard::Trial t = trial(512, {"t4", t4_cap});  // kFits with the peak, kOom, or kError
 //
+// Each trial runs on a thread of its own, joined before it returns (Note [A fresh thread per trial] in
+// fit_trial.cpp: an OOM in backward leaves graph pieces on the thread that ran it).
+//
 // Knobs: "batch" sets data.batch; "seq" sets data.shape[0], the sequence length, which only exists for
 // token ids (data.dtype int64) and for samples shaped [seq, features].
 //

@@ -29,7 +29,8 @@ json OrNull(const std::optional<T>& value) {
 void WriteFitTable(const FitReport& report, std::ostream& out) {
   out << report.scenario << " on " << report.backend << ": the largest " << report.knob_field
       << " that fits each card (searched " << report.min_value << ".." << report.max_value;
-  if (report.iterations > 0) out << ", " << report.iterations << " iterations per trial";
+  if (report.iterations > 0)
+    out << ", " << report.iterations << (report.iterations == 1 ? " iteration" : " iterations") << " per trial";
   out << ")\n\n";
   std::vector<std::vector<std::string>> rows = {{"card", "cap"}};
   for (const VariantFit& v : report.variants) rows[0].push_back(v.variant);

@@ -262,6 +262,8 @@ TEST_F(FitCommandTest, UnknownCardsVariantsAndScenariosAreUsageErrors) {
             "oomguard fit: no scenario named 'small-mpl'; did you mean 'small-mlp'? (known: small-mlp)\n");
   EXPECT_EQ(Cli({file, "--min", "10", "--max", "5"}).err, "oomguard fit: --min 10 is larger than --max 5\n");
   EXPECT_EQ(Cli({file, "--cap", "0"}).err, "oomguard fit: --cap: the cap must be larger than 0 bytes\n");
+  EXPECT_EQ(Cli({file, "--json", "/no/such/folder/fit.json"}).err,
+            "oomguard fit: --json /no/such/folder/fit.json: no folder /no/such/folder\n");
   EXPECT_EQ(Cli({file, "--min", "0"}).code, kExitUsage);
   EXPECT_EQ(Cli({file, "--backend", "cuda"}).code, kExitUsage);
 }
