@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/commands.h"
+#include "harness/fit_command.h"
 #include "harness/run_options.h"
 #include "harness/version_info.h"
 
@@ -76,6 +77,27 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   explain->add_option("--paths", options.paths, "Where to look (default: the built-in catalog)");
   AddRunFlags(explain, &options);
 
+  FitOptions fit_options;
+  CLI::App* fit = app.add_subcommand("fit", "Find, per card, the largest batch (or sequence length) each variant fits");
+  fit->add_option("scenario", fit_options.scenario, "A scenario name (see `oomguard list`) or a .json file")
+      ->required();
+  fit->add_option("--variant", fit_options.variants, "Only this variant (repeatable; default: all)");
+  fit->add_option("--knob", fit_options.knob, "What to vary: batch (data.batch) or seq (data.shape[0])")
+      ->check(CLI::IsMember({"batch", "seq"}));
+  fit->add_option("--cards,--card", fit_options.cards, "Cards to fit, e.g. t4,a100-80gb (default: every preset)")
+      ->delimiter(',');
+  fit->add_option("--cap", fit_options.caps, "Also fit this cap, e.g. 12GiB (repeatable)");
+  fit->add_option("--backend", fit_options.backend, "cpu, meta, or auto: meta when the scenario lists it")
+      ->check(CLI::IsMember({"cpu", "meta", "auto"}));
+  fit->add_option("--min", fit_options.min_value, "Smallest value tried (default 1)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  fit->add_option("--max", fit_options.max_value, "Largest value tried (default 1048576)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  fit->add_option("--iterations", fit_options.iterations, "Training iterations per trial (default: the scenario's)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  fit->add_option("--json", fit_options.json_path, "Also write the results to this file");
+  fit->add_option("--paths", fit_options.paths, "Where to look a name up (default: the built-in catalog)");
+
   std::string scenario_file, variant, out_path;
   CLI::App* measure = app.add_subcommand("__measure", "");  // internal: one variant, in a child process
   measure->group("");
@@ -102,6 +124,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   if (run->parsed()) return RunCommand(options, self_exe, out, err);
   if (list->parsed()) return ListCommand(options, out, err);
   if (explain->parsed()) return ExplainCommand(options, name, self_exe, out, err);
+  if (fit->parsed()) return FitCommand(fit_options, out, err);
   if (measure->parsed()) return MeasureCommand(options, scenario_file, variant, out_path, err);
   out << app.help();
   return kExitOk;

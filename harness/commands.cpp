@@ -11,16 +11,12 @@
 #include "harness/runner.h"
 #include "harness/scenario_loader.h"
 #include "reports/console_writer.h"
+#include "reports/report_format.h"
 #include "reports/report_registry.h"
 #include "reports/results_json.h"
 
 namespace oomguard {
 namespace {
-
-std::string Pad(std::string s, size_t width) {
-  if (s.size() < width) s.append(width - s.size(), ' ');
-  return s;
-}
 
 std::vector<std::string> PathsOrCatalog(const RunOptions& options) {
   return options.paths.empty() ? std::vector<std::string>{CatalogDirectory()} : options.paths;
@@ -29,10 +25,10 @@ std::vector<std::string> PathsOrCatalog(const RunOptions& options) {
 }  // namespace
 
 int CardsCommand(bool with_sources, std::ostream& out) {
-  out << Pad("card", 12) << Pad("name", 32) << Pad("reported", 12) << Pad("context", 13) << "cap (usable)\n";
+  out << PadRight("card", 12) << PadRight("name", 32) << PadRight("reported", 12) << PadRight("context", 13) << "cap (usable)\n";
   for (const CardPreset& card : AllCards()) {
-    out << Pad(std::string(card.key), 12) << Pad(std::string(card.display_name), 32)
-        << Pad(FormatBytes(card.total_bytes), 12) << Pad(FormatBytes(card.context_bytes), 13)
+    out << PadRight(std::string(card.key), 12) << PadRight(std::string(card.display_name), 32)
+        << PadRight(FormatBytes(card.total_bytes), 12) << PadRight(FormatBytes(card.context_bytes), 13)
         << FormatBytes(card.allocator_cap_bytes()) << "\n";
     if (with_sources) out << "    source: " << card.source << "\n";
   }
@@ -107,40 +103,30 @@ int ListCommand(const RunOptions& options, std::ostream& out, std::ostream& err)
     std::string variants, backends;
     for (const VariantSpec& v : s.variants) variants += (variants.empty() ? "" : ", ") + v.name;
     for (const std::string& b : s.backends) backends += (backends.empty() ? "" : ",") + b;
-    out << Pad(s.name, 28) << Pad(backends, 16) << s.summary << "\n" << Pad("", 28) << "variants: " << variants << "\n";
+    out << PadRight(s.name, 28) << PadRight(backends, 16) << s.summary << "\n" << PadRight("", 28) << "variants: " << variants << "\n";
   }
   return broken ? kExitFailures : kExitOk;
 }
 
 int ExplainCommand(const RunOptions& options, const std::string& name, const std::string& self_exe,
                    std::ostream& out, std::ostream& err) {
-  std::vector<std::string> files;
+  Scenario s;
   std::string error;
-  if (!FindScenarioFiles(PathsOrCatalog(options), &files, &error)) {
+  if (!LoadScenarioByName(PathsOrCatalog(options), name, &s, &error)) {
     err << "oomguard explain: " << error << "\n";
     return kExitUsage;
   }
-  std::vector<std::string> names;
-  for (const std::string& file : files) {
-    Scenario s;
-    if (!LoadScenarioFile(file, &s, &error)) continue;
-    names.push_back(s.name);
-    if (s.name != name) continue;
-    out << s.name << ": " << s.summary << "\n\n" << s.teach << "\n\nMeasured now (" << file << "):\n";
-    RunOptions run = options;
-    run.paths = {file};
-    RunReport report;
-    if (!RunScenarios(run, self_exe, [&out](const ScenarioResult& r) { WriteScenarioBlock(r, out, ConsoleStyle{false, /*detailed=*/true}); }, &report,
-                      &error)) {
-      err << "oomguard explain: " << error << "\n";
-      return kExitUsage;
-    }
-    return kExitOk;
+  out << s.name << ": " << s.summary << "\n\n" << s.teach << "\n\nMeasured now (" << s.file << "):\n";
+  RunOptions run = options;
+  run.paths = {s.file};
+  RunReport report;
+  const ConsoleStyle style{false, /*detailed=*/true};
+  if (!RunScenarios(run, self_exe, [&](const ScenarioResult& r) { WriteScenarioBlock(r, out, style); }, &report,
+                    &error)) {
+    err << "oomguard explain: " << error << "\n";
+    return kExitUsage;
   }
-  std::string known;
-  for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-  err << "oomguard explain: no scenario named '" << name << "'; known: " << known << "\n";
-  return kExitUsage;
+  return kExitOk;
 }
 
 int MeasureCommand(const RunOptions& options, const std::string& scenario_file, const std::string& variant,

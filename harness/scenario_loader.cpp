@@ -13,6 +13,7 @@
 #include "allocators/byte_size.h"
 #include "allocators/cards.h"
 #include "harness/check_expression.h"
+#include "harness/did_you_mean.h"
 #include "harness/json_diagnostics.h"
 #include "harness/json_document.h"
 #include "harness/variant_json.h"
@@ -362,6 +363,27 @@ bool FindScenarioFiles(const std::vector<std::string>& paths, std::vector<std::s
   found.erase(std::unique(found.begin(), found.end()), found.end());
   *files = std::move(found);
   return true;
+}
+
+bool LoadScenarioByName(const std::vector<std::string>& paths, const std::string& name, Scenario* out,
+                        std::string* error) {
+  std::vector<std::string> files, names;
+  if (!FindScenarioFiles(paths, &files, error)) return false;
+  for (const std::string& file : files) {
+    Scenario s;
+    std::string ignored;
+    if (!LoadScenarioFile(file, &s, &ignored)) continue;
+    if (s.name == name) {
+      *out = std::move(s);
+      return true;
+    }
+    names.push_back(s.name);
+  }
+  const std::string near = ClosestMatch(name, names);
+  *error = "no scenario named '" + name + "'; " +
+           (near.empty() ? "known: " + JoinNames(names, ", ")
+                         : "did you mean '" + near + "'? (known: " + JoinNames(names, ", ") + ")");
+  return false;
 }
 
 }  // namespace oomguard

@@ -42,4 +42,10 @@ namespace oomguard {
 [[nodiscard]] bool FindScenarioFiles(const std::vector<std::string>& paths, std::vector<std::string>* files,
                                      std::string* error);
 
+// The scenario called `name` among the files of `paths` (files that do not load are passed over).
+// Fails with FindScenarioFiles' message, or "no scenario named 'NAME'; known: a, b", with a
+// did-you-mean before the list when a known name is a near spelling.
+[[nodiscard]] bool LoadScenarioByName(const std::vector<std::string>& paths, const std::string& name, Scenario* out,
+                                      std::string* error);
+
 }  // namespace oomguard

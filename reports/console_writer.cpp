@@ -39,17 +39,6 @@ void WriteEstimate(const MemoryEstimate& e, std::ostream& out) {
   }
 }
 
-std::string Seconds(double ms) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.1f s", ms / 1000.0);
-  return buffer;
-}
-
-std::string Pad(std::string s, size_t width) {
-  if (s.size() < width) s.append(width - s.size(), ' ');
-  return s;
-}
-
 // "unchanged", "new", or the peak's change: "+1.80 MiB (+11.1%) regressed".
 std::string BaselineWord(const BaselineComparison& c) {
   if (c.verdict == BaselineVerdict::kNew) return "new";
@@ -63,7 +52,7 @@ std::string BaselineWord(const BaselineComparison& c) {
 
 // The result code, padded, coloured when the style asks: green passes, red failures, yellow the rest.
 std::string Code(ResultCode code, const ConsoleStyle& style, size_t width) {
-  const std::string padded = Pad(std::string(ResultName(code)), width);
+  const std::string padded = PadRight(std::string(ResultName(code)), width);
   if (!style.color) return padded;
   const char* colour = IsFailure(code) ? "\033[31m" : code == ResultCode::kPass ? "\033[32m" : "\033[33m";
   return colour + padded + "\033[0m";
@@ -74,7 +63,8 @@ std::string Code(ResultCode code, const ConsoleStyle& style, size_t width) {
 ConsoleStyle StyleFor(int fd) {
   ConsoleStyle style;
   const char* no_color = std::getenv("NO_COLOR");
-  style.color = isatty(fd) == 1 && (no_color == nullptr || *no_color == '\0');
+  style.terminal = isatty(fd) == 1;
+  style.color = style.terminal && (no_color == nullptr || *no_color == '\0');
   return style;
 }
 
@@ -84,7 +74,7 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
   if (!s.card.empty()) out << ", " << s.card;
   if (s.cap_bytes > 0) out << ", cap " << FormatBytes(s.cap_bytes);
   out << "]";
-  if (s.duration_ms > 0) out << "  " << Seconds(s.duration_ms);
+  if (s.duration_ms > 0) out << "  " << FormatSeconds(s.duration_ms);
   out << "\n";
   if (!s.error.empty()) out << "            " << s.error << "\n";
   size_t width = 0, outcome_width = 0;
@@ -93,10 +83,10 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
     if (v.measurement) outcome_width = std::max(outcome_width, v.measurement->outcome.size());
   }
   for (const VariantResult& v : s.variants) {
-    out << "            " << Pad(v.name, width + 2) << Code(v.code, style, 12);
+    out << "            " << PadRight(v.name, width + 2) << Code(v.code, style, 12);
     if (v.measurement) {
       const VariantMeasurement& m = *v.measurement;
-      out << Pad(m.outcome, outcome_width + 2) << "peak " << Pad(FormatBytes(m.ledger.peak_bytes), 12) << "in "
+      out << PadRight(m.outcome, outcome_width + 2) << "peak " << PadRight(FormatBytes(m.ledger.peak_bytes), 12) << "in "
           << m.ledger.peak_phase;
       if (auto growth = LiveGrowthPerIteration(m); growth && m.outcome == "pass") {
         out << "  growth " << FormatSignedBytes(static_cast<int64_t>(*growth)) << "/iteration";
@@ -174,7 +164,7 @@ void WriteRunSummary(const RunReport& report, std::ostream& out, const ConsoleSt
     std::string line;
     for (size_t c = 0; c < rows[r].size(); ++c) {
       const bool last = c + 1 == rows[r].size();
-      line += c == 4 && r > 0 ? Code(codes[r], style, widths[c] + 2) : last ? rows[r][c] : Pad(rows[r][c], widths[c] + 2);
+      line += c == 4 && r > 0 ? Code(codes[r], style, widths[c] + 2) : last ? rows[r][c] : PadRight(rows[r][c], widths[c] + 2);
     }
     line.erase(line.find_last_not_of(' ') + 1);
     out << line << "\n";
@@ -185,7 +175,7 @@ void WriteRunSummary(const RunReport& report, std::ostream& out, const ConsoleSt
     ++counts[std::string(ResultName(s.code))];
     failures += IsFailure(s.code);
   }
-  out << "\n" << report.scenarios.size() << " scenarios on " << report.backend << " in " << Seconds(report.duration_ms)
+  out << "\n" << report.scenarios.size() << " scenarios on " << report.backend << " in " << FormatSeconds(report.duration_ms)
       << ":";
   for (const auto& [code, n] : counts) out << " " << n << " " << code;
   out << (failures ? "  (" + std::to_string(failures) + " failing)" : "") << "\n";

@@ -14,9 +14,11 @@ namespace oomguard {
 struct ConsoleStyle {
   bool color = false;     // ANSI colours for result codes: only on a terminal, never with NO_COLOR set
   bool detailed = false;  // oomguard explain: also each variant's phase peaks and its passing checks
+  bool terminal = false;  // a terminal: progress may redraw one line in place (`\r`)
 };
 
-// On a terminal without NO_COLOR: colours; otherwise plain lines (CI logs, pipes).
+// On a terminal: redrawn progress, and colours unless NO_COLOR is set; otherwise plain lines (CI logs,
+// pipes).
 ConsoleStyle StyleFor(int fd);
 
 // Streaming: one block per scenario as it completes.

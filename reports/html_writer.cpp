@@ -8,6 +8,7 @@
 
 #include "allocators/byte_size.h"
 #include "harness/baseline_diff.h"
+#include "reports/report_format.h"
 #include "reports/svg_timeline.h"
 
 namespace oomguard {
@@ -43,11 +44,6 @@ svg.timeline{max-width:100%;height:auto;display:block;margin:8px 0}
 
 std::string Esc(std::string_view text) { return EscapeMarkup(text); }
 
-std::string Seconds(double ms) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.1f s", ms / 1000.0);
-  return buffer;
-}
 
 std::string Scenarios(size_t n) { return std::to_string(n) + (n == 1 ? " scenario" : " scenarios"); }
 
@@ -107,7 +103,7 @@ void WriteHeader(const RunReport& report, std::string& h) {
   h += std::string("<header class=\"run ") + (failing ? "failing" : "passing") + "\">\n";
   h += "<h1>oomguard " + Badge(failing ? ResultCode::kFail : ResultCode::kPass) + "</h1>\n";
   h += "<p class=\"totals\">" + Scenarios(report.scenarios.size()) + " on " + Esc(report.backend) + " in " +
-       Seconds(report.duration_ms) + ":";
+       FormatSeconds(report.duration_ms) + ":";
   const char* separator = " ";
   for (const auto& [code, n] : counts) {
     h += separator + std::to_string(n) + " " + std::string(ResultName(code));
@@ -202,7 +198,7 @@ void WriteScenario(const ScenarioResult& s, size_t index, bool baselines, std::s
   h += "<p class=\"meta\">" + Esc(s.file) + " &middot; backend " + Esc(s.backend);
   if (!s.card.empty()) h += " &middot; card " + Esc(s.card);
   if (s.cap_bytes > 0) h += " &middot; cap " + Esc(FormatBytes(s.cap_bytes));
-  if (s.duration_ms > 0) h += " &middot; " + Seconds(s.duration_ms);
+  if (s.duration_ms > 0) h += " &middot; " + FormatSeconds(s.duration_ms);
   h += "</p>\n";
   if (!s.error.empty()) h += "<pre class=\"error\">" + Esc(s.error) + "</pre>\n";
   bool measured = false;

@@ -212,9 +212,7 @@ std::string VerdictLine(const RunReport& report) {
 }
 
 std::string ContextLine(const RunReport& report) {
-  char seconds[32];
-  std::snprintf(seconds, sizeof seconds, "%.1f s", report.duration_ms / 1000.0);
-  std::string out = "Backend " + Md(report.backend) + ", " + seconds;
+  std::string out = "Backend " + Md(report.backend) + ", " + FormatSeconds(report.duration_ms);
   if (report.compared_with_baselines)
     out += report.strict ? ", compared with baselines (strict)" : ", compared with baselines";
   if (!report.oomguard_version.empty()) out += "; oomguard " + Md(report.oomguard_version);

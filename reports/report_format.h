@@ -19,6 +19,19 @@ inline std::string FormatPercent(double percent) {
   return s == "+0.0%" || s == "-0.0%" ? "0.0%" : s;
 }
 
+// "2.3 s": a duration as the console, Markdown, HTML and fit outputs print it.
+inline std::string FormatSeconds(double ms) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f s", ms / 1000.0);
+  return buffer;
+}
+
+// `s` padded with spaces to `width` characters (left-aligned table cells).
+inline std::string PadRight(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
 // A baseline metric's value ("peak_bytes", "phase_peak.backward", "live_after[2]", "alloc_count"):
 // bytes with FormatBytes, counts as numbers; is_signed for deltas.
 inline std::string FormatMetricValue(const std::string& metric, int64_t value, bool is_signed) {

@@ -16,6 +16,7 @@
 #include "harness/baseline_update.h"
 #include "reports/atomic_file.h"
 #include "reports/results_json.h"
+#include "scratch_folder.h"
 
 namespace oomguard {
 namespace {
@@ -30,23 +31,10 @@ constexpr const char* kTinyScenario = R"({
   "checks": ["wider.peak > base.peak"]
 })";
 
-class RunnerTest : public testing::Test {
+class RunnerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char dir[] = "/tmp/oomguard-runner-test-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-  }
-  void TearDown() override {
-    for (const std::string& f : files_) unlink(f.c_str());
-    rmdir(dir_.c_str());
-  }
   std::string Write(const std::string& name, const std::string& content, bool executable = false) {
-    const std::string path = dir_ + "/" + name;
-    std::ofstream(path) << content;
-    if (executable) chmod(path.c_str(), 0755);
-    files_.push_back(path);
-    return path;
+    return folder_.Write(name, content, executable);
   }
   RunReport Run(RunOptions options, const std::string& self = OOMGUARD_EXE) {
     RunReport report;
@@ -54,8 +42,8 @@ class RunnerTest : public testing::Test {
     EXPECT_TRUE(RunScenarios(options, self, nullptr, &report, &error)) << error;
     return report;
   }
-  std::string dir_;
-  std::vector<std::string> files_;
+  testing::ScratchFolder folder_{"runner"};
+  const std::string dir_ = folder_.path();
 };
 
 TEST_F(RunnerTest, RunsEveryVariantAndJudgesTheRelations) {
@@ -94,7 +82,6 @@ TEST_F(RunnerTest, ResultsFilesInScannedFoldersAreSkippedAndDuplicateNamesRefuse
   RunReport first = Run(options);
   std::string error;
   ASSERT_TRUE(WriteResultsJson(first, options.json_path, &error)) << error;
-  files_.push_back(options.json_path);
   const RunReport second = Run(options);
   ASSERT_EQ(second.scenarios.size(), 2u);  // results.json is not read as a scenario
   EXPECT_EQ(second.scenarios[0].code, ResultCode::kPass);
@@ -141,7 +128,6 @@ TEST_F(RunnerTest, UpdatingBaselinesRewritesExactlyTheAffectedFiles) {
   mkdir(options.baselines_dir.c_str(), 0755);
   const std::string tiny_baseline = options.baselines_dir + "/tiny.json";
   const std::string other_baseline = options.baselines_dir + "/other.json";
-  files_.insert(files_.begin(), {tiny_baseline, other_baseline});
   std::ostringstream log;
   std::string error;
 

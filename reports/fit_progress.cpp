@@ -1,0 +1,54 @@
+#include "reports/fit_progress.h"
+
+#include "allocators/byte_size.h"
+#include "reports/report_format.h"
+
+namespace oomguard {
+
+std::string TargetLabel(const std::string& card, int64_t cap_bytes) {
+  const std::string cap = "cap " + FormatBytes(cap_bytes);
+  return card.empty() ? cap : card + " (" + cap + ")";
+}
+
+FitProgress::FitProgress(std::ostream& err, bool terminal, std::string knob_field)
+    : err_(err), terminal_(terminal), knob_field_(std::move(knob_field)) {}
+
+void FitProgress::Draw(const std::string& line) {
+  err_ << "\r\033[K" << line << std::flush;  // back to the line's start, and erase the old text
+  drawn_ = true;
+}
+
+void FitProgress::OnTrial(const std::string& variant, const std::string& target_label, int64_t n, int64_t value,
+                          const std::string& outcome) {
+  if (!terminal_) return;
+  Draw("fit: " + variant + " on " + target_label + ": trial " + std::to_string(n) + ", " + knob_field_ + " " +
+       std::to_string(value) + " " + outcome);
+}
+
+void FitProgress::OnCardDone(const std::string& variant, const CardFit& fit, double duration_ms) {
+  std::string what;
+  if (!fit.error.empty()) {
+    what = fit.error;
+  } else if (!fit.max_value) {
+    what = "not even " + knob_field_ + " " + std::to_string(fit.first_oom_value.value_or(0)) + " fits";
+  } else {
+    what = knob_field_ + " " + std::to_string(*fit.max_value) + " fits (peak " + FormatBytes(fit.peak_bytes_at_max) +
+           ")" +
+           (fit.first_oom_value ? ", " + std::to_string(*fit.first_oom_value) + " does not" : ", the largest searched");
+  }
+  const std::string line = "fit: " + variant + " on " + TargetLabel(fit.card, fit.cap_bytes) + ": " + what + "; " +
+                           std::to_string(fit.trials) + (fit.trials == 1 ? " trial, " : " trials, ") +
+                           FormatSeconds(duration_ms);
+  if (terminal_) {
+    Draw(line);
+  } else {
+    err_ << line << "\n" << std::flush;
+  }
+}
+
+void FitProgress::Finish() {
+  if (drawn_) err_ << "\r\033[K" << std::flush;
+  drawn_ = false;
+}
+
+}  // namespace oomguard

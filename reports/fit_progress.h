@@ -1,0 +1,42 @@
+// Progress of `oomguard fit` on stderr while it searches. On a terminal (ConsoleStyle::terminal), one
+// line redrawn in place (`\r`) after every trial; elsewhere (CI logs, pipes), one line per finished
+// variant and card:
+//
+//   fit: pitfall on t4 (cap 14.33 GiB): data.batch 23157 fits (peak 14.33 GiB), 23158 does not; 14 trials, 0.3 s
+//
+// A streaming writer: events in firing order, each rendered as it arrives. Nothing here can fail.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "harness/fit_results.h"
+
+namespace oomguard {
+
+class FitProgress {
+ public:
+  FitProgress(std::ostream& err, bool terminal, std::string knob_field);
+
+  // After each trial: the n-th for this card, `outcome` "fits", "does not fit" or "error". Drawn on a
+  // terminal only.
+  void OnTrial(const std::string& variant, const std::string& target_label, int64_t n, int64_t value,
+               const std::string& outcome);
+  // After each (variant, card) search.
+  void OnCardDone(const std::string& variant, const CardFit& fit, double duration_ms);
+  // Clears the redrawn line, so that what follows starts on a clean one.
+  void Finish();
+
+ private:
+  void Draw(const std::string& line);
+
+  std::ostream& err_;
+  const bool terminal_;
+  const std::string knob_field_;
+  bool drawn_ = false;
+};
+
+// "t4 (cap 14.33 GiB)", or "cap 12.00 GiB" for a plain cap (card empty).
+std::string TargetLabel(const std::string& card, int64_t cap_bytes);
+
+}  // namespace oomguard

@@ -1,0 +1,113 @@
+#include "reports/fit_report.h"
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "allocators/byte_size.h"
+#include "reports/atomic_file.h"
+#include "reports/report_format.h"
+
+namespace oomguard {
+namespace {
+
+using nlohmann::json;
+
+std::string Cell(const CardFit& fit) {
+  if (!fit.error.empty()) return "error";
+  if (!fit.max_value) return "none";
+  return (fit.first_oom_value ? "" : ">= ") + std::to_string(*fit.max_value) + " (" +
+         FormatBytes(fit.peak_bytes_at_max) + ")";
+}
+
+template <typename T>
+json OrNull(const std::optional<T>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+}  // namespace
+
+void WriteFitTable(const FitReport& report, std::ostream& out) {
+  out << report.scenario << " on " << report.backend << ": the largest " << report.knob_field
+      << " that fits each card (searched " << report.min_value << ".." << report.max_value;
+  if (report.iterations > 0)
+    out << ", " << report.iterations << (report.iterations == 1 ? " iteration" : " iterations") << " per trial";
+  out << ")\n\n";
+  std::vector<std::vector<std::string>> rows = {{"card", "cap"}};
+  for (const VariantFit& v : report.variants) rows[0].push_back(v.variant);
+  rows[0].push_back("trials");
+  const size_t targets = report.variants.empty() ? 0 : report.variants.front().cards.size();
+  bool any_none = false, any_max = false;
+  for (size_t t = 0; t < targets; ++t) {
+    const CardFit& first = report.variants.front().cards[t];
+    std::vector<std::string> row = {first.card.empty() ? "-" : first.card, FormatBytes(first.cap_bytes)};
+    int64_t trials = 0;
+    for (const VariantFit& v : report.variants) {
+      const CardFit& fit = v.cards[t];
+      row.push_back(Cell(fit));
+      any_none |= fit.error.empty() && !fit.max_value;
+      any_max |= fit.error.empty() && fit.max_value && !fit.first_oom_value;
+      trials += fit.trials;
+    }
+    row.push_back(std::to_string(trials));
+    rows.push_back(std::move(row));
+  }
+  std::vector<size_t> widths(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) line += c + 1 == row.size() ? row[c] : PadRight(row[c], widths[c] + 3);
+    out << line << "\n";
+  }
+  if (any_none) out << "\nnone: not even " << report.knob_field << " = " << report.min_value << " fits\n";
+  if (any_max) {
+    out << (any_none ? "" : "\n") << ">= " << report.max_value << ": the largest value searched fits (raise --max)\n";
+  }
+  int64_t total_trials = 0;
+  bool first_error = true;
+  for (const VariantFit& v : report.variants) {
+    std::string error;  // the search stops at its first error, which every later card repeats
+    for (const CardFit& fit : v.cards) {
+      total_trials += fit.trials;
+      if (error.empty()) error = fit.error;
+    }
+    if (error.empty()) continue;
+    out << (first_error ? "\n" : "") << v.variant << ": " << error << "\n";
+    first_error = false;
+  }
+  out << "\n" << total_trials << " trials in " << FormatSeconds(report.duration_ms) << "\n";
+}
+
+std::string FitJsonText(const FitReport& report) {
+  json variants = json::array();
+  for (const VariantFit& v : report.variants) {
+    json cards = json::array();
+    for (const CardFit& fit : v.cards) {
+      cards.push_back({{"card", fit.card.empty() ? json(nullptr) : json(fit.card)},
+                       {"cap_bytes", fit.cap_bytes},
+                       {"max_value", OrNull(fit.max_value)},
+                       {"peak_bytes_at_max", fit.max_value ? json(fit.peak_bytes_at_max) : json(nullptr)},
+                       {"first_oom_value", OrNull(fit.first_oom_value)},
+                       {"trials", fit.trials},
+                       {"error", fit.error.empty() ? json(nullptr) : json(fit.error)}});
+    }
+    variants.push_back({{"variant", v.variant}, {"cards", cards}});
+  }
+  const json fit = {{"scenario", report.scenario},
+                    {"backend", report.backend},
+                    {"knob", report.knob},
+                    {"knob_field", report.knob_field},
+                    {"min", report.min_value},
+                    {"max", report.max_value},
+                    {"iterations", report.iterations > 0 ? json(report.iterations) : json(nullptr)},
+                    {"duration_ms", report.duration_ms},
+                    {"variants", variants}};
+  return json{{"schema_version", kFitSchemaVersion}, {"fit", fit}}.dump(2) + "\n";
+}
+
+bool WriteFitJson(const FitReport& report, const std::string& path, std::string* error) {
+  return WriteFileAtomically(path, FitJsonText(report), error);
+}
+
+}  // namespace oomguard

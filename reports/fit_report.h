@@ -1,0 +1,33 @@
+// The output of `oomguard fit`: the table on stdout and the JSON file (--json), both rendered from a
+// FitReport (harness/fit_results.h).
+//
+//   forgotten-no-grad on meta: the largest data.batch that fits each card (searched 1..1048576)
+//
+//   card       cap         pitfall                fixed                  trials
+//   t4         14.33 GiB   23157 (14.33 GiB)      ...                    39
+//
+// A cell is the largest fitting value and the peak measured at it; "none" when not even the search's
+// minimum fits, ">= MAX" when its maximum does, "error" when the search stopped (the error follows the
+// table). The JSON file is described in scenarios/FORMAT.md ("The fit file").
+//
+// Error policy: WriteFitJson returns false with "cannot write FILE: reason"; nothing else can fail.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "harness/fit_results.h"
+
+namespace oomguard {
+
+inline constexpr int kFitSchemaVersion = 1;
+
+void WriteFitTable(const FitReport& report, std::ostream& out);
+
+// The JSON text, indented, ending in a newline.
+std::string FitJsonText(const FitReport& report);
+
+// Writes FitJsonText atomically (atomic_file.h).
+[[nodiscard]] bool WriteFitJson(const FitReport& report, const std::string& path, std::string* error);
+
+}  // namespace oomguard

@@ -1,0 +1,110 @@
+// The fit table and JSON file against golden files, and the progress lines, from a fixed FitReport: no
+// machine, time or LibTorch enters them.
+#include "reports/fit_report.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "golden_file.h"
+#include "reports/fit_progress.h"
+
+namespace oomguard {
+namespace {
+
+constexpr int64_t kT4Cap = 15381561344, kA10gCap = 23237492736, kPlainCap = 1073741824;
+
+CardFit Card(std::string card, int64_t cap, std::optional<int64_t> max_value, int64_t peak,
+             std::optional<int64_t> first_oom, int64_t trials, std::string error = "") {
+  CardFit c;
+  c.card = std::move(card);
+  c.cap_bytes = cap;
+  c.max_value = max_value;
+  c.peak_bytes_at_max = peak;
+  c.first_oom_value = first_oom;
+  c.trials = trials;
+  c.error = std::move(error);
+  return c;
+}
+
+// Every kind of cell: a boundary, nothing fits, --max fits, an error (with quotes, for the JSON).
+FitReport SampleFit() {
+  FitReport r;
+  r.scenario = "sample";
+  r.backend = "meta";
+  r.knob = "batch";
+  r.knob_field = "data.batch";
+  r.min_value = 1;
+  r.max_value = 65536;
+  r.duration_ms = 1234.5;
+  const std::string error = "at batch 1: error:meta-kernel-missing: \"aten::index_select\" has no Meta kernel";
+  r.variants = {
+      {"pitfall",
+       {Card("t4", kT4Cap, 3071, 15380000000, 3072, 12), Card("a10g", kA10gCap, 4607, 23236000000, 4608, 26),
+        Card("", kPlainCap, std::nullopt, 0, 1, 0)}},
+      {"fixed",
+       {Card("t4", kT4Cap, 65536, 9000000000, std::nullopt, 0),
+        Card("a10g", kA10gCap, 65536, 9000000000, std::nullopt, 17), Card("", kPlainCap, 112, 1073000000, 113, 7)}},
+      {"broken",
+       {Card("t4", kT4Cap, std::nullopt, 0, std::nullopt, 0, error),
+        Card("a10g", kA10gCap, std::nullopt, 0, std::nullopt, 1, error),
+        Card("", kPlainCap, std::nullopt, 0, std::nullopt, 0, error)}},
+  };
+  return r;
+}
+
+TEST(FitReport, TableMatchesGolden) {
+  std::ostringstream out;
+  WriteFitTable(SampleFit(), out);
+  testing::ExpectMatchesGolden("sample.fit.txt", out.str());
+}
+
+TEST(FitReport, JsonMatchesGolden) { testing::ExpectMatchesGolden("sample.fit.json", FitJsonText(SampleFit())); }
+
+TEST(FitReport, JsonRoundTripsTheNumbersAndNulls) {
+  const nlohmann::json j = nlohmann::json::parse(FitJsonText(SampleFit()));
+  EXPECT_EQ(j["schema_version"], kFitSchemaVersion);
+  const nlohmann::json& pitfall = j["fit"]["variants"][0]["cards"];
+  EXPECT_EQ(pitfall[0]["peak_bytes_at_max"], 15380000000);
+  EXPECT_EQ(pitfall[2]["card"], nullptr);
+  EXPECT_EQ(pitfall[2]["max_value"], nullptr);
+  EXPECT_EQ(j["fit"]["variants"][2]["cards"][1]["error"],
+            "at batch 1: error:meta-kernel-missing: \"aten::index_select\" has no Meta kernel");
+}
+
+TEST(FitProgress, PlainLinesOnePerFinishedCard) {
+  std::ostringstream err;
+  FitProgress progress(err, /*terminal=*/false, "data.batch");
+  const FitReport r = SampleFit();
+  progress.OnTrial("pitfall", "t4 (cap 14.33 GiB)", 1, 1, "fits");  // nothing: not a terminal
+  progress.OnCardDone("pitfall", r.variants[0].cards[0], 2500);
+  progress.OnCardDone("pitfall", r.variants[0].cards[2], 0);
+  progress.OnCardDone("fixed", r.variants[1].cards[1], 40);
+  progress.OnCardDone("broken", r.variants[2].cards[1], 10);
+  progress.Finish();
+  EXPECT_EQ(err.str(),
+            "fit: pitfall on t4 (cap 14.33 GiB): data.batch 3071 fits (peak 14.32 GiB), 3072 does not; 12 trials, "
+            "2.5 s\n"
+            "fit: pitfall on cap 1024.00 MiB: not even data.batch 1 fits; 0 trials, 0.0 s\n"
+            "fit: fixed on a10g (cap 21.64 GiB): data.batch 65536 fits (peak 8.38 GiB), the largest searched; 17 "
+            "trials, 0.0 s\n"
+            "fit: broken on a10g (cap 21.64 GiB): at batch 1: error:meta-kernel-missing: \"aten::index_select\" has "
+            "no Meta kernel; 1 trial, 0.0 s\n");
+}
+
+TEST(FitProgress, OneRedrawnLineOnATerminal) {
+  std::ostringstream err;
+  FitProgress progress(err, /*terminal=*/true, "data.batch");
+  progress.OnTrial("pitfall", "t4 (cap 14.33 GiB)", 3, 4, "does not fit");
+  progress.OnCardDone("pitfall", SampleFit().variants[0].cards[0], 100);
+  progress.Finish();
+  EXPECT_EQ(err.str(),
+            "\r\033[Kfit: pitfall on t4 (cap 14.33 GiB): trial 3, data.batch 4 does not fit"
+            "\r\033[Kfit: pitfall on t4 (cap 14.33 GiB): data.batch 3071 fits (peak 14.32 GiB), 3072 does not; 12 "
+            "trials, 0.1 s"
+            "\r\033[K");
+}
+
+}  // namespace
+}  // namespace oomguard
