@@ -10,6 +10,7 @@ constexpr size_t kHeaderBytes = 64;  // Note [Size header]
 struct BlockHeader {
   int64_t nbytes;
   DeviceAccount* account;  // null: a host allocation, not charged (Note [Host memory on the cpu backend])
+  int origin;              // the phase it was allocated in (Note [Live bytes by origin], ledger.h)
 };
 static_assert(sizeof(BlockHeader) <= kHeaderBytes);
 
@@ -19,7 +20,7 @@ void DeleteBlock(void* data) {
   if (data == nullptr) return;
   void* block = static_cast<char*>(data) - kHeaderBytes;
   const BlockHeader* header = static_cast<const BlockHeader*>(block);
-  if (header->account) header->account->Refund(header->nbytes);
+  if (header->account) header->account->Refund(header->nbytes, header->origin);
   c10::free_cpu(block);
 }
 
@@ -39,15 +40,15 @@ CpuTrackingAllocator::CpuTrackingAllocator(DeviceAccount& account) : account_(ac
 c10::DataPtr CpuTrackingAllocator::allocate(size_t nbytes) {
   if (nbytes == 0) return {nullptr, nullptr, &DeleteBlock, c10::Device(c10::DeviceType::CPU)};
   DeviceAccount* account = t_host_scope ? nullptr : &account_;
-  if (account) account->Charge(static_cast<int64_t>(nbytes));
+  const int origin = account ? account->Charge(static_cast<int64_t>(nbytes)) : Ledger::kNoOrigin;
   void* block = nullptr;
   try {
     block = c10::alloc_cpu(nbytes + kHeaderBytes);
   } catch (...) {
-    if (account) account->Refund(static_cast<int64_t>(nbytes));
+    if (account) account->Refund(static_cast<int64_t>(nbytes), origin);
     throw;
   }
-  new (block) BlockHeader{static_cast<int64_t>(nbytes), account};
+  new (block) BlockHeader{static_cast<int64_t>(nbytes), account, origin};
   void* data = static_cast<char*>(block) + kHeaderBytes;
   return {data, data, &DeleteBlock, c10::Device(c10::DeviceType::CPU)};
 }

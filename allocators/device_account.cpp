@@ -27,11 +27,15 @@ Limits LimitsForCap(int64_t cap_bytes) {
 
 DeviceAccount::DeviceAccount(std::string device_name) : device_name_(std::move(device_name)) {}
 
-void DeviceAccount::Charge(int64_t nbytes) {
+int DeviceAccount::Charge(int64_t nbytes) {
   if (FaultInjector* faults = faults_.load(std::memory_order_acquire)) {
     if (auto injected = faults->Check(nbytes, ledger_.phase())) ThrowOutOfMemory(nbytes, &*injected);
   }
-  if (!ledger_.TryCharge(nbytes, cap_bytes_.load(std::memory_order_relaxed))) ThrowOutOfMemory(nbytes, nullptr);
+  int origin = Ledger::kNoOrigin;
+  if (!ledger_.TryCharge(nbytes, cap_bytes_.load(std::memory_order_relaxed), &origin)) {
+    ThrowOutOfMemory(nbytes, nullptr);
+  }
+  return origin;
 }
 
 DeviceAccount::Refusal DeviceAccount::last_refusal() const {

@@ -47,9 +47,10 @@ class DeviceAccount {
   DeviceAccount(const DeviceAccount&) = delete;
   DeviceAccount& operator=(const DeviceAccount&) = delete;
 
-  // Admits and records an allocation of nbytes, or throws c10::OutOfMemoryError. Hot path.
-  void Charge(int64_t nbytes);
-  void Refund(int64_t nbytes) { ledger_.Release(nbytes); }
+  // Admits and records an allocation of nbytes, or throws c10::OutOfMemoryError. Hot path. Returns
+  // the allocation's origin (the phase it was made in), which Refund takes back.
+  int Charge(int64_t nbytes);
+  void Refund(int64_t nbytes, int origin) { ledger_.Release(nbytes, origin); }
 
   Ledger& ledger() { return ledger_; }
   const std::string& device_name() const { return device_name_; }

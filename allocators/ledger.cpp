@@ -26,7 +26,7 @@ Ledger::Ledger() {
   phase_entry_order_.push_back(0);
 }
 
-bool Ledger::TryCharge(int64_t nbytes, int64_t limit_bytes) {
+bool Ledger::TryCharge(int64_t nbytes, int64_t limit_bytes, int* origin) {
   const int64_t live = live_bytes_.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
   if (live > limit_bytes) {
     live_bytes_.fetch_sub(nbytes, std::memory_order_relaxed);
@@ -35,21 +35,35 @@ bool Ledger::TryCharge(int64_t nbytes, int64_t limit_bytes) {
   }
   alloc_count_.fetch_add(1, std::memory_order_relaxed);
   allocated_bytes_total_.fetch_add(nbytes, std::memory_order_relaxed);
+  const int phase = current_phase_.load(std::memory_order_relaxed);
+  live_by_origin_[phase].fetch_add(nbytes, std::memory_order_relaxed);
+  if (origin != nullptr) *origin = phase;
   RaisePeaks(live);
   if (timeline_enabled_.load(std::memory_order_relaxed)) RecordEvent(live);
   return true;
 }
 
-void Ledger::Release(int64_t nbytes) {
+void Ledger::Release(int64_t nbytes, int origin) {
+  if (origin >= 0 && origin < kMaxPhases) live_by_origin_[origin].fetch_sub(nbytes, std::memory_order_relaxed);
   const int64_t live = live_bytes_.fetch_sub(nbytes, std::memory_order_relaxed) - nbytes;
   if (timeline_enabled_.load(std::memory_order_relaxed)) RecordEvent(live);
 }
 
 void Ledger::RaisePeaks(int64_t live) {
   const int phase = current_phase_.load(std::memory_order_relaxed);
-  if (RaiseTo(peak_bytes_, live)) peak_phase_.store(phase, std::memory_order_relaxed);
+  if (RaiseTo(peak_bytes_, live)) {
+    peak_phase_.store(phase, std::memory_order_relaxed);
+    CopyOriginsToPeak();
+  }
   RaiseTo(window_peak_bytes_, live);
   RaiseTo(phase_peak_bytes_[phase], live);
+}
+
+void Ledger::CopyOriginsToPeak() {
+  const int phases = phase_count_.load(std::memory_order_relaxed);
+  for (int i = 0; i < phases; ++i) {
+    peak_by_origin_[i].store(live_by_origin_[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
 }
 
 int64_t Ledger::TakeWindowPeak() {
@@ -86,6 +100,7 @@ int Ledger::PhaseIndexLocked(std::string_view name) {
   TORCH_CHECK(phase_names_.size() < kMaxPhases, "oomguard: more than ", kMaxPhases,
               " distinct phase names in one ledger");
   phase_names_.emplace_back(name);
+  phase_count_.store(static_cast<int>(phase_names_.size()), std::memory_order_relaxed);
   return static_cast<int>(phase_names_.size() - 1);
 }
 
@@ -132,6 +147,7 @@ void Ledger::ResetStatistics() {
   failed_count_.store(0, std::memory_order_relaxed);
   const int current = current_phase_.load(std::memory_order_relaxed);
   peak_phase_.store(current, std::memory_order_relaxed);
+  CopyOriginsToPeak();
   {
     std::lock_guard<std::mutex> lock(phases_mutex_);
     for (auto& p : phase_peak_bytes_) p.store(-1, std::memory_order_relaxed);
@@ -162,6 +178,10 @@ LedgerStats Ledger::Snapshot() const {
     stats.peak_phase = phase_names_[peak_phase_.load(std::memory_order_relaxed)];
     for (int index : phase_entry_order_) {
       stats.phase_peaks.push_back({phase_names_[index], phase_peak_bytes_[index].load(std::memory_order_relaxed)});
+    }
+    for (size_t index = 0; index < phase_names_.size(); ++index) {
+      const int64_t bytes = peak_by_origin_[index].load(std::memory_order_relaxed);
+      if (bytes != 0) stats.peak_by_origin.push_back({phase_names_[index], bytes});
     }
   }
   std::lock_guard<std::mutex> lock(timeline_mutex_);

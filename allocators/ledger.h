@@ -52,6 +52,9 @@ struct LedgerStats {
   std::vector<TimelinePoint> timeline;  // empty unless EnableTimeline
   int64_t timeline_stride = 1;        // events per timeline point (doubles as the timeline fills)
   std::vector<PhaseMark> phase_marks;   // phase changes, for timeline plots
+  // At peak_bytes: the live bytes by the phase that allocated them (only phases with bytes, in order
+  // of first entry); they sum to peak_bytes when every release named its origin.
+  std::vector<PhasePeak> peak_by_origin;
 };
 
 class Ledger {
@@ -66,8 +69,11 @@ class Ledger {
 
   // Charges nbytes when live + nbytes <= limit_bytes and returns true; otherwise charges nothing,
   // counts a failure and returns false. A limit is exact: reaching it is allowed, one byte more is not.
-  [[nodiscard]] bool TryCharge(int64_t nbytes, int64_t limit_bytes);
-  void Release(int64_t nbytes);
+  // *origin (if given) receives the current phase's index: pass it back to Release, and the ledger
+  // knows, at its peak, how many of the live bytes each phase allocated (Note [Live bytes by origin]).
+  [[nodiscard]] bool TryCharge(int64_t nbytes, int64_t limit_bytes, int* origin = nullptr);
+  static constexpr int kNoOrigin = -1;
+  void Release(int64_t nbytes, int origin = kNoOrigin);
 
   // Names the phase that following allocations belong to ("forward", "backward", "optimizer", ...).
   // At most kMaxPhases distinct names per ledger.
@@ -93,6 +99,7 @@ class Ledger {
 
  private:
   void RaisePeaks(int64_t live);
+  void CopyOriginsToPeak();
   void RecordEvent(int64_t live);  // timeline only; called with timeline enabled
   void PushPointLocked(TimelinePoint point);
   int PhaseIndexLocked(std::string_view name);
@@ -104,8 +111,13 @@ class Ledger {
   std::atomic<int64_t> allocated_bytes_total_{0};
   std::atomic<int64_t> failed_count_{0};
   std::atomic<int> current_phase_{0};
+  std::atomic<int> phase_count_{0};  // phase_names_.size(), readable without the mutex
   std::atomic<int> peak_phase_{0};
   std::array<std::atomic<int64_t>, kMaxPhases> phase_peak_bytes_;  // -1: not entered since reset
+  // Note [Live bytes by origin]: live bytes by the phase that allocated them, and a copy taken at each
+  // new peak: "at the peak, 12 GiB were parameters (setup), 3 GiB activations (forward), ...".
+  std::array<std::atomic<int64_t>, kMaxPhases> live_by_origin_{};
+  std::array<std::atomic<int64_t>, kMaxPhases> peak_by_origin_{};
 
   mutable std::mutex phases_mutex_;
   std::vector<std::string> phase_names_;        // index -> name; guarded by phases_mutex_

@@ -2,23 +2,35 @@
 
 #include <cstdint>
 
+#include <c10/util/Exception.h>
+
 #include "allocators/install.h"
 
 namespace oomguard {
+namespace {
+constexpr int kOriginShift = 56;
+}  // namespace
 
 MetaTrackingAllocator::MetaTrackingAllocator(DeviceAccount& account) : account_(account) {}
 
 c10::DataPtr MetaTrackingAllocator::allocate(size_t nbytes) {
   const c10::Device meta(c10::DeviceType::Meta);
   if (nbytes == 0) return {nullptr, nullptr, &Delete, meta};
-  account_.Charge(static_cast<int64_t>(nbytes));
-  // Note [Meta context]: the context is the byte count, not an address.
-  return {nullptr, reinterpret_cast<void*>(static_cast<uintptr_t>(nbytes)), &Delete, meta};
+  TORCH_CHECK(nbytes < (uintptr_t{1} << kOriginShift), "oomguard: a meta allocation of ", nbytes,
+              " bytes is past what the meta allocator records (2^56 bytes)");
+  const int origin = account_.Charge(static_cast<int64_t>(nbytes));
+  // Note [Meta context]: the context is not an address but the byte count, with the origin phase
+  // (ledger.h, Note [Live bytes by origin]) in the top byte.
+  const uintptr_t context = (static_cast<uintptr_t>(origin + 1) << kOriginShift) | static_cast<uintptr_t>(nbytes);
+  return {nullptr, reinterpret_cast<void*>(context), &Delete, meta};
 }
 
 void MetaTrackingAllocator::Delete(void* context) {
+  const auto value = reinterpret_cast<uintptr_t>(context);
+  const auto nbytes = static_cast<int64_t>(value & ((uintptr_t{1} << kOriginShift) - 1));
+  const int origin = static_cast<int>(value >> kOriginShift) - 1;
   // The meta allocator is a process-wide singleton, so its account is too (install.h).
-  MetaAccount().Refund(static_cast<int64_t>(reinterpret_cast<uintptr_t>(context)));
+  MetaAccount().Refund(nbytes, origin);
 }
 
 }  // namespace oomguard

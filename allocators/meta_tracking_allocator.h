@@ -5,7 +5,8 @@
 // shapes-only models: the meta backend's peaks are the ones the same program would reach on cpu.
 //
 // Note [Meta context]: data stays nullptr (nothing may be read). The DataPtr's context carries the
-// byte count itself, so the deleter credits the ledger with no side table and no heap allocation;
+// byte count itself (low 56 bits) and the allocating phase (top byte), so the deleter credits the
+// ledger with no side table and no heap allocation;
 // c10 runs a deleter whenever the context is non-null, even with null data (UniqueVoidPtr.h).
 // Caveat: a meta resize_ (out= ops) changes nbytes without calling any allocator, so those bytes are
 // not seen; structured kernels allocate fresh outputs and are seen.

@@ -33,6 +33,9 @@ json MeasurementToJson(const VariantMeasurement& m) {
   json phases = json::array();
   for (const PhasePeak& p : m.ledger.phase_peaks) phases.push_back({{"phase", p.phase}, {"peak_bytes", p.peak_bytes}});
   j["phase_peaks"] = phases;
+  json origins = json::array();
+  for (const PhasePeak& p : m.ledger.peak_by_origin) origins.push_back({{"phase", p.phase}, {"bytes", p.peak_bytes}});
+  j["live_at_peak_by_origin"] = origins;
   json iterations = json::array();
   for (const IterationMeasurement& it : m.iterations) {
     iterations.push_back({{"peak_bytes", it.peak_bytes},
@@ -98,6 +101,11 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
     m->ledger.failed_count = j.at("failed_allocations").get<int64_t>();
     for (const json& p : j.at("phase_peaks")) {
       m->ledger.phase_peaks.push_back({p.at("phase").get<std::string>(), p.at("peak_bytes").get<int64_t>()});
+    }
+    if (j.contains("live_at_peak_by_origin")) {  // absent in results written before it existed
+      for (const json& p : j.at("live_at_peak_by_origin")) {
+        m->ledger.peak_by_origin.push_back({p.at("phase").get<std::string>(), p.at("bytes").get<int64_t>()});
+      }
     }
     for (const json& it : j.at("iterations")) {
       m->iterations.push_back({it.at("peak_bytes").get<int64_t>(), it.at("live_after_backward_bytes").get<int64_t>(),

@@ -15,6 +15,16 @@
 namespace oomguard {
 namespace {
 
+// What a phase's allocations are, said the way a training step is read.
+std::string OriginName(const std::string& phase) {
+  if (phase == "setup") return "parameters (setup)";
+  if (phase == "transfer") return "inputs (transfer)";
+  if (phase == "forward") return "activations (forward)";
+  if (phase == "backward") return "gradients and backward buffers (backward)";
+  if (phase == "optimizer") return "optimizer state (optimizer)";
+  return phase;
+}
+
 // The scenario's rule of thumb next to the measurement, row by row (memory_estimate.h).
 void WriteEstimate(const MemoryEstimate& e, std::ostream& out) {
   char count[32];
@@ -115,6 +125,15 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
       out << "\n";
       for (const CheckResult& c : v.checks) {
         if (c.holds) out << "              ok     " << c.explanation << "\n";
+      }
+      if (!v.measurement->ledger.peak_by_origin.empty()) {
+        out << "              at the peak, by the phase that allocated it:";
+        const char* separator = " ";
+        for (const PhasePeak& p : v.measurement->ledger.peak_by_origin) {
+          out << separator << OriginName(p.phase) << " " << FormatBytes(p.peak_bytes);
+          separator = ", ";
+        }
+        out << "\n";
       }
       if (v.estimate) WriteEstimate(*v.estimate, out);
     }

@@ -35,6 +35,41 @@ TEST(Ledger, LimitAllowsExactlyTheBoundaryByte) {
   EXPECT_EQ(stats.failed_count, 1);
 }
 
+TEST(Ledger, AtThePeakItKnowsWhichPhaseAllocatedTheLiveBytes) {
+  Ledger ledger;
+  int params = -1, saved = -1, scratch = -1, grad = -1, later = -1;
+  ASSERT_TRUE(ledger.TryCharge(1000, kNoLimit, &params));  // setup
+  ledger.SetPhase("forward");
+  ASSERT_TRUE(ledger.TryCharge(400, kNoLimit, &saved));
+  ASSERT_TRUE(ledger.TryCharge(600, kNoLimit, &scratch));
+  ledger.Release(600, scratch);
+  ledger.SetPhase("backward");
+  ASSERT_TRUE(ledger.TryCharge(700, kNoLimit, &grad));  // the peak: 1000 + 400 + 700 = 2100
+  ledger.Release(400, saved);
+  ledger.SetPhase("optimizer");
+  ASSERT_TRUE(ledger.TryCharge(300, kNoLimit, &later));  // 2000: below the peak, the copy stays
+  EXPECT_EQ(params, 0);
+  EXPECT_EQ(saved, scratch);
+  EXPECT_NE(grad, saved);
+
+  const LedgerStats stats = ledger.Snapshot();
+  EXPECT_EQ(stats.peak_bytes, 2100);
+  ASSERT_EQ(stats.peak_by_origin.size(), 3u);
+  EXPECT_EQ(stats.peak_by_origin[0].phase, "setup");
+  EXPECT_EQ(stats.peak_by_origin[0].peak_bytes, 1000);
+  EXPECT_EQ(stats.peak_by_origin[1].phase, "forward");
+  EXPECT_EQ(stats.peak_by_origin[1].peak_bytes, 400);
+  EXPECT_EQ(stats.peak_by_origin[2].phase, "backward");
+  EXPECT_EQ(stats.peak_by_origin[2].peak_bytes, 700);
+
+  ledger.ResetStatistics();  // a new measurement starts from what is live now, by origin
+  const LedgerStats reset = ledger.Snapshot();
+  ASSERT_EQ(reset.peak_by_origin.size(), 3u);
+  EXPECT_EQ(reset.peak_by_origin[1].phase, "backward");
+  EXPECT_EQ(reset.peak_by_origin[2].phase, "optimizer");
+  EXPECT_EQ(reset.peak_by_origin[2].peak_bytes, 300);
+}
+
 TEST(Ledger, PhasePeaksIncludeWhatWasLiveAtEntry) {
   Ledger ledger;
   ASSERT_TRUE(ledger.TryCharge(1000, kNoLimit));  // parameters, during setup

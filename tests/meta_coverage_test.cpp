@@ -87,6 +87,11 @@ void ExpectSameBytes(const VariantMeasurement& cpu, const VariantMeasurement& me
     EXPECT_EQ(meta.ledger.phase_peaks[i].peak_bytes, cpu.ledger.phase_peaks[i].peak_bytes)
         << "phase " << cpu.ledger.phase_peaks[i].phase;
   }
+  ASSERT_EQ(meta.ledger.peak_by_origin.size(), cpu.ledger.peak_by_origin.size());
+  for (size_t i = 0; i < cpu.ledger.peak_by_origin.size(); ++i) {
+    EXPECT_EQ(meta.ledger.peak_by_origin[i].phase, cpu.ledger.peak_by_origin[i].phase);
+    EXPECT_EQ(meta.ledger.peak_by_origin[i].peak_bytes, cpu.ledger.peak_by_origin[i].peak_bytes);
+  }
   EXPECT_EQ(meta.forward_saved_bytes, cpu.forward_saved_bytes);
   EXPECT_EQ(meta.grad_bytes, cpu.grad_bytes);
   EXPECT_EQ(meta.optimizer_state_bytes, cpu.optimizer_state_bytes);

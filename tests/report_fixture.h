@@ -23,6 +23,7 @@ inline VariantMeasurement SampleMeasurement(const std::string& variant, int64_t 
                           {"forward", 5 * 1048576 * scale},
                           {"backward", 9 * 1048576 * scale},
                           {"optimizer", 3 * 1048576}};
+  m.ledger.peak_by_origin = {{"setup", 1048576}, {"forward", (9 * scale - 2) * 1048576}, {"backward", 1048576}};
   m.ledger.timeline_stride = 1;
   m.ledger.timeline = {{0, 1048576}, {10, 3 * 1048576 * scale}, {20, 9 * 1048576 * scale}, {30, 2 * 1048576}};
   m.ledger.phase_marks = {{0, "setup"}, {5, "forward"}, {15, "backward"}, {25, "optimizer"}};
