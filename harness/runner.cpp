@@ -182,7 +182,7 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
         std::string s;
         for (const std::string& b : p.scenario.backends) s += (s.empty() ? "" : ", ") + b;
         return s;
-      }() + ", not " + backend;
+      }() + ", not " + backend + " (run it with --backend " + p.scenario.backends.front() + ")";
     } else if (backend == "cuda") {
       p.result.code = ResultCode::kUnsupported;
       p.result.error = "the cuda backend's runner is not built yet";

@@ -195,7 +195,7 @@ TEST_F(RunnerTest, UnknownBackendsOfAScenarioAreUnsupported) {
   options.backend = "meta";
   const RunReport report = Run(options);
   EXPECT_EQ(report.scenarios[0].code, ResultCode::kUnsupported);
-  EXPECT_EQ(report.scenarios[0].error, "runs on cpu, not meta");
+  EXPECT_EQ(report.scenarios[0].error, "runs on cpu, not meta (run it with --backend cpu)");
 }
 
 // Drops what legitimately differs between two runs: how long things took.
