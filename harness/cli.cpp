@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/commands.h"
+#include "harness/compare_command.h"
 #include "harness/fit_command.h"
 #include "harness/run_options.h"
 #include "harness/version_info.h"
@@ -98,6 +99,18 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   fit->add_option("--json", fit_options.json_path, "Also write the results to this file");
   fit->add_option("--paths", fit_options.paths, "Where to look a name up (default: the built-in catalog)");
 
+  CompareOptions compare_options;
+  CLI::App* compare = app.add_subcommand("compare", "Set the peaks of several runs (backends) side by side");
+  compare->add_option("results", compare_options.files, "Results files of `oomguard run --json FILE`, two or more")
+      ->required()
+      ->check(CLI::ExistingFile);
+  compare->add_option("--reference", compare_options.reference,
+                      "The run the others are measured against: a backend, or a position from 1 (default: the last)");
+  compare->add_option("--tolerance", compare_options.tolerance_percent,
+                      "Percent a peak may differ from the reference's and still agree (default 2)")
+      ->check(CLI::Range(0.0, 100.0));
+  compare->add_option("--md", compare_options.markdown_path, "Also write the table as Markdown to this file");
+
   std::string scenario_file, variant, out_path;
   CLI::App* measure = app.add_subcommand("__measure", "");  // internal: one variant, in a child process
   measure->group("");
@@ -125,6 +138,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   if (list->parsed()) return ListCommand(options, out, err);
   if (explain->parsed()) return ExplainCommand(options, name, self_exe, out, err);
   if (fit->parsed()) return FitCommand(fit_options, out, err);
+  if (compare->parsed()) return CompareCommand(compare_options, out, err);
   if (measure->parsed()) return MeasureCommand(options, scenario_file, variant, out_path, err);
   out << app.help();
   return kExitOk;

@@ -15,41 +15,7 @@ namespace {
 
 constexpr const char* kNone = "—";
 
-// Text that renders as itself in a GitHub table cell or list item.
-std::string Md(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (const char ch : s) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '|':
-        out += "\\|";
-        break;
-      case '\\':
-      case '`':
-      case '*':
-      case '_':
-      case '[':
-      case ']':
-      case '~':
-      case '$':  // GitHub renders $...$ as math
-        out += '\\';
-        out += ch;
-        break;
-      default:
-        out += (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) ? ' ' : ch;
-    }
-  }
-  return out;
-}
+std::string Md(std::string_view s) { return MarkdownText(s); }
 
 std::string Plural(size_t n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "allocators/byte_size.h"
 #include "harness/metric_names.h"
@@ -38,6 +39,42 @@ inline std::string FormatMetricValue(const std::string& metric, int64_t value, b
   const std::string base = metric.substr(0, metric.find_first_of(".["));
   if (FindMetricKind(base) != MetricKind::kCount) return is_signed ? FormatSignedBytes(value) : FormatBytes(value);
   return (is_signed && value > 0 ? "+" : "") + std::to_string(value);
+}
+
+// Text that renders as itself in a GitHub table cell or list item.
+inline std::string MarkdownText(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char ch : s) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '|':
+        out += "\\|";
+        break;
+      case '\\':
+      case '`':
+      case '*':
+      case '_':
+      case '[':
+      case ']':
+      case '~':
+      case '$':  // GitHub renders $...$ as math
+        out += '\\';
+        out += ch;
+        break;
+      default:
+        out += (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) ? ' ' : ch;
+    }
+  }
+  return out;
 }
 
 }  // namespace oomguard

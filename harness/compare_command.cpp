@@ -1,0 +1,98 @@
+#include "harness/compare_command.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/cli.h"
+#include "reports/atomic_file.h"
+#include "reports/compare_report.h"
+
+namespace oomguard {
+
+bool LoadComparedRun(const std::string& path, ComparedRun* out, std::string* error) {
+  std::ifstream in(path);
+  if (!in) {
+    *error = path + ": cannot read it";
+    return false;
+  }
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("scenarios") || !j.contains("backend")) {
+    *error = path + ": not an oomguard results file (expected the JSON `oomguard run --json FILE` writes)";
+    return false;
+  }
+  try {
+    out->backend = j.at("backend").get<std::string>();
+    out->label = out->backend;
+    for (const nlohmann::json& s : j.at("scenarios")) {
+      for (const nlohmann::json& v : s.at("variants")) {
+        ComparedRun::Entry e{s.at("name").get<std::string>(), v.at("name").get<std::string>(), std::nullopt};
+        if (v.contains("measurement")) e.peak_bytes = v.at("measurement").at("peak_bytes").get<int64_t>();
+        out->entries.push_back(std::move(e));
+      }
+    }
+  } catch (const nlohmann::json::exception& e) {
+    *error = path + ": not an oomguard results file: " + e.what();
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+// The reference's index: a backend name, or a 1-based position; -1 when neither matches.
+int ReferenceIndex(const std::string& reference, const std::vector<ComparedRun>& runs) {
+  if (reference.empty()) return static_cast<int>(runs.size()) - 1;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].backend == reference) return static_cast<int>(i);
+  }
+  char* end = nullptr;
+  const long position = std::strtol(reference.c_str(), &end, 10);
+  if (end != reference.c_str() && *end == '\0' && position >= 1 && position <= static_cast<long>(runs.size())) {
+    return static_cast<int>(position - 1);
+  }
+  return -1;
+}
+
+}  // namespace
+
+int CompareCommand(const CompareOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.files.size() < 2) {
+    err << "oomguard compare: give at least two results files (oomguard run --json FILE)\n";
+    return kExitUsage;
+  }
+  std::vector<ComparedRun> runs(options.files.size());
+  std::string error;
+  for (size_t i = 0; i < options.files.size(); ++i) {
+    if (!LoadComparedRun(options.files[i], &runs[i], &error)) {
+      err << "oomguard compare: " << error << "\n";
+      return kExitUsage;
+    }
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {  // two runs on one backend are told apart by file
+    for (size_t k = 0; k < runs.size(); ++k) {
+      if (k != i && runs[k].backend == runs[i].backend) runs[i].label = runs[i].backend + " (" + options.files[i] + ")";
+    }
+  }
+  const int reference = ReferenceIndex(options.reference, runs);
+  if (reference < 0) {
+    err << "oomguard compare: --reference " << options.reference
+        << " is neither the backend of a file nor a position from 1 to " << runs.size() << "\n";
+    return kExitUsage;
+  }
+  const ComparisonTable table = BuildComparisonTable(runs, static_cast<size_t>(reference), options.tolerance_percent);
+  WriteComparisonTable(table, out);
+  if (!options.markdown_path.empty()) {
+    std::ostringstream md;
+    WriteComparisonMarkdown(table, md);
+    if (!WriteFileAtomically(options.markdown_path, md.str(), &error)) {
+      err << "oomguard compare: " << error << "\n";
+      return kExitUsage;
+    }
+  }
+  return table.rows_past_tolerance == 0 ? kExitOk : kExitFailures;
+}
+
+}  // namespace oomguard

@@ -1,0 +1,44 @@
+// `oomguard compare RESULTS...`: the same scenarios measured on several backends (or runs), side by
+// side, each peak against a reference run's, flagging differences past a tolerance.
+//
+//   oomguard run --backend cpu --json cpu.json && oomguard run --backend meta --json meta.json
+//   oomguard compare cpu.json meta.json              # meta is the reference: the last file
+//   oomguard compare cpu.json meta.json cuda.json    # the GPU check's fidelity table
+//
+// Rows are the variants of the first file, in order; a variant missing from a file, or without a
+// measurement there, shows "-". Exit codes (cli.h): 0 every compared peak within the tolerance;
+// 1 some differ past it (each such row is marked); 2 a file that does not load as oomguard results.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace oomguard {
+
+struct CompareOptions {
+  std::vector<std::string> files;  // results JSON files (`oomguard run --json`), at least two
+  std::string reference;           // a file's backend or its position from 1; empty: the last file
+  double tolerance_percent = 2.0;  // a peak this close to the reference's (relatively) agrees
+  std::string markdown_path;       // --md FILE: the same table in Markdown
+};
+
+// One results file, reduced to what compare needs.
+struct ComparedRun {
+  std::string label;  // the backend, or "backend (file)" when two files share one
+  std::string backend;
+  struct Entry {
+    std::string scenario, variant;
+    std::optional<int64_t> peak_bytes;  // absent: no measurement
+  };
+  std::vector<Entry> entries;
+};
+
+// Parses a results file; false with a message naming the file and what is wrong.
+bool LoadComparedRun(const std::string& path, ComparedRun* out, std::string* error);
+
+int CompareCommand(const CompareOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace oomguard

@@ -1,0 +1,113 @@
+// `oomguard compare`: peaks of several results files side by side against a reference.
+#include "harness/compare_command.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "harness/cli.h"
+#include "tests/scratch_folder.h"
+
+namespace oomguard {
+namespace {
+
+// A results file as `oomguard run --json` writes it, reduced to what compare reads.
+std::string Results(const std::string& backend, int64_t a, int64_t b, bool b_measured = true) {
+  std::string text = R"({"schema_version": 1, "backend": ")" + backend + R"(", "scenarios": [
+    {"name": "s", "variants": [
+      {"name": "a", "measurement": {"peak_bytes": )" + std::to_string(a) + R"(}},
+      {"name": "b")";
+  if (b_measured) text += R"(, "measurement": {"peak_bytes": )" + std::to_string(b) + "}";
+  return text + "}]}]}";
+}
+
+class CompareTest : public ::testing::Test {
+ protected:
+  int Run(CompareOptions options) {
+    out_.str("");
+    err_.str("");
+    return CompareCommand(options, out_, err_);
+  }
+  testing::ScratchFolder folder_{"compare"};
+  std::ostringstream out_, err_;
+};
+
+TEST_F(CompareTest, EqualPeaksAgreeToTheByteAgainstTheLastFile) {
+  const std::string cpu = folder_.Write("cpu.json", Results("cpu", 1048576, 2048));
+  const std::string meta = folder_.Write("meta.json", Results("meta", 1048576, 2048));
+  EXPECT_EQ(Run({{cpu, meta}}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(),
+            "  scenario  variant  cpu                 meta (reference)\n"
+            "  s         a        1024.00 KiB (same)  1024.00 KiB\n"
+            "  s         b        2.00 KiB (same)     2.00 KiB\n"
+            "\n"
+            "2 variants against meta: 2 equal to the byte, 0 within 2.0%, 0 past it (marked !)\n");
+}
+
+TEST_F(CompareTest, DifferencesShowInBytesAndPercentAndPastTheToleranceFail) {
+  const std::string cpu = folder_.Write("cpu.json", Results("cpu", 1000000, 1000));
+  const std::string cuda = folder_.Write("cuda.json", Results("cuda", 1010000, 1100));
+  // a: cpu is 10000 bytes (1.0%) under cuda, within 2%; b: 100 bytes (9.1%) under, past it.
+  EXPECT_EQ(Run({{cpu, cuda}}), kExitFailures);
+  EXPECT_NE(out_.str().find("\n   s         a        976.56 KiB (-9.77 KiB, -1.0%)   986.33 KiB\n"), std::string::npos)
+      << out_.str();
+  EXPECT_NE(out_.str().find("\n!  s         b        1000 bytes (-100 bytes, -9.1%)  1.07 KiB\n"), std::string::npos)
+      << out_.str();
+  EXPECT_NE(out_.str().find("2 variants against cuda: 0 equal to the byte, 1 within 2.0%, 1 past it"),
+            std::string::npos);
+  CompareOptions looser{{cpu, cuda}};
+  looser.tolerance_percent = 10;
+  EXPECT_EQ(Run(looser), kExitOk);
+}
+
+TEST_F(CompareTest, TheReferenceIsABackendOrAPositionAndMissingDataIsADash) {
+  const std::string cpu = folder_.Write("cpu.json", Results("cpu", 100, 200));
+  const std::string meta = folder_.Write("meta.json", Results("meta", 100, 0, /*b_measured=*/false));
+  CompareOptions options{{cpu, meta}};
+  options.reference = "cpu";
+  EXPECT_EQ(Run(options), kExitOk);
+  EXPECT_NE(out_.str().find("cpu (reference)  meta"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("\n  s         b        200 bytes        -\n"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("1 equal to the byte, 0 within 2.0%, 0 past it (marked !), 1 not compared"),
+            std::string::npos)
+      << out_.str();
+  options.reference = "2";
+  EXPECT_EQ(Run(options), kExitOk);
+  EXPECT_NE(out_.str().find("meta (reference)"), std::string::npos);
+  options.reference = "cuda";
+  EXPECT_EQ(Run(options), kExitUsage);
+  EXPECT_EQ(err_.str(),
+            "oomguard compare: --reference cuda is neither the backend of a file nor a position from 1 to 2\n");
+}
+
+TEST_F(CompareTest, MarkdownHasTheSameRows) {
+  const std::string cpu = folder_.Write("cpu.json", Results("cpu", 100, 200));
+  const std::string meta = folder_.Write("meta.json", Results("meta", 100, 201));
+  CompareOptions options{{cpu, meta}};
+  options.markdown_path = folder_.path() + "/fidelity.md";
+  EXPECT_EQ(Run(options), kExitOk);
+  std::ifstream in(options.markdown_path);
+  std::stringstream md;
+  md << in.rdbuf();
+  EXPECT_EQ(md.str(),
+            "| | scenario | variant | cpu | meta (reference) |\n"
+            "|---|---|---|---|---|\n"
+            "|  | s | a | 100 bytes (same) | 100 bytes |\n"
+            "|  | s | b | 200 bytes (-1 bytes, -0.5%) | 201 bytes |\n"
+            "\n"
+            "2 variants against meta: 1 equal to the byte, 1 within 2.0%, 0 past it (marked !)\n");
+}
+
+TEST_F(CompareTest, AFileThatIsNotResultsIsAUsageErrorNamingIt) {
+  const std::string cpu = folder_.Write("cpu.json", Results("cpu", 100, 200));
+  const std::string scenario = folder_.Write("scenario.json", R"({"name": "x", "variants": {}})");
+  EXPECT_EQ(Run({{cpu, scenario}}), kExitUsage);
+  EXPECT_EQ(err_.str(), "oomguard compare: " + scenario +
+                            ": not an oomguard results file (expected the JSON `oomguard run --json FILE` writes)\n");
+  EXPECT_EQ(Run({{cpu}}), kExitUsage);
+  EXPECT_EQ(err_.str(), "oomguard compare: give at least two results files (oomguard run --json FILE)\n");
+}
+
+}  // namespace
+}  // namespace oomguard
