@@ -56,6 +56,11 @@ Limits DeviceAccount::ExchangeLimits(Limits next) {
   return next;
 }
 
+void DeviceAccount::RecordRefusal(int64_t requested_bytes) {
+  std::lock_guard<std::mutex> lock(refusal_mutex_);
+  last_refusal_ = {requested_bytes, ledger_.live_bytes(), ledger_.phase(), false};
+}
+
 void DeviceAccount::ThrowOutOfMemory(int64_t nbytes, const InjectedFailure* injected) const {
   {
     std::lock_guard<std::mutex> lock(refusal_mutex_);

@@ -64,6 +64,8 @@ class DeviceAccount {
     bool injected = false;
   };
   Refusal last_refusal() const;
+  // Records a refusal made elsewhere (the cuda caching allocator's OOM), as it stands now.
+  void RecordRefusal(int64_t requested_bytes);
 
   // Replaces the limits and returns the previous ones. Prefer ScopedLimits.
   Limits ExchangeLimits(Limits next);

@@ -40,6 +40,17 @@ struct OomReport {
   LiveBreakdown live;
 };
 
+// What only a GPU has: the caching allocator's statistics (cuda backend only).
+struct CudaMeasurement {
+  int64_t allocated_peak_bytes = 0;  // blocks handed out, rounded up to 512 bytes and more
+  int64_t reserved_peak_bytes = 0;   // segments held from the driver: what the cap limits
+  int64_t active_peak_bytes = 0;
+  int64_t requested_peak_bytes = 0;  // what was asked for: the ledger's peak, counted by the allocator
+  int64_t alloc_retries = 0;         // allocations that emptied the cache and tried again
+  int64_t ooms = 0;
+  // Fragmentation at the peak: reserved_peak_bytes - allocated_peak_bytes (both peaks, as PyTorch reports them).
+};
+
 struct VariantMeasurement {
   std::string variant;
   std::string backend;
@@ -63,6 +74,7 @@ struct VariantMeasurement {
   std::optional<int64_t> retained_grad_bytes;    // gradients held by intermediates (retain_grad)
   std::string grad_digest;            // FNV-1a of every parameter gradient after the first backward
   std::optional<OomReport> oom;
+  std::optional<CudaMeasurement> cuda;  // cuda backend only
   std::vector<InjectedFailure> injected;
 };
 

@@ -36,6 +36,16 @@ json MeasurementToJson(const VariantMeasurement& m) {
   json origins = json::array();
   for (const PhasePeak& p : m.ledger.peak_by_origin) origins.push_back({{"phase", p.phase}, {"bytes", p.peak_bytes}});
   j["live_at_peak_by_origin"] = origins;
+  if (m.cuda) {
+    const CudaMeasurement& c = *m.cuda;
+    j["cuda"] = {{"allocated_peak_bytes", c.allocated_peak_bytes},
+                 {"reserved_peak_bytes", c.reserved_peak_bytes},
+                 {"active_peak_bytes", c.active_peak_bytes},
+                 {"requested_peak_bytes", c.requested_peak_bytes},
+                 {"fragmentation_at_peak_bytes", c.reserved_peak_bytes - c.allocated_peak_bytes},
+                 {"alloc_retries", c.alloc_retries},
+                 {"ooms", c.ooms}};
+  }
   json iterations = json::array();
   for (const IterationMeasurement& it : m.iterations) {
     iterations.push_back({{"peak_bytes", it.peak_bytes},
@@ -101,6 +111,12 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
     m->ledger.failed_count = j.at("failed_allocations").get<int64_t>();
     for (const json& p : j.at("phase_peaks")) {
       m->ledger.phase_peaks.push_back({p.at("phase").get<std::string>(), p.at("peak_bytes").get<int64_t>()});
+    }
+    if (j.contains("cuda")) {
+      const json& c = j.at("cuda");
+      m->cuda = CudaMeasurement{c.at("allocated_peak_bytes").get<int64_t>(), c.at("reserved_peak_bytes").get<int64_t>(),
+                                c.at("active_peak_bytes").get<int64_t>(),    c.at("requested_peak_bytes").get<int64_t>(),
+                                c.at("alloc_retries").get<int64_t>(),        c.at("ooms").get<int64_t>()};
     }
     if (j.contains("live_at_peak_by_origin")) {  // absent in results written before it existed
       for (const json& p : j.at("live_at_peak_by_origin")) {

@@ -13,6 +13,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "harness/backend_device.h"
 #include "harness/baseline_diff.h"
 #include "harness/child_process.h"
 #include "harness/measurement_json.h"
@@ -183,9 +184,9 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
         for (const std::string& b : p.scenario.backends) s += (s.empty() ? "" : ", ") + b;
         return s;
       }() + ", not " + backend + " (run it with --backend " + p.scenario.backends.front() + ")";
-    } else if (backend == "cuda") {
+    } else if (std::string why; !BackendAvailable(backend, &why)) {
       p.result.code = ResultCode::kUnsupported;
-      p.result.error = "the cuda backend's runner is not built yet";
+      p.result.error = why;
     }
     p.result.card = limits.card;
     p.result.cap_bytes = limits.cap_bytes;

@@ -11,11 +11,11 @@
 
 #include "allocators/cpu_tracking_allocator.h"
 #include "allocators/install.h"
+#include "harness/backend_device.h"
 #include "harness/checkpoint.h"
 #include "harness/error_category.h"
 #include "harness/host_scalars.h"
 #include "harness/layer_trace.h"
-#include "harness/meta_kernels.h"
 #include "harness/model.h"
 #include "harness/transfer_counter.h"
 
@@ -63,11 +63,10 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& s, c
 // One variant's run: the loop of scenario.h's LoopSpec with the knobs of PitfallSpec.
 class VariantRun {
  public:
-  VariantRun(const VariantSpec& spec, const MeasureOptions& options, DeviceAccount& account, LayerTrace* trace,
+  VariantRun(const VariantSpec& spec, const MeasureOptions& options, const BackendDevice& backend, LayerTrace* trace,
              VariantMeasurement* m)
-      : spec_(spec), options_(options), ledger_(account.ledger()), trace_(trace), m_(*m) {
-    const at::Device device = options.backend == "meta" ? at::Device(at::kMeta) : at::Device(at::kCPU);
-    device_options_ = at::TensorOptions().device(device);
+      : spec_(spec), options_(options), ledger_(backend.account->ledger()), trace_(trace), m_(*m) {
+    device_options_ = at::TensorOptions().device(backend.device);
   }
 
   void Run() {
@@ -330,8 +329,8 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
   m.card = options.limits.card;
   m.cap_bytes = options.limits.cap_bytes;
   m.attention = AttentionImplementations(spec.model);
-  DeviceAccount& account = options.backend == "meta" ? MetaAccount() : CpuAccount();
-  if (options.backend == "meta") RegisterMetaKernels();
+  const BackendDevice backend = PrepareBackend(options.backend, options.limits);
+  DeviceAccount& account = *backend.account;
   const auto start = std::chrono::steady_clock::now();
   {
     ScopedLimits limits(account, options.limits);
@@ -342,7 +341,7 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
     LayerTrace trace;
     std::optional<HostScalarCopies> host_scalars;  // Note [Host scalars]
     if (options.backend == "cpu") host_scalars.emplace();
-    VariantRun run(spec, options, account, &trace, &m);
+    VariantRun run(spec, options, backend, &trace, &m);
     try {
       run.Run();
     } catch (const std::exception& e) {
@@ -357,6 +356,7 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
     m.transfers = transfers.count();
     m.transfer_bytes = transfers.bytes();
     m.ledger = account.ledger().Snapshot();
+    CollectBackendStats(options.backend, &m);
     if (options.limits.faults) m.injected = options.limits.faults->failures();
   }
   m.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

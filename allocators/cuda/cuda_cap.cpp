@@ -59,8 +59,9 @@ int64_t ApplyCudaCap(int64_t cap_bytes, int device) {
   cudaDeviceProp prop{};
   C10_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   const auto total = static_cast<int64_t>(prop.totalGlobalMem);
-  c10::cuda::CUDACachingAllocator::setMemoryFraction(CudaMemoryFraction(cap_bytes, total),
-                                                     static_cast<c10::DeviceIndex>(device));
+  // A cap at or past the device's memory (a bigger card than this one, or no cap) leaves it whole.
+  const double fraction = cap_bytes >= total ? 1.0 : CudaMemoryFraction(cap_bytes, total);
+  c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, static_cast<c10::DeviceIndex>(device));
   return total;
 }
 

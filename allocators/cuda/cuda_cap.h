@@ -25,8 +25,8 @@ int CudaDeviceCount();
 std::string CudaRuntimeVersion();
 std::string CudaDriverVersion();
 
-// Needs a GPU: initialises CUDA on `device` and sets the memory fraction for cap_bytes. Returns the
-// device's total memory.
+// Needs a GPU: initialises CUDA on `device` and sets the memory fraction for cap_bytes (1.0, the
+// whole device, when cap_bytes is at or past its memory). Returns the device's total memory.
 int64_t ApplyCudaCap(int64_t cap_bytes, int device);
 
 }  // namespace oomguard

@@ -1,0 +1,78 @@
+#include "allocators/cuda/cuda_ledger.h"
+
+#include <mutex>
+#include <unordered_map>
+
+#include <c10/cuda/CUDACachingAllocator.h>
+
+namespace oomguard {
+namespace {
+
+namespace cca = c10::cuda::CUDACachingAllocator;
+using c10::CachingDeviceAllocator::TraceEntry;
+
+constexpr size_t kAggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+
+// Which phase allocated each live block, for Release (Note [Live bytes by origin], ledger.h).
+struct Origins {
+  std::mutex mutex;
+  std::unordered_map<size_t, int> by_address;
+};
+
+}  // namespace
+
+DeviceAccount& CudaAccount() {
+  static auto* account = new DeviceAccount("cuda");
+  return *account;
+}
+
+void AttachCudaLedgerFeed(DeviceAccount& account) {
+  static std::once_flag once;
+  std::call_once(once, [&account] {
+    auto* origins = new Origins();  // lives as long as the allocator keeps the tracker: the process
+    cca::attachAllocatorTraceTracker([&account, origins](const TraceEntry& e) {
+      const auto bytes = static_cast<int64_t>(e.size_);
+      if (e.action_ == TraceEntry::ALLOC) {
+        int origin = Ledger::kNoOrigin;
+        (void)account.ledger().TryCharge(bytes, Ledger::kUnlimited, &origin);  // the cap is the allocator's
+        std::lock_guard<std::mutex> lock(origins->mutex);
+        origins->by_address[e.addr_] = origin;
+      } else if (e.action_ == TraceEntry::FREE_REQUESTED) {
+        int origin = Ledger::kNoOrigin;
+        {
+          std::lock_guard<std::mutex> lock(origins->mutex);
+          auto it = origins->by_address.find(e.addr_);
+          if (it != origins->by_address.end()) {
+            origin = it->second;
+            origins->by_address.erase(it);
+          }
+        }
+        account.ledger().Release(bytes, origin);
+      } else if (e.action_ == TraceEntry::OOM) {
+        account.RecordRefusal(bytes);
+      }
+    });
+  });
+}
+
+void ResetCudaAllocator(int device) {
+  cca::emptyCache();
+  cca::resetPeakStats(static_cast<c10::DeviceIndex>(device));
+  cca::resetAccumulatedStats(static_cast<c10::DeviceIndex>(device));
+}
+
+CudaStats ReadCudaStats(int device) {
+  const c10::CachingDeviceAllocator::DeviceStats s = cca::getDeviceStats(static_cast<c10::DeviceIndex>(device));
+  CudaStats out;
+  out.allocated_peak_bytes = s.allocated_bytes[kAggregate].peak;
+  out.reserved_peak_bytes = s.reserved_bytes[kAggregate].peak;
+  out.active_peak_bytes = s.active_bytes[kAggregate].peak;
+  out.requested_peak_bytes = s.requested_bytes[kAggregate].peak;
+  out.allocated_bytes = s.allocated_bytes[kAggregate].current;
+  out.reserved_bytes = s.reserved_bytes[kAggregate].current;
+  out.alloc_retries = s.num_alloc_retries;
+  out.ooms = s.num_ooms;
+  return out;
+}
+
+}  // namespace oomguard
