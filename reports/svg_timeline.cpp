@@ -1,3 +1,5 @@
+// The timeline chart's drawing: phase bands, axes, one polyline per variant, peak and OOM marks, and
+// the legend, all placed by the frame that timeline_frame.cpp computes.
 #include "reports/svg_timeline.h"
 
 #include <algorithm>
@@ -12,9 +14,16 @@
 namespace oomguard {
 namespace {
 
-constexpr double kLegendWidth = 210;  // right of the plot
-constexpr double kCharWidth = 6.4;    // estimated width of one character at font-size 11
-constexpr double kLineHeight = 13;    // between stacked labels
+using timeline_detail::CapBytes;
+using timeline_detail::HasTimeline;
+using timeline_detail::HighestPoint;
+using timeline_detail::LastEvent;
+using timeline_detail::NiceCountStep;
+using timeline_detail::OomPoint;
+using timeline_detail::PeakBytes;
+
+constexpr double kCharWidth = 6.4;  // estimated width of one character at font-size 11
+constexpr double kLineHeight = 13;  // between stacked labels
 constexpr std::string_view kCapColour = "#b00020";
 
 constexpr std::array<std::string_view, 8> kVariantColours = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
@@ -64,42 +73,6 @@ std::vector<std::pair<std::string, std::string_view>> PhasePalette(const std::ve
   return palette;
 }
 
-// A round step from the series 1, 2, 5, 10, 20, 50, ... times 1 byte, KiB, MiB, GiB or TiB, at or above raw.
-int64_t NiceByteStep(double raw) {
-  double unit = 1;
-  while (unit * 1024 <= raw && unit < 1099511627776.0) unit *= 1024;
-  for (double m : {1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1024.0}) {
-    if (m * unit >= raw) return static_cast<int64_t>(m * unit);
-  }
-  return static_cast<int64_t>(1024 * unit);
-}
-
-// A round step from 1, 2, 5 times a power of ten, at or above raw.
-int64_t NiceCountStep(double raw) {
-  int64_t power = 1;
-  while (power * 10 <= raw) power *= 10;
-  for (int64_t m : {1, 2, 5, 10}) {
-    if (static_cast<double>(m * power) >= raw) return m * power;
-  }
-  return 10 * power;
-}
-
-bool Plotted(const VariantResult& v) { return v.measurement && !v.measurement->ledger.timeline.empty(); }
-
-int64_t PeakOf(const VariantMeasurement& m) {
-  int64_t peak = m.ledger.peak_bytes;
-  for (const TimelinePoint& p : m.ledger.timeline) peak = std::max(peak, p.live_bytes);
-  return peak;
-}
-
-int64_t CapOf(const ScenarioResult& scenario) {
-  if (scenario.cap_bytes > 0) return scenario.cap_bytes;
-  for (const VariantResult& v : scenario.variants) {
-    if (v.measurement && v.measurement->cap_bytes > 0) return v.measurement->cap_bytes;
-  }
-  return 0;
-}
-
 struct Label {
   double x, y;  // text anchor point (baseline)
   std::string text;
@@ -138,37 +111,7 @@ bool PrefixOf(const std::vector<PhaseMark>& marks, const std::vector<PhaseMark>&
          });
 }
 
-// The last event a variant's timeline or phase marks reach.
-int64_t Extent(const LedgerStats& ledger) {
-  int64_t extent = ledger.timeline.empty() ? 0 : ledger.timeline.back().event_index;
-  if (!ledger.phase_marks.empty()) extent = std::max(extent, ledger.phase_marks.back().event_index);
-  return extent;
-}
-
-// The first timeline point with the highest live bytes.
-const TimelinePoint& HighestPoint(const LedgerStats& ledger) {
-  return *std::max_element(ledger.timeline.begin(), ledger.timeline.end(),
-                           [](const TimelinePoint& a, const TimelinePoint& b) { return a.live_bytes < b.live_bytes; });
-}
-
-// Where the OOM happened: the last point at or above the live bytes the OOM report names (the run
-// unwinds and frees after it), else the highest point.
-const TimelinePoint& OomPoint(const VariantMeasurement& m) {
-  for (auto it = m.ledger.timeline.rbegin(); m.oom && it != m.ledger.timeline.rend(); ++it) {
-    if (it->live_bytes >= m.oom->live_bytes) return *it;
-  }
-  return HighestPoint(m.ledger);
-}
-
 }  // namespace
-
-double TimelineFrame::X(int64_t event_index) const {
-  return plot_left + (plot_right - plot_left) * static_cast<double>(event_index) / static_cast<double>(max_event);
-}
-
-double TimelineFrame::Y(int64_t bytes) const {
-  return plot_bottom - (plot_bottom - plot_top) * static_cast<double>(bytes) / static_cast<double>(y_max_bytes);
-}
 
 std::string_view VariantColour(size_t variant_index) { return kVariantColours[variant_index % kVariantColours.size()]; }
 
@@ -186,32 +129,6 @@ std::string EscapeMarkup(std::string_view text) {
   return out;
 }
 
-TimelineFrame ComputeTimelineFrame(const ScenarioResult& scenario, int width, int height) {
-  TimelineFrame f;
-  f.plot_left = 84;
-  f.plot_top = 30;
-  f.plot_right = std::max(f.plot_left + 100, width - kLegendWidth - 16);
-  f.plot_bottom = std::max(f.plot_top + 60, height - 60.0);
-  for (const VariantResult& v : scenario.variants) {
-    if (!Plotted(v)) continue;
-    const LedgerStats& ledger = v.measurement->ledger;
-    f.data_max_bytes = std::max(f.data_max_bytes, PeakOf(*v.measurement));
-    f.max_event = std::max(f.max_event, Extent(ledger));
-  }
-  auto fit = [&f](int64_t top) {
-    top = std::max<int64_t>(top, 1);
-    f.y_step_bytes = NiceByteStep(static_cast<double>(top) / 4.0);
-    f.y_max_bytes = (top + f.y_step_bytes - 1) / f.y_step_bytes * f.y_step_bytes;
-  };
-  fit(f.data_max_bytes);
-  const int64_t cap = CapOf(scenario);
-  if (cap > 0 && static_cast<double>(cap) <= kCapNearFactor * static_cast<double>(f.y_max_bytes)) {
-    fit(std::max(f.data_max_bytes, cap));
-    f.cap_drawn = true;
-  }
-  return f;
-}
-
 namespace {
 
 // One chart being drawn: the frame, the variants with timelines, and the phase bands' source.
@@ -221,11 +138,11 @@ class Chart {
       : scenario_(scenario),
         plotted_(std::move(plotted)),
         f_(ComputeTimelineFrame(scenario, width, height)),
-        cap_(CapOf(scenario)),
+        cap_(CapBytes(scenario)),
         width_(width) {
     size_t source = plotted_.front();  // the variant that ran longest, the first of equals
     for (size_t index : plotted_) {
-      if (Extent(Ledger(index)) > Extent(Ledger(source))) source = index;
+      if (LastEvent(Ledger(index)) > LastEvent(Ledger(source))) source = index;
     }
     bands_ = &Ledger(source).phase_marks;
     palette_ = PhasePalette(*bands_);
@@ -347,10 +264,10 @@ class Chart {
     for (size_t index : plotted_) {
       const VariantMeasurement& m = *scenario_.variants[index].measurement;
       const std::string_view colour = VariantColour(index);
-      const double x = f_.X(HighestPoint(m.ledger).event_index), y = f_.Y(PeakOf(m));
+      const double x = f_.X(HighestPoint(m.ledger).event_index), y = f_.Y(PeakBytes(m));
       s_ += "<circle cx=\"" + Num(x) + "\" cy=\"" + Num(y) + "\" r=\"4\" fill=\"" + std::string(colour) +
             "\" stroke=\"#fff\" stroke-width=\"1\"/>\n";
-      Label label{x + 7, y - 6, "peak " + FormatBytes(PeakOf(m)), false, colour};
+      Label label{x + 7, y - 6, "peak " + FormatBytes(PeakBytes(m)), false, colour};
       if (label.Right() > f_.plot_right) label = {x - 7, y - 6, label.text, true, colour};
       if (label.y < f_.plot_top + 10) label.y = y + 15;
       labels_.push_back(label);
@@ -386,7 +303,7 @@ class Chart {
                  " stroke=\"" + std::string(VariantColour(plotted_[k])) + "\" stroke-width=\"3\"");
       s_ += "<text x=\"" + Num(x + 24) + "\" y=\"" + Num(y) + "\" font-size=\"12\" font-weight=\"bold\">" +
             EscapeMarkup(Truncate(v.name, max_chars)) + "<title>" + EscapeMarkup(v.name) + "</title></text>\n";
-      std::string detail = "peak " + FormatBytes(PeakOf(*v.measurement));
+      std::string detail = "peak " + FormatBytes(PeakBytes(*v.measurement));
       if (!v.measurement->ledger.peak_phase.empty()) detail += " in " + v.measurement->ledger.peak_phase;
       s_ += Text(x + 24, y + 14, " fill=\"#555\"", detail);
       if (own_ticks_[k]) s_ += Text(x + 24, y + 27, " fill=\"#555\"", "phases: ticks at the bottom");
@@ -424,7 +341,7 @@ class Chart {
 std::string RenderTimelineSvg(const ScenarioResult& scenario, int width, int height) {
   std::vector<size_t> plotted;
   for (size_t i = 0; i < scenario.variants.size(); ++i) {
-    if (Plotted(scenario.variants[i])) plotted.push_back(i);
+    if (HasTimeline(scenario.variants[i])) plotted.push_back(i);
   }
   if (plotted.empty()) return "";
   return Chart(scenario, std::move(plotted), width, height).Render(height);

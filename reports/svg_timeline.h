@@ -21,37 +21,19 @@
 // text escaped, and every coordinate printed with one fixed decimal, so the same ScenarioResult gives
 // the same bytes on every machine. Rendering never fails: it returns "" when no variant has timeline
 // points (nothing to draw); the caller says so in words.
+//
+// The scales (TimelineFrame, ComputeTimelineFrame) are computed apart from the drawing, in
+// timeline_frame.h, which this header includes.
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "harness/run_results.h"
+#include "reports/timeline_frame.h"
 
 namespace oomguard {
-
-// Where the data lands in the picture; RenderTimelineSvg draws with exactly this mapping, and tests
-// check it. x: events 0..max_event map to plot_left..plot_right; y: 0..y_max_bytes map to
-// plot_bottom..plot_top (SVG y grows downwards).
-struct TimelineFrame {
-  double plot_left = 0, plot_top = 0, plot_right = 0, plot_bottom = 0;  // pixels
-  int64_t max_event = 1;       // COUNT: the last event any variant's timeline or phase marks reach
-  int64_t y_max_bytes = 1;     // the top gridline: a round size at or above the data (and the drawn cap)
-  int64_t y_step_bytes = 1;    // between gridlines
-  int64_t data_max_bytes = 0;  // the highest live bytes (or peak) of any plotted variant
-  bool cap_drawn = false;      // the cap lies within the y range; otherwise it is only named in the legend
-
-  double X(int64_t event_index) const;
-  double Y(int64_t bytes) const;
-};
-
-// The frame RenderTimelineSvg(scenario, width, height) uses. The cap is drawn (and the y range
-// stretched to it) when it is at most kCapNearFactor times the data's own round top; a cap far
-// above would squash the data into a sliver.
-inline constexpr double kCapNearFactor = 1.5;
-TimelineFrame ComputeTimelineFrame(const ScenarioResult& scenario, int width, int height);
 
 // The chart, or "" when no variant of the scenario has a measurement with timeline points.
 std::string RenderTimelineSvg(const ScenarioResult& scenario, int width, int height);

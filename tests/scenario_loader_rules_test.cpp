@@ -1,0 +1,94 @@
+// The scenario loader's rules across fields and variants: each variant, merged over the base, must
+// make a model the data fits, and expectations and relations must name variants that exist and hold
+// checks that parse.
+#include "harness/scenario_loader.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/scenario_text.h"
+
+namespace oomguard {
+namespace {
+
+using testing::Load;
+using testing::LoadError;
+using testing::With;
+
+TEST(ScenarioLoader, MergedVariantsObeyCrossFieldRules) {
+  EXPECT_EQ(LoadError(With(R"("pitfalls": {"inplace": {"target": "output", "layer": 1}})")),
+            "s.json: at pitfalls.inplace.layer: layer 1 does not exist: the model has 1 layers (0-0) (variant a)");
+  EXPECT_EQ(LoadError(With("", R"("variants": {"a": {"pitfalls": {"inplace": {"target": "output", "layer": 4}}}})")),
+            "s.json: at variants.a.pitfalls.inplace.layer: layer 4 does not exist: the model has 1 layers (0-0)");
+  EXPECT_EQ(LoadError(With(R"("model": {"layers": [{"kind": "linear", "in": 4, "out": 4}, {"kind": "relu"}]},
+                              "pitfalls": {"inplace": {"target": "parameter", "layer": 1}})")),
+            "s.json: at pitfalls.inplace.layer: target \"parameter\" needs a layer with parameters; layer 1 is relu "
+            "(variant a)");
+  EXPECT_EQ(LoadError(With(R"("pitfalls": {"checkpoint": {"segments": 2}})")),
+            "s.json: at pitfalls.checkpoint.segments: 2 segments for 1 layers: a segment holds at least one layer "
+            "(variant a)");
+  EXPECT_EQ(LoadError(With(R"("pitfalls": {"transfer": "inside"})")),
+            "s.json: at pitfalls.transfer: \"inside\" transfers the batch inside the first checkpointed segment: it "
+            "needs pitfalls.checkpoint.segments >= 1 (variant a)");
+  EXPECT_EQ(LoadError(With(R"("loop": {"loss": "cross_entropy"})")),
+            "s.json: at loop.loss: cross_entropy needs data.classes >= 1 (the targets are class ids) (variant a)");
+  EXPECT_EQ(LoadError(With(R"("data": {"shape": [4], "classes": 3}, "loop": {"loss": "cross_entropy"})")),
+            "s.json: at loop.loss: cross_entropy needs one output feature per class: the model outputs 2 features, "
+            "data.classes is 3 (variant a)");
+  EXPECT_EQ(
+      LoadError(With(R"("data": {"shape": [8], "dtype": "int64"})")),
+      "s.json: at data.vocab: int64 data (token ids) needs vocab >= 1: ids are drawn from [0, vocab) (variant a)");
+  EXPECT_EQ(LoadError(With(R"("data": {"shape": [8], "dtype": "int64", "vocab": 100})")),
+            "s.json: at model.layers[0].kind: int64 data (token ids) needs an embedding as the first layer, got linear "
+            "(variant a)");
+  EXPECT_EQ(LoadError(With(R"("data": {"shape": [8]})")),
+            "s.json: at model.layers[0].in: linear takes 4 input features but receives 8 features from data.shape "
+            "(variant a)");
+  EXPECT_EQ(LoadError(With(R"("data": {"shape": [4]}, "model": {"layers": [{"kind": "linear", "in": 4, "out": 8},
+                              {"kind": "gelu"}, {"kind": "layer_norm", "dim": 4}]})")),
+            "s.json: at model.layers[2].dim: layer_norm takes dim 4 but receives 8 features from model.layers[1] "
+            "(variant a)");
+  EXPECT_EQ(LoadError(With(R"("data": {"shape": [8], "dtype": "int64", "vocab": 100},
+                              "model": {"layers": [{"kind": "embedding", "vocab": 50, "dim": 4}]})")),
+            "s.json: at model.layers[0].vocab: the embedding has 50 rows but token ids go up to 99 (data.vocab is 100) "
+            "(variant a)");
+  EXPECT_EQ(LoadError(With(R"("data": {"shape": [4]}, "model": {"layers": [{"kind": "linear", "in": 4, "out": 4},
+                              {"kind": "embedding", "vocab": 5, "dim": 4}]})")),
+            "s.json: at model.layers[1].kind: an embedding takes token ids: it must be the first layer, with "
+            "data.dtype int64 (variant a)");
+  EXPECT_EQ(LoadError(With(R"("loop": {"loss_history": {"from": "eval", "keep": "item"}})")),
+            "s.json: at loop.loss_history.from: keeping evaluation losses needs loop.eval.batches >= 1 (no evaluation "
+            "runs) (variant a)");
+  EXPECT_EQ(LoadError(With(R"("model": null)")), "s.json: at model: expected an object, got null");
+  EXPECT_EQ(LoadError(With("", R"("variants": {"a": {"model": null}})")),
+            "s.json: at variants.a.model.layers: a model needs at least one layer");
+  EXPECT_EQ(LoadError(With("", R"("variants": {"ok": {}, "b": {"data": {"shape": [5]}}})")),
+            "s.json: at model.layers[0].in: linear takes 4 input features but receives 5 features from data.shape "
+            "(variant b)");
+}
+
+TEST(ScenarioLoader, ExpectationsAndRelationsNameExistingVariants) {
+  const std::string two = R"("variants": {"pitfall": {}, "fixed": {}})";
+  EXPECT_EQ(LoadError(With(R"("expect": {"pitfal": {}})", two)),
+            "s.json: at expect: unknown variant \"pitfal\"; did you mean \"pitfall\"? (variants: pitfall, fixed)");
+  EXPECT_EQ(LoadError(With(R"("checks": ["pitfall.peak >= 2 * fixd.peak"])", two)),
+            "s.json: at checks[0]: unknown variant \"fixd\"; did you mean \"fixed\"? (variants: pitfall, fixed)");
+  EXPECT_EQ(LoadError(With(R"("expect": {"fixed": {"checks": ["peak <= 1GiB", "peak x 12MiB"]}})", two)),
+            "s.json: at expect.fixed.checks[1]: at column 6: expected an operator (== != < <= > >=), got 'x'");
+  EXPECT_EQ(LoadError(With(R"("checks": ["peak <= 1GiB"])", two)),
+            "s.json: at checks[0]: at column 6: expected '.' and a metric after variant 'peak' (relations name "
+            "VARIANT.METRIC, e.g. fixed.peak), got '<='");
+  EXPECT_EQ(LoadError(With(R"("checks": [3])", two)),
+            "s.json: at checks[0]: expected a check expression such as \"pitfall.peak >= 2 * fixed.peak\", got 3");
+  EXPECT_EQ(LoadError(With(R"("expect": {"fixed": {"leak": "no"}})", two)),
+            "s.json: at expect.fixed.leak: expected true or false, got string \"no\"");
+  EXPECT_EQ(LoadError(With(R"("expect": {"fixed": {"xfail": ""}})", two)),
+            "s.json: at expect.fixed.xfail: expected a non-empty string, got string \"\"");
+  EXPECT_EQ(LoadError(With(R"("expect": {"fixed": {"outcom": "oom"}})", two)),
+            "s.json: at expect.fixed: unknown key \"outcom\"; did you mean \"outcome\"? (valid keys: outcome, leak, "
+            "checks, xfail)");
+  Scenario s = Load(With(R"("checks": ["pitfall.peak >= 2 * fixed.peak", "pitfall.grads != fixed.grads"])", two));
+  EXPECT_EQ(s.checks.size(), 2u);
+}
+
+}  // namespace
+}  // namespace oomguard
