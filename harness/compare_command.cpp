@@ -1,5 +1,6 @@
 #include "harness/compare_command.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -29,7 +30,14 @@ bool LoadComparedRun(const std::string& path, ComparedRun* out, std::string* err
     for (const nlohmann::json& s : j.at("scenarios")) {
       for (const nlohmann::json& v : s.at("variants")) {
         ComparedRun::Entry e{s.at("name").get<std::string>(), v.at("name").get<std::string>(), std::nullopt};
-        if (v.contains("measurement")) e.peak_bytes = v.at("measurement").at("peak_bytes").get<int64_t>();
+        if (v.contains("measurement")) {
+          const nlohmann::json& m = v.at("measurement");
+          e.peak_bytes = m.at("peak_bytes").get<int64_t>();
+          if (m.contains("cuda")) {
+            e.cuda_allocated_peak = m.at("cuda").at("allocated_peak_bytes").get<int64_t>();
+            e.cuda_reserved_peak = m.at("cuda").at("reserved_peak_bytes").get<int64_t>();
+          }
+        }
         out->entries.push_back(std::move(e));
       }
     }
@@ -54,6 +62,32 @@ int ReferenceIndex(const std::string& reference, const std::vector<ComparedRun>&
     return static_cast<int>(position - 1);
   }
   return -1;
+}
+
+// A cuda run's allocator peaks as two more columns after it: "cuda allocated", "cuda reserved".
+// Returns the new index of the column at `index` (its allocated column when it has one).
+size_t AddAllocatorColumns(std::vector<ComparedRun>* runs, size_t reference) {
+  std::vector<ComparedRun> out;
+  size_t new_reference = 0;
+  for (size_t i = 0; i < runs->size(); ++i) {
+    const ComparedRun& run = (*runs)[i];
+    out.push_back(run);
+    if (i == reference) new_reference = out.size() - 1;
+    const bool has_stats = std::any_of(run.entries.begin(), run.entries.end(),
+                                       [](const ComparedRun::Entry& e) { return e.cuda_allocated_peak.has_value(); });
+    if (!has_stats) continue;
+    for (const bool allocated : {true, false}) {
+      ComparedRun column{run.label + (allocated ? " allocated" : " reserved"), run.backend, allocated, {}};
+      for (const ComparedRun::Entry& e : run.entries) {
+        column.entries.push_back({e.scenario, e.variant, allocated ? e.cuda_allocated_peak : e.cuda_reserved_peak,
+                                  std::nullopt, std::nullopt});
+      }
+      out.push_back(std::move(column));
+      if (i == reference && allocated) new_reference = out.size() - 1;
+    }
+  }
+  *runs = std::move(out);
+  return new_reference;
 }
 
 }  // namespace
@@ -82,7 +116,8 @@ int CompareCommand(const CompareOptions& options, std::ostream& out, std::ostrea
         << " is neither the backend of a file nor a position from 1 to " << runs.size() << "\n";
     return kExitUsage;
   }
-  const ComparisonTable table = BuildComparisonTable(runs, static_cast<size_t>(reference), options.tolerance_percent);
+  const size_t reference_column = AddAllocatorColumns(&runs, static_cast<size_t>(reference));
+  const ComparisonTable table = BuildComparisonTable(runs, reference_column, options.tolerance_percent);
   WriteComparisonTable(table, out);
   if (!options.markdown_path.empty()) {
     std::ostringstream md;

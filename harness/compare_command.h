@@ -6,7 +6,9 @@
 //   oomguard compare cpu.json meta.json cuda.json    # the GPU check's fidelity table
 //
 // Rows are the variants of the first file, in order; a variant missing from a file, or without a
-// measurement there, shows "-". Exit codes (cli.h): 0 every compared peak within the tolerance;
+// measurement there, shows "-". A cuda run adds two columns, its allocator's allocated and reserved
+// peaks, and when it is the reference the others are measured against its allocated peak (the
+// bytes its tensors held, rounded as the GPU rounds them). Exit codes (cli.h): 0 every compared peak within the tolerance;
 // 1 some differ past it (each such row is marked); 2 a file that does not load as oomguard results.
 #pragma once
 
@@ -29,9 +31,12 @@ struct CompareOptions {
 struct ComparedRun {
   std::string label;  // the backend, or "backend (file)" when two files share one
   std::string backend;
+  bool judged = true;  // false: shown for reading (a cuda run's reserved peak), never held to the tolerance
   struct Entry {
     std::string scenario, variant;
-    std::optional<int64_t> peak_bytes;  // absent: no measurement
+    std::optional<int64_t> peak_bytes;            // absent: no measurement
+    std::optional<int64_t> cuda_allocated_peak;   // cuda runs: the caching allocator's peaks
+    std::optional<int64_t> cuda_reserved_peak;
   };
   std::vector<Entry> entries;
 };

@@ -40,7 +40,10 @@ ComparisonTable BuildComparisonTable(const std::vector<ComparedRun>& runs, size_
   ComparisonTable t;
   t.reference = reference;
   t.tolerance_percent = tolerance_percent;
-  for (const ComparedRun& run : runs) t.labels.push_back(run.label);
+  for (const ComparedRun& run : runs) {
+    t.labels.push_back(run.label);
+    t.judged.push_back(run.judged);
+  }
   for (const ComparedRun::Entry& first : runs.front().entries) {
     ComparisonRow row{first.scenario, first.variant, {}, false};
     const ComparedRun::Entry* ref = Find(runs[reference], first.scenario, first.variant);
@@ -48,7 +51,9 @@ ComparisonTable BuildComparisonTable(const std::vector<ComparedRun>& runs, size_
     for (size_t i = 0; i < runs.size(); ++i) {
       ComparisonCell cell;
       if (const ComparedRun::Entry* e = Find(runs[i], first.scenario, first.variant)) cell.peak_bytes = e->peak_bytes;
-      if (i != reference && cell.peak_bytes && ref && ref->peak_bytes) {
+      if (i != reference && !runs[i].judged) {
+        // shown, not compared
+      } else if (i != reference && cell.peak_bytes && ref && ref->peak_bytes) {
         cell.delta_bytes = *cell.peak_bytes - *ref->peak_bytes;
         cell.delta_percent = *ref->peak_bytes == 0 ? 0.0 : 100.0 * static_cast<double>(*cell.delta_bytes) /
                                                                static_cast<double>(*ref->peak_bytes);

@@ -27,6 +27,7 @@ struct ComparisonRow {
 
 struct ComparisonTable {
   std::vector<std::string> labels;  // one per run
+  std::vector<bool> judged;         // one per run: held to the tolerance
   size_t reference = 0;
   double tolerance_percent = 0;
   std::vector<ComparisonRow> rows;

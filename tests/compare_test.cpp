@@ -81,6 +81,23 @@ TEST_F(CompareTest, TheReferenceIsABackendOrAPositionAndMissingDataIsADash) {
             "oomguard compare: --reference cuda is neither the backend of a file nor a position from 1 to 2\n");
 }
 
+TEST_F(CompareTest, ACudaRunAddsItsAllocatorPeaksAndIsComparedByItsAllocatedPeak) {
+  const std::string cpu = folder_.Write("cpu.json", Results("cpu", 1000, 2000));
+  const std::string cuda = folder_.Write("cuda.json", R"({"backend": "cuda", "scenarios": [{"name": "s", "variants": [
+      {"name": "a", "measurement": {"peak_bytes": 1000, "cuda": {"allocated_peak_bytes": 1024, "reserved_peak_bytes": 2097152}}},
+      {"name": "b", "measurement": {"peak_bytes": 2000, "cuda": {"allocated_peak_bytes": 2048, "reserved_peak_bytes": 2097152}}}]}]})");
+  EXPECT_EQ(Run({{cpu, cuda}}), kExitFailures);  // 1000 vs 1024 bytes: -2.3%, past 2%
+  EXPECT_EQ(out_.str(),
+            "   scenario  variant  cpu                            cuda                           "
+            "cuda allocated (reference)  cuda reserved\n"
+            "!  s         a        1000 bytes (-24 bytes, -2.3%)  1000 bytes (-24 bytes, -2.3%)  1024 bytes                  "
+            "2.00 MiB\n"
+            "!  s         b        1.95 KiB (-48 bytes, -2.3%)    1.95 KiB (-48 bytes, -2.3%)    2.00 KiB                    "
+            "2.00 MiB\n"
+            "\n"
+            "2 variants against cuda allocated: 0 equal to the byte, 0 within 2.0%, 2 past it (marked !)\n");
+}
+
 TEST_F(CompareTest, MarkdownHasTheSameRows) {
   const std::string cpu = folder_.Write("cpu.json", Results("cpu", 100, 200));
   const std::string meta = folder_.Write("meta.json", Results("meta", 100, 201));

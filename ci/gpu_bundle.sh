@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Packs what the GPU check needs from this machine's build into gpu-bundle/ (gitignored), small enough
+# to carry to a GPU machine that has torch 2.11 but no compiler and no network: the stripped CLI and
+# test binaries (a few MB; RelWithDebInfo ones are ~150 MB). They find LibTorch through
+# LD_LIBRARY_PATH there (the wheel's libraries are ABI-compatible), which ci/gpu_check.sh sets.
+#   ci/gpu_bundle.sh            # after ci/build.sh
+#   then, on the GPU machine:  ci/gpu_check.sh gpu-bundle OUT_DIR
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${OOMGUARD_BUILD_DIR:-$root/build}"
+bundle="$root/gpu-bundle"
+rm -rf "$bundle.tmp" && mkdir -p "$bundle.tmp"
+strip -o "$bundle.tmp/oomguard" "$build/oomguard"
+strip -o "$bundle.tmp/oomguard_tests" "$build/tests/oomguard_tests"
+rm -rf "$bundle" && mv "$bundle.tmp" "$bundle"
+du -sh "$bundle"
