@@ -63,6 +63,12 @@ TEST(Cli, BadFaultSpecIsAUsageError) {
   EXPECT_EQ(r.err, "oomguard run: --inject: invalid fault spec 'nth=0': nth must be a whole number >= 1, got '0'\n");
 }
 
+TEST(Cli, FaultInjectionOnCudaIsAUsageErrorForNow) {
+  CliResult r = Cli({"run", "--backend", "cuda", "--inject", "nth=3"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err, "oomguard run: --inject: not supported on the cuda backend yet (use --backend cpu or meta)\n");
+}
+
 TEST(Cli, FlagMisuseIsAUsageError) {
   EXPECT_EQ(Cli({"run", "--card", "t4", "--cap", "1GiB"}).code, kExitUsage);
   EXPECT_EQ(Cli({"run", "--backend", "gpu"}).code, kExitUsage);
