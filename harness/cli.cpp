@@ -136,7 +136,10 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   if (cards->parsed()) return CardsCommand(with_sources, out);
   if (run->parsed()) return RunCommand(options, self_exe, out, err);
   if (list->parsed()) return ListCommand(options, out, err);
-  if (explain->parsed()) return ExplainCommand(options, name, self_exe, out, err);
+  if (explain->parsed()) {
+    options.backend_given = explain->get_option("--backend")->count() > 0;
+    return ExplainCommand(options, name, self_exe, out, err);
+  }
   if (fit->parsed()) return FitCommand(fit_options, out, err);
   if (compare->parsed()) return CompareCommand(compare_options, out, err);
   if (measure->parsed()) return MeasureCommand(options, scenario_file, variant, out_path, err);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "allocators/byte_size.h"
@@ -119,6 +120,12 @@ int ExplainCommand(const RunOptions& options, const std::string& name, const std
   out << s.name << ": " << s.summary << "\n\n" << s.teach << "\n\nMeasured now (" << s.file << "):\n";
   RunOptions run = options;
   run.paths = {s.file};
+  // Without --backend, measure where the scenario runs (the large models run on meta only).
+  const auto& backends = s.backends;
+  if (!options.backend_given && !backends.empty() &&
+      std::find(backends.begin(), backends.end(), options.backend) == backends.end()) {
+    run.backend = backends.front();
+  }
   RunReport report;
   const ConsoleStyle style{false, /*detailed=*/true};
   if (!RunScenarios(run, self_exe, [&](const ScenarioResult& r) { WriteScenarioBlock(r, out, style); }, &report,

@@ -15,6 +15,7 @@ struct RunOptions {
   std::vector<std::string> paths;        // scenario files or folders; empty: the built-in catalog
   std::string filter = "*";              // glob on scenario names
   std::string backend = "cpu";           // cpu | meta | cuda | auto
+  bool backend_given = false;            // --backend was on the command line (explain picks one otherwise)
   std::string card;                      // --card NAME (empty: scenario default, else kDefaultCard)
   std::string cap;                       // --cap SIZE (excludes --card)
   std::string context;                   // --context SIZE: override the modelled CUDA context

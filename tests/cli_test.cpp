@@ -1,8 +1,11 @@
 #include "harness/cli.h"
 
+#include <cstdlib>
 #include <sstream>
 
 #include <gtest/gtest.h>
+
+#include "tests/scratch_folder.h"
 
 namespace oomguard {
 namespace {
@@ -84,6 +87,38 @@ TEST(Cli, HelpIsNotAnError) {
   EXPECT_EQ(r.code, kExitOk);
   EXPECT_NE(r.out.find("cards"), std::string::npos);
   EXPECT_NE(r.out.find("run"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace oomguard
+
+namespace oomguard {
+namespace {
+
+// explain runs the scenario in child processes of the real CLI, as `oomguard explain` does.
+class ExplainTest : public ::testing::Test {
+ protected:
+  void SetUp() override { setenv("OOMGUARD_SELF", OOMGUARD_EXE, 1); }
+  void TearDown() override { unsetenv("OOMGUARD_SELF"); }
+  testing::ScratchFolder folder_{"explain"};
+};
+
+TEST_F(ExplainTest, TeachesThenMeasuresWhereTheScenarioRuns) {
+  folder_.Write("shapes.json", R"({"name": "shapes-only", "summary": "a meta-only scenario", "teach": "Why: shapes.",
+    "backends": ["meta"], "model": {"layers": [{"kind": "linear", "in": 8, "out": 4}]}, "data": {"shape": [8]},
+    "variants": {"only": {}}})");
+  CliResult r = Cli({"explain", "shapes-only", "--paths", folder_.path()});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out.rfind("shapes-only: a meta-only scenario\n\nWhy: shapes.\n\nMeasured now (", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("PASS        shapes-only  [meta, NVIDIA T4 16GB"), std::string::npos) << r.out;
+
+  r = Cli({"explain", "shapes-only", "--paths", folder_.path(), "--backend", "cpu"});  // asked for: kept
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("runs on meta, not cpu (run it with --backend meta)"), std::string::npos) << r.out;
+
+  r = Cli({"explain", "shapes-onyl", "--paths", folder_.path()});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("did you mean 'shapes-only'"), std::string::npos) << r.err;
 }
 
 }  // namespace
