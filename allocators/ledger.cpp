@@ -71,6 +71,7 @@ int64_t Ledger::TakeWindowPeak() {
 }
 
 void Ledger::SetPhase(std::string_view name) {
+  if (phase_listener_) phase_listener_(phase(), std::string(name));
   int index;
   {
     std::lock_guard<std::mutex> lock(phases_mutex_);

@@ -18,6 +18,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <string>
@@ -78,6 +79,12 @@ class Ledger {
   // Names the phase that following allocations belong to ("forward", "backward", "optimizer", ...).
   // At most kMaxPhases distinct names per ledger.
   void SetPhase(std::string_view name);
+
+  // Called by SetPhase, on its thread, with the phase that ends and the one that starts, before the
+  // switch (the cuda backend reads the caching allocator's per-phase peaks there). Not thread-safe:
+  // set it before a run and clear it (an empty function) after.
+  using PhaseListener = std::function<void(const std::string& ending, const std::string& starting)>;
+  void SetPhaseListener(PhaseListener listener) { phase_listener_ = std::move(listener); }
   std::string phase() const;
 
   // Keeps at most max_points (event index, live bytes) points; 0 turns the timeline off. When full,
@@ -123,6 +130,7 @@ class Ledger {
   std::vector<std::string> phase_names_;        // index -> name; guarded by phases_mutex_
   std::vector<int> phase_entry_order_;          // guarded by phases_mutex_
 
+  PhaseListener phase_listener_;
   std::atomic<bool> timeline_enabled_{false};
   mutable std::mutex timeline_mutex_;  // guards everything below
   size_t timeline_max_points_ = 0;

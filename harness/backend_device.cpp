@@ -1,5 +1,7 @@
 #include "harness/backend_device.h"
 
+#include <algorithm>
+
 #include "allocators/install.h"
 #include "harness/meta_kernels.h"
 
@@ -9,6 +11,15 @@
 #endif
 
 namespace oomguard {
+
+#ifdef OOMGUARD_WITH_CUDA
+struct BackendSession::CudaState {
+  explicit CudaState(Ledger& ledger) : phases(ledger, 0) {}
+  CudaPhasePeaks phases;
+};
+#else
+struct BackendSession::CudaState {};
+#endif
 
 bool BackendAvailable(const std::string& backend, std::string* why) {
   if (backend != "cuda") return true;
@@ -21,10 +32,13 @@ bool BackendAvailable(const std::string& backend, std::string* why) {
   return false;
 }
 
-BackendDevice PrepareBackend(const std::string& backend, const Limits& limits) {
+BackendSession::BackendSession(const std::string& backend, const Limits& limits)
+    : device_(c10::kCPU), account_(&CpuAccount()) {
   if (backend == "meta") {
     RegisterMetaKernels();
-    return {c10::Device(c10::kMeta), &MetaAccount()};
+    device_ = c10::Device(c10::kMeta);
+    account_ = &MetaAccount();
+    return;
   }
 #ifdef OOMGUARD_WITH_CUDA
   if (backend == "cuda") {
@@ -32,21 +46,34 @@ BackendDevice PrepareBackend(const std::string& backend, const Limits& limits) {
     ApplyCudaCap(limits.cap_bytes, 0);
     AttachCudaLedgerFeed(CudaAccount());
     ResetCudaAllocator(0);
-    return {c10::Device(c10::kCUDA, 0), &CudaAccount()};
+    device_ = c10::Device(c10::kCUDA, 0);
+    account_ = &CudaAccount();
+    cuda_ = std::make_unique<CudaState>(account_->ledger());
+    return;
   }
 #endif
   TORCH_CHECK(backend == "cpu", "oomguard: backend ", backend, " is not available in this build");
-  return {c10::Device(c10::kCPU), &CpuAccount()};
 }
 
-void CollectBackendStats(const std::string& backend, VariantMeasurement* m) {
+BackendSession::~BackendSession() = default;
+
+void BackendSession::Collect(VariantMeasurement* m) {
 #ifdef OOMGUARD_WITH_CUDA
-  if (backend != "cuda") return;
-  const CudaStats s = ReadCudaStats(0);
-  m->cuda = CudaMeasurement{s.allocated_peak_bytes, s.reserved_peak_bytes, s.active_peak_bytes,
-                            s.requested_peak_bytes, s.alloc_retries,       s.ooms};
+  if (!cuda_) return;
+  CudaMeasurement c;
+  for (const CudaPhasePeak& p : cuda_->phases.Finish()) {
+    c.phases.push_back({p.phase, p.allocated_bytes, p.reserved_bytes, p.active_bytes, p.requested_bytes});
+    // Peaks restart at every phase change, so the overall ones are the largest phase's.
+    c.allocated_peak_bytes = std::max(c.allocated_peak_bytes, p.allocated_bytes);
+    c.reserved_peak_bytes = std::max(c.reserved_peak_bytes, p.reserved_bytes);
+    c.active_peak_bytes = std::max(c.active_peak_bytes, p.active_bytes);
+    c.requested_peak_bytes = std::max(c.requested_peak_bytes, p.requested_bytes);
+  }
+  const CudaStats totals = ReadCudaStats(0);
+  c.alloc_retries = totals.alloc_retries;
+  c.ooms = totals.ooms;
+  m->cuda = std::move(c);
 #else
-  (void)backend;
   (void)m;
 #endif
 }

@@ -1,13 +1,14 @@
-// What a backend needs before and after a variant runs: its device, the account that books its
-// bytes, and (on cuda) the caching allocator's statistics.
+// What a backend needs around one variant: its device, the account that books its bytes, and (on
+// cuda) the caching allocator's statistics, phase by phase.
 //
 //   std::string why;
 //   if (!oomguard::BackendAvailable("cuda", &why)) { ... UNSUPPORTED, because `why` ... }
-//   oomguard::BackendDevice d = oomguard::PrepareBackend("cuda", limits);  // cap set, cache emptied
-//   ... run on d.device, measure with d.account->ledger() ...
-//   oomguard::CollectBackendStats("cuda", &measurement);
+//   oomguard::BackendSession backend("cuda", limits);  // cap set, cache emptied, phases followed
+//   ... run on backend.device(), measure with backend.account().ledger() ...
+//   backend.Collect(&measurement);                      // cuda: the allocator's peaks by phase
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include <c10/core/Device.h>
@@ -17,20 +18,32 @@
 
 namespace oomguard {
 
-struct BackendDevice {
-  c10::Device device;
-  DeviceAccount* account;
-};
-
 // cpu and meta always; cuda when this build has it (OOMGUARD_WITH_CUDA) and a GPU is visible.
 bool BackendAvailable(const std::string& backend, std::string* why);
 
-// meta: registers oomguard's Meta kernels. cuda: initialises CUDA, caps the caching allocator at
-// limits.cap_bytes (the whole device when the cap is larger), attaches the ledger feed and empties the
-// cache and its statistics (Note [The cuda ledger], allocators/cuda/cuda_ledger.h).
-BackendDevice PrepareBackend(const std::string& backend, const Limits& limits);
+class BackendSession {
+ public:
+  // meta: registers oomguard's Meta kernels. cuda: initialises CUDA, caps the caching allocator at
+  // limits.cap_bytes (the whole device when the cap is larger), attaches the ledger feed, empties the
+  // cache and its statistics, and follows the ledger's phases (Note [The cuda ledger],
+  // allocators/cuda/cuda_ledger.h).
+  BackendSession(const std::string& backend, const Limits& limits);
+  ~BackendSession();
+  BackendSession(const BackendSession&) = delete;
+  BackendSession& operator=(const BackendSession&) = delete;
 
-// cuda: the allocator's peaks, retries and OOMs into m->cuda. Nothing on cpu and meta.
-void CollectBackendStats(const std::string& backend, VariantMeasurement* m);
+  const c10::Device& device() const { return device_; }
+  DeviceAccount& account() const { return *account_; }
+
+  // cuda: the allocator's peaks (overall and by phase), retries and OOMs into m->cuda; call once, after
+  // the run. Nothing on cpu and meta.
+  void Collect(VariantMeasurement* m);
+
+ private:
+  struct CudaState;
+  c10::Device device_;
+  DeviceAccount* account_;
+  std::unique_ptr<CudaState> cuda_;  // cuda only
+};
 
 }  // namespace oomguard

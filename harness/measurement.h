@@ -40,6 +40,12 @@ struct OomReport {
   LiveBreakdown live;
 };
 
+// The caching allocator's peaks while one phase was current (its largest occurrence).
+struct CudaPhaseMeasurement {
+  std::string phase;
+  int64_t allocated_bytes = 0, reserved_bytes = 0, active_bytes = 0, requested_bytes = 0;
+};
+
 // What only a GPU has: the caching allocator's statistics (cuda backend only).
 struct CudaMeasurement {
   int64_t allocated_peak_bytes = 0;  // blocks handed out, rounded up to 512 bytes and more
@@ -48,6 +54,7 @@ struct CudaMeasurement {
   int64_t requested_peak_bytes = 0;  // what was asked for: the ledger's peak, counted by the allocator
   int64_t alloc_retries = 0;         // allocations that emptied the cache and tried again
   int64_t ooms = 0;
+  std::vector<CudaPhaseMeasurement> phases;  // in order of first entry
   // Fragmentation at the peak: reserved_peak_bytes - allocated_peak_bytes (both peaks, as PyTorch reports them).
 };
 

@@ -45,6 +45,15 @@ json MeasurementToJson(const VariantMeasurement& m) {
                  {"fragmentation_at_peak_bytes", c.reserved_peak_bytes - c.allocated_peak_bytes},
                  {"alloc_retries", c.alloc_retries},
                  {"ooms", c.ooms}};
+    json phases_json = json::array();
+    for (const CudaPhaseMeasurement& p : c.phases) {
+      phases_json.push_back({{"phase", p.phase},
+                             {"allocated_peak_bytes", p.allocated_bytes},
+                             {"reserved_peak_bytes", p.reserved_bytes},
+                             {"active_peak_bytes", p.active_bytes},
+                             {"requested_peak_bytes", p.requested_bytes}});
+    }
+    j["cuda"]["phases"] = phases_json;
   }
   json iterations = json::array();
   for (const IterationMeasurement& it : m.iterations) {
@@ -116,7 +125,13 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
       const json& c = j.at("cuda");
       m->cuda = CudaMeasurement{c.at("allocated_peak_bytes").get<int64_t>(), c.at("reserved_peak_bytes").get<int64_t>(),
                                 c.at("active_peak_bytes").get<int64_t>(),    c.at("requested_peak_bytes").get<int64_t>(),
-                                c.at("alloc_retries").get<int64_t>(),        c.at("ooms").get<int64_t>()};
+                                c.at("alloc_retries").get<int64_t>(),        c.at("ooms").get<int64_t>(),
+                                {}};
+      for (const json& p : c.at("phases")) {
+        m->cuda->phases.push_back({p.at("phase").get<std::string>(), p.at("allocated_peak_bytes").get<int64_t>(),
+                                   p.at("reserved_peak_bytes").get<int64_t>(), p.at("active_peak_bytes").get<int64_t>(),
+                                   p.at("requested_peak_bytes").get<int64_t>()});
+      }
     }
     if (j.contains("live_at_peak_by_origin")) {  // absent in results written before it existed
       for (const json& p : j.at("live_at_peak_by_origin")) {

@@ -63,10 +63,10 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& s, c
 // One variant's run: the loop of scenario.h's LoopSpec with the knobs of PitfallSpec.
 class VariantRun {
  public:
-  VariantRun(const VariantSpec& spec, const MeasureOptions& options, const BackendDevice& backend, LayerTrace* trace,
+  VariantRun(const VariantSpec& spec, const MeasureOptions& options, const BackendSession& backend, LayerTrace* trace,
              VariantMeasurement* m)
-      : spec_(spec), options_(options), ledger_(backend.account->ledger()), trace_(trace), m_(*m) {
-    device_options_ = at::TensorOptions().device(backend.device);
+      : spec_(spec), options_(options), ledger_(backend.account().ledger()), trace_(trace), m_(*m) {
+    device_options_ = at::TensorOptions().device(backend.device());
   }
 
   void Run() {
@@ -329,8 +329,8 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
   m.card = options.limits.card;
   m.cap_bytes = options.limits.cap_bytes;
   m.attention = AttentionImplementations(spec.model);
-  const BackendDevice backend = PrepareBackend(options.backend, options.limits);
-  DeviceAccount& account = *backend.account;
+  BackendSession backend(options.backend, options.limits);
+  DeviceAccount& account = backend.account();
   const auto start = std::chrono::steady_clock::now();
   {
     ScopedLimits limits(account, options.limits);
@@ -356,7 +356,7 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
     m.transfers = transfers.count();
     m.transfer_bytes = transfers.bytes();
     m.ledger = account.ledger().Snapshot();
-    CollectBackendStats(options.backend, &m);
+    backend.Collect(&m);
     if (options.limits.faults) m.injected = options.limits.faults->failures();
   }
   m.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

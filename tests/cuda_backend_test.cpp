@@ -55,6 +55,12 @@ TEST(CudaBackendOnGpu, LedgerCountsTheRequestedBytesTheAllocatorReports) {
   EXPECT_GE(m.cuda->allocated_peak_bytes, m.cuda->requested_peak_bytes);  // rounded up to 512 bytes
   EXPECT_GE(m.cuda->reserved_peak_bytes, m.cuda->allocated_peak_bytes);
   EXPECT_EQ(m.cuda->ooms, 0);
+  // Phase by phase too: both peaks start from what is live when the phase begins.
+  ASSERT_EQ(m.cuda->phases.size(), m.ledger.phase_peaks.size());
+  for (size_t i = 0; i < m.ledger.phase_peaks.size(); ++i) {
+    EXPECT_EQ(m.cuda->phases[i].phase, m.ledger.phase_peaks[i].phase);
+    EXPECT_EQ(m.cuda->phases[i].requested_bytes, m.ledger.phase_peaks[i].peak_bytes) << m.cuda->phases[i].phase;
+  }
   EXPECT_EQ(m.transfers, 2);  // each iteration's batch, copied from the host
   // Parameters, gradients and Adam state are the same tensors as on cpu.
   const VariantMeasurement cpu = MeasureVariant(TinyMlp(), MeasureOptions{"cpu", LimitsForCard(*t4)});

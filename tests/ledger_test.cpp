@@ -200,3 +200,24 @@ TEST(Ledger, ConcurrentChargesNeverExceedTheLimit) {
 
 }  // namespace
 }  // namespace oomguard
+
+namespace oomguard {
+namespace {
+
+TEST(Ledger, APhaseListenerHearsEachChangeBeforeItHappens) {
+  Ledger ledger;
+  std::vector<std::string> heard;
+  ledger.SetPhaseListener([&](const std::string& ending, const std::string& starting) {
+    heard.push_back(ending + ">" + starting + "@" + ledger.phase());
+  });
+  ledger.SetPhase("forward");
+  ledger.SetPhase("backward");
+  ledger.SetPhase("backward");  // the same phase again is still a call
+  ledger.SetPhaseListener({});
+  ledger.SetPhase("optimizer");
+  EXPECT_EQ(heard, (std::vector<std::string>{"setup>forward@setup", "forward>backward@forward",
+                                              "backward>backward@backward"}));
+}
+
+}  // namespace
+}  // namespace oomguard

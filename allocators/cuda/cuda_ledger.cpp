@@ -1,5 +1,6 @@
 #include "allocators/cuda/cuda_ledger.h"
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 
@@ -73,6 +74,29 @@ CudaStats ReadCudaStats(int device) {
   out.alloc_retries = s.num_alloc_retries;
   out.ooms = s.num_ooms;
   return out;
+}
+
+CudaPhasePeaks::CudaPhasePeaks(Ledger& ledger, int device) : ledger_(ledger), device_(device) {
+  cca::resetPeakStats(static_cast<c10::DeviceIndex>(device_));
+  ledger_.SetPhaseListener([this](const std::string& ending, const std::string&) { Close(ending); });
+}
+
+CudaPhasePeaks::~CudaPhasePeaks() { ledger_.SetPhaseListener({}); }
+
+void CudaPhasePeaks::Close(const std::string& phase) {
+  const CudaStats s = ReadCudaStats(device_);
+  auto it = std::find_if(phases_.begin(), phases_.end(), [&](const CudaPhasePeak& p) { return p.phase == phase; });
+  if (it == phases_.end()) it = phases_.insert(phases_.end(), CudaPhasePeak{phase});
+  it->allocated_bytes = std::max(it->allocated_bytes, s.allocated_peak_bytes);
+  it->reserved_bytes = std::max(it->reserved_bytes, s.reserved_peak_bytes);
+  it->active_bytes = std::max(it->active_bytes, s.active_peak_bytes);
+  it->requested_bytes = std::max(it->requested_bytes, s.requested_peak_bytes);
+  cca::resetPeakStats(static_cast<c10::DeviceIndex>(device_));
+}
+
+std::vector<CudaPhasePeak> CudaPhasePeaks::Finish() {
+  Close(ledger_.phase());
+  return phases_;
 }
 
 }  // namespace oomguard

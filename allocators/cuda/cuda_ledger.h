@@ -20,6 +20,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "allocators/device_account.h"
 
@@ -47,5 +49,31 @@ struct CudaStats {
 };
 
 CudaStats ReadCudaStats(int device);
+
+// The caching allocator's peaks phase by phase, following a ledger's phases: at each phase change the
+// peaks since the previous change go to the phase that ends (the larger, when a phase recurs), and the
+// allocator's peaks restart from the bytes held now. So the overall peaks are the largest phase's.
+struct CudaPhasePeak {
+  std::string phase;
+  int64_t allocated_bytes = 0, reserved_bytes = 0, active_bytes = 0, requested_bytes = 0;
+};
+
+class CudaPhasePeaks {
+ public:
+  CudaPhasePeaks(Ledger& ledger, int device);  // listens to the ledger's phases from now on
+  ~CudaPhasePeaks();                          // stops listening
+  CudaPhasePeaks(const CudaPhasePeaks&) = delete;
+  CudaPhasePeaks& operator=(const CudaPhasePeaks&) = delete;
+
+  // Closes the current phase; the phases in order of first entry.
+  std::vector<CudaPhasePeak> Finish();
+
+ private:
+  void Close(const std::string& phase);
+
+  Ledger& ledger_;
+  int device_;
+  std::vector<CudaPhasePeak> phases_;
+};
 
 }  // namespace oomguard

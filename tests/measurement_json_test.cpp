@@ -1,0 +1,41 @@
+// Measurements cross the process boundary as JSON (harness/measurement_json.h): what the child writes,
+// the parent reads back unchanged, cuda statistics included.
+#include "harness/measurement_json.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/report_fixture.h"
+
+namespace oomguard {
+namespace {
+
+TEST(MeasurementJson, CudaStatisticsAndOriginsRoundTrip) {
+  VariantMeasurement m = testing::SampleMeasurement("pitfall", 1);
+  m.backend = "cuda";
+  m.cuda = CudaMeasurement{4096, 2097152, 4096, 4000, 1, 0, {}};
+  m.cuda->phases = {{"forward", 2048, 2097152, 2048, 2000}, {"backward", 4096, 2097152, 4096, 4000}};
+  const nlohmann::json j = MeasurementToJson(m);
+  EXPECT_EQ(j.at("cuda").at("fragmentation_at_peak_bytes"), 2097152 - 4096);
+  VariantMeasurement back;
+  std::string error;
+  ASSERT_TRUE(MeasurementFromJson(j, &back, &error)) << error;
+  ASSERT_TRUE(back.cuda.has_value());
+  EXPECT_EQ(back.cuda->allocated_peak_bytes, 4096);
+  EXPECT_EQ(back.cuda->reserved_peak_bytes, 2097152);
+  EXPECT_EQ(back.cuda->requested_peak_bytes, 4000);
+  EXPECT_EQ(back.cuda->alloc_retries, 1);
+  ASSERT_EQ(back.cuda->phases.size(), 2u);
+  EXPECT_EQ(back.cuda->phases[1].phase, "backward");
+  EXPECT_EQ(back.cuda->phases[1].requested_bytes, 4000);
+  ASSERT_EQ(back.ledger.peak_by_origin.size(), m.ledger.peak_by_origin.size());
+  EXPECT_EQ(back.ledger.peak_by_origin[1].peak_bytes, m.ledger.peak_by_origin[1].peak_bytes);
+  EXPECT_EQ(MeasurementToJson(back), j);
+}
+
+TEST(MeasurementJson, NoCudaObjectOffCuda) {
+  const nlohmann::json j = MeasurementToJson(testing::SampleMeasurement("fixed", 1));
+  EXPECT_FALSE(j.contains("cuda"));
+}
+
+}  // namespace
+}  // namespace oomguard
