@@ -14,8 +14,7 @@ namespace oomguard {
 
 #ifdef OOMGUARD_WITH_CUDA
 struct BackendSession::CudaState {
-  explicit CudaState(Ledger& ledger) : phases(ledger, 0) {}
-  CudaPhasePeaks phases;
+  std::unique_ptr<CudaPhasePeaks> phases;  // from BeginMeasurement on
 };
 #else
 struct BackendSession::CudaState {};
@@ -48,7 +47,7 @@ BackendSession::BackendSession(const std::string& backend, const Limits& limits)
     ResetCudaAllocator(0);
     device_ = c10::Device(c10::kCUDA, 0);
     account_ = &CudaAccount();
-    cuda_ = std::make_unique<CudaState>(account_->ledger());
+    cuda_ = std::make_unique<CudaState>();
     return;
   }
 #endif
@@ -57,11 +56,17 @@ BackendSession::BackendSession(const std::string& backend, const Limits& limits)
 
 BackendSession::~BackendSession() = default;
 
+void BackendSession::BeginMeasurement() {
+#ifdef OOMGUARD_WITH_CUDA
+  if (cuda_) cuda_->phases = std::make_unique<CudaPhasePeaks>(account_->ledger(), 0);
+#endif
+}
+
 void BackendSession::Collect(VariantMeasurement* m) {
 #ifdef OOMGUARD_WITH_CUDA
-  if (!cuda_) return;
+  if (!cuda_ || !cuda_->phases) return;
   CudaMeasurement c;
-  for (const CudaPhasePeak& p : cuda_->phases.Finish()) {
+  for (const CudaPhasePeak& p : cuda_->phases->Finish()) {
     c.phases.push_back({p.phase, p.allocated_bytes, p.reserved_bytes, p.active_bytes, p.requested_bytes});
     // Peaks restart at every phase change, so the overall ones are the largest phase's.
     c.allocated_peak_bytes = std::max(c.allocated_peak_bytes, p.allocated_bytes);

@@ -3,7 +3,9 @@
 //
 //   std::string why;
 //   if (!oomguard::BackendAvailable("cuda", &why)) { ... UNSUPPORTED, because `why` ... }
-//   oomguard::BackendSession backend("cuda", limits);  // cap set, cache emptied, phases followed
+//   oomguard::BackendSession backend("cuda", limits);  // cap set, cache emptied
+//   backend.account().ledger().ResetStatistics();
+//   backend.BeginMeasurement();                        // cuda: phases followed from here
 //   ... run on backend.device(), measure with backend.account().ledger() ...
 //   backend.Collect(&measurement);                      // cuda: the allocator's peaks by phase
 #pragma once
@@ -24,13 +26,15 @@ bool BackendAvailable(const std::string& backend, std::string* why);
 class BackendSession {
  public:
   // meta: registers oomguard's Meta kernels. cuda: initialises CUDA, caps the caching allocator at
-  // limits.cap_bytes (the whole device when the cap is larger), attaches the ledger feed, empties the
-  // cache and its statistics, and follows the ledger's phases (Note [The cuda ledger],
-  // allocators/cuda/cuda_ledger.h).
+  // limits.cap_bytes (the whole device when the cap is larger), attaches the ledger feed and empties
+  // the cache and its statistics (Note [The cuda ledger], allocators/cuda/cuda_ledger.h).
   BackendSession(const std::string& backend, const Limits& limits);
   ~BackendSession();
   BackendSession(const BackendSession&) = delete;
   BackendSession& operator=(const BackendSession&) = delete;
+
+  // Call after the ledger's statistics were reset for the variant: cuda follows its phases from here.
+  void BeginMeasurement();
 
   const c10::Device& device() const { return device_; }
   DeviceAccount& account() const { return *account_; }

@@ -337,6 +337,7 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
     account.ledger().EnableTimeline(options.timeline_points);
     account.ledger().SetPhase("setup");
     account.ledger().ResetStatistics();
+    backend.BeginMeasurement();
     TransferCounter transfers;
     LayerTrace trace;
     std::optional<HostScalarCopies> host_scalars;  // Note [Host scalars]
