@@ -180,7 +180,12 @@ LedgerStats Ledger::Snapshot() const {
     for (int index : phase_entry_order_) {
       stats.phase_peaks.push_back({phase_names_[index], phase_peak_bytes_[index].load(std::memory_order_relaxed)});
     }
-    for (size_t index = 0; index < phase_names_.size(); ++index) {
+    // Phases entered since the reset first, in that order (as phase_peaks), then older origins.
+    std::vector<int> order = phase_entry_order_;
+    for (int index = 0; index < static_cast<int>(phase_names_.size()); ++index) {
+      if (std::find(order.begin(), order.end(), index) == order.end()) order.push_back(index);
+    }
+    for (int index : order) {
       const int64_t bytes = peak_by_origin_[index].load(std::memory_order_relaxed);
       if (bytes != 0) stats.peak_by_origin.push_back({phase_names_[index], bytes});
     }

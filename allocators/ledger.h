@@ -53,8 +53,9 @@ struct LedgerStats {
   std::vector<TimelinePoint> timeline;  // empty unless EnableTimeline
   int64_t timeline_stride = 1;        // events per timeline point (doubles as the timeline fills)
   std::vector<PhaseMark> phase_marks;   // phase changes, for timeline plots
-  // At peak_bytes: the live bytes by the phase that allocated them (only phases with bytes, in order
-  // of first entry); they sum to peak_bytes when every release named its origin.
+  // At peak_bytes: the live bytes by the phase that allocated them (only phases with bytes; those
+  // entered since the reset first, in phase_peaks' order); they sum to peak_bytes when every release
+  // named its origin.
   std::vector<PhasePeak> peak_by_origin;
 };
 
