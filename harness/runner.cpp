@@ -13,7 +13,7 @@
 
 #include <ATen/Parallel.h>
 
-#include "harness/backend_device.h"
+#include "harness/backend_session.h"
 #include "harness/baseline_diff.h"
 #include "harness/child_process.h"
 #include "harness/measurement_json.h"

@@ -11,7 +11,7 @@
 
 #include "allocators/cpu_tracking_allocator.h"
 #include "allocators/install.h"
-#include "harness/backend_device.h"
+#include "harness/backend_session.h"
 #include "harness/checkpoint.h"
 #include "harness/error_category.h"
 #include "harness/host_scalars.h"

@@ -4,7 +4,7 @@
 
 #include "allocators/cards.h"
 #include "allocators/cuda/cuda_cap.h"
-#include "harness/backend_device.h"
+#include "harness/backend_session.h"
 #include "harness/workload.h"
 
 namespace oomguard {

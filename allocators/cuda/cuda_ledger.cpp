@@ -69,8 +69,6 @@ CudaStats ReadCudaStats(int device) {
   out.reserved_peak_bytes = s.reserved_bytes[kAggregate].peak;
   out.active_peak_bytes = s.active_bytes[kAggregate].peak;
   out.requested_peak_bytes = s.requested_bytes[kAggregate].peak;
-  out.allocated_bytes = s.allocated_bytes[kAggregate].current;
-  out.reserved_bytes = s.reserved_bytes[kAggregate].current;
   out.alloc_retries = s.num_alloc_retries;
   out.ooms = s.num_ooms;
   return out;

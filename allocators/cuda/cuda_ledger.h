@@ -42,8 +42,6 @@ struct CudaStats {
   int64_t reserved_peak_bytes = 0;   // segments held from the driver: what the cap limits
   int64_t active_peak_bytes = 0;     // allocated plus blocks freed but still in use on a stream
   int64_t requested_peak_bytes = 0;  // what callers asked for
-  int64_t allocated_bytes = 0;       // now
-  int64_t reserved_bytes = 0;        // now
   int64_t alloc_retries = 0;         // allocations that freed the cache and tried again
   int64_t ooms = 0;
 };

@@ -1,4 +1,4 @@
-#include "harness/backend_device.h"
+#include "harness/backend_session.h"
 
 #include <algorithm>
 
