@@ -102,4 +102,24 @@ std::string OutOfMemoryMessage(std::string_view device_name, const Limits& limit
   return m;
 }
 
+std::string SimulatedCudaOomMessage(const Limits& limits, int64_t requested_bytes, int64_t live_bytes,
+                                    std::string_view pytorch_message) {
+  std::string where = limits.card.empty() ? "a GPU capped at " + FormatBytes(limits.cap_bytes)
+                                          : "the simulated " + limits.card;
+  std::string m = "CUDA out of memory on " + where + " (oomguard cap): tried to allocate " +
+                  FormatBytes(requested_bytes) + " with " + FormatBytes(live_bytes) + " live in tensors. ";
+  if (!limits.card.empty()) {
+    m += "The cap is " + FormatBytes(limits.cap_bytes) + " (" + std::to_string(limits.cap_bytes) + " bytes): the " +
+         limits.card + "'s " + FormatBytes(limits.card_total_bytes) + " minus " + FormatBytes(limits.context_bytes) +
+         " of modelled CUDA context. ";
+  }
+  // Note [The cuda cap is on reserved bytes]: the memory fraction limits the segments the caching
+  // allocator holds, so its cache and its rounding count against the cap too, and an OOM can come with
+  // fewer live tensor bytes than the cap.
+  m += "PyTorch's caching allocator applies it to its reserved memory (tensors, rounding and cache). "
+       "PyTorch's message, which names the physical GPU: ";
+  m += pytorch_message;
+  return m;
+}
+
 }  // namespace oomguard

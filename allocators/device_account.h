@@ -100,4 +100,9 @@ class ScopedLimits {
 std::string OutOfMemoryMessage(std::string_view device_name, const Limits& limits, int64_t requested_bytes,
                                int64_t live_bytes, const InjectedFailure* injected);
 
+// A cuda OOM under the cap: the simulated card and cap first, then PyTorch's own message, which names
+// the physical GPU and its capacity (the cap shows there as the "allowed" memory).
+std::string SimulatedCudaOomMessage(const Limits& limits, int64_t requested_bytes, int64_t live_bytes,
+                                    std::string_view pytorch_message);
+
 }  // namespace oomguard

@@ -3,7 +3,8 @@
 # the catalog on cuda, cpu and meta, and write the fidelity table (each variant's cpu and meta peaks
 # against the cuda run's). Uses binaries from ci/gpu_bundle.sh; needs no compiler and no network.
 #   ci/gpu_check.sh BUNDLE_DIR OUT_DIR
-# OUT_DIR receives: version.txt, gpu-tests.txt, {cuda,cpu,meta}.json, fidelity.txt, fidelity.md.
+# OUT_DIR receives: version.txt, gpu-tests.txt, {cuda,cpu,meta}.json, fidelity.txt, fidelity.md,
+# fit-{cuda,meta}.json and fit-boundary.md (the largest batch that fits two cards, cuda against meta).
 # Exit code: that of the GPU tests, else 0 (the fidelity table is a report, read it).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,4 +34,25 @@ tests_rc=${PIPESTATUS[0]}
 "$og" run --backend meta --jobs "$jobs" --json "$out/meta.json" > "$out/meta.txt" 2>&1
 tail -3 "$out/cuda.txt" "$out/cpu.txt" "$out/meta.txt"
 "$og" compare "$out/cpu.json" "$out/meta.json" "$out/cuda.json" --md "$out/fidelity.md" | tee "$out/fidelity.txt"
+
+# The OOM boundary: where meta predicts a batch stops fitting, against where it stops on the GPU.
+fit_scenario="${OOMGUARD_FIT_SCENARIO:-forgotten-no-grad}" fit_cards="${OOMGUARD_FIT_CARDS:-t4,a10}"
+for backend in cuda meta; do
+  "$og" fit "$fit_scenario" --cards "$fit_cards" --max 4194304 --backend "$backend" --json "$out/fit-$backend.json" \
+    > "$out/fit-$backend.txt" 2>&1
+done
+python3 - "$out/fit-meta.json" "$out/fit-cuda.json" > "$out/fit-boundary.md" <<'PY'
+import json, sys
+meta, cuda = (json.load(open(path))["fit"] for path in sys.argv[1:3])
+def cells(fit):
+    return {(v["variant"], c["card"] or str(c["cap_bytes"])): c for v in fit["variants"] for c in v["cards"]}
+m, c = cells(meta), cells(cuda)
+print(f"{meta['scenario']}: the largest {meta['knob_field']} that fits, meta against cuda\n")
+print("| variant | card | meta | cuda | difference |\n|---|---|---|---|---|")
+for key in m:
+    a, b = m[key]["max_value"], c.get(key, {}).get("max_value")
+    diff = "-" if a is None or b is None else f"{b - a:+d} ({100.0 * (b - a) / a:+.1f}%)"
+    print(f"| {key[0]} | {key[1]} | {a} | {b} | {diff} |")
+PY
+cat "$out/fit-boundary.md"
 exit "$tests_rc"

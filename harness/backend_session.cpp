@@ -8,6 +8,8 @@
 #ifdef OOMGUARD_WITH_CUDA
 #include "allocators/cuda/cuda_cap.h"
 #include "allocators/cuda/cuda_ledger.h"
+#include "allocators/cuda/cuda_warm_up.h"
+#include "harness/cuda_transfer_timer.h"
 #endif
 
 namespace oomguard {
@@ -15,6 +17,8 @@ namespace oomguard {
 #ifdef OOMGUARD_WITH_CUDA
 struct BackendSession::CudaState {
   std::unique_ptr<CudaPhasePeaks> phases;  // from BeginMeasurement on
+  std::unique_ptr<CudaTransferTimer> transfers;
+  CudaStats at_start;
 };
 #else
 struct BackendSession::CudaState {};
@@ -31,6 +35,12 @@ bool BackendAvailable(const std::string& backend, std::string* why) {
   return false;
 }
 
+std::string ResolveBackend(const std::string& requested) {
+  if (requested != "auto") return requested;
+  std::string ignored;
+  return BackendAvailable("cuda", &ignored) ? "cuda" : "cpu";
+}
+
 BackendSession::BackendSession(const std::string& backend, const Limits& limits)
     : device_(c10::kCPU), account_(&CpuAccount()) {
   if (backend == "meta") {
@@ -44,6 +54,10 @@ BackendSession::BackendSession(const std::string& backend, const Limits& limits)
     TORCH_CHECK(!limits.faults, "oomguard: --inject is not supported on the cuda backend yet");
     ApplyCudaCap(limits.cap_bytes, 0);
     AttachCudaLedgerFeed(CudaAccount());
+    {
+      CudaLedgerFeedPause pause;  // Note [Library workspaces on cuda]
+      WarmUpCudaLibraries(0);
+    }
     ResetCudaAllocator(0);
     device_ = c10::Device(c10::kCUDA, 0);
     account_ = &CudaAccount();
@@ -58,7 +72,10 @@ BackendSession::~BackendSession() = default;
 
 void BackendSession::BeginMeasurement() {
 #ifdef OOMGUARD_WITH_CUDA
-  if (cuda_) cuda_->phases = std::make_unique<CudaPhasePeaks>(account_->ledger(), 0);
+  if (!cuda_) return;
+  cuda_->at_start = ReadCudaStats(0);
+  cuda_->phases = std::make_unique<CudaPhasePeaks>(account_->ledger(), 0);
+  cuda_->transfers = std::make_unique<CudaTransferTimer>();
 #endif
 }
 
@@ -77,6 +94,11 @@ void BackendSession::Collect(VariantMeasurement* m) {
   const CudaStats totals = ReadCudaStats(0);
   c.alloc_retries = totals.alloc_retries;
   c.ooms = totals.ooms;
+  c.allocated_at_start_bytes = cuda_->at_start.allocated_current_bytes;
+  c.reserved_at_start_bytes = cuda_->at_start.reserved_current_bytes;
+  c.timed_transfers = cuda_->transfers->copies();
+  c.transfer_ms = cuda_->transfers->TotalMilliseconds();
+  cuda_->transfers.reset();
   m->cuda = std::move(c);
 #else
   (void)m;

@@ -23,11 +23,15 @@ namespace oomguard {
 // cpu and meta always; cuda when this build has it (OOMGUARD_WITH_CUDA) and a GPU is visible.
 bool BackendAvailable(const std::string& backend, std::string* why);
 
+// `--backend auto`: cuda when it is available, else cpu. Other names come back unchanged.
+std::string ResolveBackend(const std::string& requested);
+
 class BackendSession {
  public:
   // meta: registers oomguard's Meta kernels. cuda: initialises CUDA, caps the caching allocator at
   // limits.cap_bytes (the whole device when the cap is larger), attaches the ledger feed and empties
-  // the cache and its statistics (Note [The cuda ledger], allocators/cuda/cuda_ledger.h).
+  // the cache and its statistics (Note [The cuda ledger], allocators/cuda/cuda_ledger.h), after taking
+  // the CUDA libraries' workspaces outside the ledger (Note [Library workspaces on cuda]).
   BackendSession(const std::string& backend, const Limits& limits);
   ~BackendSession();
   BackendSession(const BackendSession&) = delete;
@@ -39,8 +43,8 @@ class BackendSession {
   const c10::Device& device() const { return device_; }
   DeviceAccount& account() const { return *account_; }
 
-  // cuda: the allocator's peaks (overall and by phase), retries and OOMs into m->cuda; call once, after
-  // the run. Nothing on cpu and meta.
+  // cuda: the allocator's peaks (overall and by phase), retries, OOMs, what it held at the start and the
+  // host-to-device copies' GPU time into m->cuda; call once, after the run. Nothing on cpu and meta.
   void Collect(VariantMeasurement* m);
 
  private:

@@ -7,6 +7,7 @@
 
 #include "allocators/byte_size.h"
 #include "allocators/cards.h"
+#include "harness/backend_session.h"
 #include "harness/baseline_update.h"
 #include "harness/cli.h"
 #include "harness/runner.h"
@@ -120,10 +121,11 @@ int ExplainCommand(const RunOptions& options, const std::string& name, const std
   out << s.name << ": " << s.summary << "\n\n" << s.teach << "\n\nMeasured now (" << s.file << "):\n";
   RunOptions run = options;
   run.paths = {s.file};
-  // Without --backend, measure where the scenario runs (the large models run on meta only).
+  // Without --backend (or with auto), measure where the scenario runs (the large models run on meta only).
   const auto& backends = s.backends;
-  if (!options.backend_given && !backends.empty() &&
-      std::find(backends.begin(), backends.end(), options.backend) == backends.end()) {
+  run.backend = ResolveBackend(options.backend);
+  if ((!options.backend_given || options.backend == "auto") && !backends.empty() &&
+      std::find(backends.begin(), backends.end(), run.backend) == backends.end()) {
     run.backend = backends.front();
   }
   RunReport report;

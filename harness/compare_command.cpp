@@ -34,8 +34,12 @@ bool LoadComparedRun(const std::string& path, ComparedRun* out, std::string* err
           const nlohmann::json& m = v.at("measurement");
           e.peak_bytes = m.at("peak_bytes").get<int64_t>();
           if (m.contains("cuda")) {
-            e.cuda_allocated_peak = m.at("cuda").at("allocated_peak_bytes").get<int64_t>();
-            e.cuda_reserved_peak = m.at("cuda").at("reserved_peak_bytes").get<int64_t>();
+            const nlohmann::json& c = m.at("cuda");
+            e.cuda_allocated_peak = c.at("allocated_peak_bytes").get<int64_t>();
+            e.cuda_reserved_peak = c.at("reserved_peak_bytes").get<int64_t>();
+            if (c.contains("requested_peak_bytes")) e.cuda_requested_peak = c.at("requested_peak_bytes").get<int64_t>();
+            e.cuda_allocated_at_start = c.value("allocated_at_start_bytes", int64_t{0});
+            e.cuda_reserved_at_start = c.value("reserved_at_start_bytes", int64_t{0});
           }
         }
         out->entries.push_back(std::move(e));
@@ -64,8 +68,10 @@ int ReferenceIndex(const std::string& reference, const std::vector<ComparedRun>&
   return -1;
 }
 
-// A cuda run's allocator peaks as two more columns after it: "cuda allocated", "cuda reserved".
-// Returns the new index of the column at `index` (its allocated column when it has one).
+// A cuda run's allocator peaks as two more columns after it: "cuda allocated", "cuda reserved", net of
+// what the allocator held before the variant began. The allocated column's entries carry the requested
+// peak (net too), which itemises its differences. Returns the new index of the column at `index` (its
+// allocated column when it has one).
 size_t AddAllocatorColumns(std::vector<ComparedRun>* runs, size_t reference) {
   std::vector<ComparedRun> out;
   size_t new_reference = 0;
@@ -79,8 +85,16 @@ size_t AddAllocatorColumns(std::vector<ComparedRun>* runs, size_t reference) {
     for (const bool allocated : {true, false}) {
       ComparedRun column{run.label + (allocated ? " allocated" : " reserved"), run.backend, allocated, {}};
       for (const ComparedRun::Entry& e : run.entries) {
-        column.entries.push_back({e.scenario, e.variant, allocated ? e.cuda_allocated_peak : e.cuda_reserved_peak,
-                                  std::nullopt, std::nullopt});
+        const auto net = [](std::optional<int64_t> peak, int64_t held) {
+          return peak ? std::optional<int64_t>(*peak - held) : std::nullopt;
+        };
+        ComparedRun::Entry cell{e.scenario, e.variant};
+        cell.peak_bytes = allocated ? net(e.cuda_allocated_peak, e.cuda_allocated_at_start)
+                                    : net(e.cuda_reserved_peak, e.cuda_reserved_at_start);
+        if (allocated) cell.cuda_requested_peak = net(e.cuda_requested_peak, e.cuda_allocated_at_start);
+        cell.cuda_allocated_at_start = e.cuda_allocated_at_start;
+        cell.cuda_reserved_at_start = e.cuda_reserved_at_start;
+        column.entries.push_back(std::move(cell));
       }
       out.push_back(std::move(column));
       if (i == reference && allocated) new_reference = out.size() - 1;

@@ -5,6 +5,10 @@
 //   oomguard compare cpu.json meta.json              # meta is the reference: the last file
 //   oomguard compare cpu.json meta.json cuda.json    # the GPU check's fidelity table
 //
+// The allocator columns are net of what it held before the variant began (the CUDA libraries'
+// workspaces, Note [Library workspaces on cuda]): the scenario's own bytes. A row past the tolerance
+// against a cuda allocated peak is itemised: rounding (allocated - requested peak) and what the kernels
+// asked for (cuda requested peak - the other run's peak).
 // Rows are the variants of the first file, in order; a variant missing from a file, or without a
 // measurement there, shows "-". A cuda run adds two columns, its allocator's allocated and reserved
 // peaks, and when it is the reference the others are measured against its allocated peak (the
@@ -37,6 +41,9 @@ struct ComparedRun {
     std::optional<int64_t> peak_bytes;            // absent: no measurement
     std::optional<int64_t> cuda_allocated_peak;   // cuda runs: the caching allocator's peaks
     std::optional<int64_t> cuda_reserved_peak;
+    std::optional<int64_t> cuda_requested_peak;
+    int64_t cuda_allocated_at_start = 0;          // held before the variant began (library workspaces)
+    int64_t cuda_reserved_at_start = 0;
   };
   std::vector<Entry> entries;
 };

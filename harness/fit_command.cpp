@@ -11,6 +11,7 @@
 
 #include "allocators/byte_size.h"
 #include "allocators/cards.h"
+#include "harness/backend_session.h"
 #include "harness/cli.h"
 #include "harness/did_you_mean.h"
 #include "harness/fit_search.h"
@@ -45,10 +46,16 @@ bool ChooseBackend(const std::string& requested, const Scenario& scenario, std::
     return std::find(scenario.backends.begin(), scenario.backends.end(), b) != scenario.backends.end();
   };
   *backend = requested != "auto" ? requested : lists("meta") ? "meta" : "cpu";
-  if (lists(*backend)) return true;
-  *error = "--backend " + *backend + ": scenario '" + scenario.name +
-           "' does not run there (its backends: " + JoinNames(scenario.backends, ", ") + ")";
-  return false;
+  if (!lists(*backend)) {
+    *error = "--backend " + *backend + ": scenario '" + scenario.name +
+             "' does not run there (its backends: " + JoinNames(scenario.backends, ", ") + ")";
+    return false;
+  }
+  if (std::string why; !BackendAvailable(*backend, &why)) {
+    *error = "--backend " + *backend + ": " + why;
+    return false;
+  }
+  return true;
 }
 
 bool SelectVariants(const Scenario& scenario, const std::vector<std::string>& names,

@@ -56,6 +56,12 @@ struct CudaMeasurement {
   int64_t ooms = 0;
   std::vector<CudaPhaseMeasurement> phases;  // in order of first entry
   // Fragmentation at the peak: reserved_peak_bytes - allocated_peak_bytes (both peaks, as PyTorch reports them).
+  // What the allocator held when the measurement began: the CUDA libraries' workspaces (Note [Library
+  // workspaces on cuda], allocators/cuda/cuda_warm_up.h). The peaks above include it, as PyTorch's do.
+  int64_t allocated_at_start_bytes = 0;
+  int64_t reserved_at_start_bytes = 0;
+  int64_t timed_transfers = 0;   // host-to-device copies timed with CUDA events
+  double transfer_ms = 0;        // their GPU time (harness/cuda_transfer_timer.h)
 };
 
 struct VariantMeasurement {

@@ -44,7 +44,11 @@ json MeasurementToJson(const VariantMeasurement& m) {
                  {"requested_peak_bytes", c.requested_peak_bytes},
                  {"fragmentation_at_peak_bytes", c.reserved_peak_bytes - c.allocated_peak_bytes},
                  {"alloc_retries", c.alloc_retries},
-                 {"ooms", c.ooms}};
+                 {"ooms", c.ooms},
+                 {"allocated_at_start_bytes", c.allocated_at_start_bytes},
+                 {"reserved_at_start_bytes", c.reserved_at_start_bytes},
+                 {"timed_transfers", c.timed_transfers},
+                 {"transfer_ms", c.transfer_ms}};
     json phases_json = json::array();
     for (const CudaPhaseMeasurement& p : c.phases) {
       phases_json.push_back({{"phase", p.phase},
@@ -127,6 +131,11 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
                                 c.at("active_peak_bytes").get<int64_t>(),    c.at("requested_peak_bytes").get<int64_t>(),
                                 c.at("alloc_retries").get<int64_t>(),        c.at("ooms").get<int64_t>(),
                                 {}};
+      // Absent from results written before they were measured.
+      m->cuda->allocated_at_start_bytes = c.value("allocated_at_start_bytes", int64_t{0});
+      m->cuda->reserved_at_start_bytes = c.value("reserved_at_start_bytes", int64_t{0});
+      m->cuda->timed_transfers = c.value("timed_transfers", int64_t{0});
+      m->cuda->transfer_ms = c.value("transfer_ms", 0.0);
       for (const json& p : c.at("phases")) {
         m->cuda->phases.push_back({p.at("phase").get<std::string>(), p.at("allocated_peak_bytes").get<int64_t>(),
                                    p.at("reserved_peak_bytes").get<int64_t>(), p.at("active_peak_bytes").get<int64_t>(),

@@ -14,7 +14,7 @@ namespace oomguard {
 struct RunOptions {
   std::vector<std::string> paths;        // scenario files or folders; empty: the built-in catalog
   std::string filter = "*";              // glob on scenario names
-  std::string backend = "cpu";           // cpu | meta | cuda | auto
+  std::string backend = "auto";          // cpu | meta | cuda | auto (cuda when a GPU is visible, else cpu)
   bool backend_given = false;            // --backend was on the command line (explain picks one otherwise)
   std::string card;                      // --card NAME (empty: scenario default, else kDefaultCard)
   std::string cap;                       // --cap SIZE (excludes --card)

@@ -99,8 +99,6 @@ void CompareScenario(const RunOptions& options, ScenarioResult* result) {
   ApplyBaselines(file, path, options.strict, result);
 }
 
-std::string ResolveBackend(const std::string& backend) { return backend == "auto" ? "cpu" : backend; }
-
 struct PendingScenario {
   Scenario scenario;
   ScenarioResult result;

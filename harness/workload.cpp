@@ -350,6 +350,9 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
       m.error = DescribeError(e, trace.Locate());
       if (m.outcome == "oom") {
         const DeviceAccount::Refusal refusal = account.last_refusal();
+        if (options.backend == "cuda" && !refusal.injected) {
+          m.error = SimulatedCudaOomMessage(options.limits, refusal.requested_bytes, refusal.live_bytes, m.error);
+        }
         m.oom = OomReport{refusal.phase,      refusal.requested_bytes, options.limits.cap_bytes, refusal.live_bytes,
                           refusal.injected,   m.error,                 run.Breakdown(refusal.live_bytes)};
       }

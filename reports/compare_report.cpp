@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "allocators/byte_size.h"
 #include "reports/report_format.h"
@@ -25,6 +26,44 @@ std::string CellText(const ComparisonCell& c, bool is_reference) {
   return text + " (" + FormatSignedBytes(*c.delta_bytes) + ", " + FormatPercent(*c.delta_percent) + ")";
 }
 
+// Note [Itemised cuda differences]: allocated - other = (allocated - requested) + (requested - other).
+// The first term is the caching allocator's: blocks rounded up to 512 bytes, and the tail of a segment
+// left unsplit when it is too small to be worth a block. The second is the kernels': the cuda kernels
+// asked for bytes the other backend's kernels did not (cuBLAS/cuDNN workspaces, attention kernels'
+// scratch), or the reverse.
+std::optional<std::string> ExplainAgainstCuda(const std::vector<ComparedRun>& runs, const ComparisonRow& row) {
+  size_t cuda = runs.size();
+  const ComparedRun::Entry* allocated = nullptr;
+  for (size_t i = 0; i < runs.size() && allocated == nullptr; ++i) {
+    const ComparedRun::Entry* e = Find(runs[i], row.scenario, row.variant);
+    if (e && e->cuda_requested_peak && e->peak_bytes && !e->cuda_allocated_peak) {
+      cuda = i;
+      allocated = e;
+    }
+  }
+  if (allocated == nullptr) return std::nullopt;
+  std::string text;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const ComparisonCell& cell = row.cells[i];
+    // The cuda run's own ledger column is its requested bytes: nothing left to itemise against it.
+    if (i == cuda || !runs[i].judged || !cell.peak_bytes || runs[i].backend == runs[cuda].backend) continue;
+    const int64_t rounding = *allocated->peak_bytes - *allocated->cuda_requested_peak;
+    const int64_t kernels = *allocated->cuda_requested_peak - *cell.peak_bytes;
+    text += (text.empty() ? "" : "; ") + runs[cuda].label + " - " + runs[i].label + " = " +
+            FormatSignedBytes(rounding + kernels) + ": " + FormatSignedBytes(rounding) +
+            " allocator rounding (512-byte blocks, unsplit segment tails), " + FormatSignedBytes(kernels) +
+            " asked for by the kernels (cuBLAS/cuDNN workspaces, attention scratch)";
+  }
+  if (text.empty()) return std::nullopt;
+  return text;
+}
+
+std::string HeldAtStartNote(const ComparisonTable& t) {
+  if (t.cuda_held_at_start == 0) return "";
+  return "cuda allocated and reserved are net of what the allocator held before each variant began (up to " +
+         FormatBytes(t.cuda_held_at_start) + ": the CUDA libraries' workspaces).\n";
+}
+
 std::string Summary(const ComparisonTable& t) {
   char tolerance[32];
   std::snprintf(tolerance, sizeof tolerance, "%.1f%%", t.tolerance_percent);
@@ -32,6 +71,17 @@ std::string Summary(const ComparisonTable& t) {
          std::to_string(t.rows_equal) + " equal to the byte, " + std::to_string(t.rows_within) + " within " +
          tolerance + ", " + std::to_string(t.rows_past_tolerance) + " past it (marked !)" +
          (t.rows_not_compared ? ", " + std::to_string(t.rows_not_compared) + " not compared (a peak is missing: -)" : "");
+}
+
+void WriteExplanations(const ComparisonTable& t, std::ostream& out, const std::string& bullet) {
+  bool any = false;
+  for (const ComparisonRow& r : t.rows) {
+    for (const std::string& why : r.explanations) {
+      if (!any) out << "\nPast the tolerance, itemised:\n";
+      any = true;
+      out << bullet << r.scenario << " / " << r.variant << ": " << why << "\n";
+    }
+  }
 }
 
 }  // namespace
@@ -64,7 +114,13 @@ ComparisonTable BuildComparisonTable(const std::vector<ComparedRun>& runs, size_
       }
       row.cells.push_back(cell);
     }
+    for (const ComparedRun& run : runs) {
+      if (const ComparedRun::Entry* e = Find(run, first.scenario, first.variant)) {
+        t.cuda_held_at_start = std::max({t.cuda_held_at_start, e->cuda_allocated_at_start, e->cuda_reserved_at_start});
+      }
+    }
     if (row.past_tolerance) {
+      if (std::optional<std::string> why = ExplainAgainstCuda(runs, row)) row.explanations.push_back(*why);
       ++t.rows_past_tolerance;
     } else if (!all_compared) {
       ++t.rows_not_compared;
@@ -98,7 +154,8 @@ void WriteComparisonTable(const ComparisonTable& t, std::ostream& out) {
     while (!text.empty() && text.back() == ' ') text.pop_back();
     out << text << "\n";
   }
-  out << "\n" << Summary(t) << "\n";
+  out << "\n" << Summary(t) << "\n" << HeldAtStartNote(t);
+  WriteExplanations(t, out, "");
 }
 
 void WriteComparisonMarkdown(const ComparisonTable& t, std::ostream& out) {
@@ -115,7 +172,8 @@ void WriteComparisonMarkdown(const ComparisonTable& t, std::ostream& out) {
     for (size_t i = 0; i < r.cells.size(); ++i) out << " " << CellText(r.cells[i], i == t.reference) << " |";
     out << "\n";
   }
-  out << "\n" << Summary(t) << "\n";
+  out << "\n" << Summary(t) << "\n" << HeldAtStartNote(t);
+  WriteExplanations(t, out, "- ");
 }
 
 }  // namespace oomguard

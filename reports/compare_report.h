@@ -23,6 +23,8 @@ struct ComparisonRow {
   std::string scenario, variant;
   std::vector<ComparisonCell> cells;  // one per run, in file order
   bool past_tolerance = false;
+  // Past the tolerance with a cuda allocated column: one line per other run, the difference itemised.
+  std::vector<std::string> explanations;
 };
 
 struct ComparisonTable {
@@ -35,6 +37,7 @@ struct ComparisonTable {
   int rows_within = 0;          // different, but within the tolerance
   int rows_past_tolerance = 0;
   int rows_not_compared = 0;    // a peak missing on one side (and none past the tolerance)
+  int64_t cuda_held_at_start = 0;  // the most a cuda run's allocator held before a variant began
 };
 
 ComparisonTable BuildComparisonTable(const std::vector<ComparedRun>& runs, size_t reference, double tolerance_percent);

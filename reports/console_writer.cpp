@@ -68,6 +68,23 @@ std::string Code(ResultCode code, const ConsoleStyle& style, size_t width) {
   return colour + padded + "\033[0m";
 }
 
+// What PyTorch users read in torch.cuda.memory_stats(), for the cuda backend.
+void WriteCudaLine(const CudaMeasurement& c, std::ostream& out) {
+  out << "              cuda allocator: allocated " << FormatBytes(c.allocated_peak_bytes) << ", reserved "
+      << FormatBytes(c.reserved_peak_bytes) << " (fragmentation " << FormatBytes(c.reserved_peak_bytes - c.allocated_peak_bytes)
+      << "), " << c.alloc_retries << (c.alloc_retries == 1 ? " retry, " : " retries, ") << c.ooms
+      << (c.ooms == 1 ? " OOM" : " OOMs");
+  if (c.allocated_at_start_bytes > 0) {
+    out << "; peaks include " << FormatBytes(c.allocated_at_start_bytes) << " held from the start (library workspaces)";
+  }
+  if (c.timed_transfers > 0) {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.3f ms", c.transfer_ms);
+    out << "; " << c.timed_transfers << " host-to-device copies took " << ms;
+  }
+  out << "\n";
+}
+
 }  // namespace
 
 ConsoleStyle StyleFor(int fd) {
@@ -107,6 +124,7 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
       }
     }
     out << "\n";
+    if (v.measurement && v.measurement->cuda) WriteCudaLine(*v.measurement->cuda, out);
     if (v.measurement && v.measurement->oom && v.code != ResultCode::kPass) {
       const OomReport& o = *v.measurement->oom;
       out << "              OOM in " << o.phase << ": tried to allocate " << FormatBytes(o.requested_bytes) << " with "

@@ -85,7 +85,7 @@ TEST_F(CompareTest, ACudaRunAddsItsAllocatorPeaksAndIsComparedByItsAllocatedPeak
   const std::string cpu = folder_.Write("cpu.json", Results("cpu", 1000, 2000));
   const std::string cuda = folder_.Write("cuda.json", R"({"backend": "cuda", "scenarios": [{"name": "s", "variants": [
       {"name": "a", "measurement": {"peak_bytes": 1000, "cuda": {"allocated_peak_bytes": 1024, "reserved_peak_bytes": 2097152}}},
-      {"name": "b", "measurement": {"peak_bytes": 2000, "cuda": {"allocated_peak_bytes": 2048, "reserved_peak_bytes": 2097152}}}]}]})");
+      {"name": "b", "measurement": {"peak_bytes": 2000, "cuda": {"allocated_peak_bytes": 2048, "reserved_peak_bytes": 2097152}}}]}]})");  // written before requested peaks were read: no itemising
   EXPECT_EQ(Run({{cpu, cuda}}), kExitFailures);  // 1000 vs 1024 bytes: -2.3%, past 2%
   EXPECT_EQ(out_.str(),
             "   scenario  variant  cpu                            cuda                           "
@@ -96,6 +96,36 @@ TEST_F(CompareTest, ACudaRunAddsItsAllocatorPeaksAndIsComparedByItsAllocatedPeak
             "2.00 MiB\n"
             "\n"
             "2 variants against cuda allocated: 0 equal to the byte, 0 within 2.0%, 2 past it (marked !)\n");
+}
+
+TEST_F(CompareTest, CudaPeaksAreNetOfTheWorkspacesAndDifferencesAreItemised) {
+  // a: cpu 1000 B; cuda asked for 1000 B (+ a 32 MiB workspace held from the start), blocks of 1024 B.
+  // b: cpu 1000000 B; the cuda kernels asked for 1040000 B, rounded to 1040384 B.
+  const std::string cpu = folder_.Write("cpu.json", Results("cpu", 1000, 1000000));
+  const std::string cuda = folder_.Write("cuda.json", R"({"backend": "cuda", "scenarios": [{"name": "s", "variants": [
+      {"name": "a", "measurement": {"peak_bytes": 1000, "cuda": {"allocated_peak_bytes": 33555456,
+        "reserved_peak_bytes": 35651584, "requested_peak_bytes": 33555432, "allocated_at_start_bytes": 33554432,
+        "reserved_at_start_bytes": 33554432}}},
+      {"name": "b", "measurement": {"peak_bytes": 1040000, "cuda": {"allocated_peak_bytes": 34594816,
+        "reserved_peak_bytes": 35651584, "requested_peak_bytes": 34594432, "allocated_at_start_bytes": 33554432,
+        "reserved_at_start_bytes": 33554432}}}]}]})");
+  EXPECT_EQ(Run({{cpu, cuda}}), kExitFailures);
+  EXPECT_EQ(out_.str(),
+            "   scenario  variant  cpu                             cuda                            "
+            "cuda allocated (reference)  cuda reserved\n"
+            "!  s         a        1000 bytes (-24 bytes, -2.3%)   1000 bytes (-24 bytes, -2.3%)   1024 bytes                  "
+            "2.00 MiB\n"
+            "!  s         b        976.56 KiB (-39.44 KiB, -3.9%)  1015.62 KiB (-384 bytes, 0.0%)  1016.00 KiB                 "
+            "2.00 MiB\n"
+            "\n"
+            "2 variants against cuda allocated: 0 equal to the byte, 0 within 2.0%, 2 past it (marked !)\n"
+            "cuda allocated and reserved are net of what the allocator held before each variant began (up to "
+            "32.00 MiB: the CUDA libraries' workspaces).\n"
+            "\nPast the tolerance, itemised:\n"
+            "s / a: cuda allocated - cpu = +24 bytes: +24 bytes allocator rounding (512-byte blocks, unsplit segment "
+            "tails), 0 bytes asked for by the kernels (cuBLAS/cuDNN workspaces, attention scratch)\n"
+            "s / b: cuda allocated - cpu = +39.44 KiB: +384 bytes allocator rounding (512-byte blocks, unsplit "
+            "segment tails), +39.06 KiB asked for by the kernels (cuBLAS/cuDNN workspaces, attention scratch)\n");
 }
 
 TEST_F(CompareTest, MarkdownHasTheSameRows) {

@@ -37,6 +37,23 @@ TEST(ConsoleReport, TheRegressionIsReportedWithItsDelta) {
   EXPECT_NE(text.find("a<b>&c       cpu      NVIDIA T4 16GB  FAIL"), std::string::npos) << text;
 }
 
+TEST(ConsoleReport, ACudaRunShowsTheAllocatorsPeaksRetriesAndTransferTime) {
+  RunReport report = testing::SampleReport();
+  ScenarioResult s = report.scenarios.front();
+  VariantMeasurement& m = *s.variants.front().measurement;
+  m.cuda = CudaMeasurement{48 << 20, 64 << 20, 48 << 20, (48 << 20) - 4096, 1, 0, {}};
+  m.cuda->allocated_at_start_bytes = 32 << 20;
+  m.cuda->timed_transfers = 4;
+  m.cuda->transfer_ms = 1.5;
+  std::ostringstream out;
+  WriteScenarioBlock(s, out, {});
+  EXPECT_NE(out.str().find("\n              cuda allocator: allocated 48.00 MiB, reserved 64.00 MiB (fragmentation "
+                           "16.00 MiB), 1 retry, 0 OOMs; peaks include 32.00 MiB held from the start (library "
+                           "workspaces); 4 host-to-device copies took 1.500 ms\n"),
+            std::string::npos)
+      << out.str();
+}
+
 TEST(ResultsJson, MatchesGolden) {
   testing::ExpectMatchesGolden("sample.results.json", ResultsToJson(testing::SampleReport()).dump(2) + "\n");
 }

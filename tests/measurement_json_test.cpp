@@ -14,6 +14,10 @@ TEST(MeasurementJson, CudaStatisticsAndOriginsRoundTrip) {
   m.backend = "cuda";
   m.cuda = CudaMeasurement{4096, 2097152, 4096, 4000, 1, 0, {}};
   m.cuda->phases = {{"forward", 2048, 2097152, 2048, 2000}, {"backward", 4096, 2097152, 4096, 4000}};
+  m.cuda->allocated_at_start_bytes = 33554432;
+  m.cuda->reserved_at_start_bytes = 33554432 + 2097152;
+  m.cuda->timed_transfers = 3;
+  m.cuda->transfer_ms = 0.25;
   const nlohmann::json j = MeasurementToJson(m);
   EXPECT_EQ(j.at("cuda").at("fragmentation_at_peak_bytes"), 2097152 - 4096);
   VariantMeasurement back;
@@ -24,6 +28,10 @@ TEST(MeasurementJson, CudaStatisticsAndOriginsRoundTrip) {
   EXPECT_EQ(back.cuda->reserved_peak_bytes, 2097152);
   EXPECT_EQ(back.cuda->requested_peak_bytes, 4000);
   EXPECT_EQ(back.cuda->alloc_retries, 1);
+  EXPECT_EQ(back.cuda->allocated_at_start_bytes, 33554432);
+  EXPECT_EQ(back.cuda->reserved_at_start_bytes, 33554432 + 2097152);
+  EXPECT_EQ(back.cuda->timed_transfers, 3);
+  EXPECT_EQ(back.cuda->transfer_ms, 0.25);
   ASSERT_EQ(back.cuda->phases.size(), 2u);
   EXPECT_EQ(back.cuda->phases[1].phase, "backward");
   EXPECT_EQ(back.cuda->phases[1].requested_bytes, 4000);

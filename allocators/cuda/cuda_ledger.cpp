@@ -1,6 +1,7 @@
 #include "allocators/cuda/cuda_ledger.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
 
@@ -20,6 +21,8 @@ struct Origins {
   std::unordered_map<size_t, int> by_address;
 };
 
+std::atomic<bool> g_feed_paused{false};
+
 }  // namespace
 
 DeviceAccount& CudaAccount() {
@@ -34,6 +37,7 @@ void AttachCudaLedgerFeed(DeviceAccount& account) {
     cca::attachAllocatorTraceTracker([&account, origins](const TraceEntry& e) {
       const auto bytes = static_cast<int64_t>(e.size_);
       if (e.action_ == TraceEntry::ALLOC) {
+        if (g_feed_paused.load(std::memory_order_relaxed)) return;
         int origin = Ledger::kNoOrigin;
         (void)account.ledger().TryCharge(bytes, Ledger::kUnlimited, &origin);  // the cap is the allocator's
         std::lock_guard<std::mutex> lock(origins->mutex);
@@ -43,10 +47,9 @@ void AttachCudaLedgerFeed(DeviceAccount& account) {
         {
           std::lock_guard<std::mutex> lock(origins->mutex);
           auto it = origins->by_address.find(e.addr_);
-          if (it != origins->by_address.end()) {
-            origin = it->second;
-            origins->by_address.erase(it);
-          }
+          if (it == origins->by_address.end()) return;  // never charged: allocated before the feed or paused
+          origin = it->second;
+          origins->by_address.erase(it);
         }
         account.ledger().Release(bytes, origin);
       } else if (e.action_ == TraceEntry::OOM) {
@@ -55,6 +58,9 @@ void AttachCudaLedgerFeed(DeviceAccount& account) {
     });
   });
 }
+
+CudaLedgerFeedPause::CudaLedgerFeedPause() { g_feed_paused.store(true); }
+CudaLedgerFeedPause::~CudaLedgerFeedPause() { g_feed_paused.store(false); }
 
 void ResetCudaAllocator(int device) {
   cca::emptyCache();
@@ -71,6 +77,8 @@ CudaStats ReadCudaStats(int device) {
   out.requested_peak_bytes = s.requested_bytes[kAggregate].peak;
   out.alloc_retries = s.num_alloc_retries;
   out.ooms = s.num_ooms;
+  out.allocated_current_bytes = s.allocated_bytes[kAggregate].current;
+  out.reserved_current_bytes = s.reserved_bytes[kAggregate].current;
   return out;
 }
 

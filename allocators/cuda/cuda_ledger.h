@@ -14,7 +14,8 @@
 // timeline, origins at the peak) means the same on cuda. The allocator's own statistics add what only
 // a GPU has: allocated bytes (rounded up to 512-byte blocks), reserved bytes (the segments it holds,
 // which the cap limits), retries and OOMs. The tracker runs under the allocator's lock: it only touches
-// the ledger and a small map, never PyTorch.
+// the ledger and a small map, never PyTorch. A free of a block the feed never charged (one allocated
+// before it was attached, or while paused) is ignored, so the ledger never goes below what it charged.
 //
 // Everything here compiles and links without a GPU; the functions need CudaDeviceCount() > 0.
 #pragma once
@@ -33,6 +34,16 @@ DeviceAccount& CudaAccount();
 // Attaches the tracker once per process; CUDA must be initialised (ApplyCudaCap does it).
 void AttachCudaLedgerFeed(DeviceAccount& account);
 
+// While one exists, the feed ignores new allocations (and so, later, their frees): what the CUDA
+// libraries keep for the process (cuda_warm_up.h) stays out of the ledger. Controlling thread only.
+class CudaLedgerFeedPause {
+ public:
+  CudaLedgerFeedPause();
+  ~CudaLedgerFeedPause();
+  CudaLedgerFeedPause(const CudaLedgerFeedPause&) = delete;
+  CudaLedgerFeedPause& operator=(const CudaLedgerFeedPause&) = delete;
+};
+
 // Frees the allocator's cached blocks and resets its peak and accumulated statistics, so one variant's
 // numbers do not leak into the next.
 void ResetCudaAllocator(int device);
@@ -44,6 +55,8 @@ struct CudaStats {
   int64_t requested_peak_bytes = 0;  // what callers asked for
   int64_t alloc_retries = 0;         // allocations that freed the cache and tried again
   int64_t ooms = 0;
+  int64_t allocated_current_bytes = 0;  // now, not peaks
+  int64_t reserved_current_bytes = 0;
 };
 
 CudaStats ReadCudaStats(int device);
