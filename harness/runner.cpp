@@ -136,7 +136,9 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
   const VersionInfo versions = CollectVersionInfo();
   report->oomguard_version = versions.oomguard;
   report->libtorch_version = versions.libtorch;
-  report->jobs = options.jobs;
+  // Note [One cuda variant at a time]: processes sharing a GPU share its memory, so a variant could run
+  // out of memory because a neighbour holds it, not because of its cap.
+  report->jobs = backend == "cuda" ? 1 : options.jobs;
   report->iterations = options.iterations;
   report->compared_with_baselines = true;
   report->strict = options.strict;
@@ -229,7 +231,7 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
   for (size_t s : finished) {
     if (on_done) on_done(pending[s].result);
   }
-  RunChildren(specs, options.jobs, [&](size_t index, const ChildExit& exit) {
+  RunChildren(specs, report->jobs, [&](size_t index, const ChildExit& exit) {
     const Job& job = jobs[index];
     PendingScenario& p = pending[job.scenario];
     VariantResult& slot = p.result.variants[job.variant];
