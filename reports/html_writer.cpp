@@ -125,8 +125,11 @@ void WriteHeader(const RunReport& report, std::string& h) {
 }
 
 void WriteVariantTable(const ScenarioResult& s, bool baselines, std::string& h) {
+  const bool cuda = std::any_of(s.variants.begin(), s.variants.end(),
+                                [](const VariantResult& v) { return v.measurement && v.measurement->cuda; });
   h += "<table class=\"variants\">\n<tr><th>variant</th><th>result</th><th>outcome</th><th>peak</th>"
        "<th>peak phase</th>";
+  if (cuda) h += "<th>cuda allocated</th><th>cuda reserved</th><th>retries</th>";
   if (baselines) h += "<th>baseline</th>";
   h += "<th>reasons</th></tr>\n";
   for (size_t i = 0; i < s.variants.size(); ++i) {
@@ -142,6 +145,14 @@ void WriteVariantTable(const ScenarioResult& s, bool baselines, std::string& h) 
            "</td>";
     } else {
       h += "not measured</td><td class=\"num\">&mdash;</td><td>&mdash;</td>";
+    }
+    if (cuda && v.measurement && v.measurement->cuda) {
+      const CudaMeasurement& c = *v.measurement->cuda;
+      h += "<td class=\"num\">" + Esc(FormatBytes(c.allocated_peak_bytes)) + "</td><td class=\"num\">" +
+           Esc(FormatBytes(c.reserved_peak_bytes)) + "</td><td class=\"num\">" + std::to_string(c.alloc_retries) +
+           "</td>";
+    } else if (cuda) {
+      h += "<td class=\"num\">&mdash;</td><td class=\"num\">&mdash;</td><td class=\"num\">&mdash;</td>";
     }
     if (baselines) h += "<td>" + BaselineCell(v.baseline) + "</td>";
     h += "<td>" + ReasonsCell(v) + "</td></tr>\n";

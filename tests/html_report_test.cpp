@@ -113,6 +113,19 @@ TEST(HtmlReportTest, TablesAndChecks) {
             std::string::npos);
 }
 
+TEST(HtmlReportTest, ACudaRunAddsTheAllocatorsPeaksAndRetries) {
+  RunReport report = testing::SampleReport();
+  EXPECT_EQ(RenderHtml(report).find("<th>cuda allocated</th>"), std::string::npos);  // cpu: no such columns
+  report.scenarios.front().variants.front().measurement->cuda = CudaMeasurement{20 * kMiB, 22 * kMiB, 20 * kMiB, 19 * kMiB, 2, 0, {}};
+  const std::string page = RenderHtml(report);
+  EXPECT_EQ(Count(page, "<th>cuda allocated</th><th>cuda reserved</th><th>retries</th>"), 1u);
+  EXPECT_NE(page.find("<td class=\"num\">20.00 MiB</td><td class=\"num\">22.00 MiB</td><td class=\"num\">2</td>"),
+            std::string::npos);
+  // A variant of the same scenario without cuda statistics keeps the columns aligned.
+  EXPECT_NE(page.find("<td class=\"num\">&mdash;</td><td class=\"num\">&mdash;</td><td class=\"num\">&mdash;</td>"),
+            std::string::npos);
+}
+
 TEST(HtmlReportTest, OomVariantShowsWhatWasLive) {
   RunReport report = testing::SampleReport();
   VariantResult& v = report.scenarios[1].variants[0];
