@@ -12,7 +12,11 @@ bundle="$(cd "${1:?bundle dir}" && pwd)"
 out="${2:?output dir}"
 mkdir -p "$out"
 # LibTorch from the machine's own torch; without one, the binaries fall back to their build-time path.
-torch_lib="${OOMGUARD_TORCH_LIB:-$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null || true)}"
+# The binaries also need libcudart.so.13 directly: the wheel keeps it in site-packages/nvidia/*/lib, which
+# LibTorch's own RUNPATH finds for itself but an executable's search does not.
+torch_lib="${OOMGUARD_TORCH_LIB:-$(python3 -c 'import glob, os, torch
+site = os.path.dirname(os.path.dirname(torch.__file__))
+print(":".join([os.path.join(os.path.dirname(torch.__file__), "lib")] + sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib")))))' 2>/dev/null || true)}"
 if [ -n "$torch_lib" ]; then
   export LD_LIBRARY_PATH="$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 else
@@ -42,7 +46,10 @@ for backend in cuda meta; do
     > "$out/fit-$backend.txt" 2>&1
 done
 python3 - "$out/fit-meta.json" "$out/fit-cuda.json" > "$out/fit-boundary.md" <<'PY'
-import json, sys
+import json, os, sys
+missing = [path for path in sys.argv[1:3] if not os.path.exists(path)]
+if missing:
+    sys.exit(f"no fit results in {', '.join(missing)}: see the .txt beside it")
 meta, cuda = (json.load(open(path))["fit"] for path in sys.argv[1:3])
 def cells(fit):
     return {(v["variant"], c["card"] or str(c["cap_bytes"])): c for v in fit["variants"] for c in v["cards"]}
