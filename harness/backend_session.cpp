@@ -52,12 +52,15 @@ BackendSession::BackendSession(const std::string& backend, const Limits& limits)
 #ifdef OOMGUARD_WITH_CUDA
   if (backend == "cuda") {
     TORCH_CHECK(!limits.faults, "oomguard: --inject is not supported on the cuda backend yet");
-    ApplyCudaCap(limits.cap_bytes, 0);
+    // The workspaces are taken uncapped, so that a tiny cap fails in the scenario, where it is reported,
+    // not here; they then count against the cap like any reserved segment, as on the real card.
+    ApplyCudaCap(Ledger::kUnlimited, 0);
     AttachCudaLedgerFeed(CudaAccount());
     {
       CudaLedgerFeedPause pause;  // Note [Library workspaces on cuda]
       WarmUpCudaLibraries(0);
     }
+    ApplyCudaCap(limits.cap_bytes, 0);
     ResetCudaAllocator(0);
     device_ = c10::Device(c10::kCUDA, 0);
     account_ = &CudaAccount();
