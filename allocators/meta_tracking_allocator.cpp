@@ -9,6 +9,13 @@
 namespace oomguard {
 namespace {
 constexpr int kOriginShift = 56;
+
+struct TracedMetaBlock {  // Note [Traced meta blocks]
+  int64_t nbytes;
+  int origin;
+  uint64_t address;
+};
+
 }  // namespace
 
 MetaTrackingAllocator::MetaTrackingAllocator(DeviceAccount& account) : account_(account) {}
@@ -19,6 +26,12 @@ c10::DataPtr MetaTrackingAllocator::allocate(size_t nbytes) {
   TORCH_CHECK(nbytes < (uintptr_t{1} << kOriginShift), "oomguard: a meta allocation of ", nbytes,
               " bytes is past what the meta allocator records (2^56 bytes)");
   const int origin = account_.Charge(static_cast<int64_t>(nbytes));
+  if (account_.trace().enabled()) {
+    const auto bytes = static_cast<int64_t>(nbytes);
+    auto* traced = new TracedMetaBlock{bytes, origin, account_.trace().NextSyntheticAddress(bytes)};
+    account_.TraceAlloc(traced->address, bytes);
+    return {nullptr, traced, &DeleteTraced, meta};
+  }
   // Note [Meta context]: the context is not an address but the byte count, with the origin phase
   // (ledger.h, Note [Live bytes by origin]) in the top byte.
   const uintptr_t context = (static_cast<uintptr_t>(origin + 1) << kOriginShift) | static_cast<uintptr_t>(nbytes);
@@ -31,6 +44,13 @@ void MetaTrackingAllocator::Delete(void* context) {
   const int origin = static_cast<int>(value >> kOriginShift) - 1;
   // The meta allocator is a process-wide singleton, so its account is too (install.h).
   MetaAccount().Refund(nbytes, origin);
+}
+
+void MetaTrackingAllocator::DeleteTraced(void* context) {
+  const auto* traced = static_cast<const TracedMetaBlock*>(context);
+  MetaAccount().TraceFree(traced->address, traced->nbytes);
+  MetaAccount().Refund(traced->nbytes, traced->origin);
+  delete traced;
 }
 
 }  // namespace oomguard
