@@ -8,6 +8,7 @@
 
 #include "allocators/cuda/cuda_cap.h"
 #include "harness/workload.h"
+#include "tests/scenario_text.h"
 #include "tests/scratch_folder.h"
 
 namespace oomguard {
@@ -15,17 +16,10 @@ namespace {
 
 // One linear layer over a batch too large for a 64 MiB cap (a 128 MiB output).
 VariantSpec OneLargeLayer() {
-  VariantSpec v;
-  v.name = "large";
-  LayerSpec linear;
-  linear.kind = "linear";
-  linear.in = 32;
-  linear.out = 128;
-  v.model.layers = {linear};
-  v.data.batch = 1 << 18;
-  v.data.shape = {32};
-  v.loop.loss = "mean";
-  return v;
+  return testing::Load(R"({"name": "large", "summary": "s",
+    "model": {"layers": [{"kind": "linear", "in": 32, "out": 128}]},
+    "data": {"batch": 262144, "shape": [32]}, "loop": {"loss": "mean"}, "variants": {"large": {}}})")
+      .variants.at(0);
 }
 
 TEST(CudaSnapshotOnGpu, AnOomWritesPyTorchsOwnSnapshot) {

@@ -93,8 +93,8 @@ TEST(PickleWriter, MemoIdsPast255UseTheLongForms) {
   PickleValue::List list;
   std::vector<PickleValue::Shared> shared;
   for (int i = 0; i < 300; ++i) shared.push_back(std::make_shared<const PickleValue>(i));
-  for (const auto& s : shared) list.push_back(s);
-  list.push_back(shared[299]);  // memo id 299: LONG_BINGET
+  for (const auto& s : shared) list.emplace_back(s);
+  list.emplace_back(shared[299]);  // memo id 299: LONG_BINGET
   const std::string bytes = Pickle(PickleValue(std::move(list)));
   EXPECT_NE(bytes.find(Bytes({'r', 0x2b, 0x01, 0, 0})), std::string::npos);  // LONG_BINPUT 299
   EXPECT_EQ(bytes.substr(bytes.size() - 7), Bytes({'j', 0x2b, 0x01, 0, 0, 'e', '.'}));
