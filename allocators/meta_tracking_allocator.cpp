@@ -1,6 +1,7 @@
 #include "allocators/meta_tracking_allocator.h"
 
 #include <cstdint>
+#include <memory>
 
 #include <c10/util/Exception.h>
 
@@ -11,9 +12,9 @@ namespace {
 constexpr int kOriginShift = 56;
 
 struct TracedMetaBlock {  // Note [Traced meta blocks]
-  int64_t nbytes;
-  int origin;
-  uint64_t address;
+  int64_t nbytes = 0;
+  int origin = Ledger::kNoOrigin;
+  uint64_t address = 0;
 };
 
 }  // namespace
@@ -25,13 +26,16 @@ c10::DataPtr MetaTrackingAllocator::allocate(size_t nbytes) {
   if (nbytes == 0) return {nullptr, nullptr, &Delete, meta};
   TORCH_CHECK(nbytes < (uintptr_t{1} << kOriginShift), "oomguard: a meta allocation of ", nbytes,
               " bytes is past what the meta allocator records (2^56 bytes)");
-  const int origin = account_.Charge(static_cast<int64_t>(nbytes));
   if (account_.trace().enabled()) {
     const auto bytes = static_cast<int64_t>(nbytes);
-    auto* traced = new TracedMetaBlock{bytes, origin, account_.trace().NextSyntheticAddress(bytes)};
+    auto traced = std::make_unique<TracedMetaBlock>();  // before the charge: nothing to undo if it throws
+    traced->nbytes = bytes;
+    traced->origin = account_.Charge(bytes);
+    traced->address = account_.trace().NextSyntheticAddress(bytes);
     account_.TraceAlloc(traced->address, bytes);
-    return {nullptr, traced, &DeleteTraced, meta};
+    return {nullptr, traced.release(), &DeleteTraced, meta};
   }
+  const int origin = account_.Charge(static_cast<int64_t>(nbytes));
   // Note [Meta context]: the context is not an address but the byte count, with the origin phase
   // (ledger.h, Note [Live bytes by origin]) in the top byte.
   const uintptr_t context = (static_cast<uintptr_t>(origin + 1) << kOriginShift) | static_cast<uintptr_t>(nbytes);
