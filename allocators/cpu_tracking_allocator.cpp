@@ -20,7 +20,10 @@ void DeleteBlock(void* data) {
   if (data == nullptr) return;
   void* block = static_cast<char*>(data) - kHeaderBytes;
   const BlockHeader* header = static_cast<const BlockHeader*>(block);
-  if (header->account) header->account->Refund(header->nbytes, header->origin);
+  if (header->account) {
+    header->account->TraceFree(reinterpret_cast<uint64_t>(data), header->nbytes);
+    header->account->Refund(header->nbytes, header->origin);
+  }
   c10::free_cpu(block);
 }
 
@@ -50,6 +53,7 @@ c10::DataPtr CpuTrackingAllocator::allocate(size_t nbytes) {
   }
   new (block) BlockHeader{static_cast<int64_t>(nbytes), account, origin};
   void* data = static_cast<char*>(block) + kHeaderBytes;
+  if (account) account->TraceAlloc(reinterpret_cast<uint64_t>(data), static_cast<int64_t>(nbytes));
   return {data, data, &DeleteBlock, c10::Device(c10::DeviceType::CPU)};
 }
 

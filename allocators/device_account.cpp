@@ -61,7 +61,12 @@ void DeviceAccount::RecordRefusal(int64_t requested_bytes) {
   last_refusal_ = {requested_bytes, ledger_.live_bytes(), ledger_.phase(), false};
 }
 
-void DeviceAccount::ThrowOutOfMemory(int64_t nbytes, const InjectedFailure* injected) const {
+void DeviceAccount::ThrowOutOfMemory(int64_t nbytes, const InjectedFailure* injected) {
+  if (trace_.enabled()) {
+    const int64_t cap = cap_bytes_.load(std::memory_order_relaxed);
+    const int64_t free_bytes = cap == Ledger::kUnlimited ? 0 : std::max<int64_t>(cap - ledger_.live_bytes(), 0);
+    trace_.RecordOom(nbytes, free_bytes, ledger_.phase());
+  }
   {
     std::lock_guard<std::mutex> lock(refusal_mutex_);
     last_refusal_ = {nbytes, ledger_.live_bytes(), ledger_.phase(), injected != nullptr};

@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 
+#include "allocators/allocation_trace.h"
 #include "allocators/fault_injection.h"
 #include "allocators/ledger.h"
 
@@ -52,6 +53,16 @@ class DeviceAccount {
   int Charge(int64_t nbytes);
   void Refund(int64_t nbytes, int origin) { ledger_.Release(nbytes, origin); }
 
+  // The allocators report each block's address here, after Charge and before Refund; with the trace
+  // off this is one relaxed atomic load (allocation_trace.h). A refusal is traced by Charge itself.
+  void TraceAlloc(uint64_t address, int64_t nbytes) {
+    if (trace_.enabled()) trace_.RecordAlloc(address, nbytes, ledger_.phase());
+  }
+  void TraceFree(uint64_t address, int64_t nbytes) {
+    if (trace_.enabled()) trace_.RecordFree(address, nbytes, ledger_.phase());
+  }
+  AllocationTrace& trace() { return trace_; }
+
   Ledger& ledger() { return ledger_; }
   const std::string& device_name() const { return device_name_; }
   Limits limits() const;
@@ -71,10 +82,11 @@ class DeviceAccount {
   Limits ExchangeLimits(Limits next);
 
  private:
-  [[noreturn]] void ThrowOutOfMemory(int64_t nbytes, const InjectedFailure* injected) const;
+  [[noreturn]] void ThrowOutOfMemory(int64_t nbytes, const InjectedFailure* injected);
 
   const std::string device_name_;
   Ledger ledger_;
+  AllocationTrace trace_;
   std::atomic<int64_t> cap_bytes_{Ledger::kUnlimited};
   std::atomic<FaultInjector*> faults_{nullptr};
   mutable std::mutex refusal_mutex_;

@@ -1,6 +1,7 @@
 #include "allocators/meta_tracking_allocator.h"
 
 #include <cstdint>
+#include <memory>
 
 #include <c10/util/Exception.h>
 
@@ -9,6 +10,13 @@
 namespace oomguard {
 namespace {
 constexpr int kOriginShift = 56;
+
+struct TracedMetaBlock {  // Note [Traced meta blocks]
+  int64_t nbytes = 0;
+  int origin = Ledger::kNoOrigin;
+  uint64_t address = 0;
+};
+
 }  // namespace
 
 MetaTrackingAllocator::MetaTrackingAllocator(DeviceAccount& account) : account_(account) {}
@@ -18,6 +26,15 @@ c10::DataPtr MetaTrackingAllocator::allocate(size_t nbytes) {
   if (nbytes == 0) return {nullptr, nullptr, &Delete, meta};
   TORCH_CHECK(nbytes < (uintptr_t{1} << kOriginShift), "oomguard: a meta allocation of ", nbytes,
               " bytes is past what the meta allocator records (2^56 bytes)");
+  if (account_.trace().enabled()) {
+    const auto bytes = static_cast<int64_t>(nbytes);
+    auto traced = std::make_unique<TracedMetaBlock>();  // before the charge: nothing to undo if it throws
+    traced->nbytes = bytes;
+    traced->origin = account_.Charge(bytes);
+    traced->address = account_.trace().NextSyntheticAddress(bytes);
+    account_.TraceAlloc(traced->address, bytes);
+    return {nullptr, traced.release(), &DeleteTraced, meta};
+  }
   const int origin = account_.Charge(static_cast<int64_t>(nbytes));
   // Note [Meta context]: the context is not an address but the byte count, with the origin phase
   // (ledger.h, Note [Live bytes by origin]) in the top byte.
@@ -31,6 +48,13 @@ void MetaTrackingAllocator::Delete(void* context) {
   const int origin = static_cast<int>(value >> kOriginShift) - 1;
   // The meta allocator is a process-wide singleton, so its account is too (install.h).
   MetaAccount().Refund(nbytes, origin);
+}
+
+void MetaTrackingAllocator::DeleteTraced(void* context) {
+  const auto* traced = static_cast<const TracedMetaBlock*>(context);
+  MetaAccount().TraceFree(traced->address, traced->nbytes);
+  MetaAccount().Refund(traced->nbytes, traced->origin);
+  delete traced;
 }
 
 }  // namespace oomguard

@@ -8,6 +8,10 @@
 // byte count itself (low 56 bits) and the allocating phase (top byte), so the deleter credits the
 // ledger with no side table and no heap allocation;
 // c10 runs a deleter whenever the context is non-null, even with null data (UniqueVoidPtr.h).
+// Note [Traced meta blocks]: while the account's AllocationTrace is on, a block needs an address for
+// memory_viz and the free must find it again, and the context has no room left for one. Then the
+// context points to a small heap record {bytes, origin, synthetic address} with its own deleter; off,
+// nothing changes.
 // Caveat: a meta resize_ (out= ops) changes nbytes without calling any allocator, so those bytes are
 // not seen; structured kernels allocate fresh outputs and are seen.
 #pragma once
@@ -28,6 +32,7 @@ class MetaTrackingAllocator final : public c10::Allocator {
 
  private:
   static void Delete(void* context);
+  static void DeleteTraced(void* context);  // Note [Traced meta blocks]
   DeviceAccount& account_;
 };
 

@@ -28,12 +28,6 @@ std::string DescribeChange(const BaselineEntry& old, const BaselineEntry& now) {
   return moved + "peak unchanged (" + FormatBytes(now.peak_bytes) + ")";
 }
 
-bool EnsureDirectory(const std::string& dir, std::string* error) {
-  if (mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) return true;
-  *error = "cannot create " + dir + ": " + std::strerror(errno);
-  return false;
-}
-
 }  // namespace
 
 bool UpdateBaselines(const RunReport& report, const RunOptions& options, std::ostream& out, std::string* error) {
@@ -63,7 +57,7 @@ bool UpdateBaselines(const RunReport& report, const RunOptions& options, std::os
     }
     const std::string after = SerializeBaselineFile(file);
     if (after == before) continue;
-    if (!EnsureDirectory(dir, error) || !WriteFileAtomically(path, after, error)) return false;
+    if (!MakeDirectories(dir, error) || !WriteFileAtomically(path, after, error)) return false;
     ++written;
   }
   out << "baselines: " << written << " file(s) written\n";

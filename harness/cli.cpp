@@ -27,6 +27,9 @@ void AddRunFlags(CLI::App* app, RunOptions* o) {
                   "Inject allocation failures, e.g. nth=5, min-size=64MiB, p=0.01,seed=7, phase=backward,nth=2");
   app->add_option("--iterations", o->iterations, "Training iterations per variant (default: the scenario's)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  app->add_option("--snapshot-dir", o->snapshot_dir,
+                  "Record allocations; write a memory_viz snapshot (pickle) of each failing variant into DIR");
+  app->add_flag("--snapshot-all", o->snapshot_all, "With --snapshot-dir: a snapshot of every variant");
 }
 
 // The binary itself, for spawning children: /proc/self/exe is exact even when argv[0] is a bare name.

@@ -15,12 +15,20 @@ std::mutex g_node_mutex;
 std::string g_node_name;       // guarded by g_node_mutex
 int64_t g_node_sequence_nr = -1;  // guarded by g_node_mutex
 std::atomic<bool> g_active{false};
+std::atomic<const LayerTrace*> g_listening{nullptr};  // the trace with a location listener, if any
 
 std::unique_ptr<at::ObserverContext> OnBackwardNode(const at::RecordFunction& fn) {
-  std::lock_guard<std::mutex> lock(g_node_mutex);
-  g_node_name = fn.name();
-  g_node_sequence_nr = fn.seqNr();
+  {
+    std::lock_guard<std::mutex> lock(g_node_mutex);
+    g_node_name = fn.name();
+    g_node_sequence_nr = fn.seqNr();
+  }
+  if (const LayerTrace* trace = g_listening.load(std::memory_order_acquire)) trace->ReportBackwardNode(fn.name(), fn.seqNr());
   return nullptr;
+}
+
+std::string BackwardPhrase(const std::string& owner, const std::string& node) {
+  return owner.empty() ? "the backward node " + node : "the backward of " + owner + ", node " + node;
 }
 
 // Bounds the record on long runs; the oldest starts name nodes long since run.
@@ -40,6 +48,7 @@ LayerTrace::LayerTrace() {
 }
 
 LayerTrace::~LayerTrace() {
+  g_listening = nullptr;
   at::removeCallback(handle_);
   g_active = false;
 }
@@ -51,12 +60,27 @@ void LayerTrace::Enter(std::string what, bool is_layer) {
   current_ = (is_layer ? "the forward of " : "") + what;
   if (starts_.size() >= kMaxStarts) starts_.erase(starts_.begin(), starts_.begin() + kMaxStarts / 2);
   starts_.push_back({at::sequence_number::peek(), std::move(what)});
-  std::lock_guard<std::mutex> lock(g_node_mutex);
-  g_node_name.clear();  // a node that ran before this point is not what fails next
-  g_node_sequence_nr = -1;
+  {
+    std::lock_guard<std::mutex> lock(g_node_mutex);
+    g_node_name.clear();  // a node that ran before this point is not what fails next
+    g_node_sequence_nr = -1;
+  }
+  if (listener_) listener_(current_);
 }
 
-void LayerTrace::Exit() { current_.clear(); }
+void LayerTrace::Exit() {
+  current_.clear();
+  if (listener_) listener_(current_);
+}
+
+void LayerTrace::SetLocationListener(LocationListener listener) {
+  listener_ = std::move(listener);
+  g_listening.store(listener_ ? this : nullptr, std::memory_order_release);
+}
+
+void LayerTrace::ReportBackwardNode(const std::string& name, int64_t sequence_nr) const {
+  if (listener_) listener_(BackwardPhrase(OwnerOfNode(sequence_nr), name));
+}
 
 std::string LayerTrace::OwnerOfNode(int64_t sequence_nr) const {
   if (sequence_nr < 0) return "";
@@ -69,9 +93,7 @@ std::string LayerTrace::Locate() const {
   if (!current_.empty()) return "in " + current_;
   std::lock_guard<std::mutex> lock(g_node_mutex);
   if (g_node_name.empty()) return "";
-  const std::string owner = OwnerOfNode(g_node_sequence_nr);
-  if (owner.empty()) return "in the backward node " + g_node_name;
-  return "in the backward of " + owner + ", node " + g_node_name;
+  return "in " + BackwardPhrase(OwnerOfNode(g_node_sequence_nr), g_node_name);
 }
 
 }  // namespace oomguard

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -36,6 +37,15 @@ class LayerTrace {
   // Where the most recent failure happened, as a phrase; empty when nothing is known.
   std::string Locate() const;
 
+  // Told where the program is whenever that changes: on this thread at each Enter/Exit ("the forward
+  // of layer 2:linear", "the loss", "" after Exit), and at the start of each backward node, on the
+  // engine's thread ("the backward of layer 2:linear, node AddmmBackward0"). The allocation trace
+  // names where memory was allocated with it. Set it before a run; an empty function clears it.
+  using LocationListener = std::function<void(const std::string& location)>;
+  void SetLocationListener(LocationListener listener);
+  // For the backward-node callback only: tells the listener that node `name` started.
+  void ReportBackwardNode(const std::string& name, int64_t sequence_nr) const;
+
  private:
   struct Start {
     uint64_t first_sequence_nr;
@@ -47,6 +57,7 @@ class LayerTrace {
   uint64_t handle_;
   std::string current_;            // "the forward of layer 2:linear", "the loss"; empty between them
   std::vector<Start> starts_;      // in order of entry, so by sequence number
+  LocationListener listener_;
 };
 
 }  // namespace oomguard

@@ -89,6 +89,8 @@ struct VariantMeasurement {
   std::optional<OomReport> oom;
   std::optional<CudaMeasurement> cuda;  // cuda backend only
   std::vector<InjectedFailure> injected;
+  std::string snapshot;        // --snapshot-dir: the memory_viz snapshot written for this variant
+  std::string snapshot_error;  // why it could not be written
 };
 
 }  // namespace oomguard

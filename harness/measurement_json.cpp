@@ -103,6 +103,8 @@ json MeasurementToJson(const VariantMeasurement& m) {
         {{"allocation_index", f.allocation_index}, {"bytes", f.bytes}, {"phase", f.phase}, {"policy", f.policy}});
   }
   j["injected_failures"] = injected;
+  if (!m.snapshot.empty()) j["snapshot"] = m.snapshot;
+  if (!m.snapshot_error.empty()) j["snapshot_error"] = m.snapshot_error;
   return j;
 }
 
@@ -189,6 +191,8 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
       m->injected.push_back({f.at("allocation_index").get<int64_t>(), f.at("bytes").get<int64_t>(),
                              f.at("phase").get<std::string>(), f.at("policy").get<std::string>()});
     }
+    m->snapshot = j.value("snapshot", "");
+    m->snapshot_error = j.value("snapshot_error", "");
   } catch (const json::exception& e) {
     *error = std::string("malformed measurement: ") + e.what();
     return false;

@@ -21,6 +21,7 @@
 #include "harness/verdict.h"
 #include "harness/version_info.h"
 #include "harness/workload.h"
+#include "reports/atomic_file.h"
 
 namespace oomguard {
 namespace {
@@ -130,6 +131,10 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
   if (!FindScenarioFiles(paths, &files, error)) return false;
   Limits probe;
   if (!ResolveLimits(options, kDefaultCard, &probe, error)) return false;  // bad flags fail before any work
+  if (!options.snapshot_dir.empty() && !MakeDirectories(options.snapshot_dir, error)) {
+    *error = "--snapshot-dir " + options.snapshot_dir + ": " + *error;
+    return false;
+  }
 
   const std::string backend = ResolveBackend(options.backend);
   report->backend = backend;
@@ -218,6 +223,8 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
       if (!options.context.empty()) spec.argv.insert(spec.argv.end(), {"--context", options.context});
       for (const std::string& inject : options.inject) spec.argv.insert(spec.argv.end(), {"--inject", inject});
       if (options.iterations > 0) spec.argv.insert(spec.argv.end(), {"--iterations", std::to_string(options.iterations)});
+      if (!options.snapshot_dir.empty()) spec.argv.insert(spec.argv.end(), {"--snapshot-dir", options.snapshot_dir});
+      if (options.snapshot_all) spec.argv.push_back("--snapshot-all");
       spec.stdout_path = base + ".out";
       spec.stderr_path = base + ".err";
       spec.timeout_seconds = options.timeout_seconds;
@@ -290,6 +297,11 @@ int MeasureInChild(const RunOptions& options, const std::string& scenario_file, 
   measure.backend = ResolveBackend(options.backend);
   measure.limits = limits;
   measure.iterations = options.iterations;
+  if (!options.snapshot_dir.empty()) {
+    measure.snapshot.path = SnapshotPath(options.snapshot_dir, scenario.name, variant, measure.backend);
+    measure.snapshot.always = options.snapshot_all;
+    measure.snapshot.source = {scenario_file, scenario.name, variant, measure.backend, limits.cap_bytes};
+  }
   const VariantMeasurement m = MeasureVariant(*spec, measure);
   std::ofstream out(out_path);
   out << MeasurementToJson(m).dump();

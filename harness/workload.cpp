@@ -340,6 +340,7 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
     backend.BeginMeasurement();
     TransferCounter transfers;
     LayerTrace trace;
+    SnapshotRecorder snapshot(options.snapshot, backend, trace);
     std::optional<HostScalarCopies> host_scalars;  // Note [Host scalars]
     if (options.backend == "cpu") host_scalars.emplace();
     VariantRun run(spec, options, backend, &trace, &m);
@@ -362,6 +363,7 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
     m.ledger = account.ledger().Snapshot();
     backend.Collect(&m);
     if (options.limits.faults) m.injected = options.limits.faults->failures();
+    snapshot.Finish(&m);
   }
   m.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return m;

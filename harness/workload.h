@@ -15,6 +15,7 @@
 #include "allocators/device_account.h"
 #include "harness/measurement.h"
 #include "harness/scenario.h"
+#include "harness/snapshot_recorder.h"
 
 namespace oomguard {
 
@@ -23,6 +24,7 @@ struct MeasureOptions {
   Limits limits;
   int64_t iterations = 0;  // 0: the variant's own loop.iterations
   size_t timeline_points = 2000;
+  SnapshotOptions snapshot = {};  // path set: record the allocation history, write it for a failure
 };
 
 VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions& options);

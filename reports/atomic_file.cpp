@@ -1,6 +1,7 @@
 #include "reports/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -32,6 +33,20 @@ bool WriteFileAtomically(const std::string& path, std::string_view content, std:
     return false;
   }
   return true;
+}
+
+bool MakeDirectories(const std::string& dir, std::string* error) {
+  // Each prefix ending before a '/', then dir itself; an existing one is fine if it is a folder.
+  for (size_t slash = dir.find('/', 1); ; slash = dir.find('/', slash + 1)) {
+    const std::string prefix = dir.substr(0, slash);
+    struct stat info;
+    if (!prefix.empty() && mkdir(prefix.c_str(), 0755) != 0 &&
+        !(errno == EEXIST && stat(prefix.c_str(), &info) == 0 && S_ISDIR(info.st_mode))) {
+      *error = "cannot create " + dir + ": " + std::strerror(errno == EEXIST ? ENOTDIR : errno);
+      return false;
+    }
+    if (slash == std::string::npos) return true;
+  }
 }
 
 }  // namespace oomguard

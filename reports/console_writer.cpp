@@ -133,6 +133,12 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
           << FormatBytes(o.live.optimizer_state_bytes) << ", inputs " << FormatBytes(o.live.inputs_bytes)
           << ", activations and transient " << FormatBytes(o.live.activations_and_transient_bytes) << "\n";
     }
+    if (v.measurement && !v.measurement->snapshot.empty()) {
+      out << "              snapshot: " << v.measurement->snapshot << " (open it in https://pytorch.org/memory_viz)\n";
+    }
+    if (v.measurement && !v.measurement->snapshot_error.empty()) {
+      out << "              snapshot not written: " << v.measurement->snapshot_error << "\n";
+    }
     if (detailed && v.measurement) {
       out << "              phase peaks:";
       const char* separator = " ";

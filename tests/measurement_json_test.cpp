@@ -43,6 +43,21 @@ TEST(MeasurementJson, CudaStatisticsAndOriginsRoundTrip) {
 TEST(MeasurementJson, NoCudaObjectOffCuda) {
   const nlohmann::json j = MeasurementToJson(testing::SampleMeasurement("fixed", 1));
   EXPECT_FALSE(j.contains("cuda"));
+  EXPECT_FALSE(j.contains("snapshot"));  // only with --snapshot-dir
+  EXPECT_FALSE(j.contains("snapshot_error"));
+}
+
+TEST(MeasurementJson, SnapshotPathAndErrorRoundTrip) {
+  VariantMeasurement m = testing::SampleMeasurement("pitfall", 1);
+  m.snapshot = "snaps/s.pitfall.cpu.pickle";
+  m.snapshot_error = "cannot write snaps/x: Permission denied";
+  const nlohmann::json j = MeasurementToJson(m);
+  EXPECT_EQ(j.at("snapshot"), "snaps/s.pitfall.cpu.pickle");
+  VariantMeasurement back;
+  std::string error;
+  ASSERT_TRUE(MeasurementFromJson(j, &back, &error)) << error;
+  EXPECT_EQ(back.snapshot, m.snapshot);
+  EXPECT_EQ(back.snapshot_error, m.snapshot_error);
 }
 
 }  // namespace
