@@ -50,6 +50,10 @@ class DeviceAccount {
   // Admits and records an allocation of nbytes, or throws c10::OutOfMemoryError. Hot path. Returns
   // the allocation's origin (the phase it was made in), which Refund takes back.
   int Charge(int64_t nbytes);
+  // Asks the fault injector (if any) about a request of nbytes in the current phase and throws
+  // c10::OutOfMemoryError, recorded as an injected refusal, when it fails the request. For allocators
+  // that do their own capping (the cuda caching allocator): Charge calls it first.
+  void CheckInjectedFault(int64_t nbytes);
   void Refund(int64_t nbytes, int origin) { ledger_.Release(nbytes, origin); }
 
   Ledger& ledger() { return ledger_; }

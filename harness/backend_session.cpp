@@ -8,6 +8,7 @@
 #ifdef OOMGUARD_WITH_CUDA
 #include "allocators/cuda/cuda_cap.h"
 #include "allocators/cuda/cuda_ledger.h"
+#include "allocators/cuda/fault_injecting_cuda_allocator.h"
 #endif
 
 namespace oomguard {
@@ -41,7 +42,7 @@ BackendSession::BackendSession(const std::string& backend, const Limits& limits)
   }
 #ifdef OOMGUARD_WITH_CUDA
   if (backend == "cuda") {
-    TORCH_CHECK(!limits.faults, "oomguard: --inject is not supported on the cuda backend yet");
+    if (limits.faults) InstallFaultInjectingCudaAllocator(CudaAccount());  // before ApplyCudaCap initialises CUDA
     ApplyCudaCap(limits.cap_bytes, 0);
     AttachCudaLedgerFeed(CudaAccount());
     ResetCudaAllocator(0);
