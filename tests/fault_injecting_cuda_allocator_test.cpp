@@ -142,7 +142,7 @@ TEST_F(FaultInjectingCudaAllocatorTest, NthAllocationRefusesTheThirdAndForwardsT
   EXPECT_EQ(fake_.calls.allocate, 2);
   EXPECT_EQ(RefusalOf(1024),
             "CUDA out of memory (injected by oomguard: nth=3, allocation #3 in phase forward). Tried to allocate "
-            "1.00 KiB. No cap is set; 0 bytes is live in tensors.");
+            "1024 bytes. No cap is set; 0 bytes is live in tensors.");
   EXPECT_EQ(fake_.calls.allocate, 2);  // the refused request never reached the caching allocator
   c10::DataPtr fourth = wrapper_->allocate(1024);
   EXPECT_NE(fourth.get(), nullptr);
