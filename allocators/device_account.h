@@ -11,8 +11,8 @@
 // destroyed, and they point at their account). Limits are swapped by ScopedLimits on the controlling
 // thread; allocation threads read them lock-free. Guards nest and must be destroyed in reverse order.
 //
-// Error policy: Charge throws c10::OutOfMemoryError (what PyTorch code already catches) when the cap
-// or an injected fault refuses a request; nothing else in this header throws.
+// Error policy: Charge and CheckInjectedFault throw c10::OutOfMemoryError (what PyTorch code already
+// catches) when the cap or an injected fault refuses a request; nothing else in this header throws.
 #pragma once
 
 #include <atomic>

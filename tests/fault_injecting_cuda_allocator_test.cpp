@@ -94,9 +94,7 @@ class FakeCudaAllocator final : public cca::CUDAAllocator {
   void enablePeerAccess(DeviceIndex, DeviceIndex) override {}
   cudaError_t memcpyAsync(void*, int, const void*, int, size_t, cudaStream_t, bool) override { return cudaSuccess; }
   std::shared_ptr<cca::AllocatorState> getCheckpointState(DeviceIndex, MempoolId_t) override { return nullptr; }
-  cca::CheckpointDelta setCheckpointPoolState(DeviceIndex, std::shared_ptr<cca::AllocatorState>) override {
-    return {};
-  }
+  cca::CheckpointDelta setCheckpointPoolState(DeviceIndex, std::shared_ptr<cca::AllocatorState>) override { return {}; }
   std::string name() override { return "fake"; }
 };
 

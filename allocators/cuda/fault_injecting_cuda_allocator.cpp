@@ -41,9 +41,7 @@ class FaultInjectingCudaAllocator final : public cca::CUDAAllocator {
   // c10::Allocator
   bool is_simple_data_ptr(const c10::DataPtr& data_ptr) const override { return inner_->is_simple_data_ptr(data_ptr); }
   c10::DeleterFnPtr raw_deleter() const override { return inner_->raw_deleter(); }
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
-    inner_->copy_data(dest, src, count);
-  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { inner_->copy_data(dest, src, count); }
 
   // c10::DeviceAllocator
   bool initialized() override { return inner_->initialized(); }
@@ -119,8 +117,8 @@ class FaultInjectingCudaAllocator final : public cca::CUDAAllocator {
   void enablePeerAccess(DeviceIndex dev, DeviceIndex dev_to_access) override {
     inner_->enablePeerAccess(dev, dev_to_access);
   }
-  cudaError_t memcpyAsync(void* dst, int dst_device, const void* src, int src_device, size_t count,
-                          cudaStream_t stream, bool p2p_enabled) override {
+  cudaError_t memcpyAsync(void* dst, int dst_device, const void* src, int src_device, size_t count, cudaStream_t stream,
+                          bool p2p_enabled) override {
     return inner_->memcpyAsync(dst, dst_device, src, src_device, count, stream, p2p_enabled);
   }
   std::shared_ptr<cca::AllocatorState> getCheckpointState(DeviceIndex device, MempoolId_t id) override {
@@ -146,8 +144,7 @@ class FaultInjectingCudaAllocator final : public cca::CUDAAllocator {
 
 }  // namespace
 
-std::unique_ptr<cca::CUDAAllocator> MakeFaultInjectingCudaAllocator(cca::CUDAAllocator* inner,
-                                                                    DeviceAccount& account) {
+std::unique_ptr<cca::CUDAAllocator> MakeFaultInjectingCudaAllocator(cca::CUDAAllocator* inner, DeviceAccount& account) {
   TORCH_CHECK(inner != nullptr, "oomguard: the fault-injecting CUDA allocator needs an allocator to wrap");
   return std::make_unique<FaultInjectingCudaAllocator>(inner, account);
 }
@@ -157,18 +154,20 @@ void InstallFaultInjectingCudaAllocator(DeviceAccount& account) {
   static DeviceAccount* installed_for = nullptr;  // guarded by mutex
   std::lock_guard<std::mutex> lock(mutex);
   if (installed_for != nullptr) {
-    TORCH_CHECK(installed_for == &account, "oomguard: the fault-injecting CUDA allocator is already installed for "
-                "another account");
+    TORCH_CHECK(installed_for == &account,
+                "oomguard: the fault-injecting CUDA allocator is already installed for another account");
     return;
   }
   cca::CUDAAllocator* native = cca::allocator.load();
-  TORCH_CHECK(!native->initialized(), "oomguard: the fault-injecting CUDA allocator must be installed before CUDA "
+  TORCH_CHECK(!native->initialized(),
+              "oomguard: the fault-injecting CUDA allocator must be installed before CUDA "
               "initialises (before the first CUDA tensor or ApplyCudaCap)");
   // Never freed: c10 keeps the raw pointer for the rest of the process (SetAllocator's contract).
   cca::CUDAAllocator* wrapper = MakeFaultInjectingCudaAllocator(native, account).release();
   c10::SetAllocator(c10::kCUDA, wrapper, kSetAllocatorPriority);
-  TORCH_CHECK(c10::GetAllocator(c10::kCUDA) == wrapper, "oomguard: another CUDA allocator is registered with a "
-              "higher priority; fault injection cannot take its place");
+  TORCH_CHECK(c10::GetAllocator(c10::kCUDA) == wrapper,
+              "oomguard: another CUDA allocator is registered with a higher priority; fault injection cannot "
+              "take its place");
   cca::allocator.store(wrapper);
   installed_for = &account;
 }
