@@ -28,14 +28,18 @@ Limits LimitsForCap(int64_t cap_bytes) {
 DeviceAccount::DeviceAccount(std::string device_name) : device_name_(std::move(device_name)) {}
 
 int DeviceAccount::Charge(int64_t nbytes) {
-  if (FaultInjector* faults = faults_.load(std::memory_order_acquire)) {
-    if (auto injected = faults->Check(nbytes, ledger_.phase())) ThrowOutOfMemory(nbytes, &*injected);
-  }
+  CheckInjectedFault(nbytes);
   int origin = Ledger::kNoOrigin;
   if (!ledger_.TryCharge(nbytes, cap_bytes_.load(std::memory_order_relaxed), &origin)) {
     ThrowOutOfMemory(nbytes, nullptr);
   }
   return origin;
+}
+
+void DeviceAccount::CheckInjectedFault(int64_t nbytes) {
+  if (FaultInjector* faults = faults_.load(std::memory_order_acquire)) {
+    if (auto injected = faults->Check(nbytes, ledger_.phase())) ThrowOutOfMemory(nbytes, &*injected);
+  }
 }
 
 DeviceAccount::Refusal DeviceAccount::last_refusal() const {

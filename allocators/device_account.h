@@ -11,8 +11,8 @@
 // destroyed, and they point at their account). Limits are swapped by ScopedLimits on the controlling
 // thread; allocation threads read them lock-free. Guards nest and must be destroyed in reverse order.
 //
-// Error policy: Charge throws c10::OutOfMemoryError (what PyTorch code already catches) when the cap
-// or an injected fault refuses a request; nothing else in this header throws.
+// Error policy: Charge and CheckInjectedFault throw c10::OutOfMemoryError (what PyTorch code already
+// catches) when the cap or an injected fault refuses a request; nothing else in this header throws.
 #pragma once
 
 #include <atomic>
@@ -51,6 +51,10 @@ class DeviceAccount {
   // Admits and records an allocation of nbytes, or throws c10::OutOfMemoryError. Hot path. Returns
   // the allocation's origin (the phase it was made in), which Refund takes back.
   int Charge(int64_t nbytes);
+  // Asks the fault injector (if any) about a request of nbytes in the current phase and throws
+  // c10::OutOfMemoryError, recorded as an injected refusal, when it fails the request. For allocators
+  // that do their own capping (the cuda caching allocator): Charge calls it first.
+  void CheckInjectedFault(int64_t nbytes);
   void Refund(int64_t nbytes, int origin) { ledger_.Release(nbytes, origin); }
 
   // The allocators report each block's address here, after Charge and before Refund; with the trace

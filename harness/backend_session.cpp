@@ -9,6 +9,7 @@
 #include "allocators/cuda/cuda_cap.h"
 #include "allocators/cuda/cuda_ledger.h"
 #include "allocators/cuda/cuda_warm_up.h"
+#include "allocators/cuda/fault_injecting_cuda_allocator.h"
 #include "harness/cuda_transfer_timer.h"
 #endif
 
@@ -51,7 +52,7 @@ BackendSession::BackendSession(const std::string& backend, const Limits& limits)
   }
 #ifdef OOMGUARD_WITH_CUDA
   if (backend == "cuda") {
-    TORCH_CHECK(!limits.faults, "oomguard: --inject is not supported on the cuda backend yet");
+    if (limits.faults) InstallFaultInjectingCudaAllocator(CudaAccount());  // before ApplyCudaCap initialises CUDA
     // The workspaces are taken uncapped, so that a tiny cap fails in the scenario, where it is reported,
     // not here; they then count against the cap like any reserved segment, as on the real card.
     ApplyCudaCap(Ledger::kUnlimited, 0);

@@ -45,10 +45,6 @@ bool ResolveLimits(const RunOptions& options, const std::string& default_card, L
     limits->cap_bytes = limits->card_total_bytes - context;
   }
   if (!options.inject.empty()) {
-    if (options.backend == "cuda") {
-      *error = "--inject: not supported on the cuda backend yet (use --backend cpu or meta)";
-      return false;
-    }
     std::vector<std::unique_ptr<FaultPolicy>> policies;
     for (const std::string& spec : options.inject) {
       auto policy = ParseFaultSpec(spec, error);

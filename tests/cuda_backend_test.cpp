@@ -1,11 +1,20 @@
 // The cuda backend end to end: a tiny model measured on PyTorch's caching allocator. Every test here
 // needs a GPU and skips without one, saying so; backend availability is checked everywhere.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <gtest/gtest.h>
 
 #include "allocators/cards.h"
 #include "allocators/cuda/cuda_cap.h"
 #include "harness/backend_session.h"
+#include "harness/child_process.h"
 #include "harness/workload.h"
+#include "tests/scratch_folder.h"
 
 namespace oomguard {
 namespace {
@@ -90,6 +99,61 @@ TEST(CudaBackendOnGpu, ACapBelowTheModelIsAnOomWithTheCard) {
   ASSERT_TRUE(m.cuda.has_value());
   EXPECT_GE(m.cuda->ooms, 1);
   EXPECT_LE(m.cuda->reserved_peak_bytes, int64_t{64} << 20);  // the fraction caps reserved bytes
+}
+
+// Runs the current test alone in a fresh process of this binary; its exit code and output. For tests
+// that need CUDA uninitialised when an earlier test in this process (ci/gpu_check.sh runs them all in
+// one) has initialised it.
+int RerunAlone(std::string* output) {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);  // Note [No std::filesystem]
+  if (n <= 0) return -1;
+  testing::ScratchFolder folder("rerun");
+  ChildSpec spec;
+  spec.argv = {std::string(self, static_cast<size_t>(n)),
+               std::string("--gtest_filter=") + test->test_suite_name() + "." + test->name()};
+  spec.stdout_path = spec.stderr_path = folder.path() + "/output.txt";
+  setenv("OOMGUARD_RERUN_ALONE", "1", 1);
+  ChildExit exit;
+  RunChildren({spec}, 1, [&exit](size_t, const ChildExit& e) { exit = e; });
+  unsetenv("OOMGUARD_RERUN_ALONE");
+  std::ostringstream text;
+  text << std::ifstream(spec.stdout_path).rdbuf();
+  *output = DescribeExit(exit, spec.timeout_seconds) + "\n" + text.str();
+  return exit.spawn_error.empty() && !exit.timed_out ? exit.exit_code : -1;
+}
+
+TEST(CudaBackendOnGpu, InjectedFaultInBackwardLeavesTheCachingAllocatorAndItsStatistics) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no GPU visible (CUDA driver: " << CudaDriverVersion() << ")";
+  // The fault-injecting allocator goes in before CUDA initialises, once per process.
+  if (c10::cuda::CUDACachingAllocator::get()->initialized()) {
+    ASSERT_EQ(std::getenv("OOMGUARD_RERUN_ALONE"), nullptr) << "CUDA initialised before the test, even alone";
+    std::string output;
+    EXPECT_EQ(RerunAlone(&output), 0) << output;
+    return;
+  }
+  std::string error;
+  Limits limits = LimitsForCard(*FindCard("t4", &error));
+  std::unique_ptr<FaultPolicy> policy = ParseFaultSpec("phase=backward,nth=1", &error);
+  ASSERT_NE(policy, nullptr) << error;
+  limits.faults = std::make_shared<FaultInjector>(std::move(policy));
+  const VariantMeasurement m = MeasureVariant(TinyMlp(), MeasureOptions{"cuda", limits});
+  EXPECT_EQ(m.outcome, "oom") << m.error;
+  EXPECT_NE(m.error.find("CUDA out of memory (injected by oomguard: phase=backward,nth=1, allocation #"),
+            std::string::npos)
+      << m.error;
+  ASSERT_TRUE(m.oom.has_value());
+  EXPECT_TRUE(m.oom->injected);
+  EXPECT_EQ(m.oom->phase, "backward");
+  ASSERT_EQ(m.injected.size(), 1u);
+  EXPECT_EQ(m.injected[0].phase, "backward");
+  // The caching allocator never saw the refused request, and its statistics read as without injection.
+  ASSERT_TRUE(m.cuda.has_value());
+  EXPECT_EQ(m.cuda->ooms, 0);
+  EXPECT_GT(m.cuda->reserved_peak_bytes, 0);
+  EXPECT_GE(m.cuda->allocated_peak_bytes, m.cuda->requested_peak_bytes);
+  EXPECT_EQ(m.ledger.peak_bytes + m.cuda->allocated_at_start_bytes, m.cuda->requested_peak_bytes);  // the trace still feeds the ledger
 }
 
 }  // namespace
