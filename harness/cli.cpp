@@ -27,9 +27,10 @@ void AddRunFlags(CLI::App* app, RunOptions* o) {
                   "Inject allocation failures, e.g. nth=5, min-size=64MiB, p=0.01,seed=7, phase=backward,nth=2");
   app->add_option("--iterations", o->iterations, "Training iterations per variant (default: the scenario's)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
-  app->add_option("--snapshot-dir", o->snapshot_dir,
-                  "Record allocations; write a memory_viz snapshot (pickle) of each failing variant into DIR");
-  app->add_flag("--snapshot-all", o->snapshot_all, "With --snapshot-dir: a snapshot of every variant");
+  CLI::Option* snapshot_dir = app->add_option(
+      "--snapshot-dir", o->snapshot_dir,
+      "Record allocations; write a memory_viz snapshot (pickle) of each variant that ends in an OOM or error into DIR");
+  app->add_flag("--snapshot-all", o->snapshot_all, "With --snapshot-dir: a snapshot of every variant")->needs(snapshot_dir);
 }
 
 // The binary itself, for spawning children: /proc/self/exe is exact even when argv[0] is a bare name.

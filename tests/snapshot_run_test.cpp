@@ -98,5 +98,11 @@ TEST_F(SnapshotRunTest, AFolderThatCannotBeMadeIsAUsageError) {
   EXPECT_EQ(r.out, "");
 }
 
+TEST_F(SnapshotRunTest, SnapshotAllWithoutAFolderIsAUsageError) {
+  const Result r = Run({"--snapshot-all"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err.rfind("--snapshot-all requires --snapshot-dir", 0), 0u) << r.err;
+}
+
 }  // namespace
 }  // namespace oomguard
