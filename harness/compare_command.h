@@ -26,9 +26,9 @@ namespace oomguard {
 
 struct CompareOptions {
   std::vector<std::string> files;  // results JSON files (`oomguard run --json`), at least two
-  std::string reference;           // a file's backend or its position from 1; empty: the last file
+  std::string reference = {};      // a file's backend or its position from 1; empty: the last file
   double tolerance_percent = 2.0;  // a peak this close to the reference's (relatively) agrees
-  std::string markdown_path;       // --md FILE: the same table in Markdown
+  std::string markdown_path = {};  // --md FILE: the same table in Markdown
 };
 
 // One results file, reduced to what compare needs.
@@ -38,10 +38,10 @@ struct ComparedRun {
   bool judged = true;  // false: shown for reading (a cuda run's reserved peak), never held to the tolerance
   struct Entry {
     std::string scenario, variant;
-    std::optional<int64_t> peak_bytes;            // absent: no measurement
-    std::optional<int64_t> cuda_allocated_peak;   // cuda runs: the caching allocator's peaks
-    std::optional<int64_t> cuda_reserved_peak;
-    std::optional<int64_t> cuda_requested_peak;
+    std::optional<int64_t> peak_bytes = {};           // absent: no measurement
+    std::optional<int64_t> cuda_allocated_peak = {};  // cuda runs: the caching allocator's peaks
+    std::optional<int64_t> cuda_reserved_peak = {};
+    std::optional<int64_t> cuda_requested_peak = {};
     int64_t cuda_allocated_at_start = 0;          // held before the variant began (library workspaces)
     int64_t cuda_reserved_at_start = 0;
   };

@@ -20,8 +20,8 @@
 namespace oomguard {
 
 struct MeasureOptions {
-  std::string backend = "cpu";  // cpu | meta
-  Limits limits;
+  std::string backend = "cpu";  // cpu | meta | cuda
+  Limits limits = {};
   int64_t iterations = 0;  // 0: the variant's own loop.iterations
   size_t timeline_points = 2000;
   SnapshotOptions snapshot = {};  // path set: record the allocation history, write it for a failure

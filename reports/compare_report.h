@@ -24,7 +24,7 @@ struct ComparisonRow {
   std::vector<ComparisonCell> cells;  // one per run, in file order
   bool past_tolerance = false;
   // Past the tolerance with a cuda allocated column: one line per other run, the difference itemised.
-  std::vector<std::string> explanations;
+  std::vector<std::string> explanations = {};
 };
 
 struct ComparisonTable {
