@@ -29,7 +29,7 @@ void AddRunFlags(CLI::App* app, RunOptions* o) {
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   CLI::Option* snapshot_dir = app->add_option(
       "--snapshot-dir", o->snapshot_dir,
-      "Record allocations; write a memory_viz snapshot (pickle) of each variant that ends in an OOM or error into DIR");
+      "Record allocations; write a memory_viz snapshot (pickle) of each failing or OOM variant into DIR");
   app->add_flag("--snapshot-all", o->snapshot_all, "With --snapshot-dir: a snapshot of every variant")->needs(snapshot_dir);
 }
 

@@ -28,7 +28,7 @@ struct RunOptions {
   std::string baselines_dir;             // --baselines DIR (default: baselines/ beside each scenario file)
   bool update_baselines = false;         // --update-baselines: rewrite what ran successfully
   bool strict = false;                   // --strict: a variant without a baseline fails
-  std::string snapshot_dir;              // --snapshot-dir DIR: memory_viz snapshots of failing variants
+  std::string snapshot_dir;              // --snapshot-dir DIR: memory_viz snapshots of failing or OOM variants
   bool snapshot_all = false;             // --snapshot-all: of every variant
 };
 

@@ -18,6 +18,7 @@
 #include "harness/child_process.h"
 #include "harness/measurement_json.h"
 #include "harness/scenario_loader.h"
+#include "harness/snapshot_keeper.h"
 #include "harness/verdict.h"
 #include "harness/version_info.h"
 #include "harness/workload.h"
@@ -223,8 +224,8 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
       if (!options.context.empty()) spec.argv.insert(spec.argv.end(), {"--context", options.context});
       for (const std::string& inject : options.inject) spec.argv.insert(spec.argv.end(), {"--inject", inject});
       if (options.iterations > 0) spec.argv.insert(spec.argv.end(), {"--iterations", std::to_string(options.iterations)});
-      if (!options.snapshot_dir.empty()) spec.argv.insert(spec.argv.end(), {"--snapshot-dir", options.snapshot_dir});
-      if (options.snapshot_all) spec.argv.push_back("--snapshot-all");
+      // Every child records into the scratch folder; KeepSnapshots picks what to keep once judged.
+      if (!options.snapshot_dir.empty()) spec.argv.insert(spec.argv.end(), {"--snapshot-dir", tmp_dir, "--snapshot-all"});
       spec.stdout_path = base + ".out";
       spec.stderr_path = base + ".err";
       spec.timeout_seconds = options.timeout_seconds;
@@ -263,6 +264,7 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
     if (--p.variants_left == 0) {
       JudgeScenario(p.scenario, &p.result);
       CompareScenario(options, &p.result);
+      if (!options.snapshot_dir.empty()) KeepSnapshots(options.snapshot_dir, options.snapshot_all, &p.result);
       if (on_done) on_done(p.result);
     }
   });

@@ -8,6 +8,9 @@
 //   ... run the variant, catching its failure into m ...
 //   recorder.Finish(&m);   // written when m.outcome is not "pass" (or always): m.snapshot = path
 //
+// `oomguard run` has every child write (always) into its scratch folder and keeps what the verdicts
+// ask for (harness/snapshot_keeper.h).
+//
 // cpu and meta: the account's AllocationTrace (allocators/allocation_trace.h), with frames naming
 // phase and layer (reports/memory_viz_snapshot.h). cuda: PyTorch's own history and pickle
 // (allocators/cuda/cuda_history.h), with its C++ stacks as frames.
