@@ -155,7 +155,12 @@ void WriteVariantTable(const ScenarioResult& s, bool baselines, std::string& h) 
       h += "<td class=\"num\">&mdash;</td><td class=\"num\">&mdash;</td><td class=\"num\">&mdash;</td>";
     }
     if (baselines) h += "<td>" + BaselineCell(v.baseline) + "</td>";
-    h += "<td>" + ReasonsCell(v) + "</td></tr>\n";
+    h += "<td>" + ReasonsCell(v);
+    if (v.measurement && !v.measurement->snapshot.empty()) {
+      h += "<br>memory_viz snapshot: <a href=\"" + Esc(v.measurement->snapshot) + "\">" + Esc(v.measurement->snapshot) +
+           "</a>";
+    }
+    h += "</td></tr>\n";
   }
   h += "</table>\n";
 }

@@ -193,6 +193,10 @@ Case VariantCase(const ScenarioResult& s, const VariantResult& v) {
   if (!v.diagnostics.empty()) c.body += "stderr: " + v.diagnostics + "\n";
   if (c.kind == CaseKind::kFailure || c.kind == CaseKind::kError) c.body += BaselineBlock(v.baseline) + PeakBlock(v);
   c.system_out = PeakBlock(v) + (v.measurement ? PhasePeaks(*v.measurement) : "") + BaselineBlock(v.baseline);
+  // GitLab and Jenkins (junit-attachments) show a file named so as an attachment of the test case.
+  if (v.measurement && !v.measurement->snapshot.empty()) {
+    c.system_out += "memory_viz snapshot: [[ATTACHMENT|" + v.measurement->snapshot + "]]\n";
+  }
   return c;
 }
 

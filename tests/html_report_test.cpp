@@ -126,6 +126,14 @@ TEST(HtmlReportTest, ACudaRunAddsTheAllocatorsPeaksAndRetries) {
             std::string::npos);
 }
 
+TEST(HtmlReportTest, ASnapshotIsLinkedFromItsVariant) {
+  RunReport report = testing::SampleReport();
+  report.scenarios.front().variants.front().measurement->snapshot = "snaps/x&y.pickle";
+  EXPECT_NE(RenderHtml(report).find("<br>memory_viz snapshot: <a href=\"snaps/x&amp;y.pickle\">snaps/x&amp;y.pickle</a></td>"),
+            std::string::npos);
+  EXPECT_EQ(RenderHtml(testing::SampleReport()).find("memory_viz snapshot"), std::string::npos);
+}
+
 TEST(HtmlReportTest, OomVariantShowsWhatWasLive) {
   RunReport report = testing::SampleReport();
   VariantResult& v = report.scenarios[1].variants[0];

@@ -240,6 +240,16 @@ TEST(JUnit, SampleTotalsAndMapping) {
   EXPECT_EQ(xml.find("hostname"), std::string::npos);
 }
 
+TEST(JUnit, ASnapshotIsAnAttachmentOfItsTestCase) {
+  RunReport report = testing::SampleReport();
+  report.scenarios[0].variants[0].measurement->snapshot = "snaps/a&b.pitfall.cpu.pickle";
+  const std::string xml = RenderJUnit(report);
+  EXPECT_NE(xml.find("memory_viz snapshot: [[ATTACHMENT|snaps/a&amp;b.pitfall.cpu.pickle]]</system-out>"),
+            std::string::npos)
+      << xml;
+  EXPECT_EQ(RenderJUnit(testing::SampleReport()).find("ATTACHMENT"), std::string::npos);
+}
+
 TEST(JUnit, NastyNamesAreEscapedNeverRaw) {
   const std::string xml = RenderJUnit(testing::SampleReport());
   EXPECT_NE(xml.find("name=\"bad&amp;name&lt;&quot;x&quot;&gt;\""), std::string::npos);
