@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "allocators/allocation_trace.h"
+#include "allocators/cuda_model_feed.h"
 #include "allocators/fault_injection.h"
 #include "allocators/ledger.h"
 
@@ -58,14 +59,24 @@ class DeviceAccount {
   void Refund(int64_t nbytes, int origin) { ledger_.Release(nbytes, origin); }
 
   // The allocators report each block's address here, after Charge and before Refund; with the trace
-  // off this is one relaxed atomic load (allocation_trace.h). A refusal is traced by Charge itself.
+  // off and no model feed this is two atomic loads (allocation_trace.h, cuda_model_feed.h).
+  // A refusal is traced by Charge itself.
   void TraceAlloc(uint64_t address, int64_t nbytes) {
     if (trace_.enabled()) trace_.RecordAlloc(address, nbytes, ledger_.phase());
+    if (CudaModelFeed* feed = model_feed_.load(std::memory_order_acquire)) feed->OnAlloc(address, nbytes);
   }
   void TraceFree(uint64_t address, int64_t nbytes) {
     if (trace_.enabled()) trace_.RecordFree(address, nbytes, ledger_.phase());
+    if (CudaModelFeed* feed = model_feed_.load(std::memory_order_acquire)) feed->OnFree(address);
   }
   AllocationTrace& trace() { return trace_; }
+  // Whether TraceAlloc wants blocks' addresses (the meta allocator gives its blocks synthetic ones
+  // only then).
+  bool wants_addresses() const {
+    return trace_.enabled() || model_feed_.load(std::memory_order_relaxed) != nullptr;
+  }
+  // Attaches a CudaModelFeed (null: detaches). Prefer ScopedModelFeed (cuda_model_feed.h).
+  void SetModelFeed(CudaModelFeed* feed) { model_feed_.store(feed, std::memory_order_release); }
 
   Ledger& ledger() { return ledger_; }
   const std::string& device_name() const { return device_name_; }
@@ -91,6 +102,7 @@ class DeviceAccount {
   const std::string device_name_;
   Ledger ledger_;
   AllocationTrace trace_;
+  std::atomic<CudaModelFeed*> model_feed_{nullptr};  // not owned
   std::atomic<int64_t> cap_bytes_{Ledger::kUnlimited};
   std::atomic<FaultInjector*> faults_{nullptr};
   mutable std::mutex refusal_mutex_;

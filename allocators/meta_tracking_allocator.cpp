@@ -26,7 +26,7 @@ c10::DataPtr MetaTrackingAllocator::allocate(size_t nbytes) {
   if (nbytes == 0) return {nullptr, nullptr, &Delete, meta};
   TORCH_CHECK(nbytes < (uintptr_t{1} << kOriginShift), "oomguard: a meta allocation of ", nbytes,
               " bytes is past what the meta allocator records (2^56 bytes)");
-  if (account_.trace().enabled()) {
+  if (account_.wants_addresses()) {
     const auto bytes = static_cast<int64_t>(nbytes);
     auto traced = std::make_unique<TracedMetaBlock>();  // before the charge: nothing to undo if it throws
     traced->nbytes = bytes;

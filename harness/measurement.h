@@ -64,6 +64,17 @@ struct CudaMeasurement {
   double transfer_ms = 0;        // their GPU time (harness/cuda_transfer_timer.h)
 };
 
+// The CUDA caching allocator's statistics as CachingAllocatorModel predicts them from a cpu or meta
+// run's allocations (`--model-cuda`; allocators/cuda_model_feed.h), under the ledger's cap.
+struct CudaModelMeasurement {
+  int64_t allocated_peak_bytes = 0;  // blocks: requests rounded up to 512 bytes, or whole unsplit blocks
+  int64_t reserved_peak_bytes = 0;   // segments: what a GPU would have to hold
+  int64_t requested_peak_bytes = 0;  // what was asked for while the model was fed
+  int64_t segments_peak = 0;
+  int64_t alloc_retries = 0;  // segment allocations retried after releasing the cache
+  int64_t ooms = 0;           // requests the model's cap refused (Note [Predicted OOMs])
+};
+
 struct VariantMeasurement {
   std::string variant;
   std::string backend;
@@ -88,6 +99,7 @@ struct VariantMeasurement {
   std::string grad_digest;            // FNV-1a of every parameter gradient after the first backward
   std::optional<OomReport> oom;
   std::optional<CudaMeasurement> cuda;  // cuda backend only
+  std::optional<CudaModelMeasurement> cuda_model;  // cpu and meta with --model-cuda
   std::vector<InjectedFailure> injected;
   std::string snapshot;        // --snapshot-dir: the memory_viz snapshot written for this variant
   std::string snapshot_error;  // why it could not be written

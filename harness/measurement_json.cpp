@@ -105,6 +105,12 @@ json MeasurementToJson(const VariantMeasurement& m) {
   j["injected_failures"] = injected;
   if (!m.snapshot.empty()) j["snapshot"] = m.snapshot;
   if (!m.snapshot_error.empty()) j["snapshot_error"] = m.snapshot_error;
+  if (m.cuda_model) {
+    const CudaModelMeasurement& c = *m.cuda_model;
+    j["cuda_model"] = {{"allocated_peak_bytes", c.allocated_peak_bytes}, {"reserved_peak_bytes", c.reserved_peak_bytes},
+                       {"requested_peak_bytes", c.requested_peak_bytes}, {"segments_peak", c.segments_peak},
+                       {"alloc_retries", c.alloc_retries},               {"ooms", c.ooms}};
+  }
   return j;
 }
 
@@ -193,6 +199,13 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
     }
     m->snapshot = j.value("snapshot", "");
     m->snapshot_error = j.value("snapshot_error", "");
+    if (j.contains("cuda_model")) {
+      const json& c = j.at("cuda_model");
+      m->cuda_model = CudaModelMeasurement{
+          c.at("allocated_peak_bytes").get<int64_t>(), c.at("reserved_peak_bytes").get<int64_t>(),
+          c.at("requested_peak_bytes").get<int64_t>(), c.at("segments_peak").get<int64_t>(),
+          c.at("alloc_retries").get<int64_t>(),        c.at("ooms").get<int64_t>()};
+    }
   } catch (const json::exception& e) {
     *error = std::string("malformed measurement: ") + e.what();
     return false;

@@ -30,6 +30,7 @@ struct RunOptions {
   bool strict = false;                   // --strict: a variant without a baseline fails
   std::string snapshot_dir;              // --snapshot-dir DIR: memory_viz snapshots of failing or OOM variants
   bool snapshot_all = false;             // --snapshot-all: of every variant
+  bool model_cuda = false;               // --model-cuda: predict the CUDA caching allocator on cpu/meta
 };
 
 inline constexpr const char* kDefaultCard = "t4";

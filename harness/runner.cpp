@@ -226,6 +226,7 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
       if (options.iterations > 0) spec.argv.insert(spec.argv.end(), {"--iterations", std::to_string(options.iterations)});
       // Every child records into the scratch folder; KeepSnapshots picks what to keep once judged.
       if (!options.snapshot_dir.empty()) spec.argv.insert(spec.argv.end(), {"--snapshot-dir", tmp_dir, "--snapshot-all"});
+      if (options.model_cuda) spec.argv.push_back("--model-cuda");
       spec.stdout_path = base + ".out";
       spec.stderr_path = base + ".err";
       spec.timeout_seconds = options.timeout_seconds;
@@ -299,6 +300,7 @@ int MeasureInChild(const RunOptions& options, const std::string& scenario_file, 
   measure.backend = ResolveBackend(options.backend);
   measure.limits = limits;
   measure.iterations = options.iterations;
+  measure.model_cuda = options.model_cuda;
   if (!options.snapshot_dir.empty()) {
     measure.snapshot.path = SnapshotPath(options.snapshot_dir, scenario.name, variant, measure.backend);
     measure.snapshot.always = options.snapshot_all;

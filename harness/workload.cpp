@@ -1,6 +1,7 @@
 #include "harness/workload.h"
 
 #include <chrono>
+#include <optional>
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -10,6 +11,7 @@
 #include <torch/optim/sgd.h>
 
 #include "allocators/cpu_tracking_allocator.h"
+#include "allocators/cuda_model_feed.h"
 #include "allocators/install.h"
 #include "harness/backend_session.h"
 #include "harness/checkpoint.h"
@@ -310,6 +312,11 @@ class VariantRun {
   std::vector<std::pair<std::string, int64_t>> layer_bytes_;
 };
 
+CudaModelMeasurement CudaModelMeasurementOf(const CachingAllocatorModelStats& s) {
+  return {s.allocated_bytes.peak, s.reserved_bytes.peak, s.requested_bytes.peak,
+          s.segments.peak,        s.num_alloc_retries,   s.num_ooms};
+}
+
 // "math", "flash", "math+flash" when layers differ, "none" without attention.
 std::string AttentionImplementations(const ModelSpec& model) {
   std::string out;
@@ -341,6 +348,13 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
     TransferCounter transfers;
     LayerTrace trace;
     SnapshotRecorder snapshot(options.snapshot, backend, trace);
+    // Declared before the run, so the run's tensors are freed while it is still attached.
+    std::optional<CudaModelFeed> model_feed;
+    std::optional<ScopedModelFeed> attach_model;
+    if (options.model_cuda && options.backend != "cuda") {
+      model_feed.emplace(options.limits.cap_bytes);
+      attach_model.emplace(account, &*model_feed);
+    }
     std::optional<HostScalarCopies> host_scalars;  // Note [Host scalars]
     if (options.backend == "cpu") host_scalars.emplace();
     VariantRun run(spec, options, backend, &trace, &m);
@@ -363,6 +377,7 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
     m.ledger = account.ledger().Snapshot();
     backend.Collect(&m);
     if (options.limits.faults) m.injected = options.limits.faults->failures();
+    if (model_feed) m.cuda_model = CudaModelMeasurementOf(model_feed->stats());
     snapshot.Finish(&m);
   }
   m.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -25,6 +25,7 @@ struct MeasureOptions {
   int64_t iterations = 0;  // 0: the variant's own loop.iterations
   size_t timeline_points = 2000;
   SnapshotOptions snapshot = {};  // path set: record the allocation history, write it for a failure
+  bool model_cuda = false;        // cpu/meta: feed a CachingAllocatorModel (m.cuda_model); ignored on cuda
 };
 
 VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions& options);

@@ -85,6 +85,15 @@ void WriteCudaLine(const CudaMeasurement& c, std::ostream& out) {
   out << "\n";
 }
 
+// What torch.cuda.memory_stats() would say on a GPU, predicted from a cpu or meta run (--model-cuda).
+void WriteCudaModelLine(const CudaModelMeasurement& c, std::ostream& out) {
+  out << "              cuda model: allocated " << FormatBytes(c.allocated_peak_bytes) << ", reserved "
+      << FormatBytes(c.reserved_peak_bytes) << " (fragmentation "
+      << FormatBytes(c.reserved_peak_bytes - c.allocated_peak_bytes) << "), " << c.alloc_retries
+      << (c.alloc_retries == 1 ? " retry, " : " retries, ") << c.ooms << (c.ooms == 1 ? " OOM" : " OOMs")
+      << " predicted\n";
+}
+
 }  // namespace
 
 ConsoleStyle StyleFor(int fd) {
@@ -125,6 +134,7 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
     }
     out << "\n";
     if (v.measurement && v.measurement->cuda) WriteCudaLine(*v.measurement->cuda, out);
+    if (v.measurement && v.measurement->cuda_model) WriteCudaModelLine(*v.measurement->cuda_model, out);
     if (v.measurement && v.measurement->oom && v.code != ResultCode::kPass) {
       const OomReport& o = *v.measurement->oom;
       out << "              OOM in " << o.phase << ": tried to allocate " << FormatBytes(o.requested_bytes) << " with "

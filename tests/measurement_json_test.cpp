@@ -47,6 +47,22 @@ TEST(MeasurementJson, NoCudaObjectOffCuda) {
   EXPECT_FALSE(j.contains("snapshot_error"));
 }
 
+TEST(MeasurementJson, CudaModelRoundTripsAndIsAbsentWithoutIt) {
+  VariantMeasurement m = testing::SampleMeasurement("pitfall", 1);
+  EXPECT_FALSE(MeasurementToJson(m).contains("cuda_model"));
+  m.cuda_model = CudaModelMeasurement{1536, 2097152, 1001, 1, 0, 0};
+  const nlohmann::json j = MeasurementToJson(m);
+  EXPECT_EQ(j.at("cuda_model").at("reserved_peak_bytes"), 2097152);
+  VariantMeasurement back;
+  std::string error;
+  ASSERT_TRUE(MeasurementFromJson(j, &back, &error)) << error;
+  ASSERT_TRUE(back.cuda_model.has_value());
+  EXPECT_EQ(back.cuda_model->allocated_peak_bytes, 1536);
+  EXPECT_EQ(back.cuda_model->requested_peak_bytes, 1001);
+  EXPECT_EQ(back.cuda_model->segments_peak, 1);
+  EXPECT_EQ(MeasurementToJson(back), j);
+}
+
 TEST(MeasurementJson, SnapshotPathAndErrorRoundTrip) {
   VariantMeasurement m = testing::SampleMeasurement("pitfall", 1);
   m.snapshot = "snaps/s.pitfall.cpu.pickle";

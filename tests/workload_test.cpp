@@ -131,5 +131,28 @@ TEST(Workload, InplaceEditsFailWithTheirCategories) {
   EXPECT_EQ(MeasureVariant(v, MeasureOptions{}).outcome, "error:inplace-leaf");
 }
 
+// --model-cuda: every allocation of the tiny model also reaches a CachingAllocatorModel. All its
+// tensors are under 1 MiB, so they share one 2 MiB small-pool segment in 512-byte multiples.
+void ExpectTinyModelPrediction(const char* backend) {
+  MeasureOptions options;
+  options.backend = backend;
+  options.model_cuda = true;
+  const VariantMeasurement m = MeasureVariant(TinyModel(), options);
+  ASSERT_EQ(m.outcome, "pass") << m.error;
+  ASSERT_TRUE(m.cuda_model.has_value());
+  const CudaModelMeasurement& c = *m.cuda_model;
+  EXPECT_EQ(c.requested_peak_bytes, m.ledger.peak_bytes);  // the same requests, counted twice
+  EXPECT_EQ(c.reserved_peak_bytes, 2 * 1024 * 1024);
+  EXPECT_EQ(c.segments_peak, 1);
+  EXPECT_EQ(c.allocated_peak_bytes % 512, 0);
+  EXPECT_GT(c.allocated_peak_bytes, c.requested_peak_bytes);  // 232-byte parameters take 512
+  EXPECT_EQ(c.alloc_retries, 0);
+  EXPECT_EQ(c.ooms, 0);
+}
+
+TEST(Workload, ModelCudaPredictsTheCachingAllocatorOnCpu) { ExpectTinyModelPrediction("cpu"); }
+TEST(Workload, ModelCudaPredictsTheCachingAllocatorOnMeta) { ExpectTinyModelPrediction("meta"); }
+TEST(Workload, NoCudaModelWithoutTheFlag) { EXPECT_FALSE(MeasureVariant(TinyModel(), MeasureOptions{}).cuda_model); }
+
 }  // namespace
 }  // namespace oomguard

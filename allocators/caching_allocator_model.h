@@ -1,0 +1,149 @@
+// CachingAllocatorModel: a plain-C++ simulation of PyTorch's CUDA caching allocator
+// (DeviceCachingAllocator in c10/cuda/CUDACachingAllocator.cpp, torch 2.11) for one device and one
+// stream, so a cpu or meta run can predict what torch.cuda.memory_stats() would report on a GPU.
+//
+//   oomguard::CachingAllocatorModel model(/*cap_bytes=*/16 * kGiB);   // cap on *reserved* bytes
+//   std::optional<uint64_t> a = model.Allocate(3 << 20);  // 3 MiB: a 20 MiB segment, split
+//   if (!a) { /* the real allocator would raise torch.OutOfMemoryError here */ }
+//   model.Free(*a);                                       // cached: reserved stays 20 MiB
+//   model.EmptyCache();                                   // torch.cuda.empty_cache()
+//   oomguard::CachingAllocatorModelStats s = model.stats();  // allocated/reserved/requested peaks
+//
+// Thread safety: none; the caller serialises every call (one mutex around the model).
+// Error policy: an allocation the cap refuses returns std::nullopt and counts in num_ooms (the
+// caller decides whether that is an error); Free of an address the model did not hand out returns
+// false and changes nothing. Nothing throws.
+//
+// Note [What the model reproduces] (each rule names the function of the real allocator it copies)
+//   - round_size: requests under 512 bytes become 512 (kMinBlockSize), others round up to a
+//     multiple of 512 (no roundup_power2_divisions configured).
+//   - get_pool: a rounded size <= 1 MiB (kSmallSize) goes to the small pool, others to the large.
+//   - get_allocation_size: a new segment for a small request is 2 MiB (kSmallBuffer); for a large
+//     one under 10 MiB (kMinLargeAlloc) 20 MiB (kLargeBuffer); otherwise the size rounded up to a
+//     multiple of 2 MiB (kRoundLarge).
+//   - get_free_block: best fit, the first free block of the pool ordered by (size, address)
+//     (BlockComparatorSize) whose size >= the rounded size. The oversize rules are dead with the
+//     default max_split_size (SIZE_MAX).
+//   - malloc: no free block -> alloc_block (a new segment, refused when reserved + segment > the
+//     cap, as with set_fraction's allowed_memory_maximum); refused -> release_available_cached_blocks
+//     (returns false at once with the default max_split_size) -> release_cached_blocks (releases
+//     every free block that is a whole segment, large pool first, and always returns true) ->
+//     alloc_block again with isRetry, which counts num_alloc_retries whether it then succeeds or
+//     not; refused again -> num_ooms += 1 and OutOfMemoryError. A retry that succeeds has still
+//     released every fully free segment of both pools.
+//   - should_split: small pool: remainder >= 512; large pool: remainder > 1 MiB. An unsplit block
+//     is handed out whole, so allocated bytes count the whole block (an 11 MiB request in a 12 MiB
+//     segment allocates 12 MiB).
+//   - free_block / try_merge_blocks: a freed block merges with its free neighbours in the segment;
+//     the segment stays reserved until release_cached_blocks (OOM retry or emptyCache).
+//   - Statistics as increase_stat/decrease_stat keep them: allocated_bytes and active_bytes are
+//     block sizes, requested_bytes the callers' sizes, reserved_bytes segment sizes; peaks are
+//     running maxima that ResetPeaks sets back to the current values (resetPeakStats).
+// Not modelled: several streams or devices (record_stream, events), expandable segments,
+// max_split_size / roundup_power2_divisions / garbage_collection_threshold, CUDA graph pools,
+// free-memory callbacks (IPC), and memory the driver refuses below the cap. Segment addresses come
+// from a bump pointer, so a released range is never handed out again; the real cudaMalloc may reuse
+// it, which can change best-fit ties between equally sized blocks (never sizes or statistics).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace oomguard {
+
+struct ModelStat {
+  int64_t current = 0;  // COUNT: now
+  int64_t peak = 0;     // COUNT: highest current since construction or ResetPeaks
+};
+
+struct CachingAllocatorModelStats {
+  ModelStat allocated_bytes;      // bytes of handed-out blocks (rounded, split or whole)
+  ModelStat reserved_bytes;       // bytes of segments held ("cudaMalloc'd")
+  ModelStat requested_bytes;      // bytes the callers asked for
+  ModelStat allocations;          // handed-out blocks
+  ModelStat segments;             // segments held
+  int64_t num_alloc_retries = 0;  // SUM: segment allocations retried after releasing the cache
+  int64_t num_ooms = 0;           // SUM: requests refused (Allocate returned nullopt)
+  int64_t num_device_alloc = 0;   // SUM: segments created (cudaMalloc calls that succeeded)
+  int64_t num_device_free = 0;    // SUM: segments released (cudaFree calls)
+};
+
+// One block of a segment, as a snapshot shows it.
+struct ModelBlockView {
+  uint64_t address = 0;
+  int64_t size_bytes = 0;
+  int64_t requested_bytes = 0;  // 0 for a free block
+  bool allocated = false;
+};
+
+struct ModelSegmentView {
+  uint64_t address = 0;
+  int64_t size_bytes = 0;
+  bool small_pool = false;
+  std::vector<ModelBlockView> blocks;  // in address order, covering the segment
+};
+
+class CachingAllocatorModel {
+ public:
+  static constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
+  static constexpr int64_t kMinBlockSize = 512;
+  static constexpr int64_t kSmallSize = 1 << 20;       // 1 MiB
+  static constexpr int64_t kSmallBuffer = 2 << 20;     // 2 MiB
+  static constexpr int64_t kLargeBuffer = 20 << 20;    // 20 MiB
+  static constexpr int64_t kMinLargeAlloc = 10 << 20;  // 10 MiB
+  static constexpr int64_t kRoundLarge = 2 << 20;      // 2 MiB
+
+  // cap_bytes bounds reserved bytes (segments), like torch.cuda.set_per_process_memory_fraction.
+  explicit CachingAllocatorModel(int64_t cap_bytes = kUnlimited);
+
+  // Hands out a block for `requested` bytes and returns its address, or std::nullopt when the cap
+  // refuses a new segment even after releasing the cache. A request of 0 bytes returns 0 and
+  // changes nothing (the real allocator hands out a null pointer without touching its pools).
+  std::optional<uint64_t> Allocate(int64_t requested);
+  // Returns a block handed out by Allocate to the cache. Free(0) is a no-op that returns true.
+  [[nodiscard]] bool Free(uint64_t address);
+  // Releases every segment whose blocks are all free (torch.cuda.empty_cache()).
+  void EmptyCache();
+  void ResetPeaks();
+
+  CachingAllocatorModelStats stats() const { return stats_; }
+  int64_t cap_bytes() const { return cap_bytes_; }
+  // Every segment with its blocks, in address order (for tests and snapshots).
+  std::vector<ModelSegmentView> Segments() const;
+
+  // The real allocator's size rules (see the Note above), exposed for tests.
+  static int64_t RoundSize(int64_t requested);
+  static int64_t AllocationSize(int64_t rounded);
+
+ private:
+  struct Block {
+    int64_t size = 0;
+    int64_t requested = 0;
+    bool allocated = false;
+    bool small = false;
+    uint64_t segment = 0;  // the segment's address
+    int64_t segment_size = 0;
+  };
+  using FreeSet = std::set<std::pair<int64_t, uint64_t>>;  // (size, address): BlockComparatorSize
+
+  FreeSet& PoolOf(bool small) { return small ? small_free_ : large_free_; }
+  std::optional<uint64_t> NewSegment(int64_t segment_size, bool small);
+  void ReleaseCachedSegments();
+  void ReleaseWholeSegments(FreeSet& pool);
+  // Merges the free block at `address` with free neighbours; returns the merged block's address.
+  uint64_t MergeWithNeighbours(uint64_t address);
+
+  int64_t cap_bytes_;
+  uint64_t next_segment_address_;
+  std::map<uint64_t, Block> blocks_;  // every block, free or not, by address
+  FreeSet small_free_;
+  FreeSet large_free_;
+  CachingAllocatorModelStats stats_;
+};
+
+}  // namespace oomguard

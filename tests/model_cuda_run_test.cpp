@@ -1,0 +1,60 @@
+// `oomguard run --model-cuda`: the child feeds a CachingAllocatorModel and the console shows its
+// prediction; without the flag nothing changes.
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "harness/cli.h"
+#include "tests/scratch_folder.h"
+
+namespace oomguard {
+namespace {
+
+// Every tensor is under 1 KiB: the model puts them all in one 2 MiB small-pool segment.
+constexpr const char* kTinyScenario = R"({
+  "name": "tiny",
+  "summary": "a tiny model",
+  "backends": ["cpu", "meta"],
+  "model": {"layers": [{"kind": "linear", "in": 4, "out": 8}, {"kind": "relu"}, {"kind": "linear", "in": 8, "out": 2}]},
+  "data": {"batch": 3, "shape": [4], "on_host": false},
+  "loop": {"iterations": 1, "loss": "mean", "optimizer": {"kind": "sgd"}},
+  "variants": {"base": {}}
+})";
+
+class ModelCudaRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override { setenv("OOMGUARD_SELF", OOMGUARD_EXE, 1); }
+  void TearDown() override { unsetenv("OOMGUARD_SELF"); }
+
+  std::string Run(std::vector<std::string> args) {
+    args.insert(args.begin(), {"oomguard", "run", scenario_, "--backend", "meta"});
+    std::ostringstream out, err;
+    EXPECT_EQ(RunCli(args, out, err), 0) << out.str() << err.str();
+    return out.str();
+  }
+
+  testing::ScratchFolder folder_{"model-cuda"};
+  const std::string scenario_ = folder_.Write("tiny.json", kTinyScenario);
+};
+
+TEST_F(ModelCudaRunTest, TheConsoleShowsThePrediction) {
+  const std::string out = Run({"--cap", "1GiB", "--model-cuda"});
+  EXPECT_NE(out.find("cuda model: allocated "), std::string::npos) << out;
+  EXPECT_NE(out.find(", reserved 2.00 MiB (fragmentation "), std::string::npos) << out;
+  EXPECT_NE(out.find("), 0 retries, 0 OOMs predicted\n"), std::string::npos) << out;
+}
+
+TEST_F(ModelCudaRunTest, ACapBelowOneSegmentPassesTheLedgerButPredictsOoms) {
+  // 1 MiB holds the tiny model's bytes, but not the 2 MiB segment the caching allocator would need.
+  const std::string out = Run({"--cap", "1MiB", "--model-cuda"});
+  EXPECT_NE(out.find("reserved 0 bytes"), std::string::npos) << out;
+  EXPECT_EQ(out.find(" 0 OOMs predicted"), std::string::npos) << out;
+  EXPECT_NE(out.find("OOMs predicted"), std::string::npos) << out;
+}
+
+TEST_F(ModelCudaRunTest, NoPredictionWithoutTheFlag) {
+  EXPECT_EQ(Run({"--cap", "1GiB"}).find("cuda model:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace oomguard
