@@ -34,7 +34,8 @@ tests_rc=${PIPESTATUS[0]}
 # cuda variants run one at a time: they share the GPU and its allocator statistics are per process
 # anyway, but concurrent ones would compete for the device's memory under their caps.
 "$og" run --backend cuda --jobs 1 --json "$out/cuda.json" > "$out/cuda.txt" 2>&1
-"$og" run --backend cpu --jobs "$jobs" --json "$out/cpu.json" > "$out/cpu.txt" 2>&1
+# cpu also runs the caching allocator's model: its predicted peaks stand beside the real ones.
+"$og" run --backend cpu --model-cuda --jobs "$jobs" --json "$out/cpu.json" > "$out/cpu.txt" 2>&1
 "$og" run --backend meta --jobs "$jobs" --json "$out/meta.json" > "$out/meta.txt" 2>&1
 tail -3 "$out/cuda.txt" "$out/cpu.txt" "$out/meta.txt"
 "$og" compare "$out/cpu.json" "$out/meta.json" "$out/cuda.json" --md "$out/fidelity.md" | tee "$out/fidelity.txt"

@@ -41,6 +41,10 @@ bool LoadComparedRun(const std::string& path, ComparedRun* out, std::string* err
             e.cuda_allocated_at_start = c.value("allocated_at_start_bytes", int64_t{0});
             e.cuda_reserved_at_start = c.value("reserved_at_start_bytes", int64_t{0});
           }
+          if (m.contains("cuda_model")) {
+            e.model_allocated_peak = m.at("cuda_model").at("allocated_peak_bytes").get<int64_t>();
+            e.model_reserved_peak = m.at("cuda_model").at("reserved_peak_bytes").get<int64_t>();
+          }
         }
         out->entries.push_back(std::move(e));
       }
@@ -79,11 +83,23 @@ size_t AddAllocatorColumns(std::vector<ComparedRun>* runs, size_t reference) {
     const ComparedRun& run = (*runs)[i];
     out.push_back(run);
     if (i == reference) new_reference = out.size() - 1;
+    const bool has_model = std::any_of(run.entries.begin(), run.entries.end(),
+                                       [](const ComparedRun::Entry& e) { return e.model_allocated_peak.has_value(); });
+    for (const bool allocated : {true, false}) {
+      if (!has_model) break;
+      ComparedRun column{run.label + (allocated ? " model allocated" : " model reserved"), run.backend, allocated, true, {}};
+      for (const ComparedRun::Entry& e : run.entries) {
+        ComparedRun::Entry cell{e.scenario, e.variant};
+        cell.peak_bytes = allocated ? e.model_allocated_peak : e.model_reserved_peak;
+        column.entries.push_back(std::move(cell));
+      }
+      out.push_back(std::move(column));
+    }
     const bool has_stats = std::any_of(run.entries.begin(), run.entries.end(),
                                        [](const ComparedRun::Entry& e) { return e.cuda_allocated_peak.has_value(); });
     if (!has_stats) continue;
     for (const bool allocated : {true, false}) {
-      ComparedRun column{run.label + (allocated ? " allocated" : " reserved"), run.backend, allocated, {}};
+      ComparedRun column{run.label + (allocated ? " allocated" : " reserved"), run.backend, allocated, false, {}};
       for (const ComparedRun::Entry& e : run.entries) {
         const auto net = [](std::optional<int64_t> peak, int64_t held) {
           return peak ? std::optional<int64_t>(*peak - held) : std::nullopt;

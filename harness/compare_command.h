@@ -9,6 +9,8 @@
 // workspaces, Note [Library workspaces on cuda]): the scenario's own bytes. A row past the tolerance
 // against a cuda allocated peak is itemised: rounding (allocated - requested peak) and what the kernels
 // asked for (cuda requested peak - the other run's peak).
+// A run made with --model-cuda adds two columns too, "cpu model allocated" (held to the tolerance:
+// it predicts the cuda allocated peak) and "cpu model reserved" (shown beside cuda reserved).
 // Rows are the variants of the first file, in order; a variant missing from a file, or without a
 // measurement there, shows "-". A cuda run adds two columns, its allocator's allocated and reserved
 // peaks, and when it is the reference the others are measured against its allocated peak (the
@@ -36,6 +38,7 @@ struct ComparedRun {
   std::string label;  // the backend, or "backend (file)" when two files share one
   std::string backend;
   bool judged = true;  // false: shown for reading (a cuda run's reserved peak), never held to the tolerance
+  bool predicts_cuda = false;  // a --model-cuda column: already rounded as the GPU rounds
   struct Entry {
     std::string scenario, variant;
     std::optional<int64_t> peak_bytes = {};           // absent: no measurement
@@ -44,6 +47,8 @@ struct ComparedRun {
     std::optional<int64_t> cuda_requested_peak = {};
     int64_t cuda_allocated_at_start = 0;          // held before the variant began (library workspaces)
     int64_t cuda_reserved_at_start = 0;
+    std::optional<int64_t> model_allocated_peak = {};  // --model-cuda runs: the predicted peaks
+    std::optional<int64_t> model_reserved_peak = {};
   };
   std::vector<Entry> entries;
 };

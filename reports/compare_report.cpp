@@ -47,6 +47,7 @@ std::optional<std::string> ExplainAgainstCuda(const std::vector<ComparedRun>& ru
     const ComparisonCell& cell = row.cells[i];
     // The cuda run's own ledger column is its requested bytes: nothing left to itemise against it.
     if (i == cuda || !runs[i].judged || !cell.peak_bytes || runs[i].backend == runs[cuda].backend) continue;
+    if (runs[i].predicts_cuda) continue;  // rounded already: what is left is the model's, not itemised here
     const int64_t rounding = *allocated->peak_bytes - *allocated->cuda_requested_peak;
     const int64_t kernels = *allocated->cuda_requested_peak - *cell.peak_bytes;
     text += (text.empty() ? "" : "; ") + runs[cuda].label + " - " + runs[i].label + " = " +

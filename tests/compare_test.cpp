@@ -128,6 +128,27 @@ TEST_F(CompareTest, CudaPeaksAreNetOfTheWorkspacesAndDifferencesAreItemised) {
             "segment tails), +39.06 KiB asked for by the kernels (cuBLAS/cuDNN workspaces, attention scratch)\n");
 }
 
+TEST_F(CompareTest, AModelCudaRunAddsItsPredictionsHeldToTheCudaAllocatedPeak) {
+  // cpu asked for 1000 B; the model rounds it to a 1024 B block in a 2 MiB segment, as the GPU did.
+  const std::string cpu = folder_.Write("cpu.json", R"({"backend": "cpu", "scenarios": [{"name": "s", "variants": [
+      {"name": "a", "measurement": {"peak_bytes": 1000, "cuda_model": {"allocated_peak_bytes": 1024,
+        "reserved_peak_bytes": 2097152}}}]}]})");
+  const std::string cuda = folder_.Write("cuda.json", R"({"backend": "cuda", "scenarios": [{"name": "s", "variants": [
+      {"name": "a", "measurement": {"peak_bytes": 1000, "cuda": {"allocated_peak_bytes": 1024,
+        "reserved_peak_bytes": 2097152, "requested_peak_bytes": 1000}}}]}]})");
+  EXPECT_EQ(Run({{cpu, cuda}}), kExitFailures);  // the plain cpu peak is 2.3% under
+  EXPECT_EQ(out_.str(),
+            "   scenario  variant  cpu                            cpu model allocated  cpu model reserved  "
+            "cuda                           cuda allocated (reference)  cuda reserved\n"
+            "!  s         a        1000 bytes (-24 bytes, -2.3%)  1024 bytes (same)    2.00 MiB            "
+            "1000 bytes (-24 bytes, -2.3%)  1024 bytes                  2.00 MiB\n"
+            "\n"
+            "1 variants against cuda allocated: 0 equal to the byte, 0 within 2.0%, 1 past it (marked !)\n"
+            "\nPast the tolerance, itemised:\n"
+            "s / a: cuda allocated - cpu = +24 bytes: +24 bytes allocator rounding (512-byte blocks, unsplit segment "
+            "tails), 0 bytes asked for by the kernels (cuBLAS/cuDNN workspaces, attention scratch)\n");
+}
+
 TEST_F(CompareTest, MarkdownHasTheSameRows) {
   const std::string cpu = folder_.Write("cpu.json", Results("cpu", 100, 200));
   const std::string meta = folder_.Write("meta.json", Results("meta", 100, 201));
