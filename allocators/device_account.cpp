@@ -1,9 +1,9 @@
 #include "allocators/device_account.h"
 
+#include <c10/util/Exception.h>
+
 #include <algorithm>
 #include <cctype>
-
-#include <c10/util/Exception.h>
 
 #include "allocators/byte_size.h"
 #include "allocators/cards.h"
@@ -90,13 +90,14 @@ std::string OutOfMemoryMessage(std::string_view device_name, const Limits& limit
   for (char& c : device) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   std::string m = device + " out of memory";
   if (injected) {
-    m += " (injected by oomguard: " + injected->policy + ", allocation #" +
-         std::to_string(injected->allocation_index) + " in phase " + injected->phase + ")";
+    m += " (injected by oomguard: " + injected->policy + ", allocation #" + std::to_string(injected->allocation_index) +
+         " in phase " + injected->phase + ")";
   } else {
     m += " (oomguard cap)";
   }
   m += ". Tried to allocate " + FormatBytes(requested_bytes) + ". ";
-  if (limits.cap_bytes == Ledger::kUnlimited) return m + "No cap is set; " + FormatBytes(live_bytes) + " is live in tensors.";
+  if (limits.cap_bytes == Ledger::kUnlimited)
+    return m + "No cap is set; " + FormatBytes(live_bytes) + " is live in tensors.";
   std::string cap_clause = "the cap is " + FormatBytes(limits.cap_bytes) + " (" + std::to_string(limits.cap_bytes) +
                            " bytes), of which " + FormatBytes(std::max<int64_t>(limits.cap_bytes - live_bytes, 0)) +
                            " is free. ";
@@ -113,8 +114,8 @@ std::string OutOfMemoryMessage(std::string_view device_name, const Limits& limit
 
 std::string SimulatedCudaOomMessage(const Limits& limits, int64_t requested_bytes, int64_t live_bytes,
                                     std::string_view pytorch_message) {
-  std::string where = limits.card.empty() ? "a GPU capped at " + FormatBytes(limits.cap_bytes)
-                                          : "the simulated " + limits.card;
+  std::string where =
+      limits.card.empty() ? "a GPU capped at " + FormatBytes(limits.cap_bytes) : "the simulated " + limits.card;
   std::string m = "CUDA out of memory on " + where + " (oomguard cap): tried to allocate " +
                   FormatBytes(requested_bytes) + " with " + FormatBytes(live_bytes) + " live in tensors. ";
   if (!limits.card.empty()) {

@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "harness/cli.h"
 #include "reports/atomic_file.h"
@@ -87,7 +86,8 @@ size_t AddAllocatorColumns(std::vector<ComparedRun>* runs, size_t reference) {
                                        [](const ComparedRun::Entry& e) { return e.model_allocated_peak.has_value(); });
     for (const bool allocated : {true, false}) {
       if (!has_model) break;
-      ComparedRun column{run.label + (allocated ? " model allocated" : " model reserved"), run.backend, allocated, true, {}};
+      ComparedRun column{
+          run.label + (allocated ? " model allocated" : " model reserved"), run.backend, allocated, true, {}};
       for (const ComparedRun::Entry& e : run.entries) {
         ComparedRun::Entry cell{e.scenario, e.variant};
         cell.peak_bytes = allocated ? e.model_allocated_peak : e.model_reserved_peak;

@@ -1,15 +1,15 @@
 #include "harness/cuda_transfer_timer.h"
 
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/record_function.h>
+#include <c10/cuda/CUDAEvent.h>
+#include <c10/util/Exception.h>
+
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <utility>
 #include <vector>
-
-#include <ATen/cuda/CUDAContext.h>
-#include <ATen/record_function.h>
-#include <c10/cuda/CUDAEvent.h>
-#include <c10/util/Exception.h>
 
 namespace oomguard {
 namespace {

@@ -71,7 +71,8 @@ std::string Summary(const ComparisonTable& t) {
   return std::to_string(t.rows.size()) + " variants against " + t.labels[t.reference] + ": " +
          std::to_string(t.rows_equal) + " equal to the byte, " + std::to_string(t.rows_within) + " within " +
          tolerance + ", " + std::to_string(t.rows_past_tolerance) + " past it (marked !)" +
-         (t.rows_not_compared ? ", " + std::to_string(t.rows_not_compared) + " not compared (a peak is missing: -)" : "");
+         (t.rows_not_compared ? ", " + std::to_string(t.rows_not_compared) + " not compared (a peak is missing: -)"
+                              : "");
 }
 
 void WriteExplanations(const ComparisonTable& t, std::ostream& out, const std::string& bullet) {
@@ -106,8 +107,9 @@ ComparisonTable BuildComparisonTable(const std::vector<ComparedRun>& runs, size_
         // shown, not compared
       } else if (i != reference && cell.peak_bytes && ref && ref->peak_bytes) {
         cell.delta_bytes = *cell.peak_bytes - *ref->peak_bytes;
-        cell.delta_percent = *ref->peak_bytes == 0 ? 0.0 : 100.0 * static_cast<double>(*cell.delta_bytes) /
-                                                               static_cast<double>(*ref->peak_bytes);
+        cell.delta_percent = *ref->peak_bytes == 0 ? 0.0
+                                                   : 100.0 * static_cast<double>(*cell.delta_bytes) /
+                                                         static_cast<double>(*ref->peak_bytes);
         if (*cell.delta_bytes != 0) all_equal = false;
         if (std::fabs(*cell.delta_percent) > tolerance_percent) row.past_tolerance = true;
       } else if (i != reference) {
@@ -168,8 +170,8 @@ void WriteComparisonMarkdown(const ComparisonTable& t, std::ostream& out) {
   for (size_t i = 0; i < t.labels.size(); ++i) out << "---|";
   out << "\n";
   for (const ComparisonRow& r : t.rows) {
-    out << "| " << (r.past_tolerance ? "!" : "") << " | " << MarkdownText(r.scenario) << " | " << MarkdownText(r.variant)
-        << " |";
+    out << "| " << (r.past_tolerance ? "!" : "") << " | " << MarkdownText(r.scenario) << " | "
+        << MarkdownText(r.variant) << " |";
     for (size_t i = 0; i < r.cells.size(); ++i) out << " " << CellText(r.cells[i], i == t.reference) << " |";
     out << "\n";
   }

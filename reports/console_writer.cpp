@@ -32,19 +32,23 @@ void WriteEstimate(const MemoryEstimate& e, std::ostream& out) {
   out << "              estimate vs measured (" << count << " parameters; activations " << e.activation_formula
       << "):\n";
   char line[160];
-  std::snprintf(line, sizeof line, "                %-26s %12s %12s  %s\n", "component", "measured", "estimate", "off by");
+  std::snprintf(line, sizeof line, "                %-26s %12s %12s  %s\n", "component", "measured", "estimate",
+                "off by");
   out << line;
   for (const EstimateRow& r : e.rows) {
     std::string off = "-";
     if (r.measured) {
       off = FormatSignedBytes(*r.measured - r.estimated);
-      if (r.estimated != 0) off += " (" + FormatPercent(100.0 * static_cast<double>(*r.measured - r.estimated) /
-                                                         static_cast<double>(r.estimated)) + ")";
+      if (r.estimated != 0) {
+        const double percent =
+            100.0 * static_cast<double>(*r.measured - r.estimated) / static_cast<double>(r.estimated);
+        off += " (" + FormatPercent(percent) + ")";
+      }
     }
-    std::snprintf(line, sizeof line, "                %-26s %12s %12s  %s\n", r.component.c_str(),
-                  !r.measured ? "-" : (*r.measured < 0 ? FormatSignedBytes(*r.measured) : FormatBytes(*r.measured)).c_str(),
-                  FormatBytes(r.estimated).c_str(),
-                  off.c_str());
+    std::snprintf(
+        line, sizeof line, "                %-26s %12s %12s  %s\n", r.component.c_str(),
+        !r.measured ? "-" : (*r.measured < 0 ? FormatSignedBytes(*r.measured) : FormatBytes(*r.measured)).c_str(),
+        FormatBytes(r.estimated).c_str(), off.c_str());
     out << line;
   }
 }
@@ -71,9 +75,9 @@ std::string Code(ResultCode code, const ConsoleStyle& style, size_t width) {
 // What PyTorch users read in torch.cuda.memory_stats(), for the cuda backend.
 void WriteCudaLine(const CudaMeasurement& c, std::ostream& out) {
   out << "              cuda allocator: allocated " << FormatBytes(c.allocated_peak_bytes) << ", reserved "
-      << FormatBytes(c.reserved_peak_bytes) << " (fragmentation " << FormatBytes(c.reserved_peak_bytes - c.allocated_peak_bytes)
-      << "), " << c.alloc_retries << (c.alloc_retries == 1 ? " retry, " : " retries, ") << c.ooms
-      << (c.ooms == 1 ? " OOM" : " OOMs");
+      << FormatBytes(c.reserved_peak_bytes) << " (fragmentation "
+      << FormatBytes(c.reserved_peak_bytes - c.allocated_peak_bytes) << "), " << c.alloc_retries
+      << (c.alloc_retries == 1 ? " retry, " : " retries, ") << c.ooms << (c.ooms == 1 ? " OOM" : " OOMs");
   if (c.allocated_at_start_bytes > 0) {
     out << "; peaks include " << FormatBytes(c.allocated_at_start_bytes) << " held from the start (library workspaces)";
   }
@@ -122,8 +126,8 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
     out << "            " << PadRight(v.name, width + 2) << Code(v.code, style, 12);
     if (v.measurement) {
       const VariantMeasurement& m = *v.measurement;
-      out << PadRight(m.outcome, outcome_width + 2) << "peak " << PadRight(FormatBytes(m.ledger.peak_bytes), 12) << "in "
-          << m.ledger.peak_phase;
+      out << PadRight(m.outcome, outcome_width + 2) << "peak " << PadRight(FormatBytes(m.ledger.peak_bytes), 12)
+          << "in " << m.ledger.peak_phase;
       if (auto growth = LiveGrowthPerIteration(m); growth && m.outcome == "pass") {
         out << "  growth " << FormatSignedBytes(static_cast<int64_t>(*growth)) << "/iteration";
       }
@@ -138,10 +142,10 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
     if (v.measurement && v.measurement->oom && v.code != ResultCode::kPass) {
       const OomReport& o = *v.measurement->oom;
       out << "              OOM in " << o.phase << ": tried to allocate " << FormatBytes(o.requested_bytes) << " with "
-          << FormatBytes(o.live_bytes) << " live: parameters " << FormatBytes(o.live.parameters_bytes)
-          << ", gradients " << FormatBytes(o.live.gradients_bytes) << ", optimizer state "
-          << FormatBytes(o.live.optimizer_state_bytes) << ", inputs " << FormatBytes(o.live.inputs_bytes)
-          << ", activations and transient " << FormatBytes(o.live.activations_and_transient_bytes) << "\n";
+          << FormatBytes(o.live_bytes) << " live: parameters " << FormatBytes(o.live.parameters_bytes) << ", gradients "
+          << FormatBytes(o.live.gradients_bytes) << ", optimizer state " << FormatBytes(o.live.optimizer_state_bytes)
+          << ", inputs " << FormatBytes(o.live.inputs_bytes) << ", activations and transient "
+          << FormatBytes(o.live.activations_and_transient_bytes) << "\n";
     }
     if (v.measurement && !v.measurement->snapshot.empty()) {
       out << "              snapshot: " << v.measurement->snapshot << " (open it in https://pytorch.org/memory_viz)\n";
@@ -191,8 +195,8 @@ void WriteRunSummary(const RunReport& report, std::ostream& out, const ConsoleSt
       codes.push_back(s.code);
     }
     for (const VariantResult& v : s.variants) {
-      std::vector<std::string> row = {s.name, v.name, s.backend, card, std::string(ResultName(v.code)), "", "", "",
-                                      "", ""};
+      std::vector<std::string> row = {s.name, v.name, s.backend, card, std::string(ResultName(v.code)),
+                                      "",     "",     "",        "",   ""};
       if (v.measurement) {
         row[5] = FormatBytes(v.measurement->ledger.peak_bytes);
         row[9] = v.measurement->ledger.peak_phase;
@@ -217,7 +221,9 @@ void WriteRunSummary(const RunReport& report, std::ostream& out, const ConsoleSt
     std::string line;
     for (size_t c = 0; c < rows[r].size(); ++c) {
       const bool last = c + 1 == rows[r].size();
-      line += c == 4 && r > 0 ? Code(codes[r], style, widths[c] + 2) : last ? rows[r][c] : PadRight(rows[r][c], widths[c] + 2);
+      line += c == 4 && r > 0 ? Code(codes[r], style, widths[c] + 2)
+              : last          ? rows[r][c]
+                              : PadRight(rows[r][c], widths[c] + 2);
     }
     line.erase(line.find_last_not_of(' ') + 1);
     out << line << "\n";
@@ -228,7 +234,8 @@ void WriteRunSummary(const RunReport& report, std::ostream& out, const ConsoleSt
     ++counts[std::string(ResultName(s.code))];
     failures += IsFailure(s.code);
   }
-  out << "\n" << report.scenarios.size() << " scenarios on " << report.backend << " in " << FormatSeconds(report.duration_ms)
+  out << "\n"
+      << report.scenarios.size() << " scenarios on " << report.backend << " in " << FormatSeconds(report.duration_ms)
       << ":";
   for (const auto& [code, n] : counts) out << " " << n << " " << code;
   out << (failures ? "  (" + std::to_string(failures) + " failing)" : "") << "\n";

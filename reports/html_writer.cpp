@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include "allocators/byte_size.h"
 #include "harness/baseline_diff.h"
@@ -43,7 +44,6 @@ svg.timeline{max-width:100%;height:auto;display:block;margin:8px 0}
 )";
 
 std::string Esc(std::string_view text) { return EscapeMarkup(text); }
-
 
 std::string Scenarios(size_t n) { return std::to_string(n) + (n == 1 ? " scenario" : " scenarios"); }
 
@@ -124,12 +124,32 @@ void WriteHeader(const RunReport& report, std::string& h) {
   h += "</table>\n</header>\n";
 }
 
+// The caching allocator's numbers for a variant: measured on cuda, or predicted by --model-cuda.
+struct AllocatorColumns {
+  int64_t allocated = 0, reserved = 0, retries = 0;
+};
+
+std::optional<AllocatorColumns> AllocatorColumnsOf(const VariantResult& v) {
+  if (!v.measurement) return std::nullopt;
+  if (const auto& c = v.measurement->cuda) {
+    return AllocatorColumns{c->allocated_peak_bytes, c->reserved_peak_bytes, c->alloc_retries};
+  }
+  if (const auto& c = v.measurement->cuda_model) {
+    return AllocatorColumns{c->allocated_peak_bytes, c->reserved_peak_bytes, c->alloc_retries};
+  }
+  return std::nullopt;
+}
+
 void WriteVariantTable(const ScenarioResult& s, bool baselines, std::string& h) {
-  const bool cuda = std::any_of(s.variants.begin(), s.variants.end(),
-                                [](const VariantResult& v) { return v.measurement && v.measurement->cuda; });
+  const bool allocator = std::any_of(s.variants.begin(), s.variants.end(),
+                                     [](const VariantResult& v) { return AllocatorColumnsOf(v).has_value(); });
+  const bool measured = std::any_of(s.variants.begin(), s.variants.end(),
+                                    [](const VariantResult& v) { return v.measurement && v.measurement->cuda; });
   h += "<table class=\"variants\">\n<tr><th>variant</th><th>result</th><th>outcome</th><th>peak</th>"
        "<th>peak phase</th>";
-  if (cuda) h += "<th>cuda allocated</th><th>cuda reserved</th><th>retries</th>";
+  if (allocator && measured) h += "<th>cuda allocated</th><th>cuda reserved</th><th>retries</th>";
+  if (allocator && !measured)
+    h += "<th>cuda allocated (model)</th><th>cuda reserved (model)</th><th>retries (model)</th>";
   if (baselines) h += "<th>baseline</th>";
   h += "<th>reasons</th></tr>\n";
   for (size_t i = 0; i < s.variants.size(); ++i) {
@@ -146,12 +166,10 @@ void WriteVariantTable(const ScenarioResult& s, bool baselines, std::string& h) 
     } else {
       h += "not measured</td><td class=\"num\">&mdash;</td><td>&mdash;</td>";
     }
-    if (cuda && v.measurement && v.measurement->cuda) {
-      const CudaMeasurement& c = *v.measurement->cuda;
-      h += "<td class=\"num\">" + Esc(FormatBytes(c.allocated_peak_bytes)) + "</td><td class=\"num\">" +
-           Esc(FormatBytes(c.reserved_peak_bytes)) + "</td><td class=\"num\">" + std::to_string(c.alloc_retries) +
-           "</td>";
-    } else if (cuda) {
+    if (const std::optional<AllocatorColumns> c = AllocatorColumnsOf(v); allocator && c) {
+      h += "<td class=\"num\">" + Esc(FormatBytes(c->allocated)) + "</td><td class=\"num\">" +
+           Esc(FormatBytes(c->reserved)) + "</td><td class=\"num\">" + std::to_string(c->retries) + "</td>";
+    } else if (allocator) {
       h += "<td class=\"num\">&mdash;</td><td class=\"num\">&mdash;</td><td class=\"num\">&mdash;</td>";
     }
     if (baselines) h += "<td>" + BaselineCell(v.baseline) + "</td>";

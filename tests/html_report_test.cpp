@@ -126,6 +126,16 @@ TEST(HtmlReportTest, ACudaRunAddsTheAllocatorsPeaksAndRetries) {
             std::string::npos);
 }
 
+TEST(HtmlReportTest, AModelCudaRunShowsThePredictedPeaksMarkedAsTheModels) {
+  RunReport report = testing::SampleReport();
+  report.scenarios.front().variants.front().measurement->cuda_model =
+      CudaModelMeasurement{20 * kMiB, 22 * kMiB, 19 * kMiB, 3, 1, 0};
+  const std::string page = RenderHtml(report);
+  EXPECT_EQ(Count(page, "<th>cuda allocated (model)</th><th>cuda reserved (model)</th><th>retries (model)</th>"), 1u);
+  EXPECT_NE(page.find("<td class=\"num\">20.00 MiB</td><td class=\"num\">22.00 MiB</td><td class=\"num\">1</td>"),
+            std::string::npos);
+}
+
 TEST(HtmlReportTest, ASnapshotIsLinkedFromItsVariant) {
   RunReport report = testing::SampleReport();
   report.scenarios.front().variants.front().measurement->snapshot = "snaps/x&y.pickle";

@@ -1,11 +1,11 @@
 #include "allocators/cuda/cuda_ledger.h"
 
+#include <c10/cuda/CUDACachingAllocator.h>
+
 #include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <unordered_map>
-
-#include <c10/cuda/CUDACachingAllocator.h>
 
 namespace oomguard {
 namespace {
