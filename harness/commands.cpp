@@ -128,6 +128,9 @@ int ExplainCommand(const RunOptions& options, const std::string& name, const std
       std::find(backends.begin(), backends.end(), run.backend) == backends.end()) {
     run.backend = backends.front();
   }
+  // Teaching: what the GPU's allocator would make of the same tensors (README, "Predicting the GPU's
+  // allocator"); on cuda the allocator's own numbers are measured anyway.
+  run.model_cuda = true;
   RunReport report;
   const ConsoleStyle style{false, /*detailed=*/true};
   if (!RunScenarios(run, self_exe, [&](const ScenarioResult& r) { WriteScenarioBlock(r, out, style); }, &report,
