@@ -85,9 +85,9 @@ size_t AddAllocatorColumns(std::vector<ComparedRun>* runs, size_t reference) {
     const bool has_model = std::any_of(run.entries.begin(), run.entries.end(),
                                        [](const ComparedRun::Entry& e) { return e.model_allocated_peak.has_value(); });
     for (const bool allocated : {true, false}) {
-      if (!has_model) break;
+      if (!has_model) continue;
       ComparedRun column{
-          run.label + (allocated ? " model allocated" : " model reserved"), run.backend, allocated, true, {}};
+          run.label + (allocated ? " model allocated" : " model reserved"), run.backend, allocated, true, false, {}};
       for (const ComparedRun::Entry& e : run.entries) {
         ComparedRun::Entry cell{e.scenario, e.variant};
         cell.peak_bytes = allocated ? e.model_allocated_peak : e.model_reserved_peak;
@@ -99,7 +99,8 @@ size_t AddAllocatorColumns(std::vector<ComparedRun>* runs, size_t reference) {
                                        [](const ComparedRun::Entry& e) { return e.cuda_allocated_peak.has_value(); });
     if (!has_stats) continue;
     for (const bool allocated : {true, false}) {
-      ComparedRun column{run.label + (allocated ? " allocated" : " reserved"), run.backend, allocated, false, {}};
+      ComparedRun column{
+          run.label + (allocated ? " allocated" : " reserved"), run.backend, allocated, false, allocated, {}};
       for (const ComparedRun::Entry& e : run.entries) {
         const auto net = [](std::optional<int64_t> peak, int64_t held) {
           return peak ? std::optional<int64_t>(*peak - held) : std::nullopt;

@@ -39,6 +39,7 @@ struct ComparedRun {
   std::string backend;
   bool judged = true;  // false: shown for reading (a cuda run's reserved peak), never held to the tolerance
   bool predicts_cuda = false;  // a --model-cuda column: already rounded as the GPU rounds
+  bool cuda_allocated = false;  // a cuda run's allocated column: its entries carry the requested peak
   struct Entry {
     std::string scenario, variant;
     std::optional<int64_t> peak_bytes = {};           // absent: no measurement

@@ -35,8 +35,8 @@ std::optional<std::string> ExplainAgainstCuda(const std::vector<ComparedRun>& ru
   size_t cuda = runs.size();
   const ComparedRun::Entry* allocated = nullptr;
   for (size_t i = 0; i < runs.size() && allocated == nullptr; ++i) {
-    const ComparedRun::Entry* e = Find(runs[i], row.scenario, row.variant);
-    if (e && e->cuda_requested_peak && e->peak_bytes && !e->cuda_allocated_peak) {
+    const ComparedRun::Entry* e = runs[i].cuda_allocated ? Find(runs[i], row.scenario, row.variant) : nullptr;
+    if (e && e->cuda_requested_peak && e->peak_bytes) {
       cuda = i;
       allocated = e;
     }
