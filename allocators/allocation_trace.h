@@ -1,5 +1,5 @@
 // AllocationTrace: an opt-in record of one device's allocations, frees and refusals, from which a
-// memory_viz snapshot is made (reports/memory_viz_snapshot.h).
+// memory_viz snapshot is made (memviz/memory_viz_snapshot.h).
 //
 //   oomguard::AllocationTrace& trace = oomguard::CpuAccount().trace();
 //   trace.Enable();                            // cleared; the allocators record from here on

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "allocators/byte_size.h"
+#include "base/byte_size.h"
 #include "allocators/cards.h"
 
 namespace oomguard {

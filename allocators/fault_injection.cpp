@@ -3,7 +3,7 @@
 #include <charconv>
 #include <random>
 
-#include "allocators/byte_size.h"
+#include "base/byte_size.h"
 
 namespace oomguard {
 namespace {

@@ -1,8 +1,9 @@
 #include "allocators/ledger.h"
 
+#include "base/check.h"
+
 #include <algorithm>
 
-#include <c10/util/Exception.h>
 
 namespace oomguard {
 namespace {
@@ -98,8 +99,7 @@ std::string Ledger::phase() const {
 int Ledger::PhaseIndexLocked(std::string_view name) {
   auto it = std::find(phase_names_.begin(), phase_names_.end(), name);
   if (it != phase_names_.end()) return static_cast<int>(it - phase_names_.begin());
-  TORCH_CHECK(phase_names_.size() < kMaxPhases, "oomguard: more than ", kMaxPhases,
-              " distinct phase names in one ledger");
+  OOMGUARD_CHECK(phase_names_.size() < kMaxPhases) << "more than " << kMaxPhases << " distinct phase names in one ledger";
   phase_names_.emplace_back(name);
   phase_count_.store(static_cast<int>(phase_names_.size()), std::memory_order_relaxed);
   return static_cast<int>(phase_names_.size() - 1);

@@ -6,10 +6,10 @@
 
 #include "allocators/install.h"
 #include "bench/bench_util.h"
-#include "harness/meta_kernels.h"
-#include "harness/model.h"
-#include "harness/scenario_loader.h"
-#include "harness/workload.h"
+#include "backends/meta_kernels.h"
+#include "nn/model.h"
+#include "scenario/scenario_loader.h"
+#include "workload/workload.h"
 
 #ifndef OOMGUARD_CATALOG_DIR
 #error "the bench target defines OOMGUARD_CATALOG_DIR"

@@ -7,9 +7,7 @@
 #include <map>
 #include <vector>
 
-#include "allocators/byte_size.h"
-#include "harness/baseline_diff.h"
-#include "harness/metrics.h"
+#include "base/byte_size.h"
 #include "reports/report_format.h"
 
 namespace oomguard {
@@ -140,7 +138,7 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
     if (v.measurement && v.measurement->cuda) WriteCudaLine(*v.measurement->cuda, out);
     if (v.measurement && v.measurement->cuda_model) WriteCudaModelLine(*v.measurement->cuda_model, out);
     if (v.measurement && v.measurement->oom && v.code != ResultCode::kPass) {
-      const OomReport& o = *v.measurement->oom;
+      const OomDetail& o = *v.measurement->oom;
       out << "              OOM in " << o.phase << ": tried to allocate " << FormatBytes(o.requested_bytes) << " with "
           << FormatBytes(o.live_bytes) << " live: parameters " << FormatBytes(o.live.parameters_bytes) << ", gradients "
           << FormatBytes(o.live.gradients_bytes) << ", optimizer state " << FormatBytes(o.live.optimizer_state_bytes)
@@ -183,7 +181,7 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
   }
 }
 
-void WriteRunSummary(const RunReport& report, std::ostream& out, const ConsoleStyle& style) {
+void WriteRunSummary(const RunResults& report, std::ostream& out, const ConsoleStyle& style) {
   // The table, as data first: one row per variant (or per scenario without variants).
   std::vector<std::vector<std::string>> rows = {
       {"scenario", "variant", "backend", "card", "outcome", "peak", "baseline", "delta", "delta %", "peak phase"}};

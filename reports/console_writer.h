@@ -7,7 +7,7 @@
 
 #include <ostream>
 
-#include "harness/run_results.h"
+#include "model/run_results.h"
 
 namespace oomguard {
 
@@ -25,6 +25,6 @@ ConsoleStyle StyleFor(int fd);
 void WriteScenarioBlock(const ScenarioResult& scenario, std::ostream& out, const ConsoleStyle& style = {});
 // Cumulative: the table (scenario, variant, backend, card, outcome, peak, baseline, delta, delta %, phase of
 // the peak) and the totals.
-void WriteRunSummary(const RunReport& report, std::ostream& out, const ConsoleStyle& style = {});
+void WriteRunSummary(const RunResults& report, std::ostream& out, const ConsoleStyle& style = {});
 
 }  // namespace oomguard

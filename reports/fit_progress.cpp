@@ -1,6 +1,6 @@
 #include "reports/fit_progress.h"
 
-#include "allocators/byte_size.h"
+#include "base/byte_size.h"
 #include "reports/report_format.h"
 
 namespace oomguard {

@@ -10,7 +10,7 @@
 #include <ostream>
 #include <string>
 
-#include "harness/fit_results.h"
+#include "model/fit_results.h"
 
 namespace oomguard {
 

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "allocators/byte_size.h"
-#include "reports/atomic_file.h"
+#include "base/byte_size.h"
+#include "base/atomic_file.h"
 #include "reports/report_format.h"
 
 namespace oomguard {
@@ -26,7 +26,7 @@ json OrNull(const std::optional<T>& value) {
 
 }  // namespace
 
-void WriteFitTable(const FitReport& report, std::ostream& out) {
+void WriteFitTable(const FitResults& report, std::ostream& out) {
   out << report.scenario << " on " << report.backend << ": the largest " << report.knob_field
       << " that fits each card (searched " << report.min_value << ".." << report.max_value;
   if (report.iterations > 0)
@@ -79,7 +79,7 @@ void WriteFitTable(const FitReport& report, std::ostream& out) {
   out << "\n" << total_trials << " trials in " << FormatSeconds(report.duration_ms) << "\n";
 }
 
-std::string FitJsonText(const FitReport& report) {
+std::string FitJsonText(const FitResults& report) {
   json variants = json::array();
   for (const VariantFit& v : report.variants) {
     json cards = json::array();
@@ -106,7 +106,7 @@ std::string FitJsonText(const FitReport& report) {
   return json{{"schema_version", kFitSchemaVersion}, {"fit", fit}}.dump(2) + "\n";
 }
 
-bool WriteFitJson(const FitReport& report, const std::string& path, std::string* error) {
+bool WriteFitJson(const FitResults& report, const std::string& path, std::string* error) {
   return WriteFileAtomically(path, FitJsonText(report), error);
 }
 

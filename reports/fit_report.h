@@ -1,5 +1,5 @@
 // The output of `oomguard fit`: the table on stdout and the JSON file (--json), both rendered from a
-// FitReport (harness/fit_results.h).
+// FitResults (model/fit_results.h).
 //
 //   forgotten-no-grad on meta: the largest data.batch that fits each card (searched 1..1048576)
 //
@@ -16,18 +16,18 @@
 #include <ostream>
 #include <string>
 
-#include "harness/fit_results.h"
+#include "model/fit_results.h"
 
 namespace oomguard {
 
 inline constexpr int kFitSchemaVersion = 1;
 
-void WriteFitTable(const FitReport& report, std::ostream& out);
+void WriteFitTable(const FitResults& report, std::ostream& out);
 
 // The JSON text, indented, ending in a newline.
-std::string FitJsonText(const FitReport& report);
+std::string FitJsonText(const FitResults& report);
 
 // Writes FitJsonText atomically (atomic_file.h).
-[[nodiscard]] bool WriteFitJson(const FitReport& report, const std::string& path, std::string* error);
+[[nodiscard]] bool WriteFitJson(const FitResults& report, const std::string& path, std::string* error);
 
 }  // namespace oomguard

@@ -7,8 +7,7 @@
 #include <map>
 #include <optional>
 
-#include "allocators/byte_size.h"
-#include "harness/baseline_diff.h"
+#include "base/byte_size.h"
 #include "reports/report_format.h"
 #include "reports/svg_timeline.h"
 
@@ -93,7 +92,7 @@ std::string ReasonsCell(const VariantResult& v) {
   return out;
 }
 
-void WriteHeader(const RunReport& report, std::string& h) {
+void WriteHeader(const RunResults& report, std::string& h) {
   std::map<ResultCode, int> counts;
   int failing = 0;
   for (const ScenarioResult& s : report.scenarios) {
@@ -191,7 +190,7 @@ void WriteCheck(const CheckResult& c, const std::string& prefix, std::string& h)
 }
 
 void WriteOom(const VariantResult& v, std::string& h) {
-  const OomReport& o = *v.measurement->oom;
+  const OomDetail& o = *v.measurement->oom;
   h += "<div class=\"oom\">\n<h3>Out of memory: " + Esc(v.name) + "</h3>\n";
   h += "<p>In <b>" + Esc(o.phase) + "</b>: asked for " + Esc(FormatBytes(o.requested_bytes)) + " with " +
        Esc(FormatBytes(o.live_bytes)) + " live under a cap of " + Esc(FormatBytes(o.cap_bytes)) +
@@ -261,7 +260,7 @@ void WriteScenario(const ScenarioResult& s, size_t index, bool baselines, std::s
 
 }  // namespace
 
-std::string RenderHtml(const RunReport& report) {
+std::string RenderHtml(const RunResults& report) {
   bool failing = false;
   for (const ScenarioResult& s : report.scenarios) failing = failing || IsFailure(s.code);
   std::string h;

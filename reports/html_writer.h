@@ -14,13 +14,13 @@
 // Contract: a cumulative writer; it renders once, from finished result data, and never fails.
 // Self-contained and static: inline CSS, no JavaScript, no URLs, no fonts or images to fetch.
 // Every text from the report is HTML-escaped. Deterministic: no clock, host or path enters the page
-// beyond what the RunReport holds, so a fixed RunReport gives the same bytes (the golden test,
+// beyond what the RunResults holds, so a fixed RunResults gives the same bytes (the golden test,
 // tests/html_report_test.cpp, relies on it).
 #pragma once
 
 #include <string>
 
-#include "harness/run_results.h"
+#include "model/run_results.h"
 
 namespace oomguard {
 
@@ -28,6 +28,6 @@ namespace oomguard {
 inline constexpr int kHtmlChartWidth = 1000;
 inline constexpr int kHtmlChartHeight = 330;
 
-std::string RenderHtml(const RunReport& report);
+std::string RenderHtml(const RunResults& report);
 
 }  // namespace oomguard

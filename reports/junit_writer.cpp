@@ -5,10 +5,9 @@
 #include <string_view>
 #include <vector>
 
-#include "allocators/byte_size.h"
+#include "base/byte_size.h"
 #include "reports/report_format.h"
-#include "harness/baseline_diff.h"
-#include "harness/metric_names.h"
+#include "model/metric_names.h"
 
 namespace oomguard {
 namespace {
@@ -289,7 +288,7 @@ void WriteCase(const ScenarioResult& s, const Case& c, std::string* out) {
 
 }  // namespace
 
-std::string RenderJUnit(const RunReport& report) {
+std::string RenderJUnit(const RunResults& report) {
   std::vector<std::vector<Case>> suites;
   Counts total;
   for (const ScenarioResult& s : report.scenarios) {

@@ -25,10 +25,10 @@
 
 #include <string>
 
-#include "harness/run_results.h"
+#include "model/run_results.h"
 
 namespace oomguard {
 
-std::string RenderJUnit(const RunReport& report);
+std::string RenderJUnit(const RunResults& report);
 
 }  // namespace oomguard

@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
-#include "allocators/byte_size.h"
+#include "base/byte_size.h"
 #include "reports/report_format.h"
-#include "harness/metric_names.h"
+#include "model/metric_names.h"
 
 namespace oomguard {
 namespace {
@@ -41,7 +41,7 @@ struct Row {
   int group;                     // 0 regression, 1 other failure, 2 the rest
 };
 
-std::vector<Row> TableRows(const RunReport& report) {
+std::vector<Row> TableRows(const RunResults& report) {
   std::vector<Row> rows;
   for (const ScenarioResult& s : report.scenarios) {
     if (s.variants.empty()) rows.push_back({&s, nullptr, IsFailure(s.code) ? 1 : 2});
@@ -111,7 +111,7 @@ void WriteRegressions(const std::vector<Row>& rows, std::string* out) {
   }
 }
 
-void WriteFailures(const RunReport& report, std::string* out) {
+void WriteFailures(const RunResults& report, std::string* out) {
   std::string items;
   const auto item = [&items](const std::string& title, const std::vector<std::string>& lines) {
     items += "- " + title + "\n";
@@ -135,7 +135,7 @@ void WriteFailures(const RunReport& report, std::string* out) {
   if (!items.empty()) *out += "\n### Failures\n\n" + items;
 }
 
-void WriteBaselineNotes(const RunReport& report, std::string* out) {
+void WriteBaselineNotes(const RunResults& report, std::string* out) {
   std::vector<std::string> improved, fresh;
   for (const ScenarioResult& s : report.scenarios) {
     for (const VariantResult& v : s.variants) {
@@ -165,7 +165,7 @@ void WriteBaselineNotes(const RunReport& report, std::string* out) {
   }
 }
 
-std::string VerdictLine(const RunReport& report) {
+std::string VerdictLine(const RunResults& report) {
   size_t failing = 0, regressions = 0;
   for (const ScenarioResult& s : report.scenarios) {
     failing += IsFailure(s.code);
@@ -177,7 +177,7 @@ std::string VerdictLine(const RunReport& report) {
   return "**oomguard: FAIL** — " + std::to_string(failing) + " of " + Plural(n, "scenario") + " failing, " + regressed;
 }
 
-std::string ContextLine(const RunReport& report) {
+std::string ContextLine(const RunResults& report) {
   std::string out = "Backend " + Md(report.backend) + ", " + FormatSeconds(report.duration_ms);
   if (report.compared_with_baselines)
     out += report.strict ? ", compared with baselines (strict)" : ", compared with baselines";
@@ -188,7 +188,7 @@ std::string ContextLine(const RunReport& report) {
 
 }  // namespace
 
-std::string RenderMarkdown(const RunReport& report) {
+std::string RenderMarkdown(const RunResults& report) {
   std::string out = VerdictLine(report) + "\n\n" + ContextLine(report) + "\n";
   const std::vector<Row> rows = TableRows(report);
   if (!rows.empty()) {

@@ -27,10 +27,10 @@
 
 #include <string>
 
-#include "harness/run_results.h"
+#include "model/run_results.h"
 
 namespace oomguard {
 
-std::string RenderMarkdown(const RunReport& report);
+std::string RenderMarkdown(const RunResults& report);
 
 }  // namespace oomguard

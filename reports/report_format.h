@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "allocators/byte_size.h"
-#include "harness/metric_names.h"
+#include "base/byte_size.h"
+#include "model/metric_names.h"
 
 namespace oomguard {
 

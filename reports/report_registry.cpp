@@ -1,6 +1,6 @@
 #include "reports/report_registry.h"
 
-#include "reports/atomic_file.h"
+#include "base/atomic_file.h"
 #include "reports/html_writer.h"
 #include "reports/junit_writer.h"
 #include "reports/markdown_writer.h"
@@ -9,9 +9,9 @@
 namespace oomguard {
 namespace {
 
-using Renderer = std::string (*)(const RunReport&);
+using Renderer = std::string (*)(const RunResults&);
 
-std::string RenderJson(const RunReport& report) { return ResultsToJson(report).dump(2) + "\n"; }
+std::string RenderJson(const RunResults& report) { return ResultsToJson(report).dump(2) + "\n"; }
 
 struct Format {
   const char* name;
@@ -40,7 +40,7 @@ bool ValidateReportSpec(const std::string& spec, std::string* error) {
   return Parse(spec, &path, error) != nullptr;
 }
 
-bool WriteReport(const std::string& spec, const RunReport& report, std::string* error) {
+bool WriteReport(const std::string& spec, const RunResults& report, std::string* error) {
   std::string path;
   const Format* format = Parse(spec, &path, error);
   return format != nullptr && WriteFileAtomically(path, format->render(report), error);

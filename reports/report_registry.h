@@ -1,4 +1,4 @@
-// Report formats by name: `--report FORMAT=FILE` (repeatable), every writer fed by the same RunReport.
+// Report formats by name: `--report FORMAT=FILE` (repeatable), every writer fed by the same RunResults.
 //
 //   std::string error;
 //   if (!ValidateReportSpec("junit=out.xml", &error)) { ... usage error ... }
@@ -10,11 +10,11 @@
 
 #include <string>
 
-#include "harness/run_results.h"
+#include "model/run_results.h"
 
 namespace oomguard {
 
 [[nodiscard]] bool ValidateReportSpec(const std::string& spec, std::string* error);
-[[nodiscard]] bool WriteReport(const std::string& spec, const RunReport& report, std::string* error);
+[[nodiscard]] bool WriteReport(const std::string& spec, const RunResults& report, std::string* error);
 
 }  // namespace oomguard

@@ -1,8 +1,7 @@
 #include "reports/results_json.h"
 
-#include "harness/baseline_diff.h"
-#include "harness/measurement_json.h"
-#include "reports/atomic_file.h"
+#include "model/measurement_json.h"
+#include "base/atomic_file.h"
 
 namespace oomguard {
 
@@ -35,7 +34,7 @@ json ChecksToJson(const std::vector<CheckResult>& checks) {
 
 }  // namespace
 
-json ResultsToJson(const RunReport& report) {
+json ResultsToJson(const RunResults& report) {
   json j;
   j["schema_version"] = kResultsSchemaVersion;
   j["oomguard_version"] = report.oomguard_version;
@@ -94,7 +93,7 @@ json ResultsToJson(const RunReport& report) {
   return j;
 }
 
-bool WriteResultsJson(const RunReport& report, const std::string& path, std::string* error) {
+bool WriteResultsJson(const RunResults& report, const std::string& path, std::string* error) {
   return WriteFileAtomically(path, ResultsToJson(report).dump(2) + "\n", error);
 }
 

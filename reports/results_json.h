@@ -6,15 +6,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/run_results.h"
+#include "model/run_results.h"
 
 namespace oomguard {
 
 inline constexpr int kResultsSchemaVersion = 1;
 
-nlohmann::json ResultsToJson(const RunReport& report);
+nlohmann::json ResultsToJson(const RunResults& report);
 
 // Writes ResultsToJson atomically (atomic_file.h).
-[[nodiscard]] bool WriteResultsJson(const RunReport& report, const std::string& path, std::string* error);
+[[nodiscard]] bool WriteResultsJson(const RunResults& report, const std::string& path, std::string* error);
 
 }  // namespace oomguard

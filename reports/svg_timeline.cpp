@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "allocators/byte_size.h"
+#include "base/byte_size.h"
 
 namespace oomguard {
 namespace {

@@ -30,7 +30,7 @@
 #include <string>
 #include <string_view>
 
-#include "harness/run_results.h"
+#include "model/run_results.h"
 #include "reports/timeline_frame.h"
 
 namespace oomguard {

@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "harness/run_results.h"
+#include "model/run_results.h"
 
 namespace oomguard {
 

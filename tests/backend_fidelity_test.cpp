@@ -9,8 +9,8 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/baseline_store.h"
-#include "harness/scenario_loader.h"
+#include "baselines/baseline_store.h"
+#include "scenario/scenario_loader.h"
 
 namespace oomguard {
 namespace {

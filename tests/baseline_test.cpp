@@ -10,9 +10,9 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/baseline_diff.h"
-#include "harness/baseline_store.h"
-#include "reports/atomic_file.h"
+#include "baselines/baseline_diff.h"
+#include "baselines/baseline_store.h"
+#include "base/atomic_file.h"
 
 namespace oomguard {
 namespace {

@@ -1,4 +1,4 @@
-#include "allocators/byte_size.h"
+#include "base/byte_size.h"
 
 #include <gtest/gtest.h>
 

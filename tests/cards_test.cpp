@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "allocators/byte_size.h"
+#include "base/byte_size.h"
 
 namespace oomguard {
 namespace {

@@ -1,4 +1,5 @@
-#include "harness/check_expression.h"
+#include "scenario/check_expression.h"
+#include "verdict/check_evaluator.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Checkpoint against the plain model it stands for: the same gradients bit for bit, the segment run once more
 // in backward, and the forward's activations gone from the ledger, to the byte.
-#include "harness/checkpoint.h"
+#include "nn/checkpoint.h"
 
 #include <functional>
 #include <map>

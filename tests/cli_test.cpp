@@ -1,4 +1,4 @@
-#include "harness/cli.h"
+#include "cli/cli.h"
 
 #include <cstdlib>
 #include <sstream>

@@ -1,12 +1,14 @@
 // `oomguard compare`: peaks of several results files side by side against a reference.
-#include "harness/compare_command.h"
+#include "cli/compare_command.h"
+#include "compare/comparison.h"
+#include "compare/compared_run.h"
 
 #include <fstream>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
-#include "harness/cli.h"
+#include "cli/cli.h"
 #include "tests/scratch_folder.h"
 
 namespace oomguard {

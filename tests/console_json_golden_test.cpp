@@ -14,7 +14,7 @@ namespace oomguard {
 namespace {
 
 std::string Console(const ConsoleStyle& style) {
-  const RunReport report = testing::SampleReport();
+  const RunResults report = testing::SampleReport();
   std::ostringstream out;
   for (const ScenarioResult& s : report.scenarios) WriteScenarioBlock(s, out, style);
   WriteRunSummary(report, out, style);
@@ -38,7 +38,7 @@ TEST(ConsoleReport, TheRegressionIsReportedWithItsDelta) {
 }
 
 TEST(ConsoleReport, ACudaRunShowsTheAllocatorsPeaksRetriesAndTransferTime) {
-  RunReport report = testing::SampleReport();
+  RunResults report = testing::SampleReport();
   ScenarioResult s = report.scenarios.front();
   VariantMeasurement& m = *s.variants.front().measurement;
   m.cuda = CudaMeasurement{48 << 20, 64 << 20, 48 << 20, (48 << 20) - 4096, 1, 0, {}};

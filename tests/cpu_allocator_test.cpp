@@ -7,7 +7,7 @@
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
-#include "allocators/byte_size.h"
+#include "base/byte_size.h"
 #include "allocators/cards.h"
 #include "allocators/cpu_tracking_allocator.h"
 #include "allocators/install.h"

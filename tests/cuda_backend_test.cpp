@@ -11,9 +11,9 @@
 
 #include "allocators/cards.h"
 #include "allocators/cuda/cuda_cap.h"
-#include "harness/backend_session.h"
-#include "harness/child_process.h"
-#include "harness/workload.h"
+#include "backends/backend_session.h"
+#include "base/child_process.h"
+#include "workload/workload.h"
 #include "tests/scratch_folder.h"
 
 namespace oomguard {

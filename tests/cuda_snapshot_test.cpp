@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "allocators/cuda/cuda_cap.h"
-#include "harness/workload.h"
+#include "workload/workload.h"
 #include "tests/scenario_text.h"
 #include "tests/scratch_folder.h"
 

@@ -1,4 +1,4 @@
-// The fit table and JSON file against golden files, and the progress lines, from a fixed FitReport: no
+// The fit table and JSON file against golden files, and the progress lines, from a fixed FitResults: no
 // machine, time or LibTorch enters them.
 #include "reports/fit_report.h"
 
@@ -29,8 +29,8 @@ CardFit Card(std::string card, int64_t cap, std::optional<int64_t> max_value, in
 }
 
 // Every kind of cell: a boundary, nothing fits, --max fits, an error (with quotes, for the JSON).
-FitReport SampleFit() {
-  FitReport r;
+FitResults SampleFit() {
+  FitResults r;
   r.scenario = "sample";
   r.backend = "meta";
   r.knob = "batch";
@@ -54,15 +54,15 @@ FitReport SampleFit() {
   return r;
 }
 
-TEST(FitReport, TableMatchesGolden) {
+TEST(FitResults, TableMatchesGolden) {
   std::ostringstream out;
   WriteFitTable(SampleFit(), out);
   testing::ExpectMatchesGolden("sample.fit.txt", out.str());
 }
 
-TEST(FitReport, JsonMatchesGolden) { testing::ExpectMatchesGolden("sample.fit.json", FitJsonText(SampleFit())); }
+TEST(FitResults, JsonMatchesGolden) { testing::ExpectMatchesGolden("sample.fit.json", FitJsonText(SampleFit())); }
 
-TEST(FitReport, JsonRoundTripsTheNumbersAndNulls) {
+TEST(FitResults, JsonRoundTripsTheNumbersAndNulls) {
   const nlohmann::json j = nlohmann::json::parse(FitJsonText(SampleFit()));
   EXPECT_EQ(j["schema_version"], kFitSchemaVersion);
   const nlohmann::json& pitfall = j["fit"]["variants"][0]["cards"];
@@ -76,7 +76,7 @@ TEST(FitReport, JsonRoundTripsTheNumbersAndNulls) {
 TEST(FitProgress, PlainLinesOnePerFinishedCard) {
   std::ostringstream err;
   FitProgress progress(err, /*terminal=*/false, "data.batch");
-  const FitReport r = SampleFit();
+  const FitResults r = SampleFit();
   progress.OnTrial("pitfall", "t4 (cap 14.33 GiB)", 1, 1, "fits");  // nothing: not a terminal
   progress.OnCardDone("pitfall", r.variants[0].cards[0], 2500);
   progress.OnCardDone("pitfall", r.variants[0].cards[2], 0);

@@ -3,7 +3,7 @@
 // The linear model peak(k) = 1000 + 300 k fits cap c up to k = floor((c - 1000) / 300). From min 1, the
 // search doubles 1, 2, 4, ... until 2^b fails, where b = bit_width(n) (b + 1 trials), then bisects the
 // gap (2^(b-1), 2^b) of width 2^(b-1) in b - 1 trials: 2 b trials in all for one cap.
-#include "harness/fit_search.h"
+#include "fit/fit_search.h"
 
 #include <gtest/gtest.h>
 

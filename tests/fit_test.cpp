@@ -10,10 +10,10 @@
 #include <thread>
 
 #include "allocators/install.h"
-#include "harness/cli.h"
-#include "harness/fit_command.h"
-#include "harness/fit_trial.h"
-#include "harness/scenario_loader.h"
+#include "cli/cli.h"
+#include "cli/fit_command.h"
+#include "fit/fit_trial.h"
+#include "scenario/scenario_loader.h"
 #include "scratch_folder.h"
 
 namespace oomguard {

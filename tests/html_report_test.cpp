@@ -69,7 +69,7 @@ TEST(HtmlReportTest, HeaderHasVerdictAndTotals) {
 }
 
 TEST(HtmlReportTest, OneChartPerMeasuredScenarioWithPeaksAndCap) {
-  const RunReport report = testing::SampleReport();
+  const RunResults report = testing::SampleReport();
   const std::string page = RenderHtml(report);
   size_t measured = 0;
   for (const ScenarioResult& s : report.scenarios) {
@@ -114,7 +114,7 @@ TEST(HtmlReportTest, TablesAndChecks) {
 }
 
 TEST(HtmlReportTest, ACudaRunAddsTheAllocatorsPeaksAndRetries) {
-  RunReport report = testing::SampleReport();
+  RunResults report = testing::SampleReport();
   EXPECT_EQ(RenderHtml(report).find("<th>cuda allocated</th>"), std::string::npos);  // cpu: no such columns
   report.scenarios.front().variants.front().measurement->cuda = CudaMeasurement{20 * kMiB, 22 * kMiB, 20 * kMiB, 19 * kMiB, 2, 0, {}};
   const std::string page = RenderHtml(report);
@@ -127,7 +127,7 @@ TEST(HtmlReportTest, ACudaRunAddsTheAllocatorsPeaksAndRetries) {
 }
 
 TEST(HtmlReportTest, AModelCudaRunShowsThePredictedPeaksMarkedAsTheModels) {
-  RunReport report = testing::SampleReport();
+  RunResults report = testing::SampleReport();
   report.scenarios.front().variants.front().measurement->cuda_model =
       CudaModelMeasurement{20 * kMiB, 22 * kMiB, 19 * kMiB, 3, 1, 0};
   const std::string page = RenderHtml(report);
@@ -137,7 +137,7 @@ TEST(HtmlReportTest, AModelCudaRunShowsThePredictedPeaksMarkedAsTheModels) {
 }
 
 TEST(HtmlReportTest, ASnapshotIsLinkedFromItsVariant) {
-  RunReport report = testing::SampleReport();
+  RunResults report = testing::SampleReport();
   report.scenarios.front().variants.front().measurement->snapshot = "snaps/x&y.pickle";
   EXPECT_NE(RenderHtml(report).find("<br>memory_viz snapshot: <a href=\"snaps/x&amp;y.pickle\">snaps/x&amp;y.pickle</a></td>"),
             std::string::npos);
@@ -145,10 +145,10 @@ TEST(HtmlReportTest, ASnapshotIsLinkedFromItsVariant) {
 }
 
 TEST(HtmlReportTest, OomVariantShowsWhatWasLive) {
-  RunReport report = testing::SampleReport();
+  RunResults report = testing::SampleReport();
   VariantResult& v = report.scenarios[1].variants[0];
   v.measurement->outcome = "oom";
-  OomReport oom;
+  OomDetail oom;
   oom.phase = "backward";
   oom.requested_bytes = 4 * kMiB;
   oom.cap_bytes = 20 * kMiB;

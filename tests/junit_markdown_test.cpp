@@ -194,8 +194,8 @@ int Xmllint(const std::string& args, const std::string& xml) {
 }
 
 // A report whose strings hold what XML 1.0 cannot carry and what Markdown would render as markup.
-RunReport HostileReport() {
-  RunReport report = testing::SampleReport();
+RunResults HostileReport() {
+  RunResults report = testing::SampleReport();
   report.scenarios.resize(1);
   ScenarioResult& s = report.scenarios[0];
   s.name = "ctl\x01\x1b name\xff";
@@ -241,7 +241,7 @@ TEST(JUnit, SampleTotalsAndMapping) {
 }
 
 TEST(JUnit, ASnapshotIsAnAttachmentOfItsTestCase) {
-  RunReport report = testing::SampleReport();
+  RunResults report = testing::SampleReport();
   report.scenarios[0].variants[0].measurement->snapshot = "snaps/a&b.pitfall.cpu.pickle";
   const std::string xml = RenderJUnit(report);
   EXPECT_NE(xml.find("memory_viz snapshot: [[ATTACHMENT|snaps/a&amp;b.pitfall.cpu.pickle]]</system-out>"),
@@ -260,7 +260,7 @@ TEST(JUnit, NastyNamesAreEscapedNeverRaw) {
 }
 
 TEST(JUnit, EveryResultCodeMapsToItsElement) {
-  RunReport report = testing::SampleReport();
+  RunResults report = testing::SampleReport();
   report.scenarios.resize(1);
   ScenarioResult& s = report.scenarios[0];
   s.checks.clear();
@@ -316,7 +316,7 @@ TEST(Markdown, SampleMatchesGoldenFile) {
 TEST(Markdown, VerdictIsTheFirstLine) {
   const std::string md = RenderMarkdown(testing::SampleReport());
   EXPECT_EQ(md.substr(0, md.find('\n')), "**oomguard: FAIL** — 2 of 4 scenarios failing, 1 memory regression");
-  RunReport passing = testing::SampleReport();
+  RunResults passing = testing::SampleReport();
   passing.scenarios.resize(1);
   const std::string pass = RenderMarkdown(passing);
   EXPECT_EQ(pass.substr(0, pass.find('\n')), "**oomguard: PASS** — 1 scenario, none failing, no memory regressions");

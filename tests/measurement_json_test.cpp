@@ -1,6 +1,6 @@
-// Measurements cross the process boundary as JSON (harness/measurement_json.h): what the child writes,
+// Measurements cross the process boundary as JSON (model/measurement_json.h): what the child writes,
 // the parent reads back unchanged, cuda statistics included.
-#include "harness/measurement_json.h"
+#include "model/measurement_json.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
 // The scenario keys of the big-model scenarios (layer `repeat`, `estimate`) and the estimate rows.
-#include "harness/memory_estimate.h"
+#include "verdict/memory_estimate.h"
 
 #include <gtest/gtest.h>
 
-#include "harness/scenario_loader.h"
-#include "harness/workload.h"
+#include "scenario/scenario_loader.h"
+#include "workload/workload.h"
 
 namespace oomguard {
 namespace {

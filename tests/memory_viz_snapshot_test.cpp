@@ -1,6 +1,6 @@
 // The memory_viz snapshot of a synthetic trace, read back whole: the golden text below is the dict
 // Python's pickle.load returns, as Python prints it.
-#include "reports/memory_viz_snapshot.h"
+#include "memviz/memory_viz_snapshot.h"
 
 #include <gtest/gtest.h>
 

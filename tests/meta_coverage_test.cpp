@@ -4,11 +4,11 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
-#include "harness/error_category.h"
-#include "harness/layer_trace.h"
-#include "harness/meta_kernels.h"
-#include "harness/variant_json.h"
-#include "harness/workload.h"
+#include "workload/error_category.h"
+#include "nn/layer_trace.h"
+#include "backends/meta_kernels.h"
+#include "scenario/variant_json.h"
+#include "workload/workload.h"
 
 namespace oomguard {
 namespace {
@@ -152,7 +152,7 @@ TEST(MetaCoverage, AMissingForwardKernelNamesTheOpAndTheLayer) {
     EXPECT_EQ(OutcomeOfException(e), "error:meta-kernel-missing");
     EXPECT_EQ(DescribeError(e, trace.Locate()),
               "aten::hardtanh has no Meta kernel (in the forward of layer 2:custom): LibTorch ships none and oomguard "
-              "registers none. Add one to harness/meta_kernels.cpp, or run this scenario on cpu.");
+              "registers none. Add one to backends/meta_kernels.cpp, or run this scenario on cpu.");
   }
 }
 

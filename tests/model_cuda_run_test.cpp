@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/cli.h"
+#include "cli/cli.h"
 #include "tests/scratch_folder.h"
 
 namespace oomguard {

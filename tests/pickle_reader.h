@@ -1,4 +1,4 @@
-// A tiny reader for the pickles reports/pickle_writer.h writes, for tests: it renders the value as
+// A tiny reader for the pickles memviz/pickle_writer.h writes, for tests: it renders the value as
 // Python would print it ({'k': [1, 'x', None, True]}), and fails on any opcode outside Note [Pickle
 // opcodes], so a test also proves the writer kept to the set memory_viz understands.
 //

@@ -1,6 +1,6 @@
 // The pickle encoder: exact bytes for a known dict (checked by hand against the pickle opcode table
 // and Python's pickletools), the value read back, batching and the memo.
-#include "reports/pickle_writer.h"
+#include "memviz/pickle_writer.h"
 
 #include <gtest/gtest.h>
 

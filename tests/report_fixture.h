@@ -1,10 +1,10 @@
-// A fixed RunReport for the report writers' golden tests: no machine, time or version enters it.
+// A fixed RunResults for the report writers' golden tests: no machine, time or version enters it.
 // It has a passing scenario with a baseline (unchanged and improved variants), a failing scenario
 // whose name needs escaping in every format (`bad&name<"x">`) with a regression and a failed check,
 // an unresolved file and an unsupported scenario.
 #pragma once
 
-#include "harness/run_results.h"
+#include "model/run_results.h"
 
 namespace oomguard::testing {
 
@@ -35,8 +35,8 @@ inline VariantMeasurement SampleMeasurement(const std::string& variant, int64_t 
   return m;
 }
 
-inline RunReport SampleReport() {
-  RunReport report;
+inline RunResults SampleReport() {
+  RunResults report;
   report.backend = "cpu";
   report.duration_ms = 4200;
   report.compared_with_baselines = true;

@@ -1,6 +1,6 @@
 // The runner end to end: child processes of the real CLI, isolation from crashes and hangs, broken
 // files, and results that do not depend on --jobs.
-#include "harness/runner.h"
+#include "run/runner.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,9 +12,9 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/baseline_store.h"
-#include "harness/baseline_update.h"
-#include "reports/atomic_file.h"
+#include "baselines/baseline_store.h"
+#include "baselines/baseline_update.h"
+#include "base/atomic_file.h"
 #include "reports/results_json.h"
 #include "scratch_folder.h"
 
@@ -36,8 +36,8 @@ class RunnerTest : public ::testing::Test {
   std::string Write(const std::string& name, const std::string& content, bool executable = false) {
     return folder_.Write(name, content, executable);
   }
-  RunReport Run(RunOptions options, const std::string& self = OOMGUARD_EXE) {
-    RunReport report;
+  RunResults Run(RunOptions options, const std::string& self = OOMGUARD_EXE) {
+    RunResults report;
     std::string error;
     EXPECT_TRUE(RunScenarios(options, self, nullptr, &report, &error)) << error;
     return report;
@@ -49,7 +49,7 @@ class RunnerTest : public ::testing::Test {
 TEST_F(RunnerTest, RunsEveryVariantAndJudgesTheRelations) {
   RunOptions options;
   options.paths = {Write("tiny.json", kTinyScenario)};
-  const RunReport report = Run(options);
+  const RunResults report = Run(options);
   ASSERT_EQ(report.scenarios.size(), 1u);
   const ScenarioResult& s = report.scenarios[0];
   EXPECT_EQ(s.code, ResultCode::kPass) << s.error;
@@ -65,7 +65,7 @@ TEST_F(RunnerTest, BrokenFilesAreUnresolvedWhileTheRestRuns) {
   options.paths = {dir_};
   Write("a_syntax.json", "{\n  \"name\": \"broken\",\n  \"summary\": oops\n}\n");
   Write("b_tiny.json", kTinyScenario);
-  const RunReport report = Run(options);
+  const RunResults report = Run(options);
   ASSERT_EQ(report.scenarios.size(), 2u);
   EXPECT_EQ(report.scenarios[0].code, ResultCode::kUnresolved);
   EXPECT_EQ(report.scenarios[0].name, "a_syntax");
@@ -79,10 +79,10 @@ TEST_F(RunnerTest, ResultsFilesInScannedFoldersAreSkippedAndDuplicateNamesRefuse
   options.json_path = dir_ + "/results.json";
   Write("a.json", kTinyScenario);
   Write("b.json", kTinyScenario);
-  RunReport first = Run(options);
+  RunResults first = Run(options);
   std::string error;
   ASSERT_TRUE(WriteResultsJson(first, options.json_path, &error)) << error;
-  const RunReport second = Run(options);
+  const RunResults second = Run(options);
   ASSERT_EQ(second.scenarios.size(), 2u);  // results.json is not read as a scenario
   EXPECT_EQ(second.scenarios[0].code, ResultCode::kPass);
   EXPECT_EQ(second.scenarios[1].code, ResultCode::kUnresolved);
@@ -95,7 +95,7 @@ TEST_F(RunnerTest, NotMeasuredIsNotZero) {
   RunOptions options;
   options.paths = {Write("tiny.json", scenario)};
   options.cap = "300B";  // room for the parameters (232 bytes), not for a forward
-  const RunReport report = Run(options);
+  const RunResults report = Run(options);
   const VariantMeasurement& m = *report.scenarios[0].variants[0].measurement;
   EXPECT_EQ(m.outcome, "oom");
   EXPECT_FALSE(m.forward_saved_bytes.has_value());
@@ -131,9 +131,9 @@ TEST_F(RunnerTest, UpdatingBaselinesRewritesExactlyTheAffectedFiles) {
   std::ostringstream log;
   std::string error;
 
-  RunReport first = Run(options);
+  RunResults first = Run(options);
   EXPECT_EQ(first.scenarios[0].variants[0].baseline.verdict, BaselineVerdict::kNew);
-  ASSERT_TRUE(UpdateBaselines(first, options, log, &error)) << error;
+  ASSERT_TRUE(UpdateBaselines(first, options.baselines_dir, log, &error)) << error;
   EXPECT_NE(log.str().find("baselines: 2 file(s) written"), std::string::npos) << log.str();
   const auto tiny_written = ModifiedAt(tiny_baseline);
 
@@ -143,21 +143,21 @@ TEST_F(RunnerTest, UpdatingBaselinesRewritesExactlyTheAffectedFiles) {
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   RunOptions update = options;
   update.update_baselines = true;
-  RunReport second = Run(update);
+  RunResults second = Run(update);
   log.str("");
-  ASSERT_TRUE(UpdateBaselines(second, update, log, &error)) << error;
+  ASSERT_TRUE(UpdateBaselines(second, update.baselines_dir, log, &error)) << error;
   EXPECT_NE(log.str().find("baselines: 1 file(s) written"), std::string::npos) << log.str();
   EXPECT_NE(log.str().find("changed    other/base"), std::string::npos) << log.str();
   EXPECT_EQ(ModifiedAt(tiny_baseline), tiny_written);
 
   // Unchanged code passes against its baselines; a baseline lowered by 10% makes a regression.
-  RunReport third = Run(options);
+  RunResults third = Run(options);
   for (const ScenarioResult& s : third.scenarios) EXPECT_EQ(s.code, ResultCode::kPass) << s.name;
   BaselineFile file;
   ASSERT_TRUE(LoadBaselineFile(tiny_baseline, &file, &error)) << error;
   for (BaselineEntry& e : file.entries) e.peak_bytes = e.peak_bytes * 9 / 10;
   ASSERT_TRUE(WriteFileAtomically(tiny_baseline, SerializeBaselineFile(file), &error)) << error;
-  RunReport fourth = Run(options);
+  RunResults fourth = Run(options);
   EXPECT_EQ(fourth.scenarios[0].name, "tiny");
   EXPECT_EQ(fourth.scenarios[0].code, ResultCode::kFail);
   EXPECT_EQ(fourth.scenarios[0].variants[0].baseline.verdict, BaselineVerdict::kRegressed);
@@ -169,7 +169,7 @@ TEST_F(RunnerTest, ACrashingChildIsUnresolvedAndTheRunCompletes) {
   RunOptions options;
   options.paths = {Write("tiny.json", kTinyScenario)};
   const std::string crasher = Write("crash.sh", "#!/bin/sh\nkill -SEGV $$\n", /*executable=*/true);
-  const RunReport report = Run(options, crasher);
+  const RunResults report = Run(options, crasher);
   ASSERT_EQ(report.scenarios.size(), 1u);
   EXPECT_EQ(report.scenarios[0].code, ResultCode::kUnresolved);
   for (const VariantResult& v : report.scenarios[0].variants) {
@@ -184,7 +184,7 @@ TEST_F(RunnerTest, AHangingChildTimesOut) {
   options.paths = {Write("tiny.json", kTinyScenario)};
   options.timeout_seconds = 1;
   const std::string sleeper = Write("hang.sh", "#!/bin/sh\nexec sleep 30\n", /*executable=*/true);
-  const RunReport report = Run(options, sleeper);
+  const RunResults report = Run(options, sleeper);
   EXPECT_EQ(report.scenarios[0].code, ResultCode::kTimeout);
   EXPECT_EQ(report.scenarios[0].variants[0].reasons[0], "timed out after 1 s");
 }
@@ -193,7 +193,7 @@ TEST_F(RunnerTest, UnknownBackendsOfAScenarioAreUnsupported) {
   RunOptions options;
   options.paths = {Write("tiny.json", kTinyScenario)};
   options.backend = "meta";
-  const RunReport report = Run(options);
+  const RunResults report = Run(options);
   EXPECT_EQ(report.scenarios[0].code, ResultCode::kUnsupported);
   EXPECT_EQ(report.scenarios[0].error, "runs on cpu, not meta (run it with --backend cpu)");
 }
@@ -212,7 +212,7 @@ void StripDurations(nlohmann::json& j) {
 TEST(Runner, TheCatalogPassesAndJobsDoNotChangeANumber) {
   RunOptions options;
   options.paths = {std::string(OOMGUARD_SOURCE_DIR) + "/scenarios"};
-  RunReport one, two;
+  RunResults one, two;
   std::string error;
   ASSERT_TRUE(RunScenarios(options, OOMGUARD_EXE, nullptr, &one, &error)) << error;
   options.jobs = 2;

@@ -1,7 +1,7 @@
 // The scenario loader's error messages for one bad value at a time: JSON syntax, unknown and
 // misplaced keys, wrong types, ranges and enumerations, layer fields, and the scenario's own keys.
 // Each message is compared whole (STYLE.md 10).
-#include "harness/scenario_loader.h"
+#include "scenario/scenario_loader.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The scenario loader's rules across fields and variants: each variant, merged over the base, must
 // make a model the data fits, and expectations and relations must name variants that exist and hold
 // checks that parse.
-#include "harness/scenario_loader.h"
+#include "scenario/scenario_loader.h"
 
 #include <gtest/gtest.h>
 

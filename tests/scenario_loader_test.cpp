@@ -1,7 +1,7 @@
-// The scenario loader (harness/scenario_loader.h) on valid input: the FORMAT.md example, defaults,
+// The scenario loader (scenario/scenario_loader.h) on valid input: the FORMAT.md example, defaults,
 // variants merged over the base, and finding and reading files. Its error messages are tested in
 // scenario_loader_errors_test.cpp and scenario_loader_rules_test.cpp.
-#include "harness/scenario_loader.h"
+#include "scenario/scenario_loader.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -129,7 +129,7 @@ TEST(ScenarioLoader, ReadsTheScenarioKeys) {
 }
 
 // A temporary folder with a subfolder "sub", removed at the end of the test. POSIX calls, not
-// std::filesystem: see Note [No std::filesystem] in harness/runner.cpp.
+// std::filesystem: see Note [No std::filesystem] in base/files.h.
 class TempFolder {
  public:
   TempFolder() {

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/scenario_loader.h"
+#include "scenario/scenario_loader.h"
 
 namespace oomguard::testing {
 

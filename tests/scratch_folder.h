@@ -3,7 +3,7 @@
 //   testing::ScratchFolder folder("runner");
 //   const std::string scenario = folder.Write("tiny.json", kTinyScenario);
 //
-// POSIX calls, not std::filesystem: see Note [No std::filesystem] in harness/runner.cpp.
+// POSIX calls, not std::filesystem: see Note [No std::filesystem] in base/files.h.
 #pragma once
 
 #include <dirent.h>

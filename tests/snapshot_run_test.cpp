@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/cli.h"
+#include "cli/cli.h"
 #include "tests/pickle_reader.h"
 #include "tests/scratch_folder.h"
 

@@ -4,7 +4,7 @@
 //   parameters: (8*4 + 8 + 2*8 + 2) floats = 58 * 4 = 232 bytes; the batch: 3*4 floats = 48 bytes.
 //   forward leaves live: relu's output (3*8*4 = 96, saved by relu and by the second linear), the output
 //   (3*2*4 = 24) and the loss (4); the first linear's output (96) is saved by nobody and freed.
-#include "harness/workload.h"
+#include "workload/workload.h"
 
 #include <gtest/gtest.h>
 
@@ -92,7 +92,7 @@ TEST(Workload, AnOomAtTheCapReportsWhatWasLiveByCategory) {
   const VariantMeasurement m = MeasureVariant(TinyModel(), options);
   ASSERT_EQ(m.outcome, "oom");
   ASSERT_TRUE(m.oom.has_value());
-  const OomReport& o = *m.oom;
+  const OomDetail& o = *m.oom;
   EXPECT_EQ(o.phase, "forward");
   EXPECT_EQ(o.requested_bytes, 96);
   EXPECT_EQ(o.live_bytes, 232 + 48 + 96);

@@ -23,7 +23,7 @@
 //
 // Error policy: the refused request throws c10::OutOfMemoryError, recorded on the account as an
 // injected refusal (DeviceAccount::CheckInjectedFault); installing after CUDA initialised is a
-// programmer error (TORCH_CHECK). Everything else is the caching allocator's own behaviour.
+// programmer error (OOMGUARD_CHECK, which aborts). Everything else is the caching allocator's own behaviour.
 // Everything here compiles, links and (with a fake inner allocator) runs without a GPU.
 #pragma once
 

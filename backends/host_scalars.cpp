@@ -1,0 +1,72 @@
+#include "backends/host_scalars.h"
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include <ATen/record_function.h>
+
+#include "allocators/cpu_tracking_allocator.h"
+
+namespace oomguard {
+namespace {
+
+// The ops whose cpu kernel wraps its Scalar argument in a 0-dim tensor and redispatches to the Tensor
+// overload (at::native::mul_(Tensor&, const Scalar&) and the like): the wrapped number is the only
+// thing they allocate before the nested op starts.
+bool WrapsScalar(const at::RecordFunction& fn) {
+  const std::optional<c10::OperatorName> op = fn.operator_name();
+  if (!op || op->overload_name != "Scalar") return false;
+  static constexpr std::string_view kOps[] = {"aten::add",  "aten::add_", "aten::sub",  "aten::sub_",
+                                               "aten::mul",  "aten::mul_", "aten::div",  "aten::div_"};
+  for (std::string_view name : kOps) {
+    if (op->name == name) return true;
+  }
+  return false;
+}
+
+// The cast TensorIterator makes of a wrapped number to the op's dtype.
+bool CastsWrappedNumber(const at::RecordFunction& fn) {
+  const char* name = fn.name();
+  if (name == nullptr || std::strcmp(name, "aten::_to_copy") != 0) return false;
+  const auto inputs = fn.inputs();
+  if (inputs.empty() || !inputs[0].isTensor()) return false;
+  const at::Tensor& source = inputs[0].toTensor();
+  return source.is_cpu() && source.unsafeGetTensorImpl()->is_wrapped_number();
+}
+
+// A wrapping op's scope: it closes as soon as a nested op starts, since what that op allocates (the
+// result) is device memory again.
+thread_local std::optional<HostAllocationScope> t_until_nested;
+
+// A cast's scope: the whole op, nested empty_strided and copy_ included. Lives in the op's context.
+struct WholeOpScope final : at::ObserverContext {
+  HostAllocationScope scope;
+};
+struct UntilNestedScope final : at::ObserverContext {};
+
+std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
+  t_until_nested.reset();
+  if (CastsWrappedNumber(fn)) return std::make_unique<WholeOpScope>();
+  if (!WrapsScalar(fn)) return nullptr;
+  t_until_nested.emplace();
+  return std::make_unique<UntilNestedScope>();
+}
+
+void OnEnd(const at::RecordFunction&, at::ObserverContext* context) {
+  if (dynamic_cast<UntilNestedScope*>(context) != nullptr) t_until_nested.reset();
+}
+
+}  // namespace
+
+HostScalarCopies::HostScalarCopies()
+    : handle_(at::addGlobalCallback(
+          at::RecordFunctionCallback(&OnStart, &OnEnd).needsInputs(true).scopes({at::RecordScope::FUNCTION}))) {}
+
+HostScalarCopies::~HostScalarCopies() {
+  at::removeCallback(handle_);
+  t_until_nested.reset();
+}
+
+}  // namespace oomguard

@@ -1,0 +1,206 @@
+#include "backends/meta_kernels.h"
+
+#include <ATen/ATen.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/Parallel.h>
+#include <ATen/OpMathType.h>
+#include <ATen/core/Reduction.h>
+#include <torch/library.h>
+
+namespace oomguard {
+namespace {
+
+// Note [Meta kernels mirror the cpu kernels' allocations]
+// A meta kernel must produce the output's shape and dtype, and for byte fidelity it also makes the
+// allocations the cpu kernel makes: the same outputs, the same contiguous() copies of its inputs and
+// the same scratch buffers, in the same order, so the meta ledger reads what the cpu ledger reads
+// (tests/meta_fidelity_test.cpp compares them). Each kernel names the cpu allocation it mirrors.
+
+// relu's output has its input's shape and dtype; relu_ returns its input.
+at::Tensor ReluMeta(const at::Tensor& self) { return at::empty_like(self); }
+at::Tensor& ReluInplaceMeta(at::Tensor& self) { return self; }
+
+// Dropout's mask draw (at::dropout on cpu and meta: empty_like(input).bernoulli_(1 - p)): in place,
+// no allocation on cpu.
+at::Tensor& BernoulliScalarInplaceMeta(at::Tensor& self, double p, std::optional<at::Generator>) {
+  TORCH_CHECK(p >= 0 && p <= 1, "bernoulli_ expects p in [0, 1], but got p=", p);
+  return self;
+}
+at::Tensor& BernoulliTensorInplaceMeta(at::Tensor& self, const at::Tensor&, std::optional<at::Generator>) {
+  return self;
+}
+
+// The fused dropout CUDA picks (at::dropout on cuda): the output and a bool mask.
+std::tuple<at::Tensor, at::Tensor> NativeDropoutMeta(const at::Tensor& input, double p, std::optional<bool> train) {
+  if (train.has_value() && !*train) return {at::empty_like(input), at::empty({0}, input.options().dtype(at::kBool))};
+  return {at::empty_like(input), at::empty_like(input, input.options().dtype(at::kBool))};
+}
+at::Tensor NativeDropoutBackwardMeta(const at::Tensor& grad, const at::Tensor& mask, double) {
+  return at::empty_like(grad);
+}
+
+// embedding's forward: weight.index_select(0, ids.reshape(-1)).
+at::Tensor IndexSelectMeta(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
+  TORCH_CHECK(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
+              "index_select(): Expected dtype int32 or int64 for index");
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim() == 0 ? 1 : self.dim());
+  std::vector<int64_t> sizes = self.sizes().vec();
+  if (!sizes.empty()) sizes[static_cast<size_t>(d)] = index.numel();
+  return at::empty(sizes, self.options());
+}
+
+// cpu: grad.contiguous() (a copy when grad is not contiguous), then zeros [num_weights, dim].
+at::Tensor EmbeddingDenseBackwardMeta(const at::Tensor& grad, const at::Tensor& indices, c10::SymInt num_weights,
+                                      c10::SymInt padding_idx, bool scale_grad_by_freq) {
+  at::Tensor grad_weight = at::empty_symint({num_weights, grad.sym_size(-1)}, grad.options());
+  at::Tensor contiguous = grad.contiguous();
+  // cpu allocates grad_weight first and the contiguous copy after; the copy dies with the call.
+  if (scale_grad_by_freq) (void)at::empty({num_weights.expect_int()}, indices.options());  // the counts
+  return grad_weight;
+}
+
+// cpu (layer_norm_cpu): Y like X, mean and rstd [M] shaped X's leading dims plus ones, in X's dtype
+// (the parameters' dtype when they are float and X is reduced). Without this kernel meta would take
+// the CompositeExplicitAutograd fallback through native_batch_norm, which has no Meta kernel either.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> NativeLayerNormMeta(const at::Tensor& input,
+                                                                   c10::SymIntArrayRef normalized_shape,
+                                                                   const std::optional<at::Tensor>& weight,
+                                                                   const std::optional<at::Tensor>& bias, double) {
+  const int64_t axis = input.dim() - static_cast<int64_t>(normalized_shape.size());
+  TORCH_CHECK(axis >= 0, "native_layer_norm: normalized_shape has more dimensions than the input");
+  std::vector<int64_t> stat_sizes(input.sizes().begin(), input.sizes().begin() + axis);
+  stat_sizes.resize(static_cast<size_t>(input.dim()), 1);
+  at::ScalarType stat_dtype = input.scalar_type();
+  if (weight.has_value() && weight->defined() && weight->scalar_type() != stat_dtype) stat_dtype = weight->scalar_type();
+  at::Tensor y = at::empty_like(input, at::MemoryFormat::Contiguous);
+  at::Tensor mean = at::empty(stat_sizes, input.options().dtype(stat_dtype));
+  at::Tensor rstd = at::empty(stat_sizes, input.options().dtype(stat_dtype));
+  return {y, mean, rstd};
+}
+
+// cpu (layer_norm_kernel.cpp): dX, dgamma, dbeta as masked, then the contiguous copies of dY, and a
+// scratch buffer [threads, 2 * N] of X's dtype for the dgamma/dbeta partial sums.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> NativeLayerNormBackwardMeta(
+    const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean,
+    const at::Tensor& rstd, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    std::array<bool, 3> output_mask) {
+  const bool has_weight = weight.has_value() && weight->defined();
+  const bool has_bias = bias.has_value() && bias->defined();
+  at::Tensor dx, dgamma, dbeta;
+  if (output_mask[0]) dx = at::empty_like(input, at::MemoryFormat::Contiguous);
+  if (output_mask[1] && has_weight) dgamma = at::empty_like(*weight, at::MemoryFormat::Contiguous);
+  if (output_mask[2] && has_bias) dbeta = at::empty_like(*bias, at::MemoryFormat::Contiguous);
+  at::Tensor dy = grad_out.contiguous();
+  at::Tensor x = input.contiguous();
+  if (dgamma.defined() || dbeta.defined()) {
+    int64_t n = 1;
+    for (const c10::SymInt& s : normalized_shape) n *= s.expect_int();
+    (void)at::empty({at::get_num_threads(), 2 * n}, input.options());
+  }
+  return {dx, dgamma, dbeta};
+}
+
+// cpu (structured mse_loss): the meta function sizes the result like the elementwise loss, the
+// kernel computes that loss in a second full-size tensor, and mean_out/sum_out then resize the
+// result to 0-dim, keeping its full-size storage: the loss a scenario holds is input-sized in bytes.
+at::Tensor MseLossMeta(const at::Tensor& input, const at::Tensor& target, int64_t reduction) {
+  const std::vector<int64_t> sizes = at::infer_size(input.sizes(), target.sizes());
+  at::Tensor result = at::empty(sizes, input.options());
+  if (reduction == at::Reduction::None) return result;
+  at::Tensor unreduced = at::empty(sizes, input.options());
+  result.resize_({});
+  return result;
+}
+
+// cpu: zeros_like(input), then the kernel writes into it.
+at::Tensor MseLossBackwardMeta(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& target,
+                               int64_t reduction) {
+  return at::empty_like(input, at::MemoryFormat::Contiguous);
+}
+
+// Note [Flash attention on meta]: the cpu flash kernel (ATen/native/cpu/FlashAttentionKernel.cpp)
+// splits queries into blocks of 32, 64 or 256 rows (by sequence length) and keys into blocks of 512,
+// and keeps per-thread scratch sized by those blocks. The mirror assumes no oneDNN packing, which the
+// cpu kernel does only for float16 on CPUs with AMX-FP16.
+int64_t FlashQueryBlock(int64_t q_seq_len) { return q_seq_len >= 768 ? 256 : q_seq_len >= 192 ? 64 : 32; }
+constexpr int64_t kFlashKeyBlock = 512;
+
+// cpu: output like the query, logsumexp [B, S, H] in the accumulation dtype (returned as [B, H, S]),
+// then scratch [threads, qk + max + sum + dst] in that dtype and [threads, q block, k block] in the
+// query's dtype for bfloat16/float16.
+std::tuple<at::Tensor, at::Tensor> FlashAttentionForCpuMeta(const at::Tensor& query, const at::Tensor& key,
+                                                            const at::Tensor& value, double dropout_p, bool is_causal,
+                                                            const std::optional<at::Tensor>& attn_mask,
+                                                            std::optional<double> scale) {
+  TORCH_CHECK(query.dim() == 4 && key.dim() == 4 && value.dim() == 4,
+              "_scaled_dot_product_flash_attention_for_cpu: expected [batch, heads, seq, head_dim] inputs");
+  const int64_t batch = query.size(0), heads = query.size(1), q_len = query.size(2), head_dim = query.size(3);
+  const int64_t kv_len = key.size(2);
+  const at::ScalarType accumulate = at::toOpMathType(query.scalar_type());
+  const bool reduced = accumulate != query.scalar_type();
+  at::Tensor output = at::empty_like(query);
+  at::Tensor logsumexp = at::empty({batch, q_len, heads}, query.options().dtype(accumulate));
+  const int64_t q_block = std::min(FlashQueryBlock(q_len), q_len);
+  const int64_t kv_block = std::min(kFlashKeyBlock, kv_len);
+  const int64_t threads = at::get_num_threads();
+  at::Tensor scratch =
+      at::empty({threads, q_block * kv_block + 2 * q_block + q_block * head_dim}, query.options().dtype(accumulate));
+  at::Tensor scratch_reduced = at::empty({threads, q_block, reduced ? kv_block : 0}, query.options());
+  return {output, logsumexp.transpose(1, 2)};
+}
+
+// cpu: the three gradients (zeros, [B, S, H, D] transposed back), grad_out in [B, S, H, D] made
+// contiguous (a copy unless it already is), then scratch [threads, 2 x q block x k block] (plus the
+// reduced-dtype copy) and one [q block] row-sum buffer per thread that works.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionForCpuBackwardMeta(
+    const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+    const at::Tensor& out, const at::Tensor& logsumexp, double dropout_p, bool is_causal,
+    const std::optional<at::Tensor>& attn_mask, std::optional<double> scale) {
+  const at::Tensor q_t = query.transpose(1, 2), k_t = key.transpose(1, 2), v_t = value.transpose(1, 2);
+  at::Tensor grad_q = at::empty(q_t.sizes(), query.options());
+  at::Tensor grad_k = at::empty(k_t.sizes(), key.options());
+  at::Tensor grad_v = at::empty(v_t.sizes(), value.options());
+  at::Tensor grad_out_contiguous = grad_out.transpose(1, 2).contiguous();
+  const int64_t q_len = q_t.size(1), kv_len = v_t.size(1);
+  const at::ScalarType accumulate = at::toOpMathType(query.scalar_type());
+  const bool reduced = accumulate != query.scalar_type();
+  const int64_t q_block = std::min(FlashQueryBlock(q_len), q_len);
+  const int64_t kv_block = std::min(kFlashKeyBlock, kv_len);
+  const int64_t threads = at::get_num_threads();
+  at::Tensor scratch = at::empty({threads, 2 * q_block * kv_block}, query.options().dtype(accumulate));
+  at::Tensor scratch_reduced = at::empty({threads, reduced ? 2 * q_block * kv_block : 0}, query.options());
+  std::vector<at::Tensor> row_sums;
+  for (int64_t t = 0; t < std::min(threads, q_t.size(0) * q_t.size(2)); ++t) {
+    row_sums.push_back(at::empty({q_block}, query.options().dtype(accumulate)));
+  }
+  return {grad_q.transpose(1, 2), grad_k.transpose(1, 2), grad_v.transpose(1, 2)};
+}
+
+}  // namespace
+
+void RegisterMetaKernels() {
+  // A function-local library rather than TORCH_LIBRARY_IMPL: a static initializer in a static
+  // library is dropped by the linker when nothing references its object file.
+  static torch::Library* library = [] {
+    auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::Meta, __FILE__, __LINE__);
+    lib->impl("relu", TORCH_FN(ReluMeta));
+    lib->impl("relu_", TORCH_FN(ReluInplaceMeta));
+    lib->impl("bernoulli_.float", TORCH_FN(BernoulliScalarInplaceMeta));
+    lib->impl("bernoulli_.Tensor", TORCH_FN(BernoulliTensorInplaceMeta));
+    lib->impl("native_dropout", TORCH_FN(NativeDropoutMeta));
+    lib->impl("native_dropout_backward", TORCH_FN(NativeDropoutBackwardMeta));
+    lib->impl("index_select", TORCH_FN(IndexSelectMeta));
+    lib->impl("embedding_dense_backward", TORCH_FN(EmbeddingDenseBackwardMeta));
+    lib->impl("native_layer_norm", TORCH_FN(NativeLayerNormMeta));
+    lib->impl("mse_loss", TORCH_FN(MseLossMeta));
+    lib->impl("_scaled_dot_product_flash_attention_for_cpu", TORCH_FN(FlashAttentionForCpuMeta));
+    lib->impl("_scaled_dot_product_flash_attention_for_cpu_backward", TORCH_FN(FlashAttentionForCpuBackwardMeta));
+    lib->impl("mse_loss_backward", TORCH_FN(MseLossBackwardMeta));
+    lib->impl("native_layer_norm_backward", TORCH_FN(NativeLayerNormBackwardMeta));
+    return lib;
+  }();
+  (void)library;
+}
+
+}  // namespace oomguard

@@ -1,0 +1,45 @@
+#include "backends/version_info.h"
+
+#include <torch/headeronly/version.h>
+
+#include "build_info.h"
+#if OOMGUARD_WITH_CUDA
+#include "allocators/cuda/cuda_cap.h"
+#endif
+
+namespace oomguard {
+
+VersionInfo CollectVersionInfo() {
+  VersionInfo info;
+  info.oomguard = OOMGUARD_VERSION;
+  info.libtorch = TORCH_VERSION;
+  info.torch_wheel = OOMGUARD_TORCH_WHEEL;
+  info.libtorch_cuda = OOMGUARD_TORCH_CUDA;
+  info.backends.push_back({"cpu", true, "ready"});
+  info.backends.push_back({"meta", true, "ready"});
+#if OOMGUARD_WITH_CUDA
+  info.cuda_runtime = CudaRuntimeVersion();
+  info.cuda_driver = CudaDriverVersion();
+  const int gpus = CudaDeviceCount();
+  info.backends.push_back({"cuda", true,
+                           gpus > 0 ? std::to_string(gpus) + " GPU(s) visible"
+                                    : "compiled in; no GPU visible (driver: " + info.cuda_driver + ")"});
+#else
+  info.cuda_runtime = "not compiled in";
+  info.cuda_driver = "unknown";
+  info.backends.push_back({"cuda", false, "not compiled in (OOMGUARD_WITH_CUDA=OFF)"});
+#endif
+  return info;
+}
+
+std::string FormatVersionInfo(const VersionInfo& info) {
+  std::string out = "oomguard " + info.oomguard + "\n";
+  out += "LibTorch " + info.libtorch + " (torch " + info.torch_wheel +
+         (info.libtorch_cuda.empty() ? ", cpu-only build" : ", built with CUDA " + info.libtorch_cuda) + ")\n";
+  out += "CUDA runtime " + info.cuda_runtime + ", driver " + info.cuda_driver + "\n";
+  out += "backends:\n";
+  for (const BackendInfo& b : info.backends) out += "  " + b.name + ": " + b.status + "\n";
+  return out;
+}
+
+}  // namespace oomguard

@@ -1,0 +1,99 @@
+#include "base/child_process.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <thread>
+
+extern char** environ;
+
+namespace oomguard {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Running {
+  size_t index;
+  pid_t pid;
+  Clock::time_point start;
+  double timeout_seconds;
+  bool killed = false;
+};
+
+// Starts one child; returns 0 and sets *pid, or an errno value.
+int Spawn(const ChildSpec& spec, pid_t* pid) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, spec.stdout_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, spec.stderr_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> argv;
+  for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const int rc = posix_spawn(pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc;
+}
+
+}  // namespace
+
+void RunChildren(const std::vector<ChildSpec>& specs, int max_running,
+                 const std::function<void(size_t index, const ChildExit& exit)>& on_done) {
+  std::vector<Running> running;
+  size_t next = 0;
+  while (next < specs.size() || !running.empty()) {
+    while (next < specs.size() && static_cast<int>(running.size()) < std::max(max_running, 1)) {
+      pid_t pid = 0;
+      if (const int rc = Spawn(specs[next], &pid); rc != 0) {
+        ChildExit exit;
+        exit.spawn_error = "could not start " + specs[next].argv[0] + ": " + std::strerror(rc);
+        on_done(next++, exit);
+        continue;
+      }
+      running.push_back({next, pid, Clock::now(), specs[next].timeout_seconds});
+      ++next;
+    }
+    bool reaped = false;
+    for (size_t i = 0; i < running.size();) {
+      Running& r = running[i];
+      int status = 0;
+      const pid_t done = waitpid(r.pid, &status, WNOHANG);
+      const double elapsed = std::chrono::duration<double>(Clock::now() - r.start).count();
+      if (done == 0) {
+        if (!r.killed && elapsed > r.timeout_seconds) {
+          kill(r.pid, SIGKILL);
+          r.killed = true;
+        }
+        ++i;
+        continue;
+      }
+      ChildExit exit;
+      exit.wall_ms = elapsed * 1000;
+      exit.timed_out = r.killed;
+      if (done > 0 && WIFEXITED(status)) exit.exit_code = WEXITSTATUS(status);
+      if (done > 0 && WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
+      const size_t index = r.index;
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+      on_done(index, exit);
+      reaped = true;
+    }
+    if (!reaped && !running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+std::string DescribeExit(const ChildExit& exit, double timeout_seconds) {
+  if (!exit.spawn_error.empty()) return exit.spawn_error;
+  if (exit.timed_out) return "timed out after " + std::to_string(static_cast<int>(timeout_seconds)) + " s";
+  if (exit.signal != 0) return "crashed with signal " + std::to_string(exit.signal) + " (" + strsignal(exit.signal) + ")";
+  return "exit code " + std::to_string(exit.exit_code);
+}
+
+}  // namespace oomguard

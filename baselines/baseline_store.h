@@ -1,0 +1,66 @@
+// Baselines: the memory numbers a scenario's variants are expected to keep, stored one file per
+// scenario (BASELINES_DIR/<scenario>.json), human-readable and diff-friendly (sorted keys, entries
+// sorted by variant, backend and cap, two-space indent), committed next to the catalog.
+//
+//   BaselineFile file;
+//   if (!LoadBaselineFile(BaselinePath(dir, "forgotten-no-grad"), &file, &error)) { ... }
+//   const BaselineEntry* entry = file.Find("pitfall", "cpu", cap_bytes);
+//
+// Tolerance lives in the file too ("tolerance": {"relative": 0.01, "absolute_bytes": 0}) and survives
+// --update-baselines; the default is exact, since cpu and meta bytes are deterministic.
+// Error policy: a missing file is not an error (exists = false); a corrupt one is, with file:line:col
+// or the JSON path of the problem.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/measurement.h"
+
+namespace oomguard {
+
+struct Tolerance {
+  double relative = 0;         // fraction of the baseline value
+  int64_t absolute_bytes = 0;  // allowed whatever the baseline (counts use it as a count)
+  int64_t Allowed(int64_t baseline) const;  // max(absolute, relative * baseline)
+};
+
+struct BaselineEntry {
+  std::string variant;
+  std::string backend;
+  std::string card;  // display only; entries are keyed by cap_bytes
+  int64_t cap_bytes = 0;
+  int64_t peak_bytes = 0;
+  std::map<std::string, int64_t> phase_peaks;  // phase -> bytes
+  std::vector<int64_t> live_after;             // per iteration
+  int64_t alloc_count = 0;
+};
+
+struct BaselineFile {
+  std::string scenario;
+  std::string oomguard_version;
+  std::string libtorch_version;
+  Tolerance tolerance;
+  std::map<std::string, Tolerance> metric_tolerances;  // e.g. "alloc_count" -> looser
+  std::vector<BaselineEntry> entries;
+  bool exists = false;  // false: no file yet
+
+  const BaselineEntry* Find(const std::string& variant, const std::string& backend, int64_t cap_bytes) const;
+  // Replaces the entry with the same key, or adds it.
+  void Put(BaselineEntry entry);
+  const Tolerance& ToleranceFor(const std::string& metric) const;
+};
+
+std::string BaselinePath(const std::string& dir, const std::string& scenario);
+// Where a scenario's baseline file lives: `baselines_dir` (--baselines DIR) when given, else
+// baselines/ beside the scenario file.
+std::string BaselineDirectory(const std::string& baselines_dir, const std::string& scenario_file);
+
+[[nodiscard]] bool LoadBaselineFile(const std::string& path, BaselineFile* file, std::string* error);
+std::string SerializeBaselineFile(const BaselineFile& file);
+
+BaselineEntry EntryFromMeasurement(const VariantMeasurement& m);
+
+}  // namespace oomguard

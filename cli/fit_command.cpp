@@ -1,0 +1,241 @@
+#include "cli/fit_command.h"
+
+#include <ATen/Parallel.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+#include "base/byte_size.h"
+#include "allocators/cards.h"
+#include "backends/backend_session.h"
+#include "base/exit_codes.h"
+#include "base/did_you_mean.h"
+#include "fit/fit_search.h"
+#include "fit/fit_trial.h"
+#include "scenario/catalog.h"
+#include "scenario/scenario_loader.h"
+#include "reports/console_writer.h"
+#include "reports/fit_progress.h"
+#include "reports/fit_report.h"
+
+namespace oomguard {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MillisecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// A path (it has a '/' or ends in .json) is loaded as a file; anything else is a scenario's name.
+bool LoadFitScenario(const FitOptions& options, Scenario* scenario, std::string* error) {
+  const std::string& arg = options.scenario;
+  const bool is_path = arg.find('/') != std::string::npos || (arg.size() > 5 && arg.ends_with(".json"));
+  if (is_path) return LoadScenarioFile(arg, scenario, error);
+  const std::vector<std::string> paths =
+      PathsOrCatalog(options.paths);
+  return LoadScenarioByName(paths, arg, scenario, error);
+}
+
+bool ChooseBackend(const std::string& requested, const Scenario& scenario, std::string* backend, std::string* error) {
+  const auto lists = [&](const std::string& b) {
+    return std::find(scenario.backends.begin(), scenario.backends.end(), b) != scenario.backends.end();
+  };
+  *backend = requested != "auto" ? requested : lists("meta") ? "meta" : "cpu";
+  if (!lists(*backend)) {
+    *error = "--backend " + *backend + ": scenario '" + scenario.name +
+             "' does not run there (its backends: " + JoinNames(scenario.backends, ", ") + ")";
+    return false;
+  }
+  if (std::string why; !BackendAvailable(*backend, &why)) {
+    *error = "--backend " + *backend + ": " + why;
+    return false;
+  }
+  return true;
+}
+
+bool SelectVariants(const Scenario& scenario, const std::vector<std::string>& names,
+                    std::vector<const VariantSpec*>* selected, std::string* error) {
+  std::vector<std::string> known;
+  for (const VariantSpec& v : scenario.variants) known.push_back(v.name);
+  for (const VariantSpec& v : scenario.variants) {
+    if (names.empty() || std::find(names.begin(), names.end(), v.name) != names.end()) selected->push_back(&v);
+  }
+  for (const std::string& name : names) {
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    const std::string near = ClosestMatch(name, known);
+    *error = "--variant " + name + ": scenario '" + scenario.name + "' has no such variant" +
+             (near.empty() ? "" : "; did you mean '" + near + "'?") + " (variants: " + JoinNames(known, ", ") + ")";
+    return false;
+  }
+  return true;
+}
+
+bool ResolveTargets(const FitOptions& options, std::vector<FitTarget>* targets, std::string* error) {
+  for (const std::string& name : options.cards) {
+    const CardPreset* card = FindCard(name, error);
+    if (card == nullptr) {
+      *error = "--cards: " + *error;
+      return false;
+    }
+    const bool seen =
+        std::any_of(targets->begin(), targets->end(), [&](const FitTarget& t) { return t.card == card->key; });
+    if (!seen) targets->push_back({std::string(card->key), card->allocator_cap_bytes()});
+  }
+  for (const std::string& text : options.caps) {
+    int64_t cap = 0;
+    if (!ParseByteSize(text, &cap, error)) {
+      *error = "--cap: " + *error;
+      return false;
+    }
+    if (cap <= 0) {
+      *error = "--cap: the cap must be larger than 0 bytes";
+      return false;
+    }
+    targets->push_back({"", cap});
+  }
+  if (options.cards.empty() && options.caps.empty()) {
+    for (const CardPreset& card : AllCards()) targets->push_back({std::string(card.key), card.allocator_cap_bytes()});
+  }
+  return true;
+}
+
+// MemAvailable from /proc/meminfo; 0 when unknown.
+int64_t HostAvailableBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+// Note [cpu fits allocate for real]: a cpu trial computes, so a search towards a cap allocates up to
+// that cap in host memory, plus the host-side copy of each batch, which the ledger leaves out (Note [Host
+// memory on the cpu backend]). Past what the host has free the kernel's OOM killer, not the cap, would
+// end the search (and perhaps other work), so caps above half the available memory are refused.
+bool CheckHostMemory(const std::string& backend, const std::vector<FitTarget>& targets, std::string* error) {
+  if (backend != "cpu") return true;
+  const int64_t available = HostAvailableBytes();
+  if (available == 0) return true;
+  for (const FitTarget& t : targets) {
+    if (t.cap_bytes <= available / 2) continue;
+    *error = "--backend cpu: trials up to " + TargetLabel(t.card, t.cap_bytes) +
+             " would allocate that much host memory and more, and this host has " + FormatBytes(available) +
+             " available (cpu caps may use half); use --backend meta (shapes only) or smaller caps";
+    return false;
+  }
+  return true;
+}
+
+std::string OutcomeWord(const Trial& t) {
+  switch (t.outcome) {
+    case Trial::Outcome::kFits:
+      return "fits";
+    case Trial::Outcome::kOom:
+      return "does not fit";
+    case Trial::Outcome::kError:
+      break;
+  }
+  return "error";
+}
+
+// A --json FILE whose folder does not exist fails now, not after minutes of trials.
+bool CheckJsonFolder(const std::string& path, std::string* error) {
+  const size_t slash = path.find_last_of('/');
+  if (path.empty() || slash == std::string::npos || slash == 0) return true;
+  struct stat info {};
+  if (stat(path.substr(0, slash).c_str(), &info) == 0 && S_ISDIR(info.st_mode)) return true;
+  *error = "--json " + path + ": no folder " + path.substr(0, slash);
+  return false;
+}
+
+// Everything FitCommand checks before the first trial; false with the message for exit code 2.
+bool Prepare(const FitOptions& options, FitResults* report, std::vector<const VariantSpec*>* variants,
+             std::vector<FitTarget>* targets, Scenario* scenario, std::string* error) {
+  if (options.min_value > options.max_value) {
+    *error =
+        "--min " + std::to_string(options.min_value) + " is larger than --max " + std::to_string(options.max_value);
+    return false;
+  }
+  if (!LoadFitScenario(options, scenario, error) ||
+      !ChooseBackend(options.backend, *scenario, &report->backend, error) ||
+      !SelectVariants(*scenario, options.variants, variants, error) || !ResolveTargets(options, targets, error) ||
+      !CheckHostMemory(report->backend, *targets, error) || !CheckJsonFolder(options.json_path, error)) {
+    return false;
+  }
+  for (const VariantSpec* v : *variants) {
+    if (!CheckKnob(options.knob, *v, options.min_value, options.max_value, error)) return false;
+  }
+  report->scenario = scenario->name;
+  report->knob = options.knob;
+  report->knob_field = KnobField(options.knob);
+  report->min_value = options.min_value;
+  report->max_value = options.max_value;
+  report->iterations = options.iterations;
+  return true;
+}
+
+}  // namespace
+
+int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, const MeasureFunction& measure) {
+  FitResults report;
+  Scenario scenario;
+  std::vector<const VariantSpec*> variants;
+  std::vector<FitTarget> targets;
+  std::string error;
+  if (!Prepare(options, &report, &variants, &targets, &scenario, &error)) {
+    err << "oomguard fit: " << error << "\n";
+    return kExitUsage;
+  }
+  // As in the runner's children: exact bytes must not depend on the machine's core count.
+  at::set_num_threads(1);
+  const ConsoleStyle style = &err == &std::cerr ? StyleFor(STDERR_FILENO) : ConsoleStyle{};
+  FitProgress progress(err, style.terminal, report.knob_field);
+  const Clock::time_point start = Clock::now();
+  try {
+    for (const VariantSpec* v : variants) {
+      const TrialFunction measured = MakeFitTrial(*v, options.knob, report.backend, options.iterations, measure);
+      int64_t card_trials = 0;
+      Clock::time_point card_start = Clock::now();
+      FitSearch search(options.min_value, options.max_value, [&](int64_t value, const FitTarget& target) {
+        const Trial trial = measured(value, target);
+        progress.OnTrial(v->name, TargetLabel(target.card, target.cap_bytes), ++card_trials, value, OutcomeWord(trial));
+        return trial;
+      });
+      report.variants.push_back({v->name, FitTargets(search, targets, [&](const CardFit& fit) {
+                                   progress.OnCardDone(v->name, fit, MillisecondsSince(card_start));
+                                   card_start = Clock::now();
+                                   card_trials = 0;
+                                 })});
+    }
+  } catch (const LeakBetweenTrials& leak) {
+    progress.Finish();
+    err << "oomguard fit: " << leak.what() << "\n";
+    return kExitFailures;
+  }
+  progress.Finish();
+  report.duration_ms = MillisecondsSince(start);
+  WriteFitTable(report, out);
+  if (!options.json_path.empty()) {
+    if (!WriteFitJson(report, options.json_path, &error)) {
+      err << "oomguard fit: " << error << "\n";
+      return kExitUsage;
+    }
+    out << "results: " << options.json_path << "\n";
+  }
+  for (const VariantFit& v : report.variants) {
+    for (const CardFit& fit : v.cards) {
+      if (!fit.error.empty()) return kExitFailures;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace oomguard

@@ -1,0 +1,111 @@
+#include "compare/compared_run.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "base/files.h"
+
+namespace oomguard {
+
+bool LoadComparedRun(const std::string& path, ComparedRun* out, std::string* error) {
+  std::string text;
+  if (!ReadFile(path, &text, error)) return false;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("scenarios") || !j.contains("backend")) {
+    *error = path + ": not an oomguard results file (expected the JSON `oomguard run --json FILE` writes)";
+    return false;
+  }
+  try {
+    out->backend = j.at("backend").get<std::string>();
+    out->label = out->backend;
+    for (const nlohmann::json& s : j.at("scenarios")) {
+      for (const nlohmann::json& v : s.at("variants")) {
+        ComparedRun::Entry e{s.at("name").get<std::string>(), v.at("name").get<std::string>(), std::nullopt};
+        if (v.contains("measurement")) {
+          const nlohmann::json& m = v.at("measurement");
+          e.peak_bytes = m.at("peak_bytes").get<int64_t>();
+          if (m.contains("cuda")) {
+            const nlohmann::json& c = m.at("cuda");
+            e.cuda_allocated_peak = c.at("allocated_peak_bytes").get<int64_t>();
+            e.cuda_reserved_peak = c.at("reserved_peak_bytes").get<int64_t>();
+            if (c.contains("requested_peak_bytes")) e.cuda_requested_peak = c.at("requested_peak_bytes").get<int64_t>();
+            e.cuda_allocated_at_start = c.value("allocated_at_start_bytes", int64_t{0});
+            e.cuda_reserved_at_start = c.value("reserved_at_start_bytes", int64_t{0});
+          }
+          if (m.contains("cuda_model")) {
+            e.model_allocated_peak = m.at("cuda_model").at("allocated_peak_bytes").get<int64_t>();
+            e.model_reserved_peak = m.at("cuda_model").at("reserved_peak_bytes").get<int64_t>();
+          }
+        }
+        out->entries.push_back(std::move(e));
+      }
+    }
+  } catch (const nlohmann::json::exception& e) {
+    *error = path + ": not an oomguard results file: " + e.what();
+    return false;
+  }
+  return true;
+}
+
+int ReferenceIndex(const std::string& reference, const std::vector<ComparedRun>& runs) {
+  if (reference.empty()) return static_cast<int>(runs.size()) - 1;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].backend == reference) return static_cast<int>(i);
+  }
+  char* end = nullptr;
+  const long position = std::strtol(reference.c_str(), &end, 10);
+  if (end != reference.c_str() && *end == '\0' && position >= 1 && position <= static_cast<long>(runs.size())) {
+    return static_cast<int>(position - 1);
+  }
+  return -1;
+}
+
+size_t AddAllocatorColumns(std::vector<ComparedRun>* runs, size_t reference) {
+  std::vector<ComparedRun> out;
+  size_t new_reference = 0;
+  for (size_t i = 0; i < runs->size(); ++i) {
+    const ComparedRun& run = (*runs)[i];
+    out.push_back(run);
+    if (i == reference) new_reference = out.size() - 1;
+    const bool has_model = std::any_of(run.entries.begin(), run.entries.end(),
+                                       [](const ComparedRun::Entry& e) { return e.model_allocated_peak.has_value(); });
+    for (const bool allocated : {true, false}) {
+      if (!has_model) continue;
+      ComparedRun column{
+          run.label + (allocated ? " model allocated" : " model reserved"), run.backend, allocated, true, false, {}};
+      for (const ComparedRun::Entry& e : run.entries) {
+        ComparedRun::Entry cell{e.scenario, e.variant};
+        cell.peak_bytes = allocated ? e.model_allocated_peak : e.model_reserved_peak;
+        column.entries.push_back(std::move(cell));
+      }
+      out.push_back(std::move(column));
+    }
+    const bool has_stats = std::any_of(run.entries.begin(), run.entries.end(),
+                                       [](const ComparedRun::Entry& e) { return e.cuda_allocated_peak.has_value(); });
+    if (!has_stats) continue;
+    for (const bool allocated : {true, false}) {
+      ComparedRun column{
+          run.label + (allocated ? " allocated" : " reserved"), run.backend, allocated, false, allocated, {}};
+      for (const ComparedRun::Entry& e : run.entries) {
+        const auto net = [](std::optional<int64_t> peak, int64_t held) {
+          return peak ? std::optional<int64_t>(*peak - held) : std::nullopt;
+        };
+        ComparedRun::Entry cell{e.scenario, e.variant};
+        cell.peak_bytes = allocated ? net(e.cuda_allocated_peak, e.cuda_allocated_at_start)
+                                    : net(e.cuda_reserved_peak, e.cuda_reserved_at_start);
+        if (allocated) cell.cuda_requested_peak = net(e.cuda_requested_peak, e.cuda_allocated_at_start);
+        cell.cuda_allocated_at_start = e.cuda_allocated_at_start;
+        cell.cuda_reserved_at_start = e.cuda_reserved_at_start;
+        column.entries.push_back(std::move(cell));
+      }
+      out.push_back(std::move(column));
+      if (i == reference && allocated) new_reference = out.size() - 1;
+    }
+  }
+  *runs = std::move(out);
+  return new_reference;
+}
+
+}  // namespace oomguard

@@ -1,0 +1,85 @@
+// The search behind `oomguard fit`: the largest value of an integer knob (a batch size, a sequence
+// length) at which a variant still fits a memory cap, for several caps.
+//
+//   oomguard::FitSearch search(/*min_value=*/1, /*max_value=*/1 << 20,
+//                              [&](int64_t value, const oomguard::FitTarget& target) {
+//                                return MeasureSomehow(value, target.cap_bytes);  // a Trial
+//                              });
+//   std::vector<oomguard::CardFit> fits = oomguard::FitTargets(search, {{"t4", t4_cap}, {"a10g", a10g_cap}});
+//
+// Method: values double from min_value until one does not fit (or max_value fits), then a binary
+// search between the last fit and the first OOM. The peak is assumed monotone (non-decreasing) in the
+// knob. Pure logic: the trial is injected, so tests drive it with a synthetic peak function.
+//
+// Note [Facts shared across caps]: a trial is deterministic, and the cap only decides whether an
+// allocation is refused. So a trial at (value v, cap c) that fits with peak p proves that v fits every
+// cap >= p, with peak p, and that v does not fit any cap < p (the allocation that reached p, or one
+// before it, would be refused). An OOM at (v, c) proves an OOM at v, and at every larger value, for
+// every cap <= c. One FitSearch keeps these facts for one variant; each cap starts from the bracket
+// they give, and the largest cap goes first, since its OOMs bound every smaller cap.
+//
+// Error policy: a trial that ends in neither a fit nor an OOM (an error outcome) stops the variant's
+// search: that card and every later one carry the error, and no more trials run. Nothing here throws;
+// exceptions from the trial function pass through unchanged.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/fit_results.h"
+
+namespace oomguard {
+
+struct FitTarget {
+  std::string card;  // a preset's key, or empty for a plain cap
+  int64_t cap_bytes = 0;
+};
+
+struct Trial {
+  enum class Outcome { kFits, kOom, kError };
+  Outcome outcome = Outcome::kFits;
+  int64_t peak_bytes = 0;  // kFits: the peak measured
+  std::string error;       // kError: what went wrong, as the report should show it
+};
+
+// Runs the variant with the knob at `value` under the target's cap.
+using TrialFunction = std::function<Trial(int64_t value, const FitTarget& target)>;
+
+class FitSearch {
+ public:
+  // Requires 1 <= min_value <= max_value.
+  FitSearch(int64_t min_value, int64_t max_value, TrialFunction trial);
+
+  // The largest fitting value for one cap, running only the trials the known facts leave open.
+  CardFit Fit(const FitTarget& target);
+
+  int64_t trials() const { return trials_; }  // COUNT: over every Fit so far
+
+ private:
+  struct Bracket {
+    std::optional<int64_t> fits;   // the largest value known to fit the cap
+    int64_t peak_bytes = 0;        // its peak
+    std::optional<int64_t> fails;  // the smallest value above `fits` known not to fit
+  };
+  Bracket Known(int64_t cap_bytes) const;
+  std::optional<int64_t> NextProbe(const Bracket& b) const;
+
+  const int64_t min_value_;
+  const int64_t max_value_;
+  TrialFunction trial_;
+  std::map<int64_t, int64_t> fit_peaks_;  // value -> the peak measured when it fit
+  std::map<int64_t, int64_t> oom_caps_;   // value -> the largest cap it was refused at
+  std::string error_;                     // the first error: the search is over
+  int64_t trials_ = 0;
+};
+
+// Fits every target, largest cap first (Note [Facts shared across caps]), and returns the results in
+// the order of `targets`. on_done, when given, is called as each target finishes, in search order.
+std::vector<CardFit> FitTargets(FitSearch& search, const std::vector<FitTarget>& targets,
+                                const std::function<void(const CardFit&)>& on_done = {});
+
+}  // namespace oomguard

@@ -1,0 +1,121 @@
+#include "fit/fit_trial.h"
+
+#include <exception>
+#include <thread>
+
+#include "base/byte_size.h"
+#include "allocators/cards.h"
+#include "allocators/install.h"
+#include "base/did_you_mean.h"
+#include "scenario/variant_rules.h"
+
+namespace oomguard {
+namespace {
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::vector<std::string> sizes;
+  for (int64_t s : shape) sizes.push_back(std::to_string(s));
+  return "[" + JoinNames(sizes, ", ") + "]";
+}
+
+Limits LimitsForTarget(const FitTarget& target) {
+  std::string ignored;
+  const CardPreset* card = target.card.empty() ? nullptr : FindCard(target.card, &ignored);
+  return card != nullptr ? LimitsForCard(*card) : LimitsForCap(target.cap_bytes);
+}
+
+std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// Note [A fresh thread per trial]: when an OOM interrupts a backward pass, LibTorch's autograd engine
+// leaves the graph's unfinished tasks in the ready queue of the thread that ran it. That queue is
+// thread-local and outlives the call, so the tasks keep their saved tensors, and the parameters their
+// AccumulateGrad nodes hold, alive (an attention model at an OOM in backward left 2 MiB so). Each trial
+// runs on a thread of its own, whose end frees them, before the ledger is compared.
+VariantMeasurement MeasureOnFreshThread(const MeasureFunction& measure, const VariantSpec& spec,
+                                        const MeasureOptions& options) {
+  VariantMeasurement m;
+  std::exception_ptr error;
+  std::thread worker([&] {
+    try {
+      m = measure(spec, options);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  worker.join();
+  if (error) std::rethrow_exception(error);
+  return m;
+}
+
+}  // namespace
+
+std::string KnobField(const std::string& knob) { return knob == "seq" ? "data.shape[0]" : "data.batch"; }
+
+bool CheckKnob(const std::string& knob, const VariantSpec& spec, int64_t min_value, int64_t max_value,
+               std::string* error) {
+  const std::string where = "--knob " + knob + ": variant '" + spec.name + "'";
+  if (knob != "batch" && knob != "seq") {
+    *error = "--knob " + knob + ": unknown knob; known: batch (data.batch), seq (data.shape[0])";
+    return false;
+  }
+  const DataSpec& d = spec.data;
+  if (knob == "seq" && d.dtype != "int64" && d.shape.size() < 2) {
+    *error = where + " has no sequence axis: data.shape " + ShapeText(d.shape) + " of " + d.dtype +
+             " holds features; seq varies data.shape[0] of token ids (data.dtype int64) or of samples shaped "
+             "[seq, features]";
+    return false;
+  }
+  for (const int64_t value : {min_value, max_value}) {
+    if (std::optional<SpecProblem> problem = FindSpecProblem(WithKnob(spec, knob, value))) {
+      *error = where + " cannot run with " + KnobField(knob) + " = " + std::to_string(value) + ": at " +
+               problem->path.ToString() + ": " + problem->message;
+      return false;
+    }
+  }
+  return true;
+}
+
+VariantSpec WithKnob(const VariantSpec& spec, const std::string& knob, int64_t value) {
+  VariantSpec changed = spec;
+  if (knob == "seq") {
+    if (!changed.data.shape.empty()) changed.data.shape[0] = value;
+  } else {
+    changed.data.batch = value;
+  }
+  return changed;
+}
+
+TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, const std::string& backend,
+                           int64_t iterations, MeasureFunction measure) {
+  return [spec, knob, backend, iterations, measure](int64_t value, const FitTarget& target) {
+    MeasureOptions options;
+    options.backend = backend;
+    options.limits = LimitsForTarget(target);
+    options.iterations = iterations;
+    options.timeline_points = 0;  // only the peak is needed
+    const Ledger& ledger = (backend == "meta" ? MetaAccount() : CpuAccount()).ledger();
+    const int64_t live_before = ledger.live_bytes();
+    const VariantMeasurement m = MeasureOnFreshThread(measure, WithKnob(spec, knob, value), options);
+    const int64_t live_after = ledger.live_bytes();
+    if (live_after != live_before) {
+      const int64_t leaked = live_after - live_before;
+      throw LeakBetweenTrials(
+          "variant '" + spec.name + "' at " + knob + " " + std::to_string(value) + " left " + std::to_string(leaked) +
+          " bytes" + (leaked > 1024 || leaked < -1024 ? " (" + FormatSignedBytes(leaked) + ")" : "") + " live in the " +
+          backend + " ledger after its trial (" + std::to_string(live_before) + " bytes before it, " +
+          std::to_string(live_after) + " after); later trials would measure on top of them");
+    }
+    Trial trial;
+    if (m.outcome == "pass") {
+      trial.peak_bytes = m.ledger.peak_bytes;
+    } else if (m.outcome == "oom") {
+      trial.outcome = Trial::Outcome::kOom;
+    } else {
+      trial.outcome = Trial::Outcome::kError;
+      trial.error = "at " + knob + " " + std::to_string(value) + ": " + m.outcome + ": " + FirstLine(m.error);
+    }
+    return trial;
+  };
+}
+
+}  // namespace oomguard

@@ -1,0 +1,55 @@
+// One trial of `oomguard fit`: a variant measured in this process (MeasureVariant) with its knob set to
+// a value, under a target's cap, and the check that it left its account's ledger as it found it.
+//
+//   std::string error;
+//   if (!oomguard::CheckKnob("seq", spec, 1, 4096, &error)) { ... usage error ... }
+//   oomguard::TrialFunction trial = oomguard::MakeFitTrial(spec, "seq", "meta", /*iterations=*/0);
+//   oomguard::Trial t = trial(512, {"t4", t4_cap});  // kFits with the peak, kOom, or kError
+//
+// Each trial runs on a thread of its own, joined before it returns (Note [A fresh thread per trial] in
+// fit_trial.cpp: an OOM in backward leaves graph pieces on the thread that ran it).
+//
+// Knobs: "batch" sets data.batch; "seq" sets data.shape[0], the sequence length, which only exists for
+// token ids (data.dtype int64) and for samples shaped [seq, features].
+//
+// Error policy: bad knobs are user input: CheckKnob returns false with a one-line message. A trial's
+// OOM or error outcome is its result. A trial that leaves the ledger's live bytes different from what
+// they were before it throws LeakBetweenTrials: every later trial would measure on top of the leftover,
+// so the fit cannot go on.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+#include "fit/fit_search.h"
+#include "model/scenario.h"
+#include "workload/workload.h"
+
+namespace oomguard {
+
+// What the knob sets, as a scenario file names it: "data.batch", "data.shape[0]".
+std::string KnobField(const std::string& knob);
+
+// Whether `spec` can run with the knob anywhere in [min_value, max_value]; else false with the reason.
+[[nodiscard]] bool CheckKnob(const std::string& knob, const VariantSpec& spec, int64_t min_value, int64_t max_value,
+                             std::string* error);
+
+// `spec` with the knob set to `value` (CheckKnob first).
+VariantSpec WithKnob(const VariantSpec& spec, const std::string& knob, int64_t value);
+
+class LeakBetweenTrials : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The seam tests use to make a trial leak; MeasureVariant otherwise.
+using MeasureFunction = std::function<VariantMeasurement(const VariantSpec&, const MeasureOptions&)>;
+
+// A trial of `spec` on backend cpu or meta; iterations 0 keeps the variant's own. The target's limits are
+// its card's (LimitsForCard) or, for a plain cap, LimitsForCap.
+TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, const std::string& backend,
+                           int64_t iterations, MeasureFunction measure = MeasureVariant);
+
+}  // namespace oomguard

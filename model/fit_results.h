@@ -1,0 +1,40 @@
+// The results of `oomguard fit`, as data: what the search produces (fit_search.h) and the fit report
+// renders (reports/fit_report.h). Plain types.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oomguard {
+
+// One card (or plain --cap) a variant was fitted to.
+struct CardFit {
+  std::string card;  // the preset's key ("t4"), or empty for a plain --cap
+  int64_t cap_bytes = 0;
+  std::optional<int64_t> max_value;        // largest knob value that fits; absent: not even --min fits
+  int64_t peak_bytes_at_max = 0;           // the peak measured at max_value (0 when absent)
+  std::optional<int64_t> first_oom_value;  // smallest value known not to fit; absent: --max fits
+  int64_t trials = 0;                      // COUNT: trials run for this card (facts reused from others are free)
+  std::string error;                       // non-empty: the search stopped at an error (outcome and message)
+};
+
+struct VariantFit {
+  std::string variant;
+  std::vector<CardFit> cards;  // in the order the cards were asked for
+};
+
+struct FitResults {
+  std::string scenario;
+  std::string backend;     // cpu | meta
+  std::string knob;        // batch | seq
+  std::string knob_field;  // what the knob sets in the scenario: "data.batch", "data.shape[0]"
+  int64_t min_value = 1;
+  int64_t max_value = 1;
+  int64_t iterations = 0;  // 0: each variant's own loop.iterations
+  double duration_ms = 0;
+  std::vector<VariantFit> variants;
+};
+
+}  // namespace oomguard

@@ -1,0 +1,111 @@
+// What running one variant measured: the data every verdict, report and baseline is made from.
+// Plain types; JSON lives in measurement_json.h.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "allocators/fault_injection.h"
+#include "allocators/ledger.h"
+
+namespace oomguard {
+
+// Only iterations that completed are recorded.
+struct IterationMeasurement {
+  int64_t peak_bytes = 0;                 // highest live bytes during this iteration
+  int64_t live_after_backward_bytes = 0;  // right after the (last micro-batch's) backward
+  int64_t live_after_bytes = 0;           // at the end of the iteration, its locals released
+};
+
+// What was live when an allocation was refused, by category.
+struct LiveBreakdown {
+  int64_t parameters_bytes = 0;
+  int64_t gradients_bytes = 0;
+  int64_t optimizer_state_bytes = 0;
+  int64_t inputs_bytes = 0;                     // the batch on the device
+  int64_t activations_and_transient_bytes = 0;  // the rest: saved activations, outputs, buffers
+  std::vector<std::pair<std::string, int64_t>> layers;  // bytes each layer's forward left live
+};
+
+struct OomDetail {
+  std::string phase;
+  int64_t requested_bytes = 0;
+  int64_t cap_bytes = 0;
+  int64_t live_bytes = 0;
+  bool injected = false;
+  std::string message;  // the allocator's PyTorch-style message
+  LiveBreakdown live;
+};
+
+// The caching allocator's peaks while one phase was current (its largest occurrence).
+struct CudaPhaseMeasurement {
+  std::string phase;
+  int64_t allocated_bytes = 0, reserved_bytes = 0, active_bytes = 0, requested_bytes = 0;
+};
+
+// What only a GPU has: the caching allocator's statistics (cuda backend only).
+struct CudaMeasurement {
+  int64_t allocated_peak_bytes = 0;  // blocks handed out, rounded up to 512 bytes and more
+  int64_t reserved_peak_bytes = 0;   // segments held from the driver: what the cap limits
+  int64_t active_peak_bytes = 0;
+  int64_t requested_peak_bytes = 0;  // what was asked for: the ledger's peak, counted by the allocator
+  int64_t alloc_retries = 0;         // allocations that emptied the cache and tried again
+  int64_t ooms = 0;
+  std::vector<CudaPhaseMeasurement> phases;  // in order of first entry
+  // Fragmentation at the peak: reserved_peak_bytes - allocated_peak_bytes (both peaks, as PyTorch reports them).
+  // What the allocator held when the measurement began: the CUDA libraries' workspaces (Note [Library
+  // workspaces on cuda], allocators/cuda/cuda_warm_up.h). The peaks above include it, as PyTorch's do.
+  int64_t allocated_at_start_bytes = 0;
+  int64_t reserved_at_start_bytes = 0;
+  int64_t timed_transfers = 0;   // host-to-device copies timed with CUDA events
+  double transfer_ms = 0;        // their GPU time (backends/cuda_transfer_timer.h)
+};
+
+// The CUDA caching allocator's statistics as CachingAllocatorModel predicts them from a cpu or meta
+// run's allocations (`--model-cuda`; allocators/cuda_model_feed.h), under the ledger's cap.
+struct CudaModelMeasurement {
+  int64_t allocated_peak_bytes = 0;  // blocks: requests rounded up to 512 bytes, or whole unsplit blocks
+  int64_t reserved_peak_bytes = 0;   // segments: what a GPU would have to hold
+  int64_t requested_peak_bytes = 0;  // what was asked for while the model was fed
+  int64_t segments_peak = 0;
+  int64_t alloc_retries = 0;  // segment allocations retried after releasing the cache
+  int64_t ooms = 0;           // requests the model's cap refused (Note [Predicted OOMs])
+};
+
+struct VariantMeasurement {
+  std::string variant;
+  std::string backend;
+  std::string card;             // simulated card, empty for a plain cap
+  int64_t cap_bytes = 0;
+  std::string outcome = "pass";  // pass | oom | error:<category> (error_category.h)
+  std::string error;             // the message, for oom and errors
+  std::string attention = "math";  // the attention implementation the layers use
+  double duration_ms = 0;
+
+  LedgerStats ledger;  // peak, per-phase peaks, allocation count, timeline
+  std::vector<IterationMeasurement> iterations;
+  int64_t transfers = 0;
+  int64_t transfer_bytes = 0;
+  int64_t param_bytes = 0;
+  // Absent when the run ended before measuring them (an OOM before the first optimizer step, say):
+  // a check on a number never measured must not pass by reading 0.
+  std::optional<int64_t> grad_bytes;             // gradients live after the first iteration's backward
+  std::optional<int64_t> optimizer_state_bytes;  // what the first optimizer step left live
+  std::optional<int64_t> forward_saved_bytes;    // what the first forward left live (saved tensors, output, loss)
+  std::optional<int64_t> retained_grad_bytes;    // gradients held by intermediates (retain_grad)
+  std::string grad_digest;            // FNV-1a of every parameter gradient after the first backward
+  std::optional<OomDetail> oom;
+  std::optional<CudaMeasurement> cuda;  // cuda backend only
+  std::optional<CudaModelMeasurement> cuda_model;  // cpu and meta with --model-cuda
+  std::vector<InjectedFailure> injected;
+  std::string snapshot;        // --snapshot-dir: the memory_viz snapshot written for this variant
+  std::string snapshot_error;  // why it could not be written
+};
+
+// (live after the last iteration - live after the first) / (iterations - 1); nullopt below 2 iterations.
+std::optional<double> LiveGrowthPerIteration(const VariantMeasurement& m);
+
+}  // namespace oomguard

@@ -1,0 +1,216 @@
+#include "model/measurement_json.h"
+
+namespace oomguard {
+
+using nlohmann::json;
+
+namespace {
+
+// Not measured is null, never 0.
+json Optional(const std::optional<int64_t>& value) { return value ? json(*value) : json(nullptr); }
+std::optional<int64_t> OptionalFrom(const json& j) {
+  return j.is_null() ? std::nullopt : std::optional<int64_t>(j.get<int64_t>());
+}
+
+}  // namespace
+
+json MeasurementToJson(const VariantMeasurement& m) {
+  json j;
+  j["variant"] = m.variant;
+  j["backend"] = m.backend;
+  j["card"] = m.card;
+  j["cap_bytes"] = m.cap_bytes;
+  j["outcome"] = m.outcome;
+  j["error"] = m.error;
+  j["attention"] = m.attention;
+  j["duration_ms"] = m.duration_ms;
+  j["peak_bytes"] = m.ledger.peak_bytes;
+  j["peak_phase"] = m.ledger.peak_phase;
+  j["live_bytes_at_end"] = m.ledger.live_bytes;
+  j["alloc_count"] = m.ledger.alloc_count;
+  j["allocated_bytes_total"] = m.ledger.allocated_bytes_total;
+  j["failed_allocations"] = m.ledger.failed_count;
+  json phases = json::array();
+  for (const PhasePeak& p : m.ledger.phase_peaks) phases.push_back({{"phase", p.phase}, {"peak_bytes", p.peak_bytes}});
+  j["phase_peaks"] = phases;
+  json origins = json::array();
+  for (const PhasePeak& p : m.ledger.peak_by_origin) origins.push_back({{"phase", p.phase}, {"bytes", p.peak_bytes}});
+  j["live_at_peak_by_origin"] = origins;
+  if (m.cuda) {
+    const CudaMeasurement& c = *m.cuda;
+    j["cuda"] = {{"allocated_peak_bytes", c.allocated_peak_bytes},
+                 {"reserved_peak_bytes", c.reserved_peak_bytes},
+                 {"active_peak_bytes", c.active_peak_bytes},
+                 {"requested_peak_bytes", c.requested_peak_bytes},
+                 {"fragmentation_at_peak_bytes", c.reserved_peak_bytes - c.allocated_peak_bytes},
+                 {"alloc_retries", c.alloc_retries},
+                 {"ooms", c.ooms},
+                 {"allocated_at_start_bytes", c.allocated_at_start_bytes},
+                 {"reserved_at_start_bytes", c.reserved_at_start_bytes},
+                 {"timed_transfers", c.timed_transfers},
+                 {"transfer_ms", c.transfer_ms}};
+    json phases_json = json::array();
+    for (const CudaPhaseMeasurement& p : c.phases) {
+      phases_json.push_back({{"phase", p.phase},
+                             {"allocated_peak_bytes", p.allocated_bytes},
+                             {"reserved_peak_bytes", p.reserved_bytes},
+                             {"active_peak_bytes", p.active_bytes},
+                             {"requested_peak_bytes", p.requested_bytes}});
+    }
+    j["cuda"]["phases"] = phases_json;
+  }
+  json iterations = json::array();
+  for (const IterationMeasurement& it : m.iterations) {
+    iterations.push_back({{"peak_bytes", it.peak_bytes},
+                          {"live_after_backward_bytes", it.live_after_backward_bytes},
+                          {"live_after_bytes", it.live_after_bytes}});
+  }
+  j["iterations"] = iterations;
+  j["transfers"] = m.transfers;
+  j["transfer_bytes"] = m.transfer_bytes;
+  j["param_bytes"] = m.param_bytes;
+  j["grad_bytes"] = Optional(m.grad_bytes);
+  j["optimizer_state_bytes"] = Optional(m.optimizer_state_bytes);
+  j["forward_saved_bytes"] = Optional(m.forward_saved_bytes);
+  j["retained_grad_bytes"] = Optional(m.retained_grad_bytes);
+  j["grad_digest"] = m.grad_digest;
+  json timeline = json::array();
+  for (const TimelinePoint& p : m.ledger.timeline) timeline.push_back({p.event_index, p.live_bytes});
+  json marks = json::array();
+  for (const PhaseMark& p : m.ledger.phase_marks) marks.push_back({p.event_index, p.phase});
+  j["timeline"] = {{"stride", m.ledger.timeline_stride}, {"points", timeline}, {"phases", marks}};
+  if (m.oom) {
+    const OomDetail& o = *m.oom;
+    json layers = json::array();
+    for (const auto& [name, bytes] : o.live.layers) layers.push_back({{"layer", name}, {"bytes", bytes}});
+    j["oom"] = {{"phase", o.phase},
+                {"requested_bytes", o.requested_bytes},
+                {"cap_bytes", o.cap_bytes},
+                {"live_bytes", o.live_bytes},
+                {"injected", o.injected},
+                {"message", o.message},
+                {"live",
+                 {{"parameters_bytes", o.live.parameters_bytes},
+                  {"gradients_bytes", o.live.gradients_bytes},
+                  {"optimizer_state_bytes", o.live.optimizer_state_bytes},
+                  {"inputs_bytes", o.live.inputs_bytes},
+                  {"activations_and_transient_bytes", o.live.activations_and_transient_bytes},
+                  {"layers", layers}}}};
+  }
+  json injected = json::array();
+  for (const InjectedFailure& f : m.injected) {
+    injected.push_back(
+        {{"allocation_index", f.allocation_index}, {"bytes", f.bytes}, {"phase", f.phase}, {"policy", f.policy}});
+  }
+  j["injected_failures"] = injected;
+  if (!m.snapshot.empty()) j["snapshot"] = m.snapshot;
+  if (!m.snapshot_error.empty()) j["snapshot_error"] = m.snapshot_error;
+  if (m.cuda_model) {
+    const CudaModelMeasurement& c = *m.cuda_model;
+    j["cuda_model"] = {{"allocated_peak_bytes", c.allocated_peak_bytes}, {"reserved_peak_bytes", c.reserved_peak_bytes},
+                       {"requested_peak_bytes", c.requested_peak_bytes}, {"segments_peak", c.segments_peak},
+                       {"alloc_retries", c.alloc_retries},               {"ooms", c.ooms}};
+  }
+  return j;
+}
+
+bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* error) {
+  try {
+    m->variant = j.at("variant").get<std::string>();
+    m->backend = j.at("backend").get<std::string>();
+    m->card = j.at("card").get<std::string>();
+    m->cap_bytes = j.at("cap_bytes").get<int64_t>();
+    m->outcome = j.at("outcome").get<std::string>();
+    m->error = j.at("error").get<std::string>();
+    m->attention = j.at("attention").get<std::string>();
+    m->duration_ms = j.at("duration_ms").get<double>();
+    m->ledger.peak_bytes = j.at("peak_bytes").get<int64_t>();
+    m->ledger.peak_phase = j.at("peak_phase").get<std::string>();
+    m->ledger.live_bytes = j.at("live_bytes_at_end").get<int64_t>();
+    m->ledger.alloc_count = j.at("alloc_count").get<int64_t>();
+    m->ledger.allocated_bytes_total = j.at("allocated_bytes_total").get<int64_t>();
+    m->ledger.failed_count = j.at("failed_allocations").get<int64_t>();
+    for (const json& p : j.at("phase_peaks")) {
+      m->ledger.phase_peaks.push_back({p.at("phase").get<std::string>(), p.at("peak_bytes").get<int64_t>()});
+    }
+    if (j.contains("cuda")) {
+      const json& c = j.at("cuda");
+      m->cuda = CudaMeasurement{c.at("allocated_peak_bytes").get<int64_t>(), c.at("reserved_peak_bytes").get<int64_t>(),
+                                c.at("active_peak_bytes").get<int64_t>(),    c.at("requested_peak_bytes").get<int64_t>(),
+                                c.at("alloc_retries").get<int64_t>(),        c.at("ooms").get<int64_t>(),
+                                {}};
+      // Absent from results written before they were measured.
+      m->cuda->allocated_at_start_bytes = c.value("allocated_at_start_bytes", int64_t{0});
+      m->cuda->reserved_at_start_bytes = c.value("reserved_at_start_bytes", int64_t{0});
+      m->cuda->timed_transfers = c.value("timed_transfers", int64_t{0});
+      m->cuda->transfer_ms = c.value("transfer_ms", 0.0);
+      for (const json& p : c.at("phases")) {
+        m->cuda->phases.push_back({p.at("phase").get<std::string>(), p.at("allocated_peak_bytes").get<int64_t>(),
+                                   p.at("reserved_peak_bytes").get<int64_t>(), p.at("active_peak_bytes").get<int64_t>(),
+                                   p.at("requested_peak_bytes").get<int64_t>()});
+      }
+    }
+    if (j.contains("live_at_peak_by_origin")) {  // absent in results written before it existed
+      for (const json& p : j.at("live_at_peak_by_origin")) {
+        m->ledger.peak_by_origin.push_back({p.at("phase").get<std::string>(), p.at("bytes").get<int64_t>()});
+      }
+    }
+    for (const json& it : j.at("iterations")) {
+      m->iterations.push_back({it.at("peak_bytes").get<int64_t>(), it.at("live_after_backward_bytes").get<int64_t>(),
+                               it.at("live_after_bytes").get<int64_t>()});
+    }
+    m->transfers = j.at("transfers").get<int64_t>();
+    m->transfer_bytes = j.at("transfer_bytes").get<int64_t>();
+    m->param_bytes = j.at("param_bytes").get<int64_t>();
+    m->grad_bytes = OptionalFrom(j.at("grad_bytes"));
+    m->optimizer_state_bytes = OptionalFrom(j.at("optimizer_state_bytes"));
+    m->forward_saved_bytes = OptionalFrom(j.at("forward_saved_bytes"));
+    m->retained_grad_bytes = OptionalFrom(j.at("retained_grad_bytes"));
+    m->grad_digest = j.at("grad_digest").get<std::string>();
+    const json& timeline = j.at("timeline");
+    m->ledger.timeline_stride = timeline.at("stride").get<int64_t>();
+    for (const json& p : timeline.at("points")) m->ledger.timeline.push_back({p.at(0).get<int64_t>(), p.at(1).get<int64_t>()});
+    for (const json& p : timeline.at("phases")) {
+      m->ledger.phase_marks.push_back({p.at(0).get<int64_t>(), p.at(1).get<std::string>()});
+    }
+    if (j.contains("oom")) {
+      const json& o = j.at("oom");
+      OomDetail report;
+      report.phase = o.at("phase").get<std::string>();
+      report.requested_bytes = o.at("requested_bytes").get<int64_t>();
+      report.cap_bytes = o.at("cap_bytes").get<int64_t>();
+      report.live_bytes = o.at("live_bytes").get<int64_t>();
+      report.injected = o.at("injected").get<bool>();
+      report.message = o.at("message").get<std::string>();
+      const json& live = o.at("live");
+      report.live.parameters_bytes = live.at("parameters_bytes").get<int64_t>();
+      report.live.gradients_bytes = live.at("gradients_bytes").get<int64_t>();
+      report.live.optimizer_state_bytes = live.at("optimizer_state_bytes").get<int64_t>();
+      report.live.inputs_bytes = live.at("inputs_bytes").get<int64_t>();
+      report.live.activations_and_transient_bytes = live.at("activations_and_transient_bytes").get<int64_t>();
+      for (const json& l : live.at("layers")) {
+        report.live.layers.emplace_back(l.at("layer").get<std::string>(), l.at("bytes").get<int64_t>());
+      }
+      m->oom = report;
+    }
+    for (const json& f : j.at("injected_failures")) {
+      m->injected.push_back({f.at("allocation_index").get<int64_t>(), f.at("bytes").get<int64_t>(),
+                             f.at("phase").get<std::string>(), f.at("policy").get<std::string>()});
+    }
+    m->snapshot = j.value("snapshot", "");
+    m->snapshot_error = j.value("snapshot_error", "");
+    if (j.contains("cuda_model")) {
+      const json& c = j.at("cuda_model");
+      m->cuda_model = CudaModelMeasurement{
+          c.at("allocated_peak_bytes").get<int64_t>(), c.at("reserved_peak_bytes").get<int64_t>(),
+          c.at("requested_peak_bytes").get<int64_t>(), c.at("segments_peak").get<int64_t>(),
+          c.at("alloc_retries").get<int64_t>(),        c.at("ooms").get<int64_t>()};
+    }
+  } catch (const json::exception& e) {
+    *error = std::string("malformed measurement: ") + e.what();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace oomguard

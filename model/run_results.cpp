@@ -1,0 +1,32 @@
+#include "model/run_results.h"
+
+namespace oomguard {
+namespace {
+
+int Severity(BaselineVerdict v) {
+  switch (v) {
+    case BaselineVerdict::kNotCompared: return 0;
+    case BaselineVerdict::kUnchanged: return 1;
+    case BaselineVerdict::kImproved: return 2;
+    case BaselineVerdict::kNew: return 3;
+    case BaselineVerdict::kRegressed: return 4;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string_view BaselineVerdictName(BaselineVerdict verdict) {
+  switch (verdict) {
+    case BaselineVerdict::kUnchanged: return "unchanged";
+    case BaselineVerdict::kImproved: return "improved";
+    case BaselineVerdict::kRegressed: return "regressed";
+    case BaselineVerdict::kNew: return "new";
+    case BaselineVerdict::kNotCompared: return "not compared";
+  }
+  return "not compared";
+}
+
+BaselineVerdict WorseBaselineVerdict(BaselineVerdict a, BaselineVerdict b) { return Severity(b) > Severity(a) ? b : a; }
+
+}  // namespace oomguard

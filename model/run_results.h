@@ -1,0 +1,104 @@
+// The results of `oomguard run`, as data: what the runner produces and every report renders.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/measurement.h"
+#include "model/result_code.h"
+
+namespace oomguard {
+
+// A scenario's analytic estimate beside what was measured (verdict/memory_estimate.h computes it).
+struct EstimateRow {
+  std::string component;  // "parameters", "gradients", "optimizer state", "activations", "rest", "peak"
+  std::optional<int64_t> measured;  // absent: not measured (the run ended first)
+  int64_t estimated = 0;
+};
+
+struct MemoryEstimate {
+  int64_t parameter_count = 0;
+  std::string activation_formula;  // "1 x 2048 x 4096 x 32 blocks x 2 bytes x 34"
+  std::vector<EstimateRow> rows;
+};
+
+struct CheckResult {
+  std::string expression;
+  bool evaluable = false;
+  bool holds = false;
+  bool skipped = false;  // needs data the backend does not have (grads on meta): neither holds nor fails
+  std::string explanation;
+};
+
+// How a measured metric compares with its stored baseline (baseline_diff.h computes these).
+enum class BaselineVerdict {
+  kUnchanged,   // within tolerance
+  kImproved,    // better (lower) beyond tolerance: passes, and suggests --update-baselines
+  kRegressed,   // worse (higher) beyond tolerance: the variant fails
+  kNew,         // no baseline stored for this scenario/variant/backend/card (fails under --strict)
+  kNotCompared  // nothing to compare: the variant did not produce a measurement, or no baselines asked for
+};
+
+std::string_view BaselineVerdictName(BaselineVerdict verdict);  // "unchanged", "improved", ...
+// Severity order: not compared < unchanged < improved < new < regressed.
+BaselineVerdict WorseBaselineVerdict(BaselineVerdict a, BaselineVerdict b);
+
+struct MetricDiff {
+  std::string metric;        // "peak_bytes", "phase_peak.backward", "live_after[2]", "alloc_count"
+  int64_t baseline = 0;
+  int64_t current = 0;
+  int64_t delta = 0;         // current - baseline
+  double delta_percent = 0;  // 100 * delta / baseline (0 when baseline is 0)
+  BaselineVerdict verdict = BaselineVerdict::kUnchanged;
+};
+
+struct BaselineComparison {
+  BaselineVerdict verdict = BaselineVerdict::kNotCompared;  // the worst of the metrics'
+  std::vector<MetricDiff> metrics;  // peak first; only metrics present on both sides
+  std::string baseline_file;        // where the baseline lives (or would live, for kNew)
+};
+
+struct VariantResult {
+  std::string name;
+  ResultCode code = ResultCode::kUnresolved;
+  std::string expected_outcome = "pass";
+  bool expected_leak = false;
+  std::string xfail_reason;                       // non-empty when marked xfail
+  std::vector<std::string> reasons;               // why it is not PASS, one line each
+  std::vector<CheckResult> checks;                // the variant's own check expressions
+  std::optional<VariantMeasurement> measurement;  // absent when the child crashed or timed out
+  std::string diagnostics;                        // the end of the child's stderr when it did not report
+  BaselineComparison baseline;                    // set when the run compares with baselines
+  std::optional<MemoryEstimate> estimate;         // the scenario's analytic estimate next to the measurement
+};
+
+struct ScenarioResult {
+  std::string name;
+  std::string file;
+  std::string summary;
+  std::string backend;
+  std::string card;  // simulated card's name, empty for a plain cap
+  int64_t cap_bytes = 0;
+  ResultCode code = ResultCode::kUnresolved;
+  std::string error;  // UNRESOLVED/UNSUPPORTED: why
+  std::vector<VariantResult> variants;
+  std::vector<CheckResult> checks;  // relations between variants
+  double duration_ms = 0;
+};
+
+struct RunResults {
+  std::vector<ScenarioResult> scenarios;  // in catalog order
+  bool compared_with_baselines = false;   // --baselines / the catalog's stored baselines were read
+  bool strict = false;                    // --strict: a variant without a baseline fails
+  std::string oomguard_version;           // filled by the runner; fixed in report tests
+  std::string libtorch_version;
+  std::string backend;
+  int jobs = 1;
+  int64_t iterations = 0;  // 0: each scenario's own
+  double duration_ms = 0;
+};
+
+}  // namespace oomguard

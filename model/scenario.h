@@ -1,0 +1,139 @@
+// The scenario model: what a scenario file describes, as plain types (no JSON here; the loader in
+// scenario_loader.h builds these from files, and keeps every JSON detail out of the rest).
+//
+// A scenario is a base configuration plus named variants; each variant is the base with a JSON merge
+// patch applied, already resolved into a full VariantSpec by the loader. Expectations say what each
+// variant must show (outcome, leak or not, metric checks), and checks relate variants to each other.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oomguard {
+
+// One layer of a model. Which fields matter depends on `kind`; the loader rejects fields a kind does
+// not take. Dimensions are features of the last axis.
+struct LayerSpec {
+  std::string kind;          // linear relu gelu sigmoid tanh exp dropout layer_norm embedding attention
+                             // mlp_block transformer_block scale
+  int64_t in = 0;            // linear: input features
+  int64_t out = 0;           // linear: output features
+  int64_t dim = 0;           // layer_norm, embedding, attention, mlp_block, transformer_block
+  int64_t hidden = 0;        // mlp_block, transformer_block: hidden features of the MLP
+  int64_t heads = 0;         // attention, transformer_block
+  int64_t vocab = 0;         // embedding: number of rows
+  double p = 0.0;            // dropout probability (dropout; attention/transformer_block dropout)
+  double factor = 1.0;       // scale: multiply by this
+  bool inplace = false;      // relu/gelu/dropout/scale: modify the input in place
+  bool causal = false;       // attention, transformer_block
+  bool bias = true;          // linear
+  std::string activation = "gelu";  // mlp_block, transformer_block: relu or gelu
+  std::string attention = "math";   // attention, transformer_block: math (explicit softmax(q k^T) v, keeps
+                                    // the seq x seq scores) or flash (the fused kernel: keeps output and
+                                    // logsumexp only); see SelfAttention in layers.h
+};
+
+struct ModelSpec {
+  std::string dtype = "float32";  // float32 bfloat16 float16
+  std::vector<LayerSpec> layers;
+};
+
+struct DataSpec {
+  int64_t batch = 1;
+  std::vector<int64_t> shape;     // per sample, e.g. [512] or [seq] for token ids
+  std::string dtype = "float32";  // float32 bfloat16 float16 int64 (token ids)
+  int64_t vocab = 0;              // int64 data: ids are drawn from [0, vocab)
+  bool on_host = true;            // the batch starts on the host and is transferred to the device
+  int64_t classes = 0;            // cross_entropy targets: [batch] ids in [0, classes)
+};
+
+struct OptimizerSpec {
+  std::string kind = "sgd";  // none sgd adam adamw
+  double lr = 1e-3;
+  double momentum = 0.0;     // sgd
+  double weight_decay = 0.0;
+};
+
+struct EvalSpec {
+  int64_t batches = 0;       // 0: no evaluation
+  bool no_grad = true;
+  bool keep_outputs = false;  // keep every batch's output until the evaluation ends
+};
+
+struct LossHistorySpec {
+  std::string from = "train";  // train | eval: whose losses are kept
+  std::string keep = "none";   // none | item (a double) | detached (a tensor) | attached (with its graph)
+};
+
+struct LoopSpec {
+  int64_t iterations = 2;
+  std::string loss = "mean";      // mean (of the output) | mse (against a zero target) | cross_entropy
+  bool backward = true;
+  bool retain_graph = false;
+  OptimizerSpec optimizer;
+  std::string zero_grad = "none"; // none (set to none) | zero (fill with zeros)
+  int64_t accumulate = 1;         // micro-batches per optimizer step
+  EvalSpec eval;
+  LossHistorySpec loss_history;
+};
+
+struct InplaceSpec {
+  std::string target = "none";  // none | output (of layer `layer`) | parameter (first parameter of `layer`)
+  int64_t layer = 0;
+  std::string op = "mul_";      // mul_ add_ (in place) or mul add (the out-of-place fix)
+};
+
+struct CheckpointSpec {
+  int64_t segments = 0;          // 0: no activation checkpointing; else split the layers into N segments
+  bool preserve_rng_state = true;
+};
+
+struct PitfallSpec {
+  InplaceSpec inplace;
+  bool retain_grad = false;          // retain_grad() on every intermediate output (implies keeping them)
+  bool keep_intermediates = false;   // keep every intermediate output until the iteration ends
+  CheckpointSpec checkpoint;
+  std::string transfer = "outside";  // outside | inside (the first checkpointed segment)
+};
+
+struct VariantSpec {
+  std::string name;
+  ModelSpec model;
+  DataSpec data;
+  LoopSpec loop;
+  PitfallSpec pitfalls;
+  int64_t seed = 0;
+};
+
+struct VariantExpectation {
+  std::string outcome = "pass";      // pass | oom | error:<category>
+  bool leak = false;                 // live bytes grow from iteration to iteration
+  std::vector<std::string> checks;   // check expressions on this variant: "peak <= 12MiB"
+  std::optional<std::string> xfail;  // known to fail, with the reason: FAIL becomes XFAIL, PASS XPASS
+};
+
+// The back-of-the-envelope estimate a scenario's teach text states, which reports compare the
+// measurement with (verdict/memory_estimate.h): parameters, gradients and Adam state at 4 + 4 + 8 bytes
+// per parameter, activations at batch x seq x hidden x layers x dtype bytes x activation_factor.
+struct EstimateSpec {
+  double activation_factor = 0;
+};
+
+struct Scenario {
+  std::string name;
+  std::string summary;
+  std::string teach;
+  std::string file;                            // where it was loaded from
+  std::vector<std::string> backends = {"cpu"};
+  std::string card;                            // default card, or
+  std::string cap;                             // default cap (as written)
+  std::vector<VariantSpec> variants;           // in file order
+  std::map<std::string, VariantExpectation> expectations;  // by variant name
+  std::vector<std::string> checks;             // relations between variants (check_expression.h)
+  std::optional<EstimateSpec> estimate;        // none: reports show no estimate
+};
+
+}  // namespace oomguard

@@ -1,0 +1,100 @@
+#include "nn/layer_trace.h"
+
+#include "base/check.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include <ATen/SequenceNumber.h>
+#include <ATen/record_function.h>
+
+namespace oomguard {
+namespace {
+
+// The backward node that started last: the engine may run it on a worker thread.
+std::mutex g_node_mutex;
+std::string g_node_name;       // guarded by g_node_mutex
+int64_t g_node_sequence_nr = -1;  // guarded by g_node_mutex
+std::atomic<bool> g_active{false};
+std::atomic<const LayerTrace*> g_listening{nullptr};  // the trace with a location listener, if any
+
+std::unique_ptr<at::ObserverContext> OnBackwardNode(const at::RecordFunction& fn) {
+  {
+    std::lock_guard<std::mutex> lock(g_node_mutex);
+    g_node_name = fn.name();
+    g_node_sequence_nr = fn.seqNr();
+  }
+  if (const LayerTrace* trace = g_listening.load(std::memory_order_acquire)) trace->ReportBackwardNode(fn.name(), fn.seqNr());
+  return nullptr;
+}
+
+std::string BackwardPhrase(const std::string& owner, const std::string& node) {
+  return owner.empty() ? "the backward node " + node : "the backward of " + owner + ", node " + node;
+}
+
+// Bounds the record on long runs; the oldest starts name nodes long since run.
+constexpr size_t kMaxStarts = 1 << 16;
+
+}  // namespace
+
+LayerTrace::LayerTrace() {
+  OOMGUARD_CHECK(!g_active.exchange(true)) << "only one LayerTrace may exist at a time";
+  {
+    std::lock_guard<std::mutex> lock(g_node_mutex);
+    g_node_name.clear();
+    g_node_sequence_nr = -1;
+  }
+  handle_ = at::addGlobalCallback(
+      at::RecordFunctionCallback(&OnBackwardNode).scopes({at::RecordScope::BACKWARD_FUNCTION}));
+}
+
+LayerTrace::~LayerTrace() {
+  g_listening = nullptr;
+  at::removeCallback(handle_);
+  g_active = false;
+}
+
+void LayerTrace::EnterLayer(const std::string& layer) { Enter("layer " + layer, /*is_layer=*/true); }
+void LayerTrace::EnterStage(const std::string& stage) { Enter(stage, /*is_layer=*/false); }
+
+void LayerTrace::Enter(std::string what, bool is_layer) {
+  current_ = (is_layer ? "the forward of " : "") + what;
+  if (starts_.size() >= kMaxStarts) starts_.erase(starts_.begin(), starts_.begin() + kMaxStarts / 2);
+  starts_.push_back({at::sequence_number::peek(), std::move(what)});
+  {
+    std::lock_guard<std::mutex> lock(g_node_mutex);
+    g_node_name.clear();  // a node that ran before this point is not what fails next
+    g_node_sequence_nr = -1;
+  }
+  if (listener_) listener_(current_);
+}
+
+void LayerTrace::Exit() {
+  current_.clear();
+  if (listener_) listener_(current_);
+}
+
+void LayerTrace::SetLocationListener(LocationListener listener) {
+  listener_ = std::move(listener);
+  g_listening.store(listener_ ? this : nullptr, std::memory_order_release);
+}
+
+void LayerTrace::ReportBackwardNode(const std::string& name, int64_t sequence_nr) const {
+  if (listener_) listener_(BackwardPhrase(OwnerOfNode(sequence_nr), name));
+}
+
+std::string LayerTrace::OwnerOfNode(int64_t sequence_nr) const {
+  if (sequence_nr < 0) return "";
+  const auto after = std::upper_bound(starts_.begin(), starts_.end(), static_cast<uint64_t>(sequence_nr),
+                                      [](uint64_t nr, const Start& start) { return nr < start.first_sequence_nr; });
+  return after == starts_.begin() ? "" : std::prev(after)->what;
+}
+
+std::string LayerTrace::Locate() const {
+  if (!current_.empty()) return "in " + current_;
+  std::lock_guard<std::mutex> lock(g_node_mutex);
+  if (g_node_name.empty()) return "";
+  return "in " + BackwardPhrase(OwnerOfNode(g_node_sequence_nr), g_node_name);
+}
+
+}  // namespace oomguard

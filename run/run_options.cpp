@@ -1,0 +1,63 @@
+#include "run/run_options.h"
+
+#include "base/byte_size.h"
+#include "allocators/cards.h"
+
+namespace oomguard {
+
+bool ResolveLimits(const RunOptions& options, const std::string& default_card, Limits* limits,
+                   std::string* error) {
+  if (!options.cap.empty()) {
+    int64_t cap = 0;
+    if (!ParseByteSize(options.cap, &cap, error)) {
+      *error = "--cap: " + *error;
+      return false;
+    }
+    if (cap <= 0) {
+      *error = "--cap: the cap must be larger than 0 bytes";
+      return false;
+    }
+    *limits = LimitsForCap(cap);
+  } else {
+    const CardPreset* card = FindCard(options.card.empty() ? default_card : options.card, error);
+    if (card == nullptr) {
+      *error = "--card: " + *error;
+      return false;
+    }
+    *limits = LimitsForCard(*card);
+  }
+  if (!options.context.empty()) {
+    if (limits->card.empty()) {
+      *error = "--context only applies with --card (a --cap is already what tensors may use)";
+      return false;
+    }
+    int64_t context = 0;
+    if (!ParseByteSize(options.context, &context, error)) {
+      *error = "--context: " + *error;
+      return false;
+    }
+    if (context >= limits->card_total_bytes) {
+      *error = "--context: " + FormatBytes(context) + " leaves nothing of the card's " +
+               FormatBytes(limits->card_total_bytes);
+      return false;
+    }
+    limits->context_bytes = context;
+    limits->cap_bytes = limits->card_total_bytes - context;
+  }
+  if (!options.inject.empty()) {
+    std::vector<std::unique_ptr<FaultPolicy>> policies;
+    for (const std::string& spec : options.inject) {
+      auto policy = ParseFaultSpec(spec, error);
+      if (!policy) {
+        *error = "--inject: " + *error;
+        return false;
+      }
+      policies.push_back(std::move(policy));
+    }
+    limits->faults = std::make_shared<FaultInjector>(
+        policies.size() == 1 ? std::move(policies.front()) : AnyOf(std::move(policies)));
+  }
+  return true;
+}
+
+}  // namespace oomguard

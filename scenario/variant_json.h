@@ -1,0 +1,221 @@
+// JSON bindings of a variant's configuration (scenario.h): the keys model, data, loop, pitfalls and
+// seed, as the top level of a scenario file holds them (the base) and as each variant's merge patch does.
+//
+//   VariantSpec spec;
+//   if (!ReadFields(json, JsonPath(), VariantConfigFields(&spec, /*patch=*/false), false, &error)) { ... }
+//
+// Key names are the member names of scenario.h. Each field is checked as it is read: type, range,
+// enumeration value, and the fields a layer kind takes; rules relating fields are in variant_rules.h.
+// Error policy as in json_diagnostics.h. Header-only: included by the loader alone.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "scenario/json_diagnostics.h"
+#include "model/scenario.h"
+
+namespace oomguard {
+namespace variant_json {
+
+using Json = OrderedJson;
+
+inline bool Contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+struct LayerKind {
+  std::string kind;
+  std::vector<std::string> fields;    // the LayerSpec fields it takes
+  std::vector<std::string> required;  // of those, the ones without a usable default
+};
+
+inline const std::vector<LayerKind>& LayerKinds() {
+  static const std::vector<LayerKind> kinds = {
+      {"linear", {"in", "out", "bias"}, {"in", "out"}},
+      {"relu", {"inplace"}, {}},
+      {"gelu", {"inplace"}, {}},
+      {"sigmoid", {}, {}},
+      {"tanh", {}, {}},
+      {"exp", {}, {}},
+      {"dropout", {"p", "inplace"}, {}},
+      {"layer_norm", {"dim"}, {"dim"}},
+      {"embedding", {"vocab", "dim"}, {"vocab", "dim"}},
+      {"attention", {"dim", "heads", "p", "causal", "attention"}, {"dim", "heads"}},
+      {"mlp_block", {"dim", "hidden", "activation"}, {"dim", "hidden"}},
+      {"transformer_block", {"dim", "heads", "hidden", "p", "causal", "activation", "attention"},
+       {"dim", "heads", "hidden"}},
+      {"scale", {"factor", "inplace"}, {}},
+  };
+  return kinds;
+}
+
+inline std::vector<Field> LayerFields(LayerSpec* out) {
+  return {
+      {"in", IntField(&out->in, 1)},
+      {"out", IntField(&out->out, 1)},
+      {"dim", IntField(&out->dim, 1)},
+      {"hidden", IntField(&out->hidden, 1)},
+      {"heads", IntField(&out->heads, 1)},
+      {"vocab", IntField(&out->vocab, 1)},
+      {"p", NumberField(&out->p, "a number in [0, 1)", [](double v) { return v >= 0 && v < 1; })},
+      {"factor", NumberField(&out->factor, "a number", [](double) { return true; })},
+      {"inplace", BoolField(&out->inplace)},
+      {"causal", BoolField(&out->causal)},
+      {"bias", BoolField(&out->bias)},
+      {"activation", EnumField(&out->activation, "activation", {"relu", "gelu"})},
+      {"attention", EnumField(&out->attention, "attention implementation", {"math", "flash"})},
+  };
+}
+
+// `repeat` (any kind, default 1) stands for that many copies of the layer in a row.
+inline bool ReadLayer(const Json& value, const JsonPath& path, LayerSpec* out, int64_t* repeat, std::string* error) {
+  if (!value.is_object()) {
+    return Fail(path, "expected a layer such as {\"kind\": \"relu\"}, got " + DescribeJson(value), error);
+  }
+  std::vector<std::string> kinds;
+  for (const LayerKind& k : LayerKinds()) kinds.push_back(k.kind);
+  auto kind_value = value.find("kind");
+  if (kind_value == value.end()) {
+    return Fail(path, "missing required key \"kind\" (one of: " + JoinNames(kinds, ", ") + ")", error);
+  }
+  if (!EnumField(&out->kind, "layer kind", kinds)(*kind_value, path.Key("kind"), error)) return false;
+  const LayerKind& kind = LayerKinds()[std::find(kinds.begin(), kinds.end(), out->kind) - kinds.begin()];
+  const std::vector<Field> fields = LayerFields(out);
+  *repeat = 1;
+  for (const auto& [key, field_value] : value.items()) {
+    if (key == "kind") continue;
+    if (key == "repeat") {
+      if (!IntField(repeat, 1)(field_value, path.Key(key), error)) return false;
+      continue;
+    }
+    auto field = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
+    if (field != fields.end() && !Contains(kind.fields, key)) {
+      return Fail(path,
+                  "layer kind " + kind.kind + " takes no field " + Quoted(key) + " (it takes" +
+                      (kind.fields.empty() ? " no fields" : ": " + JoinNames(kind.fields, ", ")) + ")",
+                  error);
+    }
+    if (field == fields.end()) {
+      std::vector<std::string> valid = {"kind", "repeat"};
+      valid.insert(valid.end(), kind.fields.begin(), kind.fields.end());
+      return Fail(path, UnknownNameMessage("key", key, valid, "valid keys"), error);
+    }
+    if (!field->read(field_value, path.Key(key), error)) return false;
+  }
+  for (const std::string& required : kind.required) {
+    if (!value.contains(required)) {
+      return Fail(path,
+                  "missing required key " + Quoted(required) + " (layer kind " + kind.kind +
+                      " requires: " + JoinNames(kind.required, ", ") + ")",
+                  error);
+    }
+  }
+  if (out->heads > 0 && out->dim % out->heads != 0) {
+    return Fail(path.Key("heads"),
+                std::to_string(out->heads) + " heads do not divide dim " + std::to_string(out->dim) +
+                    " (each head gets dim / heads features)",
+                error);
+  }
+  return true;
+}
+
+inline FieldReader LayersField(std::vector<LayerSpec>* out) {
+  return [out](const Json& value, const JsonPath& path, std::string* error) {
+    if (!value.is_array()) return Fail(path, "expected an array of layers, got " + DescribeJson(value), error);
+    if (value.empty()) return Fail(path, "a model needs at least one layer", error);
+    out->clear();
+    for (size_t i = 0; i < value.size(); ++i) {
+      LayerSpec layer;
+      int64_t repeat = 1;
+      if (!ReadLayer(value[i], path.Index(static_cast<int64_t>(i)), &layer, &repeat, error)) return false;
+      if (repeat > 100000) return Fail(path.Index(static_cast<int64_t>(i)).Key("repeat"), "at most 100000 copies", error);
+      out->insert(out->end(), static_cast<size_t>(repeat), layer);
+    }
+    return true;
+  };
+}
+
+inline FieldReader ShapeField(std::vector<int64_t>* out) {
+  return [out](const Json& value, const JsonPath& path, std::string* error) {
+    if (!value.is_array() || value.empty()) {
+      return Fail(path, "expected the shape of one sample, such as [512], got " + DescribeJson(value), error);
+    }
+    out->assign(value.size(), 0);
+    for (size_t i = 0; i < value.size(); ++i) {
+      if (!IntField(&(*out)[i], 1)(value[i], path.Index(static_cast<int64_t>(i)), error)) return false;
+    }
+    return true;
+  };
+}
+
+inline FieldReader Object(std::vector<Field> fields, bool patch) {
+  return [fields = std::move(fields), patch](const Json& value, const JsonPath& path, std::string* error) {
+    return ReadFields(value, path, fields, patch, error);
+  };
+}
+
+}  // namespace variant_json
+
+// The readers of every configuration key, writing into *spec. With patch, null values are accepted (they
+// delete the key, so the default applies), at every depth but inside arrays (layers are replaced whole).
+inline std::vector<Field> VariantConfigFields(VariantSpec* spec, bool patch) {
+  DataSpec* data = &spec->data;
+  LoopSpec* loop = &spec->loop;
+  PitfallSpec* pitfalls = &spec->pitfalls;
+  using variant_json::LayersField;
+  using variant_json::Object;
+  using variant_json::ShapeField;
+  auto at_least_zero = [](double v) { return v >= 0; };
+  return {
+      {"model", Object({{"dtype", EnumField(&spec->model.dtype, "dtype", {"float32", "bfloat16", "float16"})},
+                        {"layers", LayersField(&spec->model.layers)}},
+                       patch)},
+      {"data", Object({{"batch", IntField(&data->batch, 1)},
+                       {"shape", ShapeField(&data->shape)},
+                       {"dtype", EnumField(&data->dtype, "dtype", {"float32", "bfloat16", "float16", "int64"})},
+                       {"vocab", IntField(&data->vocab, 1)},
+                       {"on_host", BoolField(&data->on_host)},
+                       {"classes", IntField(&data->classes, 1)}},
+                      patch)},
+      {"loop",
+       Object({{"iterations", IntField(&loop->iterations, 1)},
+               {"loss", EnumField(&loop->loss, "loss", {"mean", "mse", "cross_entropy"})},
+               {"backward", BoolField(&loop->backward)},
+               {"retain_graph", BoolField(&loop->retain_graph)},
+               {"optimizer",
+                Object({{"kind", EnumField(&loop->optimizer.kind, "optimizer", {"none", "sgd", "adam", "adamw"})},
+                        {"lr", NumberField(&loop->optimizer.lr, "a number > 0", [](double v) { return v > 0; })},
+                        {"momentum", NumberField(&loop->optimizer.momentum, "a number >= 0", at_least_zero)},
+                        {"weight_decay", NumberField(&loop->optimizer.weight_decay, "a number >= 0", at_least_zero)}},
+                       patch)},
+               {"zero_grad", EnumField(&loop->zero_grad, "zero_grad mode", {"none", "zero"})},
+               {"accumulate", IntField(&loop->accumulate, 1)},
+               {"eval", Object({{"batches", IntField(&loop->eval.batches, 0)},
+                                {"no_grad", BoolField(&loop->eval.no_grad)},
+                                {"keep_outputs", BoolField(&loop->eval.keep_outputs)}},
+                               patch)},
+               {"loss_history", Object({{"from", EnumField(&loop->loss_history.from, "loss source", {"train", "eval"})},
+                                        {"keep", EnumField(&loop->loss_history.keep, "keep mode",
+                                                           {"none", "item", "detached", "attached"})}},
+                                       patch)}},
+              patch)},
+      {"pitfalls",
+       Object({{"inplace",
+                Object({{"target", EnumField(&pitfalls->inplace.target, "target", {"none", "output", "parameter"})},
+                        {"layer", IntField(&pitfalls->inplace.layer, 0)},
+                        {"op", EnumField(&pitfalls->inplace.op, "op", {"mul_", "add_", "mul", "add"})}},
+                       patch)},
+               {"retain_grad", BoolField(&pitfalls->retain_grad)},
+               {"keep_intermediates", BoolField(&pitfalls->keep_intermediates)},
+               {"checkpoint", Object({{"segments", IntField(&pitfalls->checkpoint.segments, 0)},
+                                      {"preserve_rng_state", BoolField(&pitfalls->checkpoint.preserve_rng_state)}},
+                                     patch)},
+               {"transfer", EnumField(&pitfalls->transfer, "transfer", {"outside", "inside"})}},
+              patch)},
+      {"seed", IntField(&spec->seed, 0)},
+  };
+}
+
+}  // namespace oomguard

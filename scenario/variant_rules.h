@@ -1,0 +1,129 @@
+// The rules a variant must satisfy as a whole, checked after its merge patch is applied: those that
+// relate two fields (the layer an in-place pitfall targets exists, feature sizes chain from the data
+// through the layers, cross_entropy has classes to predict). Single fields are checked as they are read.
+//
+//   if (std::optional<SpecProblem> problem = FindSpecProblem(spec)) {
+//     // problem->path: model.layers[1].in; problem->message: "linear takes 256 input features but ..."
+//   }
+//
+// Header-only; nothing here can fail or throw.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "scenario/json_diagnostics.h"
+#include "model/scenario.h"
+
+namespace oomguard {
+
+struct SpecProblem {
+  JsonPath path;        // the field to change, as written in a scenario file
+  std::string message;  // what is wrong, one line
+};
+
+// Layer kinds with parameters (an in-place pitfall can target their first parameter).
+inline bool LayerHasParameters(const std::string& kind) {
+  return kind == "linear" || kind == "layer_norm" || kind == "embedding" || kind == "attention" ||
+         kind == "mlp_block" || kind == "transformer_block";
+}
+
+// The first rule `spec` breaks, or nullopt.
+inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
+  const JsonPath model = JsonPath().Key("model"), data = JsonPath().Key("data"), loop = JsonPath().Key("loop");
+  const JsonPath pitfalls = JsonPath().Key("pitfalls");
+  const std::vector<LayerSpec>& layers = spec.model.layers;
+  const int64_t count = static_cast<int64_t>(layers.size());
+  const bool ids = spec.data.dtype == "int64";
+  if (layers.empty()) return SpecProblem{model.Key("layers"), "a model needs at least one layer"};
+  if (spec.data.shape.empty()) {
+    return SpecProblem{data.Key("shape"),
+                       "missing: the shape of one sample, e.g. [512] (features) or [128] (token ids)"};
+  }
+  if (ids && spec.data.vocab == 0) {
+    return SpecProblem{data.Key("vocab"), "int64 data (token ids) needs vocab >= 1: ids are drawn from [0, vocab)"};
+  }
+  if (ids && layers[0].kind != "embedding") {
+    return SpecProblem{model.Key("layers").Index(0).Key("kind"),
+                       "int64 data (token ids) needs an embedding as the first layer, got " + layers[0].kind};
+  }
+
+  // Feature sizes chain from the data through the layers.
+  int64_t features = spec.data.shape.back();
+  std::string from = "data.shape";
+  for (int64_t i = 0; i < count; ++i) {
+    const LayerSpec& layer = layers[i];
+    const JsonPath at = model.Key("layers").Index(i);
+    const std::string receives = " but receives " + std::to_string(features) + " features from " + from;
+    if (layer.kind == "embedding") {
+      if (i > 0 || !ids) {
+        return SpecProblem{at.Key("kind"),
+                           "an embedding takes token ids: it must be the first layer, with data.dtype int64"};
+      }
+      if (layer.vocab < spec.data.vocab) {
+        return SpecProblem{at.Key("vocab"), "the embedding has " + std::to_string(layer.vocab) +
+                                                " rows but token ids go up to " + std::to_string(spec.data.vocab - 1) +
+                                                " (data.vocab is " + std::to_string(spec.data.vocab) + ")"};
+      }
+      features = layer.dim;
+    } else if (layer.kind == "linear") {
+      if (layer.in != features) {
+        return SpecProblem{at.Key("in"), "linear takes " + std::to_string(layer.in) + " input features" + receives};
+      }
+      features = layer.out;
+    } else if (layer.attention == "flash" && layer.p > 0) {
+      return SpecProblem{at.Key("p"),
+                         "attention \"flash\" has no dropout inside attention (the fused cpu kernel has none): set "
+                         "p to 0, or use attention \"math\""};
+    } else if (layer.dim != 0 && layer.dim != features) {  // layer_norm, attention, mlp_block, transformer_block
+      return SpecProblem{at.Key("dim"), layer.kind + " takes dim " + std::to_string(layer.dim) + receives};
+    }
+    from = at.ToString();
+  }
+
+  const PitfallSpec& p = spec.pitfalls;
+  if (p.inplace.target != "none") {
+    const JsonPath layer = pitfalls.Key("inplace").Key("layer");
+    if (p.inplace.layer >= count) {
+      return SpecProblem{layer, "layer " + std::to_string(p.inplace.layer) + " does not exist: the model has " +
+                                    std::to_string(count) + " layers (0-" + std::to_string(count - 1) + ")"};
+    }
+    const std::string& kind = layers[p.inplace.layer].kind;
+    if (p.inplace.target == "parameter" && !LayerHasParameters(kind)) {
+      return SpecProblem{layer, "target \"parameter\" needs a layer with parameters; layer " +
+                                    std::to_string(p.inplace.layer) + " is " + kind};
+    }
+  }
+  if (p.checkpoint.segments > count) {
+    return SpecProblem{pitfalls.Key("checkpoint").Key("segments"), std::to_string(p.checkpoint.segments) +
+                                                                       " segments for " + std::to_string(count) +
+                                                                       " layers: a segment holds at least one layer"};
+  }
+  if (p.transfer == "inside" && p.checkpoint.segments == 0) {
+    return SpecProblem{pitfalls.Key("transfer"),
+                       "\"inside\" transfers the batch inside the first checkpointed segment: it needs "
+                       "pitfalls.checkpoint.segments >= 1"};
+  }
+  if (p.transfer == "inside" && !spec.data.on_host) {
+    return SpecProblem{pitfalls.Key("transfer"),
+                       "\"inside\" transfers the batch to the device: it needs data.on_host true"};
+  }
+
+  if (spec.loop.loss == "cross_entropy") {
+    if (spec.data.classes == 0) {
+      return SpecProblem{loop.Key("loss"), "cross_entropy needs data.classes >= 1 (the targets are class ids)"};
+    }
+    if (features != spec.data.classes) {
+      return SpecProblem{loop.Key("loss"), "cross_entropy needs one output feature per class: the model outputs " +
+                                               std::to_string(features) + " features, data.classes is " +
+                                               std::to_string(spec.data.classes)};
+    }
+  }
+  if (spec.loop.loss_history.from == "eval" && spec.loop.loss_history.keep != "none" && spec.loop.eval.batches == 0) {
+    return SpecProblem{loop.Key("loss_history").Key("from"),
+                       "keeping evaluation losses needs loop.eval.batches >= 1 (no evaluation runs)"};
+  }
+  return std::nullopt;
+}
+
+}  // namespace oomguard

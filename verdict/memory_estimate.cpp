@@ -1,0 +1,60 @@
+#include "verdict/memory_estimate.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace oomguard {
+namespace {
+
+int64_t DtypeBytes(const std::string& dtype) { return dtype == "float32" ? 4 : 2; }
+
+int64_t OptimizerBytesPerParameter(const OptimizerSpec& optimizer) {
+  if (optimizer.kind == "adam" || optimizer.kind == "adamw") return 8;
+  if (optimizer.kind == "sgd" && optimizer.momentum != 0) return 4;
+  return 0;
+}
+
+}  // namespace
+
+std::optional<MemoryEstimate> EstimateMemory(const Scenario& scenario, const VariantSpec& spec,
+                                             const VariantMeasurement& m) {
+  if (!scenario.estimate) return std::nullopt;
+  int64_t blocks = 0, hidden = 0;
+  for (const LayerSpec& layer : spec.model.layers) {
+    if (layer.kind != "transformer_block") continue;
+    ++blocks;
+    hidden = layer.dim;
+  }
+  if (blocks == 0) return std::nullopt;
+  const int64_t dtype_bytes = DtypeBytes(spec.model.dtype);
+  const int64_t seq = spec.data.shape.empty() ? 1 : spec.data.shape.front();
+  const double factor = scenario.estimate->activation_factor;
+
+  MemoryEstimate e;
+  e.parameter_count = m.param_bytes / dtype_bytes;
+  const int64_t n = e.parameter_count;
+  char factor_text[32];
+  std::snprintf(factor_text, sizeof factor_text, "%g", factor);
+  e.activation_formula = std::to_string(spec.data.batch) + " x " + std::to_string(seq) + " x " +
+                         std::to_string(hidden) + " x " + std::to_string(blocks) + " blocks x " +
+                         std::to_string(dtype_bytes) + " bytes x " + factor_text;
+  const auto activations = static_cast<int64_t>(
+      std::llround(static_cast<double>(spec.data.batch * seq * hidden * blocks * dtype_bytes) * factor));
+  const int64_t optimizer = n * OptimizerBytesPerParameter(spec.loop.optimizer);
+
+  e.rows.push_back({"parameters", m.param_bytes, 4 * n});
+  e.rows.push_back({"gradients", m.grad_bytes, 4 * n});
+  e.rows.push_back({"optimizer state", m.optimizer_state_bytes, optimizer});
+  e.rows.push_back({"activations", m.forward_saved_bytes, activations});
+  // The peak is not the sum: activations are freed while gradients arrive, and temporaries come and
+  // go. What the peak holds beyond (or short of) the four above is this row; the rule assumes 0.
+  std::optional<int64_t> rest;
+  if (m.grad_bytes && m.optimizer_state_bytes && m.forward_saved_bytes) {
+    rest = m.ledger.peak_bytes - m.param_bytes - *m.grad_bytes - *m.optimizer_state_bytes - *m.forward_saved_bytes;
+  }
+  e.rows.push_back({"peak minus the four above", rest, 0});
+  e.rows.push_back({"peak", m.ledger.peak_bytes, 4 * n + 4 * n + optimizer + activations});
+  return e;
+}
+
+}  // namespace oomguard

@@ -1,0 +1,28 @@
+// The analytic estimate a scenario's teach text states, next to what was measured, component by
+// component, so a report can show where the rule of thumb is off and by how much.
+//
+//   std::optional<oomguard::MemoryEstimate> e = oomguard::EstimateMemory(scenario, spec, measurement);
+//   for (const auto& row : e->rows) ...  // parameters, gradients, optimizer state, activations, ...
+//
+// The rule (EstimateSpec, scenario.h): parameters 4, gradients 4 and Adam state 8 bytes per parameter
+// (16 bytes, the fp32 mixed-precision-free rule; SGD with momentum 4, plain SGD 0), activations
+// batch x seq x hidden x layers x dtype bytes x activation_factor over the transformer blocks.
+// The parameter count comes from the measured parameter bytes and the model's dtype.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/measurement.h"
+#include "model/run_results.h"
+#include "model/scenario.h"
+
+namespace oomguard {
+
+// None when the scenario states no estimate or its model has no transformer_block.
+std::optional<MemoryEstimate> EstimateMemory(const Scenario& scenario, const VariantSpec& spec,
+                                             const VariantMeasurement& measured);
+
+}  // namespace oomguard

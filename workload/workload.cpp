@@ -1,0 +1,397 @@
+#include "workload/workload.h"
+
+#include <chrono>
+#include <new>
+#include <optional>
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <c10/util/Exception.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+
+#include "allocators/cpu_tracking_allocator.h"
+#include "allocators/cuda_model_feed.h"
+#include "allocators/install.h"
+#include "backends/backend_session.h"
+#include "nn/checkpoint.h"
+#include "workload/error_category.h"
+#include "backends/host_scalars.h"
+#include "nn/layer_trace.h"
+#include "nn/model.h"
+#include "workload/transfer_counter.h"
+
+namespace oomguard {
+namespace {
+
+at::ScalarType ParseDtype(const std::string& name) {
+  if (name == "bfloat16") return at::kBFloat16;
+  if (name == "float16") return at::kHalf;
+  if (name == "int64") return at::kLong;
+  return at::kFloat;
+}
+
+int64_t Bytes(const at::Tensor& t) { return t.defined() ? static_cast<int64_t>(t.nbytes()) : 0; }
+
+std::string Digest(const std::vector<at::Tensor>& grads) {
+  uint64_t hash = 1469598103934665603ULL;  // FNV-1a
+  for (const at::Tensor& g : grads) {
+    if (!g.defined()) continue;
+    if (g.is_meta()) return "";  // no data to hash: grads checks cannot be evaluated on meta
+    HostAllocationScope host;
+    const at::Tensor c = g.contiguous().cpu();
+    const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
+    for (size_t i = 0; i < c.nbytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ULL;
+  }
+  char buffer[17];
+  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(hash));
+  return buffer;
+}
+
+std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& s, const std::vector<at::Tensor>& params) {
+  if (s.kind == "sgd") {
+    return std::make_unique<torch::optim::SGD>(
+        params, torch::optim::SGDOptions(s.lr).momentum(s.momentum).weight_decay(s.weight_decay));
+  }
+  if (s.kind == "adam") {
+    return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(s.lr).weight_decay(s.weight_decay));
+  }
+  if (s.kind == "adamw") {
+    return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(s.lr).weight_decay(s.weight_decay));
+  }
+  return nullptr;
+}
+
+// One variant's run: the loop of scenario.h's LoopSpec with the knobs of PitfallSpec.
+class VariantRun {
+ public:
+  VariantRun(const VariantSpec& spec, const MeasureOptions& options, const BackendSession& backend, LayerTrace* trace,
+             VariantMeasurement* m)
+      : spec_(spec), options_(options), ledger_(backend.account().ledger()), trace_(trace), m_(*m) {
+    device_options_ = at::TensorOptions().device(backend.device());
+  }
+
+  void Run() {
+    at::manual_seed(spec_.seed);
+    model_ = std::make_unique<Model>(spec_.model, device_options_.dtype(ParseDtype(spec_.model.dtype)));
+    model_->set_trace(trace_);
+    params_ = model_->parameters();
+    for (const at::Tensor& p : params_) m_.param_bytes += Bytes(p);
+    optimizer_ = MakeOptimizer(spec_.loop.optimizer, params_);
+    const int64_t iterations = options_.iterations > 0 ? options_.iterations : spec_.loop.iterations;
+    for (int64_t i = 1; i <= iterations; ++i) {
+      ledger_.TakeWindowPeak();
+      IterationMeasurement iteration;
+      TrainIteration(i == 1, &iteration);
+      iteration.live_after_bytes = ledger_.live_bytes();
+      iteration.peak_bytes = ledger_.TakeWindowPeak();
+      m_.iterations.push_back(iteration);  // only completed iterations count
+    }
+  }
+
+  // What was live when the refused allocation was asked for, by category (called after a failure).
+  LiveBreakdown Breakdown(int64_t live_at_refusal) const {
+    LiveBreakdown b;
+    b.parameters_bytes = m_.param_bytes;
+    for (const at::Tensor& p : params_) b.gradients_bytes += Bytes(p.grad());
+    b.optimizer_state_bytes = m_.optimizer_state_bytes.value_or(0);
+    b.inputs_bytes = batch_bytes_;
+    b.activations_and_transient_bytes = live_at_refusal - b.parameters_bytes - b.gradients_bytes -
+                                        b.optimizer_state_bytes - b.inputs_bytes - history_bytes_;
+    b.layers = layer_bytes_;
+    return b;
+  }
+
+ private:
+  struct Batch {
+    at::Tensor input;   // on the host when the transfer happens inside the first checkpoint segment
+    at::Tensor target;  // on the device (cross_entropy only)
+  };
+
+  void TrainIteration(bool first, IterationMeasurement* iteration) {
+    ledger_.SetPhase("zero_grad");
+    ZeroGrad();
+    for (int64_t micro = 0; micro < spec_.loop.accumulate; ++micro) {
+      const bool first_step = first && micro == 0;
+      std::vector<at::Tensor> intermediates;
+      Batch batch = NextBatch(spec_.pitfalls.transfer == "inside" ? "" : "transfer");
+      ledger_.SetPhase("forward");
+      const int64_t before_forward = ledger_.live_bytes();
+      at::Tensor output = Forward(batch.input, /*training=*/true, &intermediates);
+      if (trace_) trace_->EnterStage("the loss");
+      at::Tensor loss = Loss(output, batch.target);
+      if (trace_) trace_->Exit();
+      if (first_step) m_.forward_saved_bytes = ledger_.live_bytes() - before_forward;
+      KeepLoss(loss, "train");
+      if (spec_.loop.backward) {
+        ledger_.SetPhase("backward");
+        (spec_.loop.accumulate > 1 ? loss / spec_.loop.accumulate : loss)
+            .backward({}, spec_.loop.retain_graph);
+      }
+      iteration->live_after_backward_bytes = ledger_.live_bytes();
+      if (first_step) {
+        int64_t retained = 0;
+        for (const at::Tensor& t : intermediates) retained += Bytes(t.grad());
+        m_.retained_grad_bytes = retained;
+      }
+    }
+    batch_bytes_ = 0;
+    if (first) {
+      std::vector<at::Tensor> grads;
+      int64_t grad_bytes = 0;
+      for (const at::Tensor& p : params_) {
+        grads.push_back(p.grad());
+        grad_bytes += Bytes(p.grad());
+      }
+      m_.grad_bytes = grad_bytes;
+      m_.grad_digest = Digest(grads);
+    }
+    if (optimizer_ && spec_.loop.backward) {
+      ledger_.SetPhase("optimizer");
+      const int64_t before = ledger_.live_bytes();
+      if (trace_) trace_->EnterStage("the optimizer step");
+      optimizer_->step();
+      if (trace_) trace_->Exit();
+      if (first) m_.optimizer_state_bytes = ledger_.live_bytes() - before;
+    }
+    if (first && !m_.optimizer_state_bytes) m_.optimizer_state_bytes = 0;  // no step, no state
+    if (spec_.loop.eval.batches > 0) Evaluate();
+  }
+
+  void ZeroGrad() {
+    const bool to_none = spec_.loop.zero_grad == "none";
+    if (optimizer_) {
+      optimizer_->zero_grad(to_none);
+      return;
+    }
+    for (at::Tensor p : params_) {
+      if (!p.grad().defined()) continue;
+      if (to_none) {
+        p.mutable_grad().reset();
+      } else {
+        p.mutable_grad().zero_();
+      }
+    }
+  }
+
+  // transfer_phase: the phase the host-to-device copy is booked under ("transfer" in training; eval
+  // books its own copies under "eval"); empty: the copy happens later (inside a checkpoint).
+  Batch NextBatch(const std::string& transfer_phase) {
+    const bool transfer_now = !transfer_phase.empty();
+    const DataSpec& d = spec_.data;
+    std::vector<int64_t> sizes = {d.batch};
+    sizes.insert(sizes.end(), d.shape.begin(), d.shape.end());
+    const at::ScalarType dtype = ParseDtype(d.dtype);
+    Batch batch;
+    auto make = [&](const at::TensorOptions& o) {
+      return dtype == at::kLong ? at::randint(0, d.vocab, sizes, o.dtype(at::kLong)) : at::randn(sizes, o.dtype(dtype));
+    };
+    if (d.on_host) {
+      {
+        HostAllocationScope host;
+        const at::TensorOptions cpu = at::TensorOptions().device(at::kCPU);
+        // On meta nothing reads the values, and drawing a large batch costs seconds: leave it unfilled.
+        batch.input = device_options_.device().is_meta() ? at::empty(sizes, cpu.dtype(dtype)) : make(cpu);
+      }
+      if (transfer_now) {
+        ledger_.SetPhase(transfer_phase);
+        batch.input = ToDevice(batch.input);
+      }
+    } else {
+      batch.input = make(device_options_);
+    }
+    if (spec_.loop.loss == "cross_entropy") {
+      std::vector<int64_t> target_sizes = sizes;
+      if (dtype != at::kLong) target_sizes.pop_back();
+      batch.target = at::randint(0, d.classes, target_sizes, device_options_.dtype(at::kLong));
+    }
+    batch_bytes_ = batch.input.is_cpu() && d.on_host && !transfer_now ? 0 : Bytes(batch.input);
+    batch_bytes_ += Bytes(batch.target);
+    return batch;
+  }
+
+  at::Tensor ToDevice(const at::Tensor& host) const {
+    return at::empty(host.sizes(), device_options_.dtype(host.scalar_type())).copy_(host);
+  }
+
+  // The forward pass with the pitfall knobs: in-place edits, retain_grad, checkpoint segments.
+  at::Tensor Forward(const at::Tensor& input, bool training, std::vector<at::Tensor>* intermediates) {
+    const PitfallSpec& p = spec_.pitfalls;
+    const size_t n = model_->size();
+    layer_bytes_.clear();
+    if (training && p.inplace.target == "parameter") {
+      at::Tensor w = model_->layer(static_cast<size_t>(p.inplace.layer)).parameters().at(0);
+      w.mul_(1.0);  // an in-place edit of a leaf that requires grad, outside no_grad
+    }
+    int64_t live_before_layer = ledger_.live_bytes();
+    const AfterLayer after = [&](size_t i, at::Tensor out) {
+      if (training && p.inplace.target == "output" && static_cast<int64_t>(i) == p.inplace.layer) {
+        out = ApplyInplaceKnob(out);
+      }
+      if (training && i + 1 < n && (p.retain_grad || p.keep_intermediates)) {
+        if (p.retain_grad) out.retain_grad();
+        intermediates->push_back(out);
+      }
+      const int64_t live = ledger_.live_bytes();
+      layer_bytes_.emplace_back(model_->layer(i).name(), live - live_before_layer);
+      live_before_layer = live;
+      return out;
+    };
+    if (!training || p.checkpoint.segments == 0) {
+      at::Tensor x = input.is_cpu() && spec_.data.on_host && p.transfer == "inside" ? ToDevice(input) : input;
+      return model_->Forward(x, 0, n, training, after);
+    }
+    const size_t segments = static_cast<size_t>(p.checkpoint.segments);
+    at::Tensor x = input;
+    size_t begin = 0;
+    for (size_t s = 0; s < segments; ++s) {
+      const size_t end = begin + n / segments + (s < n % segments ? 1 : 0);
+      const bool transfer_inside = s == 0 && p.transfer == "inside" && spec_.data.on_host;
+      const Segment segment = [this, begin, end, transfer_inside, &after](const at::Tensor& in) {
+        return model_->Forward(transfer_inside ? ToDevice(in) : in, begin, end, /*training=*/true, after);
+      };
+      x = Checkpoint(segment, x, model_->parameters(begin, end), p.checkpoint.preserve_rng_state);
+      begin = end;
+    }
+    return x;
+  }
+
+  at::Tensor ApplyInplaceKnob(const at::Tensor& out) const {
+    const std::string& op = spec_.pitfalls.inplace.op;
+    if (op == "mul_") return out.mul_(2.0);
+    if (op == "add_") return out.add_(1.0);
+    if (op == "mul") return out.mul(2.0);
+    return out.add(1.0);
+  }
+
+  at::Tensor Loss(const at::Tensor& output, const at::Tensor& target) const {
+    const std::string& loss = spec_.loop.loss;
+    if (loss == "cross_entropy") {
+      return at::cross_entropy_loss(output.reshape({-1, output.size(-1)}), target.reshape({-1}));
+    }
+    if (loss == "mse") return at::mse_loss(output, at::zeros_like(output));
+    return output.mean();
+  }
+
+  void KeepLoss(const at::Tensor& loss, const std::string& from) {
+    const LossHistorySpec& h = spec_.loop.loss_history;
+    if (h.from != from || h.keep == "none") return;
+    if (h.keep == "attached") history_.push_back(loss);
+    if (h.keep == "detached") history_.push_back(loss.detach());
+    if (h.keep == "item" && !loss.is_meta()) items_.push_back(loss.item<double>());
+    if (h.keep != "item") history_bytes_ += Bytes(loss);
+  }
+
+  void Evaluate() {
+    ledger_.SetPhase("eval");
+    std::vector<at::Tensor> outputs;
+    for (int64_t b = 0; b < spec_.loop.eval.batches; ++b) {
+      std::optional<at::NoGradGuard> no_grad;
+      if (spec_.loop.eval.no_grad) no_grad.emplace();
+      Batch batch = NextBatch("eval");
+      at::Tensor output = Forward(batch.input, /*training=*/false, nullptr);
+      if (spec_.loop.loss_history.from == "eval") KeepLoss(Loss(output, batch.target), "eval");
+      if (spec_.loop.eval.keep_outputs) outputs.push_back(output);
+    }
+    batch_bytes_ = 0;
+  }
+
+  const VariantSpec& spec_;
+  const MeasureOptions& options_;
+  Ledger& ledger_;
+  LayerTrace* trace_;
+  VariantMeasurement& m_;
+  at::TensorOptions device_options_;
+  std::unique_ptr<Model> model_;
+  std::vector<at::Tensor> params_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::vector<at::Tensor> history_;
+  std::vector<double> items_;  // loss.item() values: what a history of numbers holds (no tensor)
+  int64_t history_bytes_ = 0;
+  int64_t batch_bytes_ = 0;
+  std::vector<std::pair<std::string, int64_t>> layer_bytes_;
+};
+
+CudaModelMeasurement CudaModelMeasurementOf(const CachingAllocatorModelStats& s) {
+  return {s.allocated_bytes.peak, s.reserved_bytes.peak, s.requested_bytes.peak,
+          s.segments.peak,        s.num_alloc_retries,   s.num_ooms};
+}
+
+// "math", "flash", "math+flash" when layers differ, "none" without attention.
+std::string AttentionImplementations(const ModelSpec& model) {
+  std::string out;
+  for (const LayerSpec& layer : model.layers) {
+    if (layer.kind != "attention" && layer.kind != "transformer_block") continue;
+    if (out.find(layer.attention) == std::string::npos) out += (out.empty() ? "" : "+") + layer.attention;
+  }
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions& options) {
+  VariantMeasurement m;
+  m.variant = spec.name;
+  m.backend = options.backend;
+  m.card = options.limits.card;
+  m.cap_bytes = options.limits.cap_bytes;
+  m.attention = AttentionImplementations(spec.model);
+  BackendSession backend(options.backend, options.limits);
+  DeviceAccount& account = backend.account();
+  const auto start = std::chrono::steady_clock::now();
+  {
+    ScopedLimits limits(account, options.limits);
+    account.ledger().EnableTimeline(options.timeline_points);
+    account.ledger().SetPhase("setup");
+    account.ledger().ResetStatistics();
+    backend.BeginMeasurement();
+    TransferCounter transfers;
+    LayerTrace trace;
+    SnapshotRecorder snapshot(options.snapshot, backend, trace);
+    // Declared before the run, so the run's tensors are freed while it is still attached.
+    std::optional<CudaModelFeed> model_feed;
+    std::optional<ScopedModelFeed> attach_model;
+    if (options.model_cuda && options.backend != "cuda") {
+      model_feed.emplace(options.limits.cap_bytes);
+      attach_model.emplace(account, &*model_feed);
+    }
+    std::optional<HostScalarCopies> host_scalars;  // Note [Host scalars]
+    if (options.backend == "cpu") host_scalars.emplace();
+    VariantRun run(spec, options, backend, &trace, &m);
+    // Note [What a variant catches]: the failures scenarios are about, and nothing else. LibTorch's
+    // errors (c10::Error: out of memory, autograd's checks, kernels' argument checks, a missing Meta
+    // kernel) and the host running out of memory become the outcome; anything else is a harness bug
+    // and ends the child, which the parent reports as UNRESOLVED with its stderr. Harness invariants
+    // use OOMGUARD_CHECK, which aborts, so they can never pass for an expected `error:error`.
+    const auto record_failure = [&](const std::exception& e) {
+      m.outcome = OutcomeOfException(e);
+      m.error = DescribeError(e, trace.Locate());
+      if (m.outcome != "oom") return;
+      const DeviceAccount::Refusal refusal = account.last_refusal();
+      if (options.backend == "cuda" && !refusal.injected) {
+        m.error = SimulatedCudaOomMessage(options.limits, refusal.requested_bytes, refusal.live_bytes, m.error);
+      }
+      m.oom = OomDetail{refusal.phase,      refusal.requested_bytes, options.limits.cap_bytes, refusal.live_bytes,
+                        refusal.injected,   m.error,                 run.Breakdown(refusal.live_bytes)};
+    };
+    try {
+      run.Run();
+    } catch (const c10::Error& e) {
+      record_failure(e);
+    } catch (const std::bad_alloc& e) {
+      record_failure(e);
+    }
+    m.transfers = transfers.count();
+    m.transfer_bytes = transfers.bytes();
+    m.ledger = account.ledger().Snapshot();
+    backend.Collect(&m);
+    if (options.limits.faults) m.injected = options.limits.faults->failures();
+    if (model_feed) m.cuda_model = CudaModelMeasurementOf(model_feed->stats());
+    snapshot.Finish(&m);
+  }
+  m.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return m;
+}
+
+}  // namespace oomguard

@@ -1,0 +1,35 @@
+// Runs one scenario variant's training loop on a backend, under the allocator limits, and measures it.
+//
+//   oomguard::MeasureOptions options{"cpu", limits, /*iterations=*/0};
+//   oomguard::VariantMeasurement m = oomguard::MeasureVariant(variant_spec, options);
+//   m.outcome;  // "pass", "oom" or "error:<category>"; the numbers measured until then are kept
+//
+// Error policy: training failures (an OOM at the cap, an injected fault, autograd and kernel errors:
+// LibTorch's c10::Error, and the host's std::bad_alloc) are the measurement, not exceptions:
+// MeasureVariant catches them here, and only here, into outcome/error (Note [What a variant catches]).
+// A harness bug aborts (OOMGUARD_CHECK). Each call installs limits on the process-wide accounts and
+// resets their statistics, so calls must be serialised; the runner gives each variant a process of
+// its own, and `oomguard fit` runs trials one after another in one process, checking for leaks.
+#pragma once
+
+#include <string>
+
+#include "allocators/device_account.h"
+#include "model/measurement.h"
+#include "model/scenario.h"
+#include "workload/snapshot_recorder.h"
+
+namespace oomguard {
+
+struct MeasureOptions {
+  std::string backend = "cpu";  // cpu | meta | cuda
+  Limits limits = {};
+  int64_t iterations = 0;  // 0: the variant's own loop.iterations
+  size_t timeline_points = 2000;
+  SnapshotOptions snapshot = {};  // path set: record the allocation history, write it for a failure
+  bool model_cuda = false;        // cpu/meta: feed a CachingAllocatorModel (m.cuda_model); ignored on cuda
+};
+
+VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions& options);
+
+}  // namespace oomguard
