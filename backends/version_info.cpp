@@ -2,6 +2,7 @@
 
 #include <torch/headeronly/version.h>
 
+#include "backends/backend.h"
 #include "build_info.h"
 #if OOMGUARD_WITH_CUDA
 #include "allocators/cuda/cuda_cap.h"
@@ -15,20 +16,17 @@ VersionInfo CollectVersionInfo() {
   info.libtorch = TORCH_VERSION;
   info.torch_wheel = OOMGUARD_TORCH_WHEEL;
   info.libtorch_cuda = OOMGUARD_TORCH_CUDA;
-  info.backends.push_back({"cpu", true, "ready"});
-  info.backends.push_back({"meta", true, "ready"});
 #if OOMGUARD_WITH_CUDA
   info.cuda_runtime = CudaRuntimeVersion();
   info.cuda_driver = CudaDriverVersion();
-  const int gpus = CudaDeviceCount();
-  info.backends.push_back({"cuda", true,
-                           gpus > 0 ? std::to_string(gpus) + " GPU(s) visible"
-                                    : "compiled in; no GPU visible (driver: " + info.cuda_driver + ")"});
 #else
   info.cuda_runtime = "not compiled in";
   info.cuda_driver = "unknown";
-  info.backends.push_back({"cuda", false, "not compiled in (OOMGUARD_WITH_CUDA=OFF)"});
 #endif
+  for (const BackendTraits& t : kBackendTraits) {
+    const BackendDriver& driver = GetBackend(t.backend);
+    info.backends.push_back({driver.name(), driver.compiled_in(), driver.Status()});
+  }
   return info;
 }
 

@@ -5,9 +5,9 @@
 #include <torch/optim/adamw.h>
 
 #include "allocators/install.h"
+#include "backends/backend.h"
 #include "bench/bench_util.h"
-#include "backends/meta_kernels.h"
-#include "nn/model.h"
+#include "nn/layer_net.h"
 #include "scenario/scenario_loader.h"
 #include "workload/workload.h"
 
@@ -31,27 +31,28 @@ VariantSpec StepOf(const std::string& scenario_name) {
 }
 
 // The step without oomguard's harness: the same layers, loss and AdamW, straight LibTorch calls.
-void BareStep(const VariantSpec& spec) {
+void BareStep(const VariantSpec& spec, const c10::Device& device) {
   const at::TensorOptions options =
-      at::TensorOptions().device(at::kMeta).dtype(spec.model.dtype == "float32" ? at::kFloat : at::kBFloat16);
-  Model model(spec.model, options);
-  torch::optim::AdamW adamw(model.parameters(), torch::optim::AdamWOptions(1e-4));
+      at::TensorOptions().device(device).dtype(spec.model.dtype == "float32" ? at::kFloat : at::kBFloat16);
+  LayerNet net(spec.model, options);
+  torch::optim::AdamW adamw(net.parameters(), torch::optim::AdamWOptions(1e-4));
   const at::Tensor ids = at::empty({spec.data.batch, spec.data.shape.at(0)}, options.dtype(at::kLong));
-  const at::Tensor logits = model.Forward(ids, 0, model.size(), /*training=*/true, nullptr);
+  const at::Tensor logits = net.Forward(ids, /*training=*/true);
   at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), ids.reshape({-1})).backward();
   adamw.step();
 }
 
 void BM_MetaStep(benchmark::State& state, const std::string& scenario_name) {
   InstallTrackingAllocators();
-  RegisterMetaKernels();
+  const BackendDriver& meta = GetBackend(Backend::kMeta);
+  const std::unique_ptr<BackendSession> session = meta.Open(Limits{});  // registers the Meta kernels
   const VariantSpec spec = StepOf(scenario_name);
   MeasureOptions options;
-  options.backend = "meta";
+  options.backend = Backend::kMeta;
   options.iterations = 1;
   PairedRounds rounds;
   for (auto _ : state) {
-    rounds.Round([&] { BareStep(spec); },
+    rounds.Round([&] { BareStep(spec, meta.device()); },
                  [&] {
                    const VariantMeasurement m = MeasureVariant(spec, options);
                    if (m.outcome != "pass") state.SkipWithError(m.error.c_str());

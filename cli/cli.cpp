@@ -9,16 +9,28 @@
 #include "cli/commands.h"
 #include "cli/compare_command.h"
 #include "cli/fit_command.h"
-#include "run/run_options.h"
 #include "backends/version_info.h"
+#include "base/did_you_mean.h"
+#include "model/backend.h"
+#include "run/run_options.h"
 
 namespace oomguard {
 namespace {
 
+// What --backend takes: a backend's name, or the request "auto".
+std::vector<std::string> BackendChoices() {
+  std::vector<std::string> choices = BackendNames();
+  choices.push_back("auto");
+  return choices;
+}
+
+// "cpu, meta, cuda, or auto".
+std::string BackendChoicesText() { return JoinNames(BackendNames(), ", ") + ", or auto"; }
+
 // The flags `run`, `explain` and the internal `__measure` share.
 void AddRunFlags(CLI::App* app, RunOptions* o) {
-  app->add_option("--backend", o->backend, "cpu, meta, cuda, or auto (default): cuda when a GPU is visible, else cpu")
-      ->check(CLI::IsMember({"cpu", "meta", "cuda", "auto"}));
+  app->add_option("--backend", o->backend, BackendChoicesText() + " (default): cuda when a GPU is visible, else cpu")
+      ->check(CLI::IsMember(BackendChoices()));
   CLI::Option* card = app->add_option("--card", o->card, "Simulate this card (see `oomguard cards`; default t4)");
   CLI::Option* cap = app->add_option("--cap", o->cap, "Cap tensor memory at SIZE, e.g. 12GiB, 15.5GB, 1e9");
   card->excludes(cap);
@@ -94,8 +106,8 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   fit->add_option("--cards,--card", fit_options.cards, "Cards to fit, e.g. t4,a100-80gb (default: every preset)")
       ->delimiter(',');
   fit->add_option("--cap", fit_options.caps, "Also fit this cap, e.g. 12GiB (repeatable)");
-  fit->add_option("--backend", fit_options.backend, "cpu, meta, cuda, or auto: meta when the scenario lists it")
-      ->check(CLI::IsMember({"cpu", "meta", "cuda", "auto"}));
+  fit->add_option("--backend", fit_options.backend, BackendChoicesText() + ": meta when the scenario lists it")
+      ->check(CLI::IsMember(BackendChoices()));
   fit->add_option("--min", fit_options.min_value, "Smallest value tried (default 1)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   fit->add_option("--max", fit_options.max_value, "Largest value tried (default 1048576)")

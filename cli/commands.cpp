@@ -7,7 +7,7 @@
 
 #include "base/byte_size.h"
 #include "allocators/cards.h"
-#include "backends/backend_session.h"
+#include "backends/backend.h"
 #include "baselines/baseline_update.h"
 #include "base/exit_codes.h"
 #include "run/runner.h"
@@ -116,7 +116,7 @@ int ExplainCommand(const RunOptions& options, const std::string& name, const std
   run.paths = {s.file};
   // Without --backend (or with auto), measure where the scenario runs (the large models run on meta only).
   const auto& backends = s.backends;
-  run.backend = ResolveBackend(options.backend);
+  run.backend = BackendName(ResolveBackend(options.backend));
   if ((!options.backend_given || options.backend == "auto") && !backends.empty() &&
       std::find(backends.begin(), backends.end(), run.backend) == backends.end()) {
     run.backend = backends.front();

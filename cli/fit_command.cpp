@@ -11,7 +11,7 @@
 
 #include "base/byte_size.h"
 #include "allocators/cards.h"
-#include "backends/backend_session.h"
+#include "backends/backend.h"
 #include "base/exit_codes.h"
 #include "base/did_you_mean.h"
 #include "fit/fit_search.h"
@@ -41,18 +41,20 @@ bool LoadFitScenario(const FitOptions& options, Scenario* scenario, std::string*
   return LoadScenarioByName(paths, arg, scenario, error);
 }
 
-bool ChooseBackend(const std::string& requested, const Scenario& scenario, std::string* backend, std::string* error) {
-  const auto lists = [&](const std::string& b) {
-    return std::find(scenario.backends.begin(), scenario.backends.end(), b) != scenario.backends.end();
+// `auto`: meta when the scenario lists it (shapes only: any cap fits in this host), else cpu.
+bool ChooseBackend(const std::string& requested, const Scenario& scenario, Backend* backend, std::string* error) {
+  const auto lists = [&](Backend b) {
+    return std::find(scenario.backends.begin(), scenario.backends.end(), BackendName(b)) != scenario.backends.end();
   };
-  *backend = requested != "auto" ? requested : lists("meta") ? "meta" : "cpu";
+  *backend = requested != "auto" ? BackendNamed(requested) : lists(Backend::kMeta) ? Backend::kMeta : Backend::kCpu;
+  const BackendDriver& driver = GetBackend(*backend);
   if (!lists(*backend)) {
-    *error = "--backend " + *backend + ": scenario '" + scenario.name +
+    *error = "--backend " + driver.name() + ": scenario '" + scenario.name +
              "' does not run there (its backends: " + JoinNames(scenario.backends, ", ") + ")";
     return false;
   }
-  if (std::string why; !BackendAvailable(*backend, &why)) {
-    *error = "--backend " + *backend + ": " + why;
+  if (std::string why; !driver.Available(&why)) {
+    *error = "--backend " + driver.name() + ": " + why;
     return false;
   }
   return true;
@@ -120,13 +122,13 @@ int64_t HostAvailableBytes() {
 // that cap in host memory, plus the host-side copy of each batch, which the ledger leaves out (Note [Host
 // memory on the cpu backend]). Past what the host has free the kernel's OOM killer, not the cap, would
 // end the search (and perhaps other work), so caps above half the available memory are refused.
-bool CheckHostMemory(const std::string& backend, const std::vector<FitTarget>& targets, std::string* error) {
-  if (backend != "cpu") return true;
+bool CheckHostMemory(Backend backend, const std::vector<FitTarget>& targets, std::string* error) {
+  if (!TraitsOf(backend).allocates_host_memory) return true;
   const int64_t available = HostAvailableBytes();
   if (available == 0) return true;
   for (const FitTarget& t : targets) {
     if (t.cap_bytes <= available / 2) continue;
-    *error = "--backend cpu: trials up to " + TargetLabel(t.card, t.cap_bytes) +
+    *error = "--backend " + std::string(BackendName(backend)) + ": trials up to " + TargetLabel(t.card, t.cap_bytes) +
              " would allocate that much host memory and more, and this host has " + FormatBytes(available) +
              " available (cpu caps may use half); use --backend meta (shapes only) or smaller caps";
     return false;
@@ -157,19 +159,19 @@ bool CheckJsonFolder(const std::string& path, std::string* error) {
 }
 
 // Everything FitCommand checks before the first trial; false with the message for exit code 2.
-bool Prepare(const FitOptions& options, FitResults* report, std::vector<const VariantSpec*>* variants,
+bool Prepare(const FitOptions& options, FitResults* report, Backend* backend, std::vector<const VariantSpec*>* variants,
              std::vector<FitTarget>* targets, Scenario* scenario, std::string* error) {
   if (options.min_value > options.max_value) {
     *error =
         "--min " + std::to_string(options.min_value) + " is larger than --max " + std::to_string(options.max_value);
     return false;
   }
-  if (!LoadFitScenario(options, scenario, error) ||
-      !ChooseBackend(options.backend, *scenario, &report->backend, error) ||
+  if (!LoadFitScenario(options, scenario, error) || !ChooseBackend(options.backend, *scenario, backend, error) ||
       !SelectVariants(*scenario, options.variants, variants, error) || !ResolveTargets(options, targets, error) ||
-      !CheckHostMemory(report->backend, *targets, error) || !CheckJsonFolder(options.json_path, error)) {
+      !CheckHostMemory(*backend, *targets, error) || !CheckJsonFolder(options.json_path, error)) {
     return false;
   }
+  report->backend = BackendName(*backend);
   for (const VariantSpec* v : *variants) {
     if (!CheckKnob(options.knob, *v, options.min_value, options.max_value, error)) return false;
   }
@@ -189,8 +191,9 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
   Scenario scenario;
   std::vector<const VariantSpec*> variants;
   std::vector<FitTarget> targets;
+  Backend backend = Backend::kCpu;
   std::string error;
-  if (!Prepare(options, &report, &variants, &targets, &scenario, &error)) {
+  if (!Prepare(options, &report, &backend, &variants, &targets, &scenario, &error)) {
     err << "oomguard fit: " << error << "\n";
     return kExitUsage;
   }
@@ -201,7 +204,7 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
   const Clock::time_point start = Clock::now();
   try {
     for (const VariantSpec* v : variants) {
-      const TrialFunction measured = MakeFitTrial(*v, options.knob, report.backend, options.iterations, measure);
+      const TrialFunction measured = MakeFitTrial(*v, options.knob, backend, options.iterations, measure);
       int64_t card_trials = 0;
       Clock::time_point card_start = Clock::now();
       FitSearch search(options.min_value, options.max_value, [&](int64_t value, const FitTarget& target) {

@@ -5,7 +5,7 @@
 
 #include "base/byte_size.h"
 #include "allocators/cards.h"
-#include "allocators/install.h"
+#include "backends/backend.h"
 #include "base/did_you_mean.h"
 #include "scenario/variant_rules.h"
 
@@ -85,15 +85,15 @@ VariantSpec WithKnob(const VariantSpec& spec, const std::string& knob, int64_t v
   return changed;
 }
 
-TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, const std::string& backend,
-                           int64_t iterations, MeasureFunction measure) {
+TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Backend backend, int64_t iterations,
+                           MeasureFunction measure) {
   return [spec, knob, backend, iterations, measure](int64_t value, const FitTarget& target) {
     MeasureOptions options;
     options.backend = backend;
     options.limits = LimitsForTarget(target);
     options.iterations = iterations;
     options.timeline_points = 0;  // only the peak is needed
-    const Ledger& ledger = (backend == "meta" ? MetaAccount() : CpuAccount()).ledger();
+    const Ledger& ledger = GetBackend(backend).account().ledger();
     const int64_t live_before = ledger.live_bytes();
     const VariantMeasurement m = MeasureOnFreshThread(measure, WithKnob(spec, knob, value), options);
     const int64_t live_after = ledger.live_bytes();
@@ -102,8 +102,8 @@ TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, con
       throw LeakBetweenTrials(
           "variant '" + spec.name + "' at " + knob + " " + std::to_string(value) + " left " + std::to_string(leaked) +
           " bytes" + (leaked > 1024 || leaked < -1024 ? " (" + FormatSignedBytes(leaked) + ")" : "") + " live in the " +
-          backend + " ledger after its trial (" + std::to_string(live_before) + " bytes before it, " +
-          std::to_string(live_after) + " after); later trials would measure on top of them");
+          std::string(BackendName(backend)) + " ledger after its trial (" + std::to_string(live_before) +
+          " bytes before it, " + std::to_string(live_after) + " after); later trials would measure on top of them");
     }
     Trial trial;
     if (m.outcome == "pass") {

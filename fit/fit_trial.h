@@ -3,7 +3,7 @@
 //
 //   std::string error;
 //   if (!oomguard::CheckKnob("seq", spec, 1, 4096, &error)) { ... usage error ... }
-//   oomguard::TrialFunction trial = oomguard::MakeFitTrial(spec, "seq", "meta", /*iterations=*/0);
+//   oomguard::TrialFunction trial = oomguard::MakeFitTrial(spec, "seq", oomguard::Backend::kMeta, /*iterations=*/0);
 //   oomguard::Trial t = trial(512, {"t4", t4_cap});  // kFits with the peak, kOom, or kError
 //
 // Each trial runs on a thread of its own, joined before it returns (Note [A fresh thread per trial] in
@@ -24,6 +24,7 @@
 #include <string>
 
 #include "fit/fit_search.h"
+#include "model/backend.h"
 #include "model/scenario.h"
 #include "workload/workload.h"
 
@@ -47,9 +48,10 @@ class LeakBetweenTrials : public std::runtime_error {
 // The seam tests use to make a trial leak; MeasureVariant otherwise.
 using MeasureFunction = std::function<VariantMeasurement(const VariantSpec&, const MeasureOptions&)>;
 
-// A trial of `spec` on backend cpu or meta; iterations 0 keeps the variant's own. The target's limits are
-// its card's (LimitsForCard) or, for a plain cap, LimitsForCap.
-TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, const std::string& backend,
-                           int64_t iterations, MeasureFunction measure = MeasureVariant);
+// A trial of `spec` on `backend` (available: GetBackend(backend).Available); iterations 0 keeps the
+// variant's own. The target's limits are its card's (LimitsForCard) or, for a plain cap, LimitsForCap.
+// The ledger checked for leaks is the backend's account's.
+TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Backend backend, int64_t iterations,
+                           MeasureFunction measure = MeasureVariant);
 
 }  // namespace oomguard

@@ -37,8 +37,11 @@ struct LayerSpec {
 };
 
 struct ModelSpec {
+  // Which model source builds the net (nn/net_sources.h): "layers" builds `layers` below. Scenario
+  // files do not name it yet: every loaded model is "layers".
+  std::string source = "layers";
   std::string dtype = "float32";  // float32 bfloat16 float16
-  std::vector<LayerSpec> layers;
+  std::vector<LayerSpec> layers;  // source "layers"
 };
 
 struct DataSpec {

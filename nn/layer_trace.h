@@ -2,7 +2,7 @@
 // in backward, the layer whose forward created the autograd node that was running.
 //
 //   oomguard::LayerTrace trace;                 // watches backward nodes (a RecordFunction callback)
-//   model.set_trace(&trace);                    // Model::Forward reports each layer it enters
+//   net.set_trace(&trace);                      // the net's forward reports each segment it enters
 //   ... an op throws ...
 //   trace.Locate();                              // "in the backward of layer 0:embedding, node EmbeddingBackward0"
 //   (or "in the forward of layer 2:linear", "in the loss", "in the backward of the loss, node ...")
@@ -28,8 +28,8 @@ class LayerTrace {
   LayerTrace(const LayerTrace&) = delete;
   LayerTrace& operator=(const LayerTrace&) = delete;
 
-  // Model::Forward brackets each layer with EnterLayer/Exit, the workload brackets the loss and the
-  // optimizer step with EnterStage/Exit ("the loss"); an exception skips Exit, which is the point.
+  // A net's forward brackets each segment (LayerNet: layer) with EnterLayer/Exit, the workload brackets the loss and
+  // the optimizer step with EnterStage/Exit ("the loss"); an exception skips Exit, which is the point.
   void EnterLayer(const std::string& layer);
   void EnterStage(const std::string& stage);
   void Exit();

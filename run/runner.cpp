@@ -13,7 +13,7 @@
 
 #include <ATen/Parallel.h>
 
-#include "backends/backend_session.h"
+#include "backends/backend.h"
 #include "baselines/baseline_diff.h"
 #include "base/child_process.h"
 #include "model/measurement_json.h"
@@ -103,14 +103,15 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
     return false;
   }
 
-  const std::string backend = ResolveBackend(options.backend);
+  const BackendDriver& driver = GetBackend(ResolveBackend(options.backend));
+  const std::string backend = driver.name();
   report->backend = backend;
   const VersionInfo versions = CollectVersionInfo();
   report->oomguard_version = versions.oomguard;
   report->libtorch_version = versions.libtorch;
   // Note [One cuda variant at a time]: processes sharing a GPU share its memory, so a variant could run
   // out of memory because a neighbour holds it, not because of its cap.
-  report->jobs = backend == "cuda" ? 1 : options.jobs;
+  report->jobs = driver.traits().shares_device ? 1 : options.jobs;
   report->iterations = options.iterations;
   report->compared_with_baselines = true;
   report->strict = options.strict;
@@ -156,7 +157,7 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
         for (const std::string& b : p.scenario.backends) s += (s.empty() ? "" : ", ") + b;
         return s;
       }() + ", not " + backend + " (run it with --backend " + p.scenario.backends.front() + ")";
-    } else if (std::string why; !BackendAvailable(backend, &why)) {
+    } else if (std::string why; !driver.Available(&why)) {
       p.result.code = ResultCode::kUnsupported;
       p.result.error = why;
     }
@@ -268,9 +269,11 @@ int MeasureInChild(const RunOptions& options, const std::string& scenario_file, 
   measure.iterations = options.iterations;
   measure.model_cuda = options.model_cuda;
   if (!options.snapshot_dir.empty()) {
-    measure.snapshot.path = SnapshotPath(options.snapshot_dir, scenario.name, variant, measure.backend);
+    measure.snapshot.path =
+        SnapshotPath(options.snapshot_dir, scenario.name, variant, std::string(BackendName(measure.backend)));
     measure.snapshot.always = options.snapshot_all;
-    measure.snapshot.source = {scenario_file, scenario.name, variant, measure.backend, limits.cap_bytes};
+    measure.snapshot.source = {scenario_file, scenario.name, variant, std::string(BackendName(measure.backend)),
+                               limits.cap_bytes};
   }
   const VariantMeasurement m = MeasureVariant(*spec, measure);
   std::ofstream out(out_path);

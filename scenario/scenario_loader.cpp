@@ -15,6 +15,7 @@
 #include "allocators/cards.h"
 #include "scenario/check_expression.h"
 #include "base/did_you_mean.h"
+#include "model/backend.h"
 #include "scenario/json_diagnostics.h"
 #include "scenario/json_document.h"
 #include "scenario/variant_json.h"
@@ -80,7 +81,7 @@ FieldReader BackendsField(std::vector<std::string>* out) {
     for (size_t i = 0; i < value.size(); ++i) {
       std::string backend;
       const JsonPath at = path.Index(static_cast<int64_t>(i));
-      if (!EnumField(&backend, "backend", {"cpu", "meta", "cuda"})(value[i], at, error)) return false;
+      if (!EnumField(&backend, "backend", BackendNames())(value[i], at, error)) return false;
       if (Contains(*out, backend)) return Fail(at, "backend " + Quoted(backend) + " is listed twice", error);
       out->push_back(backend);
     }

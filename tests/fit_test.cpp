@@ -99,7 +99,7 @@ TEST_F(FitCommandTest, CpuAndMetaGiveTheSameAnswerForASmallModel) {
       ASSERT_TRUE(card["max_value"].is_number()) << card;
       const int64_t value = card["max_value"], cap = card["cap_bytes"];
       EXPECT_EQ(card["first_oom_value"], value + 1);
-      const TrialFunction trial = MakeFitTrial(spec, "batch", "cpu", 0);
+      const TrialFunction trial = MakeFitTrial(spec, "batch", Backend::kCpu, 0);
       const Trial fits = trial(value, {"", cap});
       EXPECT_EQ(fits.outcome, Trial::Outcome::kFits);
       EXPECT_EQ(fits.peak_bytes, card["peak_bytes_at_max"]);
@@ -149,7 +149,7 @@ TEST_F(FitCommandTest, SeqVariesTheSequenceLengthOfTokenIds) {
   const nlohmann::json card = ReadJson(json)["fit"]["variants"][0]["cards"][0];
   const int64_t seq = card["max_value"];
   const VariantSpec spec = Variant(kTokens, "base");
-  const TrialFunction trial = MakeFitTrial(spec, "seq", "cpu", 0);
+  const TrialFunction trial = MakeFitTrial(spec, "seq", Backend::kCpu, 0);
   EXPECT_EQ(trial(seq, {"", 2 * 1048576}).outcome, Trial::Outcome::kFits);
   EXPECT_EQ(trial(seq + 1, {"", 2 * 1048576}).outcome, Trial::Outcome::kOom);
   EXPECT_EQ(WithKnob(spec, "seq", seq).data.shape, std::vector<int64_t>{seq});
@@ -163,7 +163,7 @@ TEST_F(FitCommandTest, LedgerReturnsToItsPreTrialLevel) {
     const Ledger& ledger = (backend == "meta" ? MetaAccount() : CpuAccount()).ledger();
     const int64_t before = ledger.live_bytes();
     ASSERT_GE(before, 4000);
-    const TrialFunction trial = MakeFitTrial(Variant(kSmallMlp, "pitfall"), "batch", backend, 0);
+    const TrialFunction trial = MakeFitTrial(Variant(kSmallMlp, "pitfall"), "batch", BackendNamed(backend), 0);
     EXPECT_EQ(trial(64, {"", int64_t{1} << 30}).outcome, Trial::Outcome::kFits);
     EXPECT_EQ(ledger.live_bytes(), before) << backend;
     EXPECT_EQ(trial(4096, {"", 1 << 20}).outcome, Trial::Outcome::kOom);
@@ -175,7 +175,7 @@ TEST_F(FitCommandTest, LedgerReturnsToItsPreTrialLevel) {
 // thread that ran it until that thread ends; a trial's own thread takes them with it.
 TEST_F(FitCommandTest, AnOomInBackwardLeavesNothingAfterItsTrial) {
   const VariantSpec spec = WithKnob(Variant(kTokens, "base"), "seq", 2000);
-  const VariantMeasurement unlimited = MeasureVariant(spec, MeasureOptions{"cpu", Limits{}, 0, 0});
+  const VariantMeasurement unlimited = MeasureVariant(spec, MeasureOptions{Backend::kCpu, Limits{}, 0, 0});
   ASSERT_EQ(unlimited.outcome, "pass");
   int64_t forward_peak = 0;
   for (const PhasePeak& p : unlimited.ledger.phase_peaks) {
@@ -186,14 +186,14 @@ TEST_F(FitCommandTest, AnOomInBackwardLeavesNothingAfterItsTrial) {
   const int64_t before = CpuAccount().ledger().live_bytes();
   int64_t left_on_thread = 0;
   std::thread([&] {
-    const VariantMeasurement m = MeasureVariant(spec, MeasureOptions{"cpu", LimitsForCap(cap), 0, 0});
+    const VariantMeasurement m = MeasureVariant(spec, MeasureOptions{Backend::kCpu, LimitsForCap(cap), 0, 0});
     EXPECT_EQ(m.outcome, "oom");
     EXPECT_EQ(m.oom->phase, "backward");
     left_on_thread = CpuAccount().ledger().live_bytes() - before;
   }).join();
   EXPECT_GT(left_on_thread, 0);  // LibTorch's behaviour, which the fresh thread works around
   EXPECT_EQ(CpuAccount().ledger().live_bytes(), before);
-  const TrialFunction trial = MakeFitTrial(Variant(kTokens, "base"), "seq", "cpu", 0);
+  const TrialFunction trial = MakeFitTrial(Variant(kTokens, "base"), "seq", Backend::kCpu, 0);
   EXPECT_EQ(trial(2000, {"", cap}).outcome, Trial::Outcome::kOom);  // and the check does not fire
   EXPECT_EQ(CpuAccount().ledger().live_bytes(), before);
 }

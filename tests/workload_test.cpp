@@ -133,7 +133,7 @@ TEST(Workload, InplaceEditsFailWithTheirCategories) {
 
 // --model-cuda: every allocation of the tiny model also reaches a CachingAllocatorModel. All its
 // tensors are under 1 MiB, so they share one 2 MiB small-pool segment in 512-byte multiples.
-void ExpectTinyModelPrediction(const char* backend) {
+void ExpectTinyModelPrediction(Backend backend) {
   MeasureOptions options;
   options.backend = backend;
   options.model_cuda = true;
@@ -152,8 +152,8 @@ void ExpectTinyModelPrediction(const char* backend) {
   EXPECT_EQ(c.ooms, 0);
 }
 
-TEST(Workload, ModelCudaPredictsTheCachingAllocatorOnCpu) { ExpectTinyModelPrediction("cpu"); }
-TEST(Workload, ModelCudaPredictsTheCachingAllocatorOnMeta) { ExpectTinyModelPrediction("meta"); }
+TEST(Workload, ModelCudaPredictsTheCachingAllocatorOnCpu) { ExpectTinyModelPrediction(Backend::kCpu); }
+TEST(Workload, ModelCudaPredictsTheCachingAllocatorOnMeta) { ExpectTinyModelPrediction(Backend::kMeta); }
 TEST(Workload, NoCudaModelWithoutTheFlag) { EXPECT_FALSE(MeasureVariant(TinyModel(), MeasureOptions{}).cuda_model); }
 
 }  // namespace

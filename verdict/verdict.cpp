@@ -1,6 +1,7 @@
 #include "verdict/verdict.h"
 
 #include "base/byte_size.h"
+#include "model/backend.h"
 #include "scenario/check_expression.h"
 #include "verdict/metrics.h"
 
@@ -22,9 +23,10 @@ CheckResult Evaluate(const std::string& text, bool relation_mode, const std::str
   result.holds = outcome.evaluable && outcome.holds;
   result.explanation = outcome.explanation;
   // Meta tensors have no data, so gradients cannot be compared there; the memory checks still apply.
-  if (!outcome.evaluable && backend == "meta" && text.find("grads") != std::string::npos) {
+  const BackendTraits* traits = FindBackendTraits(backend);
+  if (!outcome.evaluable && traits != nullptr && !traits->has_data && text.find("grads") != std::string::npos) {
     result.skipped = true;
-    result.explanation = text + ": skipped on meta (gradients have no values there)";
+    result.explanation = text + ": skipped on " + backend + " (gradients have no values there)";
   }
   return result;
 }

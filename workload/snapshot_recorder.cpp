@@ -4,10 +4,6 @@
 
 #include "base/atomic_file.h"
 
-#ifdef OOMGUARD_WITH_CUDA
-#include "allocators/cuda/cuda_history.h"
-#endif
-
 namespace oomguard {
 namespace {
 
@@ -26,16 +22,12 @@ std::string SnapshotPath(const std::string& dir, const std::string& scenario, co
   return dir + "/" + FileNamePart(scenario) + "." + FileNamePart(variant) + "." + FileNamePart(backend) + ".pickle";
 }
 
-SnapshotRecorder::SnapshotRecorder(const SnapshotOptions& options, const BackendSession& backend, LayerTrace& layers)
+SnapshotRecorder::SnapshotRecorder(const SnapshotOptions& options, BackendSession& backend, LayerTrace& layers)
     : options_(options), backend_(backend), layers_(layers) {
   if (options_.path.empty()) return;
   recording_ = true;
-  if (backend_.device().is_cuda()) {
-#ifdef OOMGUARD_WITH_CUDA
-    StartCudaMemoryHistory(options_.max_events);
-#endif
-    return;
-  }
+  own_history_ = backend_.StartOwnHistory(options_.max_events);
+  if (own_history_) return;
   AllocationTrace& trace = backend_.account().trace();
   trace.Enable(options_.max_events);
   layers_.SetLocationListener([&trace](const std::string& location) { trace.SetLocation(location); });
@@ -43,10 +35,8 @@ SnapshotRecorder::SnapshotRecorder(const SnapshotOptions& options, const Backend
 
 SnapshotRecorder::~SnapshotRecorder() {
   if (!recording_) return;
-  if (backend_.device().is_cuda()) {
-#ifdef OOMGUARD_WITH_CUDA
-    StopCudaMemoryHistory();
-#endif
+  if (own_history_) {
+    backend_.StopOwnHistory();
     return;
   }
   layers_.SetLocationListener({});
@@ -54,9 +44,7 @@ SnapshotRecorder::~SnapshotRecorder() {
 }
 
 std::string SnapshotRecorder::Pickled() const {
-#ifdef OOMGUARD_WITH_CUDA
-  if (backend_.device().is_cuda()) return CudaMemorySnapshotPickle();
-#endif
+  if (own_history_) return backend_.OwnHistoryPickle();
   return MemoryVizPickle(backend_.account().trace().Record(), options_.source);
 }
 

@@ -11,9 +11,10 @@
 // `oomguard run` has every child write (always) into its scratch folder and keeps what the verdicts
 // ask for (run/snapshot_keeper.h).
 //
-// cpu and meta: the account's AllocationTrace (allocators/allocation_trace.h), with frames naming
-// phase and layer (memviz/memory_viz_snapshot.h). cuda: PyTorch's own history and pickle
-// (allocators/cuda/cuda_history.h), with its C++ stacks as frames.
+// The backend's own history where it keeps one (BackendSession::StartOwnHistory; cuda: PyTorch's
+// history and pickle, with its C++ stacks as frames); else, on cpu and meta, the account's
+// AllocationTrace (allocators/allocation_trace.h), with frames naming phase and layer
+// (memviz/memory_viz_snapshot.h).
 //
 // Error policy: a snapshot that cannot be written is not the variant's failure: Finish fills
 // m->snapshot_error and the measurement stands.
@@ -22,7 +23,7 @@
 #include <string>
 
 #include "allocators/allocation_trace.h"
-#include "backends/backend_session.h"
+#include "backends/backend.h"
 #include "nn/layer_trace.h"
 #include "model/measurement.h"
 #include "memviz/memory_viz_snapshot.h"
@@ -39,7 +40,7 @@ struct SnapshotOptions {
 class SnapshotRecorder {
  public:
   // Starts recording when options.path is set. `layers` must outlive the recorder.
-  SnapshotRecorder(const SnapshotOptions& options, const BackendSession& backend, LayerTrace& layers);
+  SnapshotRecorder(const SnapshotOptions& options, BackendSession& backend, LayerTrace& layers);
   ~SnapshotRecorder();  // stops recording
   SnapshotRecorder(const SnapshotRecorder&) = delete;
   SnapshotRecorder& operator=(const SnapshotRecorder&) = delete;
@@ -51,9 +52,10 @@ class SnapshotRecorder {
   std::string Pickled() const;
 
   const SnapshotOptions& options_;
-  const BackendSession& backend_;
+  BackendSession& backend_;
   LayerTrace& layers_;
   bool recording_ = false;
+  bool own_history_ = false;  // the backend records (StartOwnHistory said so)
 };
 
 // DIR/<scenario>.<variant>.<backend>.pickle, with characters other than letters, digits, '-' and '_'

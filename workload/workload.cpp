@@ -14,12 +14,12 @@
 #include "allocators/cpu_tracking_allocator.h"
 #include "allocators/cuda_model_feed.h"
 #include "allocators/install.h"
-#include "backends/backend_session.h"
-#include "nn/checkpoint.h"
-#include "workload/error_category.h"
+#include "backends/backend.h"
 #include "backends/host_scalars.h"
+#include "nn/checkpoint.h"
 #include "nn/layer_trace.h"
-#include "nn/model.h"
+#include "nn/net_sources.h"
+#include "workload/error_category.h"
 #include "workload/transfer_counter.h"
 
 namespace oomguard {
@@ -63,6 +63,16 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& s, c
   return nullptr;
 }
 
+// The first pitfall knob that acts between segments (checkpointing, in-place edits of a layer's output or
+// parameter, retain_grad and keeping intermediates), as the scenario sets it; empty when none is set.
+std::string KnobNeedingSegments(const PitfallSpec& p) {
+  if (p.checkpoint.segments > 0) return "pitfalls.checkpoint.segments = " + std::to_string(p.checkpoint.segments);
+  if (p.inplace.target != "none") return "pitfalls.inplace.target = \"" + p.inplace.target + "\"";
+  if (p.retain_grad) return "pitfalls.retain_grad = true";
+  if (p.keep_intermediates) return "pitfalls.keep_intermediates = true";
+  return "";
+}
+
 // One variant's run: the loop of scenario.h's LoopSpec with the knobs of PitfallSpec.
 class VariantRun {
  public:
@@ -74,10 +84,16 @@ class VariantRun {
 
   void Run() {
     at::manual_seed(spec_.seed);
-    model_ = std::make_unique<Model>(spec_.model, device_options_.dtype(ParseDtype(spec_.model.dtype)));
-    model_->set_trace(trace_);
-    params_ = model_->parameters();
+    net_ = MakeNet(spec_.model, device_options_.dtype(ParseDtype(spec_.model.dtype)));
+    net_->set_trace(trace_);
+    params_ = net_->parameters();
     for (const at::Tensor& p : params_) m_.param_bytes += Bytes(p);
+    if (const std::string knob = KnobNeedingSegments(spec_.pitfalls); net_->segments() == 0 && !knob.empty()) {
+      m_.outcome = "error:error";
+      m_.error = "model source '" + spec_.model.source + "' offers no segments, and " + knob +
+                 " needs them (checkpointing and the per-layer knobs act between segments)";
+      return;
+    }
     optimizer_ = MakeOptimizer(spec_.loop.optimizer, params_);
     const int64_t iterations = options_.iterations > 0 ? options_.iterations : spec_.loop.iterations;
     for (int64_t i = 1; i <= iterations; ++i) {
@@ -215,17 +231,23 @@ class VariantRun {
     return at::empty(host.sizes(), device_options_.dtype(host.scalar_type())).copy_(host);
   }
 
-  // The forward pass with the pitfall knobs: in-place edits, retain_grad, checkpoint segments.
+  // The forward pass with the pitfall knobs: in-place edits, retain_grad, checkpoint segments. A net
+  // without segments runs whole (Run refused the knobs that need segments).
   at::Tensor Forward(const at::Tensor& input, bool training, std::vector<at::Tensor>* intermediates) {
     const PitfallSpec& p = spec_.pitfalls;
-    const size_t n = model_->size();
+    const size_t n = net_->segments();
     layer_bytes_.clear();
+    if (n == 0) {
+      return net_->Forward(input.is_cpu() && spec_.data.on_host && p.transfer == "inside" ? ToDevice(input) : input,
+                           training);
+    }
     if (training && p.inplace.target == "parameter") {
-      at::Tensor w = model_->layer(static_cast<size_t>(p.inplace.layer)).parameters().at(0);
+      const size_t layer = static_cast<size_t>(p.inplace.layer);
+      at::Tensor w = net_->segment_parameters(layer, layer + 1).at(0);
       w.mul_(1.0);  // an in-place edit of a leaf that requires grad, outside no_grad
     }
     int64_t live_before_layer = ledger_.live_bytes();
-    const AfterLayer after = [&](size_t i, at::Tensor out) {
+    const AfterSegment after = [&](size_t i, at::Tensor out) {
       if (training && p.inplace.target == "output" && static_cast<int64_t>(i) == p.inplace.layer) {
         out = ApplyInplaceKnob(out);
       }
@@ -234,13 +256,13 @@ class VariantRun {
         intermediates->push_back(out);
       }
       const int64_t live = ledger_.live_bytes();
-      layer_bytes_.emplace_back(model_->layer(i).name(), live - live_before_layer);
+      layer_bytes_.emplace_back(net_->segment_name(i), live - live_before_layer);
       live_before_layer = live;
       return out;
     };
     if (!training || p.checkpoint.segments == 0) {
       at::Tensor x = input.is_cpu() && spec_.data.on_host && p.transfer == "inside" ? ToDevice(input) : input;
-      return model_->Forward(x, 0, n, training, after);
+      return net_->ForwardSegments(x, 0, n, training, after);
     }
     const size_t segments = static_cast<size_t>(p.checkpoint.segments);
     at::Tensor x = input;
@@ -249,9 +271,9 @@ class VariantRun {
       const size_t end = begin + n / segments + (s < n % segments ? 1 : 0);
       const bool transfer_inside = s == 0 && p.transfer == "inside" && spec_.data.on_host;
       const Segment segment = [this, begin, end, transfer_inside, &after](const at::Tensor& in) {
-        return model_->Forward(transfer_inside ? ToDevice(in) : in, begin, end, /*training=*/true, after);
+        return net_->ForwardSegments(transfer_inside ? ToDevice(in) : in, begin, end, /*training=*/true, after);
       };
-      x = Checkpoint(segment, x, model_->parameters(begin, end), p.checkpoint.preserve_rng_state);
+      x = Checkpoint(segment, x, net_->segment_parameters(begin, end), p.checkpoint.preserve_rng_state);
       begin = end;
     }
     return x;
@@ -303,7 +325,7 @@ class VariantRun {
   LayerTrace* trace_;
   VariantMeasurement& m_;
   at::TensorOptions device_options_;
-  std::unique_ptr<Model> model_;
+  std::unique_ptr<Net> net_;
   std::vector<at::Tensor> params_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::vector<at::Tensor> history_;
@@ -333,32 +355,33 @@ std::string AttentionImplementations(const ModelSpec& model) {
 VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions& options) {
   VariantMeasurement m;
   m.variant = spec.name;
-  m.backend = options.backend;
+  m.backend = BackendName(options.backend);
   m.card = options.limits.card;
   m.cap_bytes = options.limits.cap_bytes;
   m.attention = AttentionImplementations(spec.model);
-  BackendSession backend(options.backend, options.limits);
-  DeviceAccount& account = backend.account();
+  const std::unique_ptr<BackendSession> backend = GetBackend(options.backend).Open(options.limits);
+  const BackendTraits& traits = backend->traits();
+  DeviceAccount& account = backend->account();
   const auto start = std::chrono::steady_clock::now();
   {
     ScopedLimits limits(account, options.limits);
     account.ledger().EnableTimeline(options.timeline_points);
     account.ledger().SetPhase("setup");
     account.ledger().ResetStatistics();
-    backend.BeginMeasurement();
+    backend->BeginMeasurement();
     TransferCounter transfers;
     LayerTrace trace;
-    SnapshotRecorder snapshot(options.snapshot, backend, trace);
+    SnapshotRecorder snapshot(options.snapshot, *backend, trace);
     // Declared before the run, so the run's tensors are freed while it is still attached.
     std::optional<CudaModelFeed> model_feed;
     std::optional<ScopedModelFeed> attach_model;
-    if (options.model_cuda && options.backend != "cuda") {
+    if (options.model_cuda && !traits.has_caching_allocator) {
       model_feed.emplace(options.limits.cap_bytes);
       attach_model.emplace(account, &*model_feed);
     }
     std::optional<HostScalarCopies> host_scalars;  // Note [Host scalars]
-    if (options.backend == "cpu") host_scalars.emplace();
-    VariantRun run(spec, options, backend, &trace, &m);
+    if (traits.books_host_scalars) host_scalars.emplace();
+    VariantRun run(spec, options, *backend, &trace, &m);
     // Note [What a variant catches]: the failures scenarios are about, and nothing else. LibTorch's
     // errors (c10::Error: out of memory, autograd's checks, kernels' argument checks, a missing Meta
     // kernel) and the host running out of memory become the outcome; anything else is a harness bug
@@ -369,7 +392,7 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
       m.error = DescribeError(e, trace.Locate());
       if (m.outcome != "oom") return;
       const DeviceAccount::Refusal refusal = account.last_refusal();
-      if (options.backend == "cuda" && !refusal.injected) {
+      if (traits.has_caching_allocator && !refusal.injected) {
         m.error = SimulatedCudaOomMessage(options.limits, refusal.requested_bytes, refusal.live_bytes, m.error);
       }
       m.oom = OomDetail{refusal.phase,      refusal.requested_bytes, options.limits.cap_bytes, refusal.live_bytes,
@@ -385,7 +408,7 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
     m.transfers = transfers.count();
     m.transfer_bytes = transfers.bytes();
     m.ledger = account.ledger().Snapshot();
-    backend.Collect(&m);
+    backend->Collect(&m);
     if (options.limits.faults) m.injected = options.limits.faults->failures();
     if (model_feed) m.cuda_model = CudaModelMeasurementOf(model_feed->stats());
     snapshot.Finish(&m);

@@ -1,6 +1,6 @@
 // Runs one scenario variant's training loop on a backend, under the allocator limits, and measures it.
 //
-//   oomguard::MeasureOptions options{"cpu", limits, /*iterations=*/0};
+//   oomguard::MeasureOptions options{oomguard::Backend::kCpu, limits, /*iterations=*/0};
 //   oomguard::VariantMeasurement m = oomguard::MeasureVariant(variant_spec, options);
 //   m.outcome;  // "pass", "oom" or "error:<category>"; the numbers measured until then are kept
 //
@@ -10,11 +10,18 @@
 // A harness bug aborts (OOMGUARD_CHECK). Each call installs limits on the process-wide accounts and
 // resets their statistics, so calls must be serialised; the runner gives each variant a process of
 // its own, and `oomguard fit` runs trials one after another in one process, checking for leaks.
+//
+// The net comes from the source spec.model.source names (nn/net_sources.h). The pitfall knobs that act
+// between segments (checkpoint.segments, inplace.target, retain_grad, keep_intermediates) need a source
+// that offers segments; on one that does not, the variant ends before its first iteration with outcome
+// "error:error" and an error naming the knob: "model source 'whole' offers no segments, and
+// pitfalls.checkpoint.segments = 2 needs them (...)".
 #pragma once
 
 #include <string>
 
 #include "allocators/device_account.h"
+#include "model/backend.h"
 #include "model/measurement.h"
 #include "model/scenario.h"
 #include "workload/snapshot_recorder.h"
@@ -22,7 +29,7 @@
 namespace oomguard {
 
 struct MeasureOptions {
-  std::string backend = "cpu";  // cpu | meta | cuda
+  Backend backend = Backend::kCpu;
   Limits limits = {};
   int64_t iterations = 0;  // 0: the variant's own loop.iterations
   size_t timeline_points = 2000;

@@ -1,0 +1,94 @@
+// The backends oomguard measures on, as a closed set, and the plain facts about each that floors
+// without LibTorch need (the verdicts, the runner's job count). The LibTorch side of a backend (its
+// device, account and per-variant session) is backends/backend.h; JSON keeps the names ("cpu").
+//
+//   oomguard::Backend b;
+//   if (!oomguard::ParseBackend("meta", &b)) { ... not a backend ... }
+//   oomguard::BackendName(b);              // "meta"
+//   oomguard::TraitsOf(b).has_data;        // false: gradients have no values to compare
+//   oomguard::BackendNames();              // {"cpu", "meta", "cuda"}: CLI choices, loader messages
+//
+// `--backend auto` is a request, not a backend: backends/backend.h resolves it (ResolveBackend).
+// Adding a backend: an enumerator, its row in kBackendTraits (same order), and backends/backend.h's
+// registry line.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/check.h"
+
+namespace oomguard {
+
+enum class Backend { kCpu, kMeta, kCuda };
+
+struct BackendTraits {
+  Backend backend;
+  std::string_view name;  // as in JSON, on the command line and in file names
+  // The device is shared by every process that uses it, so variants run one at a time (Note [One cuda
+  // variant at a time], run/runner.cpp): a neighbour's memory would count against a variant's cap.
+  bool shares_device;
+  // Tensors hold values: gradients are digested and compared (meta has shapes only, so checks on
+  // `grads` are skipped there).
+  bool has_data;
+  // The account books the cpu copies of wrapped numbers, which a GPU keeps on the host; the workload
+  // leaves them out (Note [Host scalars], backends/host_scalars.h).
+  bool books_host_scalars;
+  // What the account books is this host's memory: a cap is memory really allocated (Note [cpu fits
+  // allocate for real], cli/fit_command.cpp).
+  bool allocates_host_memory;
+  // PyTorch's caching allocator itself runs: its statistics are measured (m.cuda), not modelled
+  // (--model-cuda is ignored), and an OOM reads as PyTorch's.
+  bool has_caching_allocator;
+  // The CUDA libraries' workspaces are taken outside the ledger before a variant (Note [Library
+  // workspaces on cuda], allocators/cuda/cuda_warm_up.h).
+  bool has_library_workspaces;
+};
+
+// One row per backend, in enum order.
+inline constexpr std::array<BackendTraits, 3> kBackendTraits = {{
+    // backend     name    shares has_data host_scalars host_memory caching workspaces
+    {Backend::kCpu, "cpu", false, true, true, true, false, false},
+    {Backend::kMeta, "meta", false, false, false, false, false, false},
+    {Backend::kCuda, "cuda", true, true, false, false, true, true},
+}};
+
+constexpr const BackendTraits& TraitsOf(Backend backend) { return kBackendTraits[static_cast<size_t>(backend)]; }
+
+inline std::string_view BackendName(Backend backend) { return TraitsOf(backend).name; }
+
+// The backend named `name` ("cpu", "meta", "cuda"); false for anything else ("auto" included).
+[[nodiscard]] inline bool ParseBackend(std::string_view name, Backend* out) {
+  for (const BackendTraits& t : kBackendTraits) {
+    if (t.name == name) {
+      *out = t.backend;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Every backend's name, in enum order.
+inline std::vector<std::string> BackendNames() {
+  std::vector<std::string> names;
+  for (const BackendTraits& t : kBackendTraits) names.emplace_back(t.name);
+  return names;
+}
+
+// The traits of the backend named `name`, for data that carries a name (a measurement's backend);
+// null when it names none.
+inline const BackendTraits* FindBackendTraits(std::string_view name) {
+  Backend backend;
+  return ParseBackend(name, &backend) ? &TraitsOf(backend) : nullptr;
+}
+
+// For tests and callers that hold a name the CLI or the loader already checked.
+inline Backend BackendNamed(std::string_view name) {
+  Backend backend = Backend::kCpu;
+  OOMGUARD_CHECK(ParseBackend(name, &backend)) << "not a backend: '" << name << "'";
+  return backend;
+}
+
+}  // namespace oomguard
