@@ -34,11 +34,13 @@ at::ScalarType ParseDtype(const std::string& name) {
 
 int64_t Bytes(const at::Tensor& t) { return t.defined() ? static_cast<int64_t>(t.nbytes()) : 0; }
 
-std::string Digest(const std::vector<at::Tensor>& grads) {
+// Empty when a gradient exists on a backend without data (meta): there is nothing to hash, so grads
+// checks cannot be evaluated there.
+std::string Digest(const std::vector<at::Tensor>& grads, bool has_data) {
   uint64_t hash = 1469598103934665603ULL;  // FNV-1a
   for (const at::Tensor& g : grads) {
     if (!g.defined()) continue;
-    if (g.is_meta()) return "";  // no data to hash: grads checks cannot be evaluated on meta
+    if (!has_data) return "";
     HostAllocationScope host;
     const at::Tensor c = g.contiguous().cpu();
     const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
@@ -78,7 +80,12 @@ class VariantRun {
  public:
   VariantRun(const VariantSpec& spec, const MeasureOptions& options, const BackendSession& backend, LayerTrace* trace,
              VariantMeasurement* m)
-      : spec_(spec), options_(options), ledger_(backend.account().ledger()), trace_(trace), m_(*m) {
+      : spec_(spec),
+        options_(options),
+        ledger_(backend.account().ledger()),
+        has_data_(backend.traits().has_data),
+        trace_(trace),
+        m_(*m) {
     device_options_ = at::TensorOptions().device(backend.device());
   }
 
@@ -161,7 +168,7 @@ class VariantRun {
         grad_bytes += Bytes(p.grad());
       }
       m_.grad_bytes = grad_bytes;
-      m_.grad_digest = Digest(grads);
+      m_.grad_digest = Digest(grads, has_data_);
     }
     if (optimizer_ && spec_.loop.backward) {
       ledger_.SetPhase("optimizer");
@@ -207,8 +214,9 @@ class VariantRun {
       {
         HostAllocationScope host;
         const at::TensorOptions cpu = at::TensorOptions().device(at::kCPU);
-        // On meta nothing reads the values, and drawing a large batch costs seconds: leave it unfilled.
-        batch.input = device_options_.device().is_meta() ? at::empty(sizes, cpu.dtype(dtype)) : make(cpu);
+        // Without data (meta) nothing reads the values, and drawing a large batch costs seconds: leave it
+        // unfilled.
+        batch.input = has_data_ ? make(cpu) : at::empty(sizes, cpu.dtype(dtype));
       }
       if (transfer_now) {
         ledger_.SetPhase(transfer_phase);
@@ -301,7 +309,7 @@ class VariantRun {
     if (h.from != from || h.keep == "none") return;
     if (h.keep == "attached") history_.push_back(loss);
     if (h.keep == "detached") history_.push_back(loss.detach());
-    if (h.keep == "item" && !loss.is_meta()) items_.push_back(loss.item<double>());
+    if (h.keep == "item" && has_data_) items_.push_back(loss.item<double>());
     if (h.keep != "item") history_bytes_ += Bytes(loss);
   }
 
@@ -322,6 +330,7 @@ class VariantRun {
   const VariantSpec& spec_;
   const MeasureOptions& options_;
   Ledger& ledger_;
+  const bool has_data_;  // the backend's tensors hold values (not meta)
   LayerTrace* trace_;
   VariantMeasurement& m_;
   at::TensorOptions device_options_;
