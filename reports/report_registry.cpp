@@ -2,6 +2,7 @@
 
 #include "base/atomic_file.h"
 #include "base/did_you_mean.h"
+#include "reports/csv_writer.h"
 #include "reports/html_writer.h"
 #include "reports/junit_writer.h"
 #include "reports/markdown_writer.h"
@@ -19,7 +20,7 @@ struct Format {
   Renderer render;
 };
 constexpr Format kFormats[] = {
-    {"junit", &RenderJUnit}, {"md", &RenderMarkdown}, {"html", &RenderHtml}, {"json", &RenderJson}};
+    {"junit", &RenderJUnit}, {"md", &RenderMarkdown}, {"html", &RenderHtml}, {"json", &RenderJson}, {"csv", &RenderCsv}};
 
 const Format* Parse(const std::string& spec, std::string* path, std::string* error) {
   const size_t eq = spec.find('=');

@@ -5,7 +5,7 @@
 //   if (!WriteReport("junit=out.xml", report, &error)) { ... }
 //
 // Formats: junit (JUnit XML), md (Markdown job summary), html (self-contained page with memory
-// timelines), json (the results file). Files are written atomically.
+// timelines), json (the results file), csv (one row per variant). Files are written atomically.
 // Adding a format: its writer (`std::string RenderX(const RunResults&)`) in a file of its own, and one
 // row in kFormats (report_registry.cpp); the CLI's help and the error message list the rows.
 #pragma once
