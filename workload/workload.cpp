@@ -20,6 +20,7 @@
 #include "nn/layer_trace.h"
 #include "nn/net_sources.h"
 #include "workload/error_category.h"
+#include "workload/segment_knobs.h"
 #include "workload/transfer_counter.h"
 
 namespace oomguard {
@@ -65,28 +66,14 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& s, c
   return nullptr;
 }
 
-// The first pitfall knob that acts between segments (checkpointing, in-place edits of a layer's output or
-// parameter, retain_grad and keeping intermediates), as the scenario sets it; empty when none is set.
-std::string KnobNeedingSegments(const PitfallSpec& p) {
-  if (p.checkpoint.segments > 0) return "pitfalls.checkpoint.segments = " + std::to_string(p.checkpoint.segments);
-  if (p.inplace.target != "none") return "pitfalls.inplace.target = \"" + p.inplace.target + "\"";
-  if (p.retain_grad) return "pitfalls.retain_grad = true";
-  if (p.keep_intermediates) return "pitfalls.keep_intermediates = true";
-  return "";
-}
-
 // One variant's run: the loop of scenario.h's LoopSpec with the knobs of PitfallSpec.
 class VariantRun {
  public:
   VariantRun(const VariantSpec& spec, const MeasureOptions& options, const BackendSession& backend, LayerTrace* trace,
              VariantMeasurement* m)
-      : spec_(spec),
-        options_(options),
-        ledger_(backend.account().ledger()),
-        has_data_(backend.traits().has_data),
-        trace_(trace),
-        m_(*m) {
+      : spec_(spec), options_(options), ledger_(backend.account().ledger()), trace_(trace), m_(*m) {
     device_options_ = at::TensorOptions().device(backend.device());
+    has_data_ = backend.traits().has_data;
   }
 
   void Run() {
@@ -95,10 +82,9 @@ class VariantRun {
     net_->set_trace(trace_);
     params_ = net_->parameters();
     for (const at::Tensor& p : params_) m_.param_bytes += Bytes(p);
-    if (const std::string knob = KnobNeedingSegments(spec_.pitfalls); net_->segments() == 0 && !knob.empty()) {
+    m_.error = SegmentKnobError(spec_.model, spec_.pitfalls, net_->segments());
+    if (!m_.error.empty()) {
       m_.outcome = "error:error";
-      m_.error = "model source '" + spec_.model.source + "' offers no segments, and " + knob +
-                 " needs them (checkpointing and the per-layer knobs act between segments)";
       return;
     }
     optimizer_ = MakeOptimizer(spec_.loop.optimizer, params_);
@@ -245,10 +231,6 @@ class VariantRun {
     const PitfallSpec& p = spec_.pitfalls;
     const size_t n = net_->segments();
     layer_bytes_.clear();
-    if (n == 0) {
-      return net_->Forward(input.is_cpu() && spec_.data.on_host && p.transfer == "inside" ? ToDevice(input) : input,
-                           training);
-    }
     if (training && p.inplace.target == "parameter") {
       const size_t layer = static_cast<size_t>(p.inplace.layer);
       at::Tensor w = net_->segment_parameters(layer, layer + 1).at(0);
@@ -268,9 +250,9 @@ class VariantRun {
       live_before_layer = live;
       return out;
     };
-    if (!training || p.checkpoint.segments == 0) {
+    if (n == 0 || !training || p.checkpoint.segments == 0) {
       at::Tensor x = input.is_cpu() && spec_.data.on_host && p.transfer == "inside" ? ToDevice(input) : input;
-      return net_->ForwardSegments(x, 0, n, training, after);
+      return n == 0 ? net_->Forward(x, training) : net_->ForwardSegments(x, 0, n, training, after);
     }
     const size_t segments = static_cast<size_t>(p.checkpoint.segments);
     at::Tensor x = input;
@@ -330,7 +312,7 @@ class VariantRun {
   const VariantSpec& spec_;
   const MeasureOptions& options_;
   Ledger& ledger_;
-  const bool has_data_;  // the backend's tensors hold values (not meta)
+  bool has_data_ = true;  // the backend's tensors hold values (not meta)
   LayerTrace* trace_;
   VariantMeasurement& m_;
   at::TensorOptions device_options_;
