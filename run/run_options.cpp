@@ -60,4 +60,13 @@ bool ResolveLimits(const RunOptions& options, const std::string& default_card, L
   return true;
 }
 
+bool ScenarioLimits(const RunOptions& options, const Scenario& scenario, Limits* limits, std::string* error) {
+  RunOptions effective = options;
+  if (options.card.empty() && options.cap.empty()) {
+    effective.card = scenario.card;
+    effective.cap = scenario.cap;
+  }
+  return ResolveLimits(effective, kDefaultCard, limits, error);
+}
+
 }  // namespace oomguard

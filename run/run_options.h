@@ -1,4 +1,5 @@
-// Options of `oomguard run`, and how the card/cap/fault flags become allocator Limits.
+// Options of `oomguard run`, and how the card/cap/fault flags become allocator Limits. A flag that a
+// measuring child needs travels as a field of MeasureRequest (run/child_protocol.h).
 //
 // Error policy: ResolveLimits returns false with a one-line message for bad user input (unknown card,
 // malformed size, bad fault spec); the CLI turns that into exit code 2.
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "allocators/device_account.h"
+#include "model/scenario.h"
 
 namespace oomguard {
 
@@ -39,5 +41,10 @@ inline constexpr const char* kDefaultCard = "t4";
 // default_card. Returns false and fills *error on bad input.
 [[nodiscard]] bool ResolveLimits(const RunOptions& options, const std::string& default_card, Limits* limits,
                                  std::string* error);
+
+// The limits one scenario runs under: --card/--cap from the command line win; else the scenario's own
+// card or cap; else kDefaultCard. --context and --inject apply either way.
+[[nodiscard]] bool ScenarioLimits(const RunOptions& options, const Scenario& scenario, Limits* limits,
+                                  std::string* error);
 
 }  // namespace oomguard
