@@ -15,7 +15,7 @@ MetricDiff Diff(const std::string& metric, int64_t baseline, int64_t current, co
   d.delta = current - baseline;
   d.delta_percent = baseline == 0 ? 0 : 100.0 * static_cast<double>(d.delta) / static_cast<double>(baseline);
   const int64_t allowed = tolerance.Allowed(baseline);
-  d.verdict = d.delta > allowed ? BaselineVerdict::kRegressed
+  d.verdict = d.delta > allowed    ? BaselineVerdict::kRegressed
               : -d.delta > allowed ? BaselineVerdict::kImproved
                                    : BaselineVerdict::kUnchanged;
   return d;

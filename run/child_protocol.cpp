@@ -84,8 +84,8 @@ struct ArgvReader {
 }  // namespace
 
 MeasureRequest MeasureRequestFor(const RunOptions& options, const std::string& scenario_file,
-                                 const std::string& variant, const std::string& backend,
-                                 const std::string& scratch_dir, const std::string& out_path) {
+                                 const std::string& variant, const std::string& backend, const std::string& scratch_dir,
+                                 const std::string& out_path) {
   MeasureRequest r;
   r.scenario_file = scenario_file;
   r.variant = variant;

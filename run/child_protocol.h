@@ -55,8 +55,8 @@ struct MeasureRequest {
 // whatever happens; the parent keeps the ones worth keeping once the scenario is judged
 // (run/snapshot_keeper.h).
 MeasureRequest MeasureRequestFor(const RunOptions& options, const std::string& scenario_file,
-                                 const std::string& variant, const std::string& backend,
-                                 const std::string& scratch_dir, const std::string& out_path);
+                                 const std::string& variant, const std::string& backend, const std::string& scratch_dir,
+                                 const std::string& out_path);
 
 // {self_exe, "__measure", flags...}.
 std::vector<std::string> ChildArgv(const std::string& self_exe, const MeasureRequest& request);

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
@@ -62,8 +61,8 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
     } else if (!loaded) {
       NotRun(ResultCode::kUnresolved, load_error, &p);
     } else if (auto [it, fresh] = file_of_name.emplace(p.scenario.name, file); !fresh) {
-      NotRun(ResultCode::kUnresolved, file + ": scenario name '" + p.scenario.name + "' is already used by " + it->second,
-             &p);
+      NotRun(ResultCode::kUnresolved,
+             file + ": scenario name '" + p.scenario.name + "' is already used by " + it->second, &p);
     } else {
       if (!ScenarioLimits(options, p.scenario, &limits, &why)) {
         NotRun(ResultCode::kUnresolved, why, &p);

@@ -1,12 +1,11 @@
 #include "run/run_options.h"
 
-#include "base/byte_size.h"
 #include "allocators/cards.h"
+#include "base/byte_size.h"
 
 namespace oomguard {
 
-bool ResolveLimits(const RunOptions& options, const std::string& default_card, Limits* limits,
-                   std::string* error) {
+bool ResolveLimits(const RunOptions& options, const std::string& default_card, Limits* limits, std::string* error) {
   if (!options.cap.empty()) {
     int64_t cap = 0;
     if (!ParseByteSize(options.cap, &cap, error)) {
@@ -54,8 +53,8 @@ bool ResolveLimits(const RunOptions& options, const std::string& default_card, L
       }
       policies.push_back(std::move(policy));
     }
-    limits->faults = std::make_shared<FaultInjector>(
-        policies.size() == 1 ? std::move(policies.front()) : AnyOf(std::move(policies)));
+    limits->faults = std::make_shared<FaultInjector>(policies.size() == 1 ? std::move(policies.front())
+                                                                          : AnyOf(std::move(policies)));
   }
   return true;
 }

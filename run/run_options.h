@@ -14,25 +14,25 @@
 namespace oomguard {
 
 struct RunOptions {
-  std::vector<std::string> paths;        // scenario files or folders; empty: the built-in catalog
-  std::string filter = "*";              // glob on scenario names
-  std::string backend = "auto";          // cpu | meta | cuda | auto (cuda when a GPU is visible, else cpu)
-  bool backend_given = false;            // --backend was on the command line (explain picks one otherwise)
-  std::string card;                      // --card NAME (empty: scenario default, else kDefaultCard)
-  std::string cap;                       // --cap SIZE (excludes --card)
-  std::string context;                   // --context SIZE: override the modelled CUDA context
-  std::vector<std::string> inject;       // --inject SPEC, any of them may fire
+  std::vector<std::string> paths;   // scenario files or folders; empty: the built-in catalog
+  std::string filter = "*";         // glob on scenario names
+  std::string backend = "auto";     // cpu | meta | cuda | auto (cuda when a GPU is visible, else cpu)
+  bool backend_given = false;       // --backend was on the command line (explain picks one otherwise)
+  std::string card;                 // --card NAME (empty: scenario default, else kDefaultCard)
+  std::string cap;                  // --cap SIZE (excludes --card)
+  std::string context;              // --context SIZE: override the modelled CUDA context
+  std::vector<std::string> inject;  // --inject SPEC, any of them may fire
   int jobs = 1;
-  int64_t iterations = 0;                // --iterations N (0: each variant's own loop.iterations)
-  double timeout_seconds = 300;          // per variant
-  std::string json_path;                 // --json FILE
-  std::vector<std::string> reports;      // --report FORMAT=FILE (junit, md, html, json)
-  std::string baselines_dir;             // --baselines DIR (default: baselines/ beside each scenario file)
-  bool update_baselines = false;         // --update-baselines: rewrite what ran successfully
-  bool strict = false;                   // --strict: a variant without a baseline fails
-  std::string snapshot_dir;              // --snapshot-dir DIR: memory_viz snapshots of failing or OOM variants
-  bool snapshot_all = false;             // --snapshot-all: of every variant
-  bool model_cuda = false;               // --model-cuda: predict the CUDA caching allocator on cpu/meta
+  int64_t iterations = 0;            // --iterations N (0: each variant's own loop.iterations)
+  double timeout_seconds = 300;      // per variant
+  std::string json_path;             // --json FILE
+  std::vector<std::string> reports;  // --report FORMAT=FILE (junit, md, html, json)
+  std::string baselines_dir;         // --baselines DIR (default: baselines/ beside each scenario file)
+  bool update_baselines = false;     // --update-baselines: rewrite what ran successfully
+  bool strict = false;               // --strict: a variant without a baseline fails
+  std::string snapshot_dir;          // --snapshot-dir DIR: memory_viz snapshots of failing or OOM variants
+  bool snapshot_all = false;         // --snapshot-all: of every variant
+  bool model_cuda = false;           // --model-cuda: predict the CUDA caching allocator on cpu/meta
 };
 
 inline constexpr const char* kDefaultCard = "t4";

@@ -106,7 +106,8 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
       const std::string& name = p.scenario.variants[v].name;
       const std::string base = tmp_dir + "/" + std::to_string(specs.size());
       ChildSpec spec;
-      spec.argv = ChildArgv(self_exe, MeasureRequestFor(options, p.result.file, name, backend, tmp_dir, base + ".json"));
+      spec.argv =
+          ChildArgv(self_exe, MeasureRequestFor(options, p.result.file, name, backend, tmp_dir, base + ".json"));
       spec.stdout_path = base + ".out";
       spec.stderr_path = base + ".err";
       spec.timeout_seconds = options.timeout_seconds;
@@ -153,7 +154,8 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
   RemoveFolderOfFiles(tmp_dir);
 
   for (PlannedScenario& p : plan) {
-    (p.result.code == ResultCode::kSkipped && !p.runs ? report->skipped : report->scenarios).push_back(std::move(p.result));
+    (p.result.code == ResultCode::kSkipped && !p.runs ? report->skipped : report->scenarios)
+        .push_back(std::move(p.result));
   }
   report->duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return true;

@@ -1,4 +1,5 @@
 // Baselines: the store's file format, the comparison's verdicts, and atomic writes under SIGKILL.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,16 +9,16 @@
 #include <sstream>
 #include <thread>
 
-#include <gtest/gtest.h>
-
+#include "base/atomic_file.h"
 #include "baselines/baseline_diff.h"
 #include "baselines/baseline_store.h"
-#include "base/atomic_file.h"
 
 namespace oomguard {
 namespace {
 
-std::string TempPath(const std::string& name) { return "/tmp/oomguard-baseline-test-" + std::to_string(getpid()) + name; }
+std::string TempPath(const std::string& name) {
+  return "/tmp/oomguard-baseline-test-" + std::to_string(getpid()) + name;
+}
 
 std::string Read(const std::string& path) {
   std::ifstream in(path);
@@ -76,8 +77,9 @@ TEST(BaselineStore, AMissingFileIsNoBaselineAndACorruptOneIsAnError) {
   EXPECT_EQ(error.rfind(path + ":3:", 0), 0u) << error;
   std::ofstream(path) << R"({"scenario": "s", "entries": [{"variant": "v", "backend": "cpu", "cap_bytes": "big"}]})";
   EXPECT_FALSE(LoadBaselineFile(path, &file, &error));
-  EXPECT_EQ(error, path + ": at entries[0].cap_bytes: type must be number, but is string (a baseline file as "
-                          "--update-baselines writes it is expected)");
+  EXPECT_EQ(error, path +
+                       ": at entries[0].cap_bytes: type must be number, but is string (a baseline file as "
+                       "--update-baselines writes it is expected)");
   unlink(path.c_str());
 }
 

@@ -25,16 +25,20 @@ MeasureRequest EveryFieldSet() {
   return r;
 }
 
-std::vector<std::string> ArgsAfterCommand(const std::vector<std::string>& argv) { return {argv.begin() + 2, argv.end()}; }
+std::vector<std::string> ArgsAfterCommand(const std::vector<std::string>& argv) {
+  return {argv.begin() + 2, argv.end()};
+}
 
 TEST(ChildProtocol, EveryFieldSurvivesTheRoundTrip) {
   const MeasureRequest sent = EveryFieldSet();
   const std::vector<std::string> argv = ChildArgv("/bin/oomguard", sent);
   EXPECT_EQ(argv, (std::vector<std::string>{
-                      "/bin/oomguard", "__measure", "--scenario", "/s/tiny.json", "--variant", "bad&name<\"x\">",
-                      "--backend", "meta", "--out", "/tmp/scratch/0.json", "--card", "a100-80gb", "--cap", "12GiB",
-                      "--context", "500MiB", "--inject", "nth=5", "--inject", "p=0.01,seed=7", "--iterations", "3",
-                      "--snapshot-dir", "/tmp/scratch", "--snapshot-all", "--model-cuda"}));
+                      "/bin/oomguard",   "__measure", "--scenario",     "/s/tiny.json", "--variant",
+                      "bad&name<\"x\">", "--backend", "meta",           "--out",        "/tmp/scratch/0.json",
+                      "--card",          "a100-80gb", "--cap",          "12GiB",        "--context",
+                      "500MiB",          "--inject",  "nth=5",          "--inject",     "p=0.01,seed=7",
+                      "--iterations",    "3",         "--snapshot-dir", "/tmp/scratch", "--snapshot-all",
+                      "--model-cuda"}));
   MeasureRequest received;
   std::string error;
   ASSERT_TRUE(ParseMeasureRequest(ArgsAfterCommand(argv), &received, &error)) << error;
@@ -72,8 +76,9 @@ TEST(ChildProtocol, TheRunsFlagsBecomeTheRequest) {
   options.model_cuda = true;
   options.filter = "t*";  // the parent's alone: filter, jobs, timeout, reports, baselines
   options.jobs = 4;
-  EXPECT_EQ(MeasureRequestFor(options, "/s/tiny.json", "bad&name<\"x\">", "meta", "/tmp/scratch", "/tmp/scratch/0.json"),
-            EveryFieldSet());
+  EXPECT_EQ(
+      MeasureRequestFor(options, "/s/tiny.json", "bad&name<\"x\">", "meta", "/tmp/scratch", "/tmp/scratch/0.json"),
+      EveryFieldSet());
   options.snapshot_dir.clear();
   const MeasureRequest plain = MeasureRequestFor(options, "f", "v", "cpu", "/tmp/scratch", "o");
   EXPECT_EQ(plain.snapshot_dir, "");

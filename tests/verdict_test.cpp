@@ -4,13 +4,12 @@
 #include "verdict/verdict.h"
 
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <fstream>
 #include <regex>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 namespace oomguard {
 namespace {
