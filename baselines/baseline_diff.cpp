@@ -15,7 +15,7 @@ MetricDiff Diff(const std::string& metric, int64_t baseline, int64_t current, co
   d.delta = current - baseline;
   d.delta_percent = baseline == 0 ? 0 : 100.0 * static_cast<double>(d.delta) / static_cast<double>(baseline);
   const int64_t allowed = tolerance.Allowed(baseline);
-  d.verdict = d.delta > allowed ? BaselineVerdict::kRegressed
+  d.verdict = d.delta > allowed    ? BaselineVerdict::kRegressed
               : -d.delta > allowed ? BaselineVerdict::kImproved
                                    : BaselineVerdict::kUnchanged;
   return d;
@@ -62,25 +62,16 @@ BaselineComparison CompareWithBaseline(const BaselineFile& file, const std::stri
   return c;
 }
 
-void ApplyBaselines(const BaselineFile& file, const std::string& path, bool strict, ScenarioResult* result) {
-  for (VariantResult& v : result->variants) {
-    if (!v.measurement) continue;
-    v.baseline = CompareWithBaseline(file, path, *v.measurement);
-    bool failed = false;
-    for (const MetricDiff& d : v.baseline.metrics) {
-      if (d.verdict != BaselineVerdict::kRegressed) continue;
-      v.reasons.push_back("regression: " + Describe(d));
-      failed = true;
-    }
-    if (strict && v.baseline.verdict == BaselineVerdict::kNew) {
-      v.reasons.push_back("no baseline in " + path + " (--strict); record one with --update-baselines");
-      failed = true;
-    }
-    if (failed && !IsFailure(v.code)) {
-      v.code = ResultCode::kFail;
-      result->code = Worse(result->code, ResultCode::kFail);
-    }
+std::vector<std::string> BaselineFailures(const BaselineComparison& comparison, bool strict) {
+  std::vector<std::string> failures;
+  for (const MetricDiff& d : comparison.metrics) {
+    if (d.verdict == BaselineVerdict::kRegressed) failures.push_back("regression: " + Describe(d));
   }
+  if (strict && comparison.verdict == BaselineVerdict::kNew) {
+    failures.push_back("no baseline in " + comparison.baseline_file +
+                       " (--strict); record one with --update-baselines");
+  }
+  return failures;
 }
 
 }  // namespace oomguard

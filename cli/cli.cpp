@@ -10,10 +10,12 @@
 #include "cli/compare_command.h"
 #include "reports/report_registry.h"
 #include "cli/fit_command.h"
+#include "run/child_protocol.h"
+#include "run/measure_child.h"
+#include "run/run_options.h"
 #include "backends/version_info.h"
 #include "base/did_you_mean.h"
 #include "model/backend.h"
-#include "run/run_options.h"
 
 namespace oomguard {
 namespace {
@@ -28,7 +30,7 @@ std::vector<std::string> BackendChoices() {
 // "cpu, meta, cuda, or auto".
 std::string BackendChoicesText() { return JoinNames(BackendNames(), ", ") + ", or auto"; }
 
-// The flags `run`, `explain` and the internal `__measure` share.
+// The flags `run` and `explain` share (a child gets its own from run/child_protocol.h).
 void AddRunFlags(CLI::App* app, RunOptions* o) {
   app->add_option("--backend", o->backend, BackendChoicesText() + " (default): cuda when a GPU is visible, else cpu")
       ->check(CLI::IsMember(BackendChoices()));
@@ -61,6 +63,17 @@ std::string SelfExecutable(const std::vector<std::string>& args) {
 }  // namespace
 
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  // Internal: one variant in a child process, asked in the runner's protocol (run/child_protocol.h),
+  // which alone reads and writes its flags.
+  if (args.size() >= 2 && args[1] == kMeasureCommand) {
+    MeasureRequest request;
+    std::string error;
+    if (!ParseMeasureRequest({args.begin() + 2, args.end()}, &request, &error)) {
+      err << "oomguard " << kMeasureCommand << ": " << error << "\n";
+      return kExitUsage;
+    }
+    return MeasureInChild(request, err);
+  }
   CLI::App app{"oomguard: catch GPU-memory regressions and reproduce out-of-memory failures of "
                "LibTorch training code"};
   app.name("oomguard");
@@ -132,14 +145,6 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
       ->check(CLI::Range(0.0, 100.0));
   compare->add_option("--md", compare_options.markdown_path, "Also write the table as Markdown to this file");
 
-  std::string scenario_file, variant, out_path;
-  CLI::App* measure = app.add_subcommand("__measure", "");  // internal: one variant, in a child process
-  measure->group("");
-  measure->add_option("--scenario", scenario_file)->required();
-  measure->add_option("--variant", variant)->required();
-  measure->add_option("--out", out_path)->required();
-  AddRunFlags(measure, &options);
-
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   if (!reversed.empty()) reversed.pop_back();  // the program name
   try {
@@ -163,7 +168,6 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   }
   if (fit->parsed()) return FitCommand(fit_options, out, err);
   if (compare->parsed()) return CompareCommand(compare_options, out, err);
-  if (measure->parsed()) return MeasureCommand(options, scenario_file, variant, out_path, err);
   out << app.help();
   return kExitOk;
 }

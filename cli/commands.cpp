@@ -136,9 +136,4 @@ int ExplainCommand(const RunOptions& options, const std::string& name, const std
   return kExitOk;
 }
 
-int MeasureCommand(const RunOptions& options, const std::string& scenario_file, const std::string& variant,
-                   const std::string& out_path, std::ostream& err) {
-  return MeasureInChild(options, scenario_file, variant, out_path, err);
-}
-
 }  // namespace oomguard

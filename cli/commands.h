@@ -13,7 +13,5 @@ int RunCommand(const RunOptions& options, const std::string& self_exe, std::ostr
 int ListCommand(const RunOptions& options, std::ostream& out, std::ostream& err);
 int ExplainCommand(const RunOptions& options, const std::string& name, const std::string& self_exe, std::ostream& out,
                    std::ostream& err);
-int MeasureCommand(const RunOptions& options, const std::string& scenario_file, const std::string& variant,
-                   const std::string& out_path, std::ostream& err);
 
 }  // namespace oomguard

@@ -91,9 +91,13 @@ struct ScenarioResult {
 
 struct RunResults {
   std::vector<ScenarioResult> scenarios;  // in catalog order
-  bool compared_with_baselines = false;   // --baselines / the catalog's stored baselines were read
-  bool strict = false;                    // --strict: a variant without a baseline fails
-  std::string oomguard_version;           // filled by the runner; fixed in report tests
+  // SKIPPED: what --filter did not select, in catalog order, each with its reason in `error` and no
+  // variants. Kept apart so that a writer listing what ran shows only that: the console counts these
+  // in its summary, JUnit writes them as <skipped/>, the results JSON and the others leave them out.
+  std::vector<ScenarioResult> skipped;
+  bool compared_with_baselines = false;  // --baselines / the catalog's stored baselines were read
+  bool strict = false;                   // --strict: a variant without a baseline fails
+  std::string oomguard_version;          // filled by the runner; fixed in report tests
   std::string libtorch_version;
   std::string backend;
   int jobs = 1;

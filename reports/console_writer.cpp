@@ -233,9 +233,10 @@ void WriteRunSummary(const RunResults& report, std::ostream& out, const ConsoleS
     ++counts[std::string(ResultName(s.code))];
     failures += IsFailure(s.code);
   }
+  for (const ScenarioResult& s : report.skipped) ++counts[std::string(ResultName(s.code))];  // not in the table
   out << "\n"
-      << report.scenarios.size() << " scenarios on " << report.backend << " in " << FormatSeconds(report.duration_ms)
-      << ":";
+      << report.scenarios.size() + report.skipped.size() << " scenarios on " << report.backend << " in "
+      << FormatSeconds(report.duration_ms) << ":";
   for (const auto& [code, n] : counts) out << " " << n << " " << code;
   out << (failures ? "  (" + std::to_string(failures) + " failing)" : "") << "\n";
   int improved = 0, fresh = 0;

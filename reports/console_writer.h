@@ -24,7 +24,7 @@ ConsoleStyle StyleFor(int fd);
 // Streaming: one block per scenario as it completes.
 void WriteScenarioBlock(const ScenarioResult& scenario, std::ostream& out, const ConsoleStyle& style = {});
 // Cumulative: the table (scenario, variant, backend, card, outcome, peak, baseline, delta, delta %, phase of
-// the peak) and the totals.
+// the peak) and the totals; the SKIPPED scenarios (report.skipped) are counted there, not listed.
 void WriteRunSummary(const RunResults& report, std::ostream& out, const ConsoleStyle& style = {});
 
 }  // namespace oomguard

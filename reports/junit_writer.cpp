@@ -208,16 +208,20 @@ void WriteCase(const ScenarioResult& s, const Case& c, std::string* out) {
 }  // namespace
 
 std::string RenderJUnit(const RunResults& report) {
+  // What ran, then what --filter did not select (one "(scenario)" case each, <skipped/>).
+  std::vector<const ScenarioResult*> scenarios;
+  for (const ScenarioResult& s : report.scenarios) scenarios.push_back(&s);
+  for (const ScenarioResult& s : report.skipped) scenarios.push_back(&s);
   std::vector<std::vector<Case>> suites;
   Counts total;
-  for (const ScenarioResult& s : report.scenarios) {
-    suites.push_back(ScenarioCases(s));
+  for (const ScenarioResult* s : scenarios) {
+    suites.push_back(ScenarioCases(*s));
     total.Add(Count(suites.back()));
   }
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += "<testsuites name=\"oomguard\"" + total.Attributes(/*with_skipped=*/false) + " time=\"" + Seconds(report.duration_ms) + "\">\n";
-  for (size_t i = 0; i < report.scenarios.size(); ++i) {
-    const ScenarioResult& s = report.scenarios[i];
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    const ScenarioResult& s = *scenarios[i];
     out += "  <testsuite name=\"" + XmlEscape(s.name, true) + "\"" + Count(suites[i]).Attributes() + " time=\"" +
            Seconds(s.duration_ms) + "\"";
     if (!s.file.empty()) out += " file=\"" + XmlEscape(s.file, true) + "\"";

@@ -11,6 +11,8 @@
 //   (or "cap <bytes>" without a card), so a test keeps its identity across runs for CI history;
 // - a scenario without variants (a file that did not load, an unsupported backend), or with an error of
 //   its own, has a testcase named "(scenario)" carrying its result and error;
+// - the scenarios --filter did not select (RunResults::skipped) follow, each a suite with one
+//   "(scenario)" case: <skipped message="not selected by --filter 'GLOB'" type="SKIPPED">;
 // - a scenario with relation checks has a testcase "(checks)" that fails when any check failed, listing
 //   each failed check's explanation (all checks, with ok/skip/FAILED, go to its <system-out>).
 // Result codes map as: PASS -> passed; FAIL, XPASS -> <failure type="FAIL|XPASS"> (message: the first

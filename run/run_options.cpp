@@ -1,12 +1,11 @@
 #include "run/run_options.h"
 
-#include "base/byte_size.h"
 #include "allocators/cards.h"
+#include "base/byte_size.h"
 
 namespace oomguard {
 
-bool ResolveLimits(const RunOptions& options, const std::string& default_card, Limits* limits,
-                   std::string* error) {
+bool ResolveLimits(const RunOptions& options, const std::string& default_card, Limits* limits, std::string* error) {
   if (!options.cap.empty()) {
     int64_t cap = 0;
     if (!ParseByteSize(options.cap, &cap, error)) {
@@ -54,10 +53,19 @@ bool ResolveLimits(const RunOptions& options, const std::string& default_card, L
       }
       policies.push_back(std::move(policy));
     }
-    limits->faults = std::make_shared<FaultInjector>(
-        policies.size() == 1 ? std::move(policies.front()) : AnyOf(std::move(policies)));
+    limits->faults = std::make_shared<FaultInjector>(policies.size() == 1 ? std::move(policies.front())
+                                                                          : AnyOf(std::move(policies)));
   }
   return true;
+}
+
+bool ScenarioLimits(const RunOptions& options, const Scenario& scenario, Limits* limits, std::string* error) {
+  RunOptions effective = options;
+  if (options.card.empty() && options.cap.empty()) {
+    effective.card = scenario.card;
+    effective.cap = scenario.cap;
+  }
+  return ResolveLimits(effective, kDefaultCard, limits, error);
 }
 
 }  // namespace oomguard

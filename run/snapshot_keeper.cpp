@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "workload/snapshot_recorder.h"
 #include "base/atomic_file.h"
 #include "base/files.h"
+#include "workload/snapshot_recorder.h"
 
 namespace oomguard {
 namespace {

@@ -1,4 +1,5 @@
 // Baselines: the store's file format, the comparison's verdicts, and atomic writes under SIGKILL.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,16 +9,16 @@
 #include <sstream>
 #include <thread>
 
-#include <gtest/gtest.h>
-
+#include "base/atomic_file.h"
 #include "baselines/baseline_diff.h"
 #include "baselines/baseline_store.h"
-#include "base/atomic_file.h"
 
 namespace oomguard {
 namespace {
 
-std::string TempPath(const std::string& name) { return "/tmp/oomguard-baseline-test-" + std::to_string(getpid()) + name; }
+std::string TempPath(const std::string& name) {
+  return "/tmp/oomguard-baseline-test-" + std::to_string(getpid()) + name;
+}
 
 std::string Read(const std::string& path) {
   std::ifstream in(path);
@@ -76,8 +77,9 @@ TEST(BaselineStore, AMissingFileIsNoBaselineAndACorruptOneIsAnError) {
   EXPECT_EQ(error.rfind(path + ":3:", 0), 0u) << error;
   std::ofstream(path) << R"({"scenario": "s", "entries": [{"variant": "v", "backend": "cpu", "cap_bytes": "big"}]})";
   EXPECT_FALSE(LoadBaselineFile(path, &file, &error));
-  EXPECT_EQ(error, path + ": at entries[0].cap_bytes: type must be number, but is string (a baseline file as "
-                          "--update-baselines writes it is expected)");
+  EXPECT_EQ(error, path +
+                       ": at entries[0].cap_bytes: type must be number, but is string (a baseline file as "
+                       "--update-baselines writes it is expected)");
   unlink(path.c_str());
 }
 
@@ -98,37 +100,26 @@ TEST(BaselineDiff, VerdictsFollowTheTolerance) {
   EXPECT_EQ(CompareWithBaseline(file, "f", Measured("v", 1011)).verdict, BaselineVerdict::kRegressed);
 }
 
-TEST(BaselineDiff, ARegressionFailsTheVariantWithTheNumbers) {
+// The comparison is data; what of it fails a variant is data too (the verdict decides the code).
+TEST(BaselineDiff, ARegressionIsAFailureWithTheNumbers) {
   BaselineFile file;
   file.Put(EntryFromMeasurement(Measured("v", 10 * 1048576)));
-  ScenarioResult result;
-  result.code = ResultCode::kPass;
-  VariantResult v;
-  v.name = "v";
-  v.code = ResultCode::kPass;
-  v.measurement = Measured("v", 11 * 1048576);
-  result.variants = {v};
-  ApplyBaselines(file, "b.json", /*strict=*/false, &result);
-  EXPECT_EQ(result.code, ResultCode::kFail);
-  EXPECT_EQ(result.variants[0].code, ResultCode::kFail);
-  EXPECT_EQ(result.variants[0].reasons[0], "regression: peak_bytes 11.00 MiB vs baseline 10.00 MiB (+1024.00 KiB, +10.0%)");
+  const BaselineComparison c = CompareWithBaseline(file, "b.json", Measured("v", 11 * 1048576));
+  EXPECT_EQ(c.verdict, BaselineVerdict::kRegressed);
+  EXPECT_EQ(BaselineFailures(c, /*strict=*/false),
+            (std::vector<std::string>{
+                "regression: peak_bytes 11.00 MiB vs baseline 10.00 MiB (+1024.00 KiB, +10.0%)",
+                "regression: phase_peak.backward 11.00 MiB vs baseline 10.00 MiB (+1024.00 KiB, +10.0%)",
+                "regression: phase_peak.forward 9.90 MiB vs baseline 9.00 MiB (+921.60 KiB, +10.0%)"}));
+  EXPECT_TRUE(BaselineFailures(CompareWithBaseline(file, "b.json", Measured("v", 10 * 1048576)), true).empty());
 }
 
 TEST(BaselineDiff, StrictFailsAVariantWithoutABaseline) {
-  ScenarioResult result;
-  result.code = ResultCode::kPass;
-  VariantResult v;
-  v.name = "v";
-  v.code = ResultCode::kPass;
-  v.measurement = Measured("v", 100);
-  result.variants = {v};
-  ScenarioResult lenient = result;
-  ApplyBaselines(BaselineFile{}, "b.json", /*strict=*/false, &lenient);
-  EXPECT_EQ(lenient.code, ResultCode::kPass);
-  EXPECT_EQ(lenient.variants[0].baseline.verdict, BaselineVerdict::kNew);
-  ApplyBaselines(BaselineFile{}, "b.json", /*strict=*/true, &result);
-  EXPECT_EQ(result.code, ResultCode::kFail);
-  EXPECT_EQ(result.variants[0].reasons[0], "no baseline in b.json (--strict); record one with --update-baselines");
+  const BaselineComparison c = CompareWithBaseline(BaselineFile{}, "b.json", Measured("v", 100));
+  EXPECT_EQ(c.verdict, BaselineVerdict::kNew);
+  EXPECT_TRUE(BaselineFailures(c, /*strict=*/false).empty());
+  EXPECT_EQ(BaselineFailures(c, /*strict=*/true),
+            std::vector<std::string>{"no baseline in b.json (--strict); record one with --update-baselines"});
 }
 
 // A writer killed at any moment leaves the old content or the new one, never a mix.

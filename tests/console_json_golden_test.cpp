@@ -37,6 +37,37 @@ TEST(ConsoleReport, TheRegressionIsReportedWithItsDelta) {
   EXPECT_NE(text.find("a<b>&c       cpu      NVIDIA T4 16GB  FAIL"), std::string::npos) << text;
 }
 
+// What --filter did not select is counted in the totals, never listed: no block, no table row.
+TEST(ConsoleReport, SkippedScenariosAreCountedNotListed) {
+  RunResults report = testing::SampleReport();
+  std::ostringstream plain;
+  WriteRunSummary(report, plain, {});
+  ScenarioResult skipped;
+  skipped.name = "not-me";
+  skipped.backend = "cpu";
+  skipped.code = ResultCode::kSkipped;
+  skipped.error = "not selected by --filter 'a*'";
+  report.skipped = {skipped, skipped};
+  std::ostringstream out;
+  WriteRunSummary(report, out, {});
+  std::string expected = plain.str();
+  const std::string totals = "4 scenarios on cpu in 4.2 s: 1 FAIL 1 PASS 1 UNRESOLVED 1 UNSUPPORTED  (2 failing)";
+  ASSERT_NE(expected.find(totals), std::string::npos) << expected;
+  expected.replace(expected.find(totals), totals.size(),
+                   "6 scenarios on cpu in 4.2 s: 1 FAIL 1 PASS 2 SKIPPED 1 UNRESOLVED 1 UNSUPPORTED  (2 failing)");
+  EXPECT_EQ(out.str(), expected);
+}
+
+// The results file holds what ran: the SKIPPED scenarios are left out.
+TEST(ResultsJson, LeavesSkippedScenariosOut) {
+  RunResults report = testing::SampleReport();
+  const nlohmann::json before = ResultsToJson(report);
+  report.skipped.resize(1);
+  report.skipped[0].name = "not-me";
+  report.skipped[0].code = ResultCode::kSkipped;
+  EXPECT_EQ(ResultsToJson(report), before);
+}
+
 TEST(ConsoleReport, ACudaRunShowsTheAllocatorsPeaksRetriesAndTransferTime) {
   RunResults report = testing::SampleReport();
   ScenarioResult s = report.scenarios.front();

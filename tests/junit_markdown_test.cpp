@@ -284,6 +284,33 @@ TEST(JUnit, EveryResultCodeMapsToItsElement) {
   EXPECT_EQ(JUnitProblems(xml), std::vector<std::string>{});
 }
 
+// What --filter did not select follows what ran: one suite each, its "(scenario)" case <skipped/>.
+TEST(JUnit, SkippedScenariosAreSkippedSuitesAfterTheRest) {
+  RunResults report = testing::SampleReport();
+  report.scenarios.resize(1);
+  ScenarioResult skipped;
+  skipped.name = "not-me";
+  skipped.file = "/s/not-me.json";
+  skipped.backend = "cpu";
+  skipped.code = ResultCode::kSkipped;
+  skipped.error = "not selected by --filter 'a*'";
+  report.skipped = {skipped};
+  const std::string xml = RenderJUnit(report);
+  const std::string suite =
+      "  <testsuite name=\"not-me\" tests=\"1\" failures=\"0\" errors=\"0\" skipped=\"1\" time=\"0.000\" "
+      "file=\"/s/not-me.json\">\n"
+      "    <testcase classname=\"oomguard.not-me\" name=\"(scenario)\" time=\"0.000\">\n"
+      "      <skipped message=\"not selected by --filter &apos;a*&apos;\" type=\"SKIPPED\">not selected by --filter "
+      "&apos;a*&apos;</skipped>\n"
+      "      <system-out>file: /s/not-me.json</system-out>\n"
+      "    </testcase>\n"
+      "  </testsuite>\n"
+      "</testsuites>\n";
+  ASSERT_GE(xml.size(), suite.size());
+  EXPECT_EQ(xml.substr(xml.size() - suite.size()), suite) << xml;
+  EXPECT_EQ(JUnitProblems(xml), std::vector<std::string>{});
+}
+
 TEST(JUnit, CharactersXmlCannotCarryAreReplaced) {
   const std::string xml = RenderJUnit(HostileReport());
   EXPECT_NE(xml.find("<testsuite name=\"ctl\xEF\xBF\xBD\xEF\xBF\xBD name\xEF\xBF\xBD\""), std::string::npos) << xml;

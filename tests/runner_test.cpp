@@ -189,6 +189,32 @@ TEST_F(RunnerTest, AHangingChildTimesOut) {
   EXPECT_EQ(report.scenarios[0].variants[0].reasons[0], "timed out after 1 s");
 }
 
+TEST_F(RunnerTest, WhatTheFilterDoesNotSelectIsSkippedApartAndNeverReported) {
+  std::string other = kTinyScenario;
+  other.replace(other.find("\"tiny\""), 6, "\"other\"");
+  Write("a.json", kTinyScenario);
+  Write("b.json", other);
+  RunOptions options;
+  options.paths = {dir_};
+  options.filter = "t*";
+  RunResults report;
+  std::string error;
+  std::vector<std::string> done;
+  ASSERT_TRUE(RunScenarios(
+      options, OOMGUARD_EXE, [&](const ScenarioResult& s) { done.push_back(s.name); }, &report, &error))
+      << error;
+  EXPECT_EQ(done, std::vector<std::string>{"tiny"});
+  ASSERT_EQ(report.scenarios.size(), 1u);
+  EXPECT_EQ(report.scenarios[0].code, ResultCode::kPass);
+  ASSERT_EQ(report.skipped.size(), 1u);
+  EXPECT_EQ(report.skipped[0].name, "other");
+  EXPECT_EQ(report.skipped[0].code, ResultCode::kSkipped);
+  EXPECT_EQ(report.skipped[0].error, "not selected by --filter 't*'");
+  EXPECT_TRUE(report.skipped[0].variants.empty());
+  options.filter = "*";
+  EXPECT_TRUE(Run(options).skipped.empty());
+}
+
 TEST_F(RunnerTest, UnknownBackendsOfAScenarioAreUnsupported) {
   RunOptions options;
   options.paths = {Write("tiny.json", kTinyScenario)};

@@ -1,6 +1,7 @@
 #include "verdict/verdict.h"
 
 #include "base/byte_size.h"
+#include "base/check.h"
 #include "model/backend.h"
 #include "scenario/check_expression.h"
 #include "verdict/metrics.h"
@@ -31,58 +32,84 @@ CheckResult Evaluate(const std::string& text, bool relation_mode, const std::str
   return result;
 }
 
-}  // namespace
-
-VariantResult JudgeVariant(const std::string& name, const VariantExpectation& expectation,
-                           const VariantMeasurement& m) {
-  VariantResult r;
-  r.name = name;
-  r.expected_outcome = expectation.outcome;
-  r.expected_leak = expectation.leak;
-  r.xfail_reason = expectation.xfail.value_or("");
+// Why a measured variant misses its expectation: its outcome, a leak, its checks, one line each.
+void JudgeMeasurement(const VariantExpectation& expectation, const VariantMeasurement& m, VariantResult* r) {
   if (m.outcome != expectation.outcome) {
-    r.reasons.push_back("expected outcome " + expectation.outcome + ", got " + m.outcome +
-                        (m.error.empty() ? "" : ": " + m.error));
+    r->reasons.push_back("expected outcome " + expectation.outcome + ", got " + m.outcome +
+                         (m.error.empty() ? "" : ": " + m.error));
   }
   if (m.outcome == "pass") {
     const std::optional<double> growth = LiveGrowthPerIteration(m);
     const int64_t grown = growth ? static_cast<int64_t>(*growth) : 0;
     if (!expectation.leak && growth && *growth > 0) {
-      r.reasons.push_back("leak: live bytes grew by " + FormatBytes(grown) + " (" + std::to_string(grown) +
-                          " bytes) per iteration");
+      r->reasons.push_back("leak: live bytes grew by " + FormatBytes(grown) + " (" + std::to_string(grown) +
+                           " bytes) per iteration");
     } else if (expectation.leak && !growth) {
-      r.reasons.push_back("a leak is expected, but it takes at least 2 iterations to see one");
+      r->reasons.push_back("a leak is expected, but it takes at least 2 iterations to see one");
     } else if (expectation.leak && *growth <= 0) {
-      r.reasons.push_back("a leak is expected, but live bytes did not grow from iteration to iteration");
+      r->reasons.push_back("a leak is expected, but live bytes did not grow from iteration to iteration");
     }
   }
   const MetricLookup lookup = [&m](const std::string&, const std::string& metric) { return LookupMetric(m, metric); };
   for (const std::string& text : expectation.checks) {
-    CheckResult check = Evaluate(text, /*relation_mode=*/false, name, lookup, m.backend);
-    if (!check.holds && !check.skipped) r.reasons.push_back("check failed: " + check.explanation);
-    r.checks.push_back(std::move(check));
+    CheckResult check = Evaluate(text, /*relation_mode=*/false, r->name, lookup, m.backend);
+    if (!check.holds && !check.skipped) r->reasons.push_back("check failed: " + check.explanation);
+    r->checks.push_back(std::move(check));
   }
-  r.code = ApplyXFail(r.reasons.empty() ? ResultCode::kPass : ResultCode::kFail, expectation.xfail.has_value());
-  if (r.code == ResultCode::kXPass) r.reasons.push_back("marked xfail (" + r.xfail_reason + ") but passed");
-  r.measurement = m;
+}
+
+}  // namespace
+
+VariantResult JudgeVariant(const VariantEvidence& e) {
+  VariantResult r;
+  r.name = e.name;
+  r.expected_outcome = e.expectation.outcome;
+  ResultCode code = ResultCode::kUnresolved;
+  if (!e.measurement) {  // the child did not report: nothing to weigh but how it ended
+    r.reasons.push_back(e.exit);
+    r.diagnostics = e.diagnostics;
+    code = e.timed_out ? ResultCode::kTimeout : ResultCode::kUnresolved;
+  } else {
+    r.expected_leak = e.expectation.leak;
+    r.xfail_reason = e.expectation.xfail.value_or("");
+    JudgeMeasurement(e.expectation, *e.measurement, &r);
+    r.reasons.insert(r.reasons.end(), e.baseline_failures.begin(), e.baseline_failures.end());
+    r.measurement = e.measurement;
+    r.baseline = e.baseline;
+    code = r.reasons.empty() ? ResultCode::kPass : ResultCode::kFail;
+  }
+  // Note [XFail applies last]: every reason to fail is in; the mark remaps the final code (it leaves
+  // TIMEOUT and UNRESOLVED as they are).
+  code = ApplyXFail(code, e.expectation.xfail.has_value());
+  if (code == ResultCode::kXPass) r.reasons.push_back("marked xfail (" + r.xfail_reason + ") but passed");
+  r.code = code;
   return r;
 }
 
-void JudgeScenario(const Scenario& scenario, ScenarioResult* result) {
-  const MetricLookup lookup = [result](const std::string& variant, const std::string& metric) {
-    for (const VariantResult& v : result->variants) {
+ScenarioResult JudgeScenario(const Scenario& scenario, ScenarioResult header, const ScenarioEvidence& evidence) {
+  OOMGUARD_CHECK(header.variants.empty() && header.checks.empty() && header.error.empty())
+      << "scenario '" << header.name << "' was judged already (or did not run): a result's code is decided once";
+  ScenarioResult result = std::move(header);
+  for (const VariantEvidence& e : evidence.variants) result.variants.push_back(JudgeVariant(e));
+  const MetricLookup lookup = [&result](const std::string& variant, const std::string& metric) {
+    for (const VariantResult& v : result.variants) {
       if (v.name == variant && v.measurement) return LookupMetric(*v.measurement, metric);
     }
     return std::optional<MetricValue>();
   };
   ResultCode code = ResultCode::kPass;
-  for (const VariantResult& v : result->variants) code = Worse(code, v.code);
+  for (const VariantResult& v : result.variants) code = Worse(code, v.code);
   for (const std::string& text : scenario.checks) {
-    CheckResult check = Evaluate(text, /*relation_mode=*/true, "", lookup, result->backend);
+    CheckResult check = Evaluate(text, /*relation_mode=*/true, "", lookup, result.backend);
     if (!check.holds && !check.skipped) code = Worse(code, ResultCode::kFail);
-    result->checks.push_back(std::move(check));
+    result.checks.push_back(std::move(check));
   }
-  result->code = code;
+  if (!evidence.baseline_error.empty()) {
+    result.error = evidence.baseline_error;
+    code = Worse(code, ResultCode::kUnresolved);
+  }
+  result.code = code;
+  return result;
 }
 
 }  // namespace oomguard

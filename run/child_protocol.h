@@ -1,0 +1,69 @@
+// The one protocol between the runner and a measuring child: what to measure, as a MeasureRequest,
+// spelled as the child's command line and read back here, both from one list of fields.
+//
+//   // the parent (run/runner.cpp)
+//   const MeasureRequest request = MeasureRequestFor(options, file, "base", "cpu", scratch, scratch + "/0.json");
+//   spec.argv = ChildArgv(self_exe, request);  // SELF __measure --scenario FILE --variant base ...
+//   // the child (cli's `__measure`, run/measure_child.h)
+//   MeasureRequest request;
+//   if (!ParseMeasureRequest(args_after_measure, &request, &error)) return kExitUsage;
+//
+// Note [One list of fields]: child_protocol.cpp names every field of MeasureRequest once, with its
+// flag, through a structured binding of the whole struct: a field added to MeasureRequest but not to
+// that list does not compile, and the writer and the reader both walk the list, so a child cannot miss
+// a flag its parent set. A run flag a child needs is one field here plus one line in
+// MeasureRequestFor. The command line (rather than a request file) keeps a child reproducible by hand:
+// `ps` shows what it was asked.
+//
+// Spelling: a string is `--flag VALUE`, left out when empty; an integer `--flag N`, left out when 0;
+// a bool `--flag`, left out when false; a list `--flag VALUE` once per element.
+// Error policy: ParseMeasureRequest returns false with a one-line message for a command line it does
+// not understand (the child then exits kExitUsage, and the parent reports the variant UNRESOLVED with
+// the child's stderr). ChildArgv checks (OOMGUARD_CHECK) that the required fields are set.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "run/run_options.h"
+
+namespace oomguard {
+
+// The hidden subcommand a child runs: `oomguard __measure ...`.
+inline constexpr const char* kMeasureCommand = "__measure";
+
+struct MeasureRequest {
+  std::string scenario_file;        // --scenario (required)
+  std::string variant;              // --variant (required)
+  std::string backend;              // --backend (required): a BackendName, already resolved
+  std::string card;                 // --card: the run's --card (empty: the scenario's default)
+  std::string cap;                  // --cap: the run's --cap
+  std::string context;              // --context
+  std::vector<std::string> inject;  // --inject, once per spec
+  int64_t iterations = 0;           // --iterations (0: the variant's own)
+  std::string snapshot_dir;         // --snapshot-dir: record the allocation history into this folder
+  bool snapshot_all = false;        // --snapshot-all: write a snapshot whatever the outcome
+  bool model_cuda = false;          // --model-cuda
+  std::string out_path;             // --out (required): where the measurement JSON goes
+
+  bool operator==(const MeasureRequest&) const = default;
+};
+
+// The request for one variant of a run: the run's flags, the resolved backend, and the scratch
+// folder's files. With --snapshot-dir every child records into scratch_dir and writes a snapshot
+// whatever happens; the parent keeps the ones worth keeping once the scenario is judged
+// (run/snapshot_keeper.h).
+MeasureRequest MeasureRequestFor(const RunOptions& options, const std::string& scenario_file,
+                                 const std::string& variant, const std::string& backend, const std::string& scratch_dir,
+                                 const std::string& out_path);
+
+// {self_exe, "__measure", flags...}.
+std::vector<std::string> ChildArgv(const std::string& self_exe, const MeasureRequest& request);
+
+// Reads the arguments after `__measure`. Fails with "unknown argument 'X'", "--flag needs a value",
+// "--iterations: 'X' is not a whole number" or "missing --scenario" (the first required field missing).
+[[nodiscard]] bool ParseMeasureRequest(const std::vector<std::string>& args, MeasureRequest* request,
+                                       std::string* error);
+
+}  // namespace oomguard

@@ -1,0 +1,65 @@
+#include "run/measure_child.h"
+
+#include <ATen/Parallel.h>
+
+#include <fstream>
+
+#include "base/did_you_mean.h"
+#include "base/exit_codes.h"
+#include "model/backend.h"
+#include "model/measurement_json.h"
+#include "scenario/scenario_loader.h"
+#include "workload/snapshot_recorder.h"
+#include "workload/workload.h"
+
+namespace oomguard {
+
+int MeasureInChild(const MeasureRequest& request, std::ostream& err) {
+  // One intra-op thread: some kernels allocate per-thread buffers, and exact bytes must not depend on
+  // the machine's core count.
+  at::set_num_threads(1);
+  Scenario scenario;
+  std::string error;
+  if (!LoadScenarioFile(request.scenario_file, &scenario, &error)) {
+    err << error << "\n";
+    return kExitUsage;
+  }
+  const VariantSpec* spec = nullptr;
+  for (const VariantSpec& v : scenario.variants) {
+    if (v.name == request.variant) spec = &v;
+  }
+  if (spec == nullptr) {
+    err << "no variant '" << request.variant << "' in " << request.scenario_file << "\n";
+    return kExitUsage;
+  }
+  RunOptions flags;
+  flags.card = request.card;
+  flags.cap = request.cap;
+  flags.context = request.context;
+  flags.inject = request.inject;
+  Limits limits;
+  if (!ScenarioLimits(flags, scenario, &limits, &error)) {
+    err << error << "\n";
+    return kExitUsage;
+  }
+  MeasureOptions measure;
+  if (!ParseBackend(request.backend, &measure.backend)) {
+    err << "--backend " << request.backend << ": not a backend (" << JoinNames(BackendNames(), ", ") << ")\n";
+    return kExitUsage;
+  }
+  measure.limits = limits;
+  measure.iterations = request.iterations;
+  measure.model_cuda = request.model_cuda;
+  if (!request.snapshot_dir.empty()) {
+    measure.snapshot.path = SnapshotPath(request.snapshot_dir, scenario.name, request.variant, request.backend);
+    measure.snapshot.always = request.snapshot_all;
+    measure.snapshot.source = {request.scenario_file, scenario.name, request.variant, request.backend,
+                               limits.cap_bytes};
+  }
+  const VariantMeasurement m = MeasureVariant(*spec, measure);
+  std::ofstream out(request.out_path);
+  out << MeasurementToJson(m).dump();
+  return out.good() ? kExitOk : kExitUsage;
+}
+
+}  // namespace oomguard

@@ -1,0 +1,87 @@
+#include "run/plan.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "base/files.h"
+#include "scenario/catalog.h"
+#include "scenario/scenario_loader.h"
+
+namespace oomguard {
+namespace {
+
+// A results file written by `oomguard run --json` into a folder that is also scanned for scenarios.
+bool IsResultsFile(const std::string& path) {
+  std::string content, ignored;
+  if (!ReadFile(path, &content, &ignored)) return false;
+  const nlohmann::json j = nlohmann::json::parse(content, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("schema_version") && j.contains("scenarios");
+}
+
+std::string Joined(const std::vector<std::string>& items) {
+  std::string s;
+  for (const std::string& item : items) s += (s.empty() ? "" : ", ") + item;
+  return s;
+}
+
+// The planned result of a scenario that does not run: its code is final here.
+void NotRun(ResultCode code, const std::string& reason, PlannedScenario* p) {
+  p->runs = false;
+  p->result.code = code;
+  p->result.error = reason;
+}
+
+}  // namespace
+
+bool PlanRun(const RunOptions& options, const std::string& backend, const BackendCheck& available,
+             std::vector<PlannedScenario>* plan, std::string* error) {
+  std::vector<std::string> files;
+  if (!FindScenarioFiles(PathsOrCatalog(options.paths), &files, error)) return false;
+  Limits probe;
+  if (!ResolveLimits(options, kDefaultCard, &probe, error)) return false;  // bad flags fail before any work
+
+  std::map<std::string, std::string> file_of_name;
+  for (const std::string& file : files) {
+    const bool named = std::find(options.paths.begin(), options.paths.end(), file) != options.paths.end();
+    if (!named && IsResultsFile(file)) continue;
+    PlannedScenario p;
+    p.result.file = file;
+    p.result.backend = backend;
+    std::string load_error;
+    const bool loaded = LoadScenarioFile(file, &p.scenario, &load_error);
+    p.result.name = loaded ? p.scenario.name : Stem(file);
+    p.result.summary = loaded ? p.scenario.summary : "";
+    Limits limits;
+    std::string why;
+    if (fnmatch(options.filter.c_str(), p.result.name.c_str(), 0) != 0) {
+      NotRun(ResultCode::kSkipped, "not selected by --filter '" + options.filter + "'", &p);
+    } else if (!loaded) {
+      NotRun(ResultCode::kUnresolved, load_error, &p);
+    } else if (auto [it, fresh] = file_of_name.emplace(p.scenario.name, file); !fresh) {
+      NotRun(ResultCode::kUnresolved,
+             file + ": scenario name '" + p.scenario.name + "' is already used by " + it->second, &p);
+    } else {
+      if (!ScenarioLimits(options, p.scenario, &limits, &why)) {
+        NotRun(ResultCode::kUnresolved, why, &p);
+      } else if (const auto& listed = p.scenario.backends;
+                 std::find(listed.begin(), listed.end(), backend) == listed.end()) {
+        NotRun(ResultCode::kUnsupported,
+               "runs on " + Joined(listed) + ", not " + backend + " (run it with --backend " + listed.front() + ")",
+               &p);
+      } else if (!available(backend, &why)) {
+        NotRun(ResultCode::kUnsupported, why, &p);
+      } else {
+        p.runs = true;
+      }
+      p.result.card = limits.card;
+      p.result.cap_bytes = limits.cap_bytes;
+    }
+    plan->push_back(std::move(p));
+  }
+  return true;
+}
+
+}  // namespace oomguard

@@ -1,0 +1,55 @@
+// The plan of a run: which scenario files run, and for each of the others why not. Pure of
+// spawning: it finds and loads the files, and decides nothing that needs a measurement.
+//
+//   std::vector<oomguard::PlannedScenario> plan;
+//   std::string error;
+//   if (!oomguard::PlanRun(options, "cpu", available, &plan, &error)) { usage error }
+//   for (const PlannedScenario& p : plan) {
+//     if (p.runs) { ... measure p.scenario's variants, judge them into p.result ... }
+//   }
+//
+// Per file, in catalog order, the first rule that applies decides:
+//   1. a results file of `oomguard run --json` found in a scanned folder is not a scenario: left out
+//      (one named on the command line is loaded, and fails to);
+//   2. a name that --filter does not match (a file that does not load goes by its stem): SKIPPED,
+//      "not selected by --filter 'GLOB'";
+//   3. a file that does not load: UNRESOLVED, with the loader's error;
+//   4. a name an earlier file already used: UNRESOLVED, "FILE: scenario name 'N' is already used by F";
+//   5. limits that do not resolve (the scenario's card or cap with --context, say): UNRESOLVED;
+//   6. a backend the scenario does not list: UNSUPPORTED, "runs on cpu, not meta (run it with
+//      --backend cpu)"; one that is not available here: UNSUPPORTED with the backend's reason;
+//   7. otherwise it runs.
+// With the default --filter '*' nothing is SKIPPED.
+//
+// Error policy: PlanRun returns false only for usage errors: a path that does not exist, or a bad
+// --card/--cap/--context/--inject (checked once, before any file is read). Everything a scenario file
+// does wrong is a planned result.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/run_results.h"
+#include "model/scenario.h"
+#include "run/run_options.h"
+
+namespace oomguard {
+
+// Whether a backend can run here; fills *why when not (the runner asks BackendDriver::Available,
+// backends/backend.h).
+using BackendCheck = std::function<bool(const std::string& backend, std::string* why)>;
+
+struct PlannedScenario {
+  Scenario scenario;  // as loaded; default when it did not load
+  // name, file, summary and backend, and card and cap_bytes once its limits resolve. When it does not
+  // run, also its final code (UNRESOLVED, UNSUPPORTED or SKIPPED) and the reason in `error`; when it
+  // runs, the code is the verdict's to give (verdict/verdict.h JudgeScenario).
+  ScenarioResult result;
+  bool runs = false;
+};
+
+[[nodiscard]] bool PlanRun(const RunOptions& options, const std::string& backend, const BackendCheck& available,
+                           std::vector<PlannedScenario>* plan, std::string* error);
+
+}  // namespace oomguard

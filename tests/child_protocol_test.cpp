@@ -1,0 +1,111 @@
+// The runner-to-child protocol: a MeasureRequest written as a command line and read back whole, so
+// a field the parent sets cannot be lost on the way (run/child_protocol.h, Note [One list of fields]).
+#include "run/child_protocol.h"
+
+#include <gtest/gtest.h>
+
+namespace oomguard {
+namespace {
+
+// Every field set to something other than its default.
+MeasureRequest EveryFieldSet() {
+  MeasureRequest r;
+  r.scenario_file = "/s/tiny.json";
+  r.variant = "bad&name<\"x\">";
+  r.backend = "meta";
+  r.card = "a100-80gb";
+  r.cap = "12GiB";
+  r.context = "500MiB";
+  r.inject = {"nth=5", "p=0.01,seed=7"};
+  r.iterations = 3;
+  r.snapshot_dir = "/tmp/scratch";
+  r.snapshot_all = true;
+  r.model_cuda = true;
+  r.out_path = "/tmp/scratch/0.json";
+  return r;
+}
+
+std::vector<std::string> ArgsAfterCommand(const std::vector<std::string>& argv) {
+  return {argv.begin() + 2, argv.end()};
+}
+
+TEST(ChildProtocol, EveryFieldSurvivesTheRoundTrip) {
+  const MeasureRequest sent = EveryFieldSet();
+  const std::vector<std::string> argv = ChildArgv("/bin/oomguard", sent);
+  EXPECT_EQ(argv, (std::vector<std::string>{
+                      "/bin/oomguard",   "__measure", "--scenario",     "/s/tiny.json", "--variant",
+                      "bad&name<\"x\">", "--backend", "meta",           "--out",        "/tmp/scratch/0.json",
+                      "--card",          "a100-80gb", "--cap",          "12GiB",        "--context",
+                      "500MiB",          "--inject",  "nth=5",          "--inject",     "p=0.01,seed=7",
+                      "--iterations",    "3",         "--snapshot-dir", "/tmp/scratch", "--snapshot-all",
+                      "--model-cuda"}));
+  MeasureRequest received;
+  std::string error;
+  ASSERT_TRUE(ParseMeasureRequest(ArgsAfterCommand(argv), &received, &error)) << error;
+  EXPECT_EQ(received, sent);
+  // Each field on its own, so that a field the comparison missed would still show here.
+  EXPECT_EQ(received.inject, sent.inject);
+  EXPECT_EQ(received.iterations, 3);
+  EXPECT_TRUE(received.snapshot_all);
+  EXPECT_TRUE(received.model_cuda);
+}
+
+TEST(ChildProtocol, DefaultsAreLeftOffTheCommandLine) {
+  MeasureRequest sent;
+  sent.scenario_file = "a.json";
+  sent.variant = "base";
+  sent.backend = "cpu";
+  sent.out_path = "o.json";
+  const std::vector<std::string> argv = ChildArgv("self", sent);
+  EXPECT_EQ(argv, (std::vector<std::string>{"self", "__measure", "--scenario", "a.json", "--variant", "base",
+                                            "--backend", "cpu", "--out", "o.json"}));
+  MeasureRequest received = EveryFieldSet();  // parsing starts from a fresh request
+  std::string error;
+  ASSERT_TRUE(ParseMeasureRequest(ArgsAfterCommand(argv), &received, &error)) << error;
+  EXPECT_EQ(received, sent);
+}
+
+TEST(ChildProtocol, TheRunsFlagsBecomeTheRequest) {
+  RunOptions options;
+  options.card = "a100-80gb";
+  options.cap = "12GiB";
+  options.context = "500MiB";
+  options.inject = {"nth=5", "p=0.01,seed=7"};
+  options.iterations = 3;
+  options.snapshot_dir = "/kept";  // the child records into the scratch folder instead
+  options.model_cuda = true;
+  options.filter = "t*";  // the parent's alone: filter, jobs, timeout, reports, baselines
+  options.jobs = 4;
+  EXPECT_EQ(
+      MeasureRequestFor(options, "/s/tiny.json", "bad&name<\"x\">", "meta", "/tmp/scratch", "/tmp/scratch/0.json"),
+      EveryFieldSet());
+  options.snapshot_dir.clear();
+  const MeasureRequest plain = MeasureRequestFor(options, "f", "v", "cpu", "/tmp/scratch", "o");
+  EXPECT_EQ(plain.snapshot_dir, "");
+  EXPECT_FALSE(plain.snapshot_all);
+}
+
+TEST(ChildProtocol, ACommandLineItDoesNotUnderstandIsRefused) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--scenario", "a", "--variant", "v", "--backend", "cpu", "--out", "o", "--jobs", "2"},
+       "unknown argument '--jobs'"},
+      {{"--scenario", "a", "--variant", "v", "--backend", "cpu", "--out"}, "--out needs a value"},
+      {{"--scenario", "a", "--iterations", "3x"}, "--iterations: '3x' is not a whole number"},
+      {{"--variant", "v", "--backend", "cpu", "--out", "o"}, "missing --scenario"},
+      {{"--scenario", "a", "--variant", "v", "--out", "o"}, "missing --backend"},
+  };
+  for (const auto& [args, message] : cases) {
+    MeasureRequest request;
+    std::string error;
+    EXPECT_FALSE(ParseMeasureRequest(args, &request, &error)) << message;
+    EXPECT_EQ(error, message);
+  }
+}
+
+TEST(ChildProtocolDeathTest, ARequestWithoutItsRequiredFieldsIsABug) {
+  EXPECT_DEATH((void)ChildArgv("self", MeasureRequest{}),
+               "a measure request needs a scenario file, a variant, a backend and an output path");
+}
+
+}  // namespace
+}  // namespace oomguard
