@@ -2,8 +2,13 @@
 // sessions that carry the driver's facts.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "backends/backend.h"
 #include "backends/version_info.h"
+#include "base/exit_codes.h"
+#include "run/measure_child.h"
+#include "tests/scratch_folder.h"
 
 namespace oomguard {
 namespace {
@@ -60,6 +65,24 @@ TEST(BackendRegistry, VersionInfoListsEveryBackendInEnumOrder) {
   }
   EXPECT_EQ(info.backends[0].status, "ready");
   EXPECT_EQ(info.backends[1].status, "ready");
+}
+
+// A child asked for a backend that is no backend (by hand: `oomguard __measure --backend xpu ...`)
+// refuses with a usage error before measuring anything.
+TEST(BackendRegistry, AMeasuringChildRefusesANameThatIsNoBackend) {
+  testing::ScratchFolder folder("backend-registry");
+  MeasureRequest request;
+  request.scenario_file = folder.Write("tiny.json", R"({
+    "name": "tiny", "summary": "s",
+    "model": {"layers": [{"kind": "relu"}]}, "data": {"batch": 1, "shape": [2], "on_host": false},
+    "variants": {"base": {}}
+  })");
+  request.variant = "base";
+  request.backend = "xpu";
+  request.out_path = folder.path() + "/0.json";
+  std::ostringstream err;
+  EXPECT_EQ(MeasureInChild(request, err), kExitUsage);
+  EXPECT_EQ(err.str(), "--backend xpu: not a backend (cpu, meta, cuda)\n");
 }
 
 }  // namespace
