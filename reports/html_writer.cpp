@@ -157,8 +157,8 @@ void WriteVariantTable(const ScenarioResult& s, bool baselines, std::string& h) 
          Esc(v.name) + "</td><td>" + Badge(v.code) + "</td><td>";
     if (v.measurement) {
       const VariantMeasurement& m = *v.measurement;
-      h += Esc(m.outcome);
-      if (v.expected_outcome != "pass") h += " (expected " + Esc(v.expected_outcome) + ")";
+      h += Esc(Name(m.outcome));
+      if (v.expected_outcome.kind != Outcome::kPass) h += " (expected " + Esc(Name(v.expected_outcome)) + ")";
       if (v.expected_leak) h += " (leak expected)";
       h += "</td><td class=\"num\">" + Esc(FormatBytes(m.ledger.peak_bytes)) + "</td><td>" + Esc(m.ledger.peak_phase) +
            "</td>";

@@ -39,10 +39,10 @@ VariantResult JudgeVariant(const std::string& name, const VariantExpectation& ex
   r.expected_leak = expectation.leak;
   r.xfail_reason = expectation.xfail.value_or("");
   if (m.outcome != expectation.outcome) {
-    r.reasons.push_back("expected outcome " + expectation.outcome + ", got " + m.outcome +
+    r.reasons.push_back("expected outcome " + Name(expectation.outcome) + ", got " + Name(m.outcome) +
                         (m.error.empty() ? "" : ": " + m.error));
   }
-  if (m.outcome == "pass") {
+  if (m.outcome.kind == Outcome::kPass) {
     const std::optional<double> growth = LiveGrowthPerIteration(m);
     const int64_t grown = growth ? static_cast<int64_t>(*growth) : 0;
     if (!expectation.leak && growth && *growth > 0) {
