@@ -28,10 +28,14 @@ inline const std::vector<DType> kModelDTypes = {DType::kFloat32, DType::kBFloat1
 
 constexpr int64_t BytesPerElement(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return 4;
-    case DType::kBFloat16: return 2;
-    case DType::kFloat16: return 2;
-    case DType::kInt64: return 8;
+    case DType::kFloat32:
+      return 4;
+    case DType::kBFloat16:
+      return 2;
+    case DType::kFloat16:
+      return 2;
+    case DType::kInt64:
+      return 8;
   }
   return 0;
 }

@@ -28,7 +28,9 @@ template <typename E>
 struct EnumNames;
 
 template <typename E>
-concept NamedEnum = std::is_enum_v<E> && requires { EnumNames<E>::kNames; };
+concept NamedEnum = std::is_enum_v<E> && requires {
+  EnumNames<E>::kNames;
+};
 
 template <NamedEnum E>
 constexpr std::string_view Name(E value) {

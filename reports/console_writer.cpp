@@ -19,13 +19,19 @@ std::string OriginName(const std::string& phase) {
   Phase known;
   if (!Parse(phase, &known)) return phase;
   switch (known) {
-    case Phase::kSetup: return "parameters (setup)";
-    case Phase::kTransfer: return "inputs (transfer)";
-    case Phase::kForward: return "activations (forward)";
-    case Phase::kBackward: return "gradients and backward buffers (backward)";
-    case Phase::kOptimizer: return "optimizer state (optimizer)";
+    case Phase::kSetup:
+      return "parameters (setup)";
+    case Phase::kTransfer:
+      return "inputs (transfer)";
+    case Phase::kForward:
+      return "activations (forward)";
+    case Phase::kBackward:
+      return "gradients and backward buffers (backward)";
+    case Phase::kOptimizer:
+      return "optimizer state (optimizer)";
     case Phase::kZeroGrad:
-    case Phase::kEval: break;
+    case Phase::kEval:
+      break;
   }
   return phase;
 }

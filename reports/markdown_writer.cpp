@@ -59,7 +59,9 @@ std::string ResultCell(ResultCode code, const VariantResult* v) {
   std::string out = IsFailure(code) ? "**" + name + "**" : name;
   if (v == nullptr) return out;
   std::vector<std::string> notes;
-  if (v->measurement && v->measurement->outcome.kind != Outcome::kPass) notes.push_back(Md(Name(v->measurement->outcome)));
+  if (v->measurement && v->measurement->outcome.kind != Outcome::kPass) {
+    notes.push_back(Md(Name(v->measurement->outcome)));
+  }
   if (v->baseline.verdict == BaselineVerdict::kRegressed) notes.push_back("regressed");
   if (v->baseline.verdict == BaselineVerdict::kImproved) notes.push_back("improved");
   if (v->baseline.verdict == BaselineVerdict::kNew) notes.push_back("no baseline");

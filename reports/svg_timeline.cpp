@@ -59,13 +59,20 @@ std::string Rect(double x, double y, double width, double height, std::string_vi
 // The fixed colour of a phase the workload sets.
 std::string_view PhaseColour(Phase phase) {
   switch (phase) {
-    case Phase::kSetup: return "#eeeeee";
-    case Phase::kZeroGrad: return "#f6e2f2";
-    case Phase::kTransfer: return "#fff1c1";
-    case Phase::kForward: return "#dceafa";
-    case Phase::kBackward: return "#fde5d2";
-    case Phase::kOptimizer: return "#dff2da";
-    case Phase::kEval: return "#e8e0f7";
+    case Phase::kSetup:
+      return "#eeeeee";
+    case Phase::kZeroGrad:
+      return "#f6e2f2";
+    case Phase::kTransfer:
+      return "#fff1c1";
+    case Phase::kForward:
+      return "#dceafa";
+    case Phase::kBackward:
+      return "#fde5d2";
+    case Phase::kOptimizer:
+      return "#dff2da";
+    case Phase::kEval:
+      return "#e8e0f7";
   }
   return "#eeeeee";
 }

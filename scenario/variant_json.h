@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "scenario/json_diagnostics.h"
 #include "model/dtype.h"
 #include "model/layer_kinds.h"
 #include "model/scenario.h"
+#include "scenario/json_diagnostics.h"
 
 namespace oomguard {
 namespace variant_json {

@@ -12,10 +12,10 @@
 #include <optional>
 #include <string>
 
-#include "scenario/json_diagnostics.h"
 #include "model/dtype.h"
 #include "model/layer_kinds.h"
 #include "model/scenario.h"
+#include "scenario/json_diagnostics.h"
 
 namespace oomguard {
 

@@ -37,8 +37,8 @@ TEST(EnumNames, EveryValueRoundTrips) {
 TEST(EnumNames, SpellingsAreTheFileFormats) {
   EXPECT_EQ(AllNames<ErrorCategory>(),
             (std::vector<std::string>{"inplace-saved-tensor", "inplace-leaf", "meta-kernel-missing", "error"}));
-  EXPECT_EQ(AllNames<Phase>(), (std::vector<std::string>{"setup", "transfer", "forward", "backward", "optimizer",
-                                                         "zero_grad", "eval"}));
+  EXPECT_EQ(AllNames<Phase>(),
+            (std::vector<std::string>{"setup", "transfer", "forward", "backward", "optimizer", "zero_grad", "eval"}));
   EXPECT_EQ(kMetricPhases, AllNames<Phase>());
   EXPECT_EQ(AllNames<DType>(), (std::vector<std::string>{"float32", "bfloat16", "float16", "int64"}));
   EXPECT_EQ(AllNames(kModelDTypes), (std::vector<std::string>{"float32", "bfloat16", "float16"}));
@@ -54,9 +54,9 @@ TEST(EnumNames, DTypeSizesAreExact) {
 }
 
 TEST(VariantOutcome, NamesAndParsesEveryOutcome) {
-  EXPECT_EQ(AllOutcomeNames(), (std::vector<std::string>{"pass", "oom", "error:inplace-saved-tensor",
-                                                         "error:inplace-leaf", "error:meta-kernel-missing",
-                                                         "error:error"}));
+  EXPECT_EQ(AllOutcomeNames(),
+            (std::vector<std::string>{"pass", "oom", "error:inplace-saved-tensor", "error:inplace-leaf",
+                                      "error:meta-kernel-missing", "error:error"}));
   for (const VariantOutcome& outcome : AllOutcomes()) {
     VariantOutcome back = VariantOutcome::Oom();
     ASSERT_TRUE(Parse(Name(outcome), &back)) << Name(outcome);

@@ -39,10 +39,18 @@ TEST(LayerKinds, FlagsAgreeWithFields) {
     EXPECT_EQ(kind.attention_like, kind.Takes("attention")) << kind.name;
     EXPECT_TRUE(!kind.transformer_block || kind.attention_like) << kind.name;
     switch (kind.features) {
-      case FeatureRule::kLinear: EXPECT_TRUE(kind.Takes("in") && kind.Takes("out")) << kind.name; break;
-      case FeatureRule::kEmbedding: EXPECT_TRUE(kind.Takes("vocab") && kind.Takes("dim")) << kind.name; break;
-      case FeatureRule::kDim: EXPECT_TRUE(kind.Takes("dim")) << kind.name; break;
-      case FeatureRule::kKeep: EXPECT_FALSE(kind.Takes("dim") || kind.Takes("out")) << kind.name; break;
+      case FeatureRule::kLinear:
+        EXPECT_TRUE(kind.Takes("in") && kind.Takes("out")) << kind.name;
+        break;
+      case FeatureRule::kEmbedding:
+        EXPECT_TRUE(kind.Takes("vocab") && kind.Takes("dim")) << kind.name;
+        break;
+      case FeatureRule::kDim:
+        EXPECT_TRUE(kind.Takes("dim")) << kind.name;
+        break;
+      case FeatureRule::kKeep:
+        EXPECT_FALSE(kind.Takes("dim") || kind.Takes("out")) << kind.name;
+        break;
     }
     if (kind.features != FeatureRule::kKeep) {
       EXPECT_TRUE(kind.has_parameters) << kind.name;

@@ -4,10 +4,10 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
-#include "workload/error_category.h"
-#include "nn/layer_trace.h"
 #include "backends/meta_kernels.h"
 #include "model/layer_kinds.h"
+#include "nn/layer_trace.h"
+#include "workload/error_category.h"
 #include "workload/workload.h"
 
 namespace oomguard {

@@ -14,27 +14,32 @@
 #include "allocators/cpu_tracking_allocator.h"
 #include "allocators/cuda_model_feed.h"
 #include "allocators/install.h"
-#include "base/check.h"
 #include "backends/backend_session.h"
 #include "nn/checkpoint.h"
 #include "workload/error_category.h"
 #include "backends/host_scalars.h"
 #include "nn/layer_trace.h"
 #include "nn/model.h"
+#include "workload/transfer_counter.h"
+// The closed sets and the layer-kind table (model/).
+#include "base/check.h"
 #include "model/dtype.h"
 #include "model/layer_kinds.h"
 #include "model/phase.h"
-#include "workload/transfer_counter.h"
 
 namespace oomguard {
 namespace {
 
 at::ScalarType ScalarTypeOf(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return at::kFloat;
-    case DType::kBFloat16: return at::kBFloat16;
-    case DType::kFloat16: return at::kHalf;
-    case DType::kInt64: return at::kLong;
+    case DType::kFloat32:
+      return at::kFloat;
+    case DType::kBFloat16:
+      return at::kBFloat16;
+    case DType::kFloat16:
+      return at::kHalf;
+    case DType::kInt64:
+      return at::kLong;
   }
   OOMGUARD_CHECK(false) << "unknown dtype " << static_cast<int>(dtype);
 }
