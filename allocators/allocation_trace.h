@@ -63,7 +63,7 @@ struct LiveBlock {
 // A copy of the trace: plain data, for the snapshot writer.
 struct TraceRecord {
   std::vector<TraceEvent> events;  // oldest first
-  int64_t dropped_events = 0;      // COUNT: older events the ring no longer holds (Note [Bounded trace])
+  int64_t dropped_events = 0;      // SUM: older events the ring no longer holds (Note [Bounded trace])
   std::vector<LiveBlock> live;     // allocated while tracing and not freed, by address
   std::vector<TraceLabel> labels;
 };

@@ -22,8 +22,8 @@ namespace oomguard {
 struct CardPreset {
   std::string_view key;           // what --card accepts, e.g. "a100-80gb"
   std::string_view display_name;  // e.g. "NVIDIA A100 80GB (SXM4)"
-  int64_t total_bytes;            // COUNT: bytes the CUDA runtime reports (Note [Card capacity])
-  int64_t context_bytes;          // COUNT: modelled CUDA context, unavailable to the allocator
+  int64_t total_bytes;            // bytes the CUDA runtime reports (Note [Card capacity])
+  int64_t context_bytes;          // modelled CUDA context, unavailable to the allocator
   std::string_view source;        // where total_bytes comes from
 
   int64_t allocator_cap_bytes() const { return total_bytes - context_bytes; }

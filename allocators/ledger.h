@@ -13,6 +13,10 @@
 // Note [Why cpu peaks are exact]: the ledger counts the bytes each allocation asked for, not what
 // malloc or a caching allocator rounds them to, so on the cpu and meta backends a known sequence of
 // tensors gives a known peak to the byte on every machine.
+//
+// Note [COUNT and SUM]: stats structs tag each field as c10's DeviceStats does. COUNT: a gauge, the
+// value now or its peak (it goes down as well as up). SUM: cumulative since the last reset (it only
+// grows). Units are in the names (_bytes, _count, _ms).
 #pragma once
 
 #include <array>

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/compare_command.h"
+#include "reports/report_registry.h"
 #include "cli/fit_command.h"
 #include "run/run_options.h"
 #include "backends/version_info.h"
@@ -69,7 +70,9 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   run->add_option("--timeout", options.timeout_seconds, "Seconds a variant may take before it is killed")
       ->check(CLI::Range(1.0, 86400.0));
   run->add_option("--json", options.json_path, "Write every measured number to this file");
-  run->add_option("--report", options.reports, "Also write a report: junit=FILE, md=FILE, html=FILE, json=FILE");
+  std::string report_help = "Also write a report (repeatable):";
+  for (const std::string& format : ReportFormatNames()) report_help += " " + format + "=FILE";
+  run->add_option("--report", options.reports, report_help);
   run->add_option("--baselines", options.baselines_dir, "Baseline folder (default: baselines/ beside each scenario)");
   run->add_flag("--update-baselines", options.update_baselines,
                 "Record this run's numbers as the baselines (variants that met their expectations)");

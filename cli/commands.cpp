@@ -9,6 +9,7 @@
 #include "allocators/cards.h"
 #include "backends/backend_session.h"
 #include "baselines/baseline_update.h"
+#include "base/did_you_mean.h"
 #include "base/exit_codes.h"
 #include "run/runner.h"
 #include "scenario/catalog.h"
@@ -95,9 +96,10 @@ int ListCommand(const RunOptions& options, std::ostream& out, std::ostream& err)
       ++broken;
       continue;
     }
-    std::string variants, backends;
-    for (const VariantSpec& v : s.variants) variants += (variants.empty() ? "" : ", ") + v.name;
-    for (const std::string& b : s.backends) backends += (backends.empty() ? "" : ",") + b;
+    std::vector<std::string> names;
+    for (const VariantSpec& v : s.variants) names.push_back(v.name);
+    const std::string variants = JoinNames(names, ", ");
+    const std::string backends = JoinNames(s.backends, ",");
     out << PadRight(s.name, 28) << PadRight(backends, 16) << s.summary << "\n" << PadRight("", 28) << "variants: " << variants << "\n";
   }
   return broken ? kExitFailures : kExitOk;

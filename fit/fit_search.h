@@ -57,7 +57,7 @@ class FitSearch {
   // The largest fitting value for one cap, running only the trials the known facts leave open.
   CardFit Fit(const FitTarget& target);
 
-  int64_t trials() const { return trials_; }  // COUNT: over every Fit so far
+  int64_t trials() const { return trials_; }  // SUM: over every Fit so far
 
  private:
   struct Bracket {

@@ -16,7 +16,7 @@ struct CardFit {
   std::optional<int64_t> max_value;        // largest knob value that fits; absent: not even --min fits
   int64_t peak_bytes_at_max = 0;           // the peak measured at max_value (0 when absent)
   std::optional<int64_t> first_oom_value;  // smallest value known not to fit; absent: --max fits
-  int64_t trials = 0;                      // COUNT: trials run for this card (facts reused from others are free)
+  int64_t trials = 0;                      // SUM: trials run for this card (facts reused from others are free)
   std::string error;                       // non-empty: the search stopped at an error (outcome and message)
 };
 

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "base/byte_size.h"
+#include "reports/escape.h"
 #include "reports/report_format.h"
 
 namespace oomguard {

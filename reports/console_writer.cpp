@@ -200,7 +200,8 @@ void WriteRunSummary(const RunResults& report, std::ostream& out, const ConsoleS
       {"scenario", "variant", "backend", "card", "outcome", "peak", "baseline", "delta", "delta %", "peak phase"}};
   std::vector<ResultCode> codes = {ResultCode::kPass};
   for (const ScenarioResult& s : report.scenarios) {
-    const std::string card = s.card.empty() ? (s.cap_bytes > 0 ? "cap " + FormatBytes(s.cap_bytes) : "-") : s.card;
+    const std::string limit = CardOrCap(s.card, s.cap_bytes);
+    const std::string card = limit.empty() ? "-" : limit;
     if (s.variants.empty()) {
       rows.push_back({s.name, "-", s.backend, card, std::string(ResultName(s.code)), "", "", "", "", ""});
       codes.push_back(s.code);

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "base/byte_size.h"
+#include "reports/escape.h"
 #include "reports/report_format.h"
 #include "reports/svg_timeline.h"
 
@@ -42,7 +43,6 @@ svg.timeline{max-width:100%;height:auto;display:block;margin:8px 0}
 .oom{border-top:1px solid #eee;margin-top:12px}
 )";
 
-std::string Esc(std::string_view text) { return EscapeMarkup(text); }
 
 std::string Scenarios(size_t n) { return std::to_string(n) + (n == 1 ? " scenario" : " scenarios"); }
 
@@ -61,7 +61,7 @@ std::string BaselineCell(const BaselineComparison& b) {
   std::string out = "<span class=\"v-" + (b.verdict == BaselineVerdict::kNotCompared ? "none" : verdict) + "\">" +
                     verdict + "</span>";
   if (b.verdict == BaselineVerdict::kNew && !b.baseline_file.empty()) {
-    out += ": nothing stored in " + Esc(b.baseline_file);
+    out += ": nothing stored in " + HtmlEscape(b.baseline_file);
   }
   // The peak (first) and every metric that moved; the unchanged rest as a count.
   size_t unchanged = 0;
@@ -74,9 +74,9 @@ std::string BaselineCell(const BaselineComparison& b) {
     const bool count = d.metric == "alloc_count";
     char percent[32];
     std::snprintf(percent, sizeof percent, "%+.1f%%", d.delta_percent);
-    out += "<br>" + Esc(d.metric) + " " + Esc(MetricValue(d.metric, d.baseline)) + " &rarr; " +
-           Esc(MetricValue(d.metric, d.current)) + " (" +
-           Esc(count ? (d.delta > 0 ? "+" : "") + std::to_string(d.delta) : FormatSignedBytes(d.delta)) + ", " +
+    out += "<br>" + HtmlEscape(d.metric) + " " + HtmlEscape(MetricValue(d.metric, d.baseline)) + " &rarr; " +
+           HtmlEscape(MetricValue(d.metric, d.current)) + " (" +
+           HtmlEscape(count ? (d.delta > 0 ? "+" : "") + std::to_string(d.delta) : FormatSignedBytes(d.delta)) + ", " +
            percent + ")";
   }
   if (unchanged > 0) out += "<br>" + std::to_string(unchanged) + " more unchanged";
@@ -85,10 +85,10 @@ std::string BaselineCell(const BaselineComparison& b) {
 
 std::string ReasonsCell(const VariantResult& v) {
   std::string items;
-  if (!v.xfail_reason.empty()) items += "<li>xfail: " + Esc(v.xfail_reason) + "</li>";
-  for (const std::string& reason : v.reasons) items += "<li>" + Esc(reason) + "</li>";
+  if (!v.xfail_reason.empty()) items += "<li>xfail: " + HtmlEscape(v.xfail_reason) + "</li>";
+  for (const std::string& reason : v.reasons) items += "<li>" + HtmlEscape(reason) + "</li>";
   std::string out = items.empty() ? "" : "<ul>" + items + "</ul>";
-  if (!v.diagnostics.empty()) out += "<pre>" + Esc(v.diagnostics) + "</pre>";
+  if (!v.diagnostics.empty()) out += "<pre>" + HtmlEscape(v.diagnostics) + "</pre>";
   return out;
 }
 
@@ -101,7 +101,7 @@ void WriteHeader(const RunResults& report, std::string& h) {
   }
   h += std::string("<header class=\"run ") + (failing ? "failing" : "passing") + "\">\n";
   h += "<h1>oomguard " + Badge(failing ? ResultCode::kFail : ResultCode::kPass) + "</h1>\n";
-  h += "<p class=\"totals\">" + Scenarios(report.scenarios.size()) + " on " + Esc(report.backend) + " in " +
+  h += "<p class=\"totals\">" + Scenarios(report.scenarios.size()) + " on " + HtmlEscape(report.backend) + " in " +
        FormatSeconds(report.duration_ms) + ":";
   const char* separator = " ";
   for (const auto& [code, n] : counts) {
@@ -109,16 +109,16 @@ void WriteHeader(const RunResults& report, std::string& h) {
     separator = ", ";
   }
   if (failing) h += " (" + std::to_string(failing) + " failing)";
-  h += "</p>\n<p class=\"meta\">oomguard " + Esc(report.oomguard_version) + " &middot; LibTorch " +
-       Esc(report.libtorch_version) + " &middot; jobs " + std::to_string(report.jobs) + " &middot; iterations " +
+  h += "</p>\n<p class=\"meta\">oomguard " + HtmlEscape(report.oomguard_version) + " &middot; LibTorch " +
+       HtmlEscape(report.libtorch_version) + " &middot; jobs " + std::to_string(report.jobs) + " &middot; iterations " +
        (report.iterations > 0 ? std::to_string(report.iterations) : std::string("as each scenario sets")) +
        " &middot; " + (report.compared_with_baselines ? "compared with baselines" : "no baselines") +
        (report.strict ? " (strict)" : "") + "</p>\n";
   h += "<table class=\"index\">\n";
   for (size_t i = 0; i < report.scenarios.size(); ++i) {
     const ScenarioResult& s = report.scenarios[i];
-    h += "<tr><td>" + Badge(s.code) + "</td><td><a href=\"#scenario-" + std::to_string(i + 1) + "\">" + Esc(s.name) +
-         "</a></td><td>" + Esc(s.error.empty() ? s.summary : s.error) + "</td></tr>\n";
+    h += "<tr><td>" + Badge(s.code) + "</td><td><a href=\"#scenario-" + std::to_string(i + 1) + "\">" + HtmlEscape(s.name) +
+         "</a></td><td>" + HtmlEscape(s.error.empty() ? s.summary : s.error) + "</td></tr>\n";
   }
   h += "</table>\n</header>\n";
 }
@@ -154,27 +154,27 @@ void WriteVariantTable(const ScenarioResult& s, bool baselines, std::string& h) 
   for (size_t i = 0; i < s.variants.size(); ++i) {
     const VariantResult& v = s.variants[i];
     h += "<tr><td><span class=\"swatch\" style=\"background:" + std::string(VariantColour(i)) + "\"></span>" +
-         Esc(v.name) + "</td><td>" + Badge(v.code) + "</td><td>";
+         HtmlEscape(v.name) + "</td><td>" + Badge(v.code) + "</td><td>";
     if (v.measurement) {
       const VariantMeasurement& m = *v.measurement;
-      h += Esc(Name(m.outcome));
-      if (v.expected_outcome.kind != Outcome::kPass) h += " (expected " + Esc(Name(v.expected_outcome)) + ")";
+      h += HtmlEscape(Name(m.outcome));
+      if (v.expected_outcome.kind != Outcome::kPass) h += " (expected " + HtmlEscape(Name(v.expected_outcome)) + ")";
       if (v.expected_leak) h += " (leak expected)";
-      h += "</td><td class=\"num\">" + Esc(FormatBytes(m.ledger.peak_bytes)) + "</td><td>" + Esc(m.ledger.peak_phase) +
+      h += "</td><td class=\"num\">" + HtmlEscape(FormatBytes(m.ledger.peak_bytes)) + "</td><td>" + HtmlEscape(m.ledger.peak_phase) +
            "</td>";
     } else {
       h += "not measured</td><td class=\"num\">&mdash;</td><td>&mdash;</td>";
     }
     if (const std::optional<AllocatorColumns> c = AllocatorColumnsOf(v); allocator && c) {
-      h += "<td class=\"num\">" + Esc(FormatBytes(c->allocated)) + "</td><td class=\"num\">" +
-           Esc(FormatBytes(c->reserved)) + "</td><td class=\"num\">" + std::to_string(c->retries) + "</td>";
+      h += "<td class=\"num\">" + HtmlEscape(FormatBytes(c->allocated)) + "</td><td class=\"num\">" +
+           HtmlEscape(FormatBytes(c->reserved)) + "</td><td class=\"num\">" + std::to_string(c->retries) + "</td>";
     } else if (allocator) {
       h += "<td class=\"num\">&mdash;</td><td class=\"num\">&mdash;</td><td class=\"num\">&mdash;</td>";
     }
     if (baselines) h += "<td>" + BaselineCell(v.baseline) + "</td>";
     h += "<td>" + ReasonsCell(v);
     if (v.measurement && !v.measurement->snapshot.empty()) {
-      h += "<br>memory_viz snapshot: <a href=\"" + Esc(v.measurement->snapshot) + "\">" + Esc(v.measurement->snapshot) +
+      h += "<br>memory_viz snapshot: <a href=\"" + HtmlEscape(v.measurement->snapshot) + "\">" + HtmlEscape(v.measurement->snapshot) +
            "</a>";
     }
     h += "</td></tr>\n";
@@ -186,14 +186,14 @@ void WriteCheck(const CheckResult& c, const std::string& prefix, std::string& h)
   const char* css = c.holds ? "ok" : c.skipped ? "skip" : "failed";
   const char* status = c.holds ? "ok" : c.skipped ? "skip" : "FAILED";
   h += std::string("<li class=\"") + css + "\"><span class=\"status\">" + status + "</span>" + prefix +
-       Esc(c.explanation.empty() ? c.expression : c.explanation) + "</li>\n";
+       HtmlEscape(c.explanation.empty() ? c.expression : c.explanation) + "</li>\n";
 }
 
 void WriteOom(const VariantResult& v, std::string& h) {
   const OomDetail& o = *v.measurement->oom;
-  h += "<div class=\"oom\">\n<h3>Out of memory: " + Esc(v.name) + "</h3>\n";
-  h += "<p>In <b>" + Esc(o.phase) + "</b>: asked for " + Esc(FormatBytes(o.requested_bytes)) + " with " +
-       Esc(FormatBytes(o.live_bytes)) + " live under a cap of " + Esc(FormatBytes(o.cap_bytes)) +
+  h += "<div class=\"oom\">\n<h3>Out of memory: " + HtmlEscape(v.name) + "</h3>\n";
+  h += "<p>In <b>" + HtmlEscape(o.phase) + "</b>: asked for " + HtmlEscape(FormatBytes(o.requested_bytes)) + " with " +
+       HtmlEscape(FormatBytes(o.live_bytes)) + " live under a cap of " + HtmlEscape(FormatBytes(o.cap_bytes)) +
        (o.injected ? " (an injected failure)" : "") + ".</p>\n";
   const LiveBreakdown& l = o.live;
   const std::array<std::pair<std::string_view, int64_t>, 5> rows = {{
@@ -209,31 +209,31 @@ void WriteOom(const VariantResult& v, std::string& h) {
     char share[32], bar[32];
     std::snprintf(share, sizeof share, "%.1f%%", 100.0 * static_cast<double>(bytes) / total);
     std::snprintf(bar, sizeof bar, "%.1f", 1.6 * 100.0 * static_cast<double>(bytes) / total);
-    h += "<tr><td>" + std::string(what) + "</td><td class=\"num\">" + Esc(FormatBytes(bytes)) +
+    h += "<tr><td>" + std::string(what) + "</td><td class=\"num\">" + HtmlEscape(FormatBytes(bytes)) +
          "</td><td class=\"num\"><span class=\"bar\" style=\"width:" + bar + "px\"></span> " + share + "</td></tr>\n";
   }
   h += "</table>\n";
   if (!l.layers.empty()) {
     h += "<table class=\"layers\">\n<tr><th>layer</th><th>its forward left live</th></tr>\n";
     for (const auto& [layer, bytes] : l.layers) {
-      h += "<tr><td>" + Esc(layer) + "</td><td class=\"num\">" + Esc(FormatBytes(bytes)) + "</td></tr>\n";
+      h += "<tr><td>" + HtmlEscape(layer) + "</td><td class=\"num\">" + HtmlEscape(FormatBytes(bytes)) + "</td></tr>\n";
     }
     h += "</table>\n";
   }
-  if (!o.message.empty()) h += "<pre class=\"message\">" + Esc(o.message) + "</pre>\n";
+  if (!o.message.empty()) h += "<pre class=\"message\">" + HtmlEscape(o.message) + "</pre>\n";
   h += "</div>\n";
 }
 
 void WriteScenario(const ScenarioResult& s, size_t index, bool baselines, std::string& h) {
   h += "<section class=\"scenario\" id=\"scenario-" + std::to_string(index + 1) + "\">\n";
-  h += "<h2>" + Badge(s.code) + Esc(s.name) + "</h2>\n";
-  if (!s.summary.empty()) h += "<p class=\"summary\">" + Esc(s.summary) + "</p>\n";
-  h += "<p class=\"meta\">" + Esc(s.file) + " &middot; backend " + Esc(s.backend);
-  if (!s.card.empty()) h += " &middot; card " + Esc(s.card);
-  if (s.cap_bytes > 0) h += " &middot; cap " + Esc(FormatBytes(s.cap_bytes));
+  h += "<h2>" + Badge(s.code) + HtmlEscape(s.name) + "</h2>\n";
+  if (!s.summary.empty()) h += "<p class=\"summary\">" + HtmlEscape(s.summary) + "</p>\n";
+  h += "<p class=\"meta\">" + HtmlEscape(s.file) + " &middot; backend " + HtmlEscape(s.backend);
+  if (!s.card.empty()) h += " &middot; card " + HtmlEscape(s.card);
+  if (s.cap_bytes > 0) h += " &middot; cap " + HtmlEscape(FormatBytes(s.cap_bytes));
   if (s.duration_ms > 0) h += " &middot; " + FormatSeconds(s.duration_ms);
   h += "</p>\n";
-  if (!s.error.empty()) h += "<pre class=\"error\">" + Esc(s.error) + "</pre>\n";
+  if (!s.error.empty()) h += "<pre class=\"error\">" + HtmlEscape(s.error) + "</pre>\n";
   bool measured = false;
   for (const VariantResult& v : s.variants) measured = measured || v.measurement.has_value();
   if (std::string svg = RenderTimelineSvg(s, kHtmlChartWidth, kHtmlChartHeight); !svg.empty()) {
@@ -247,7 +247,7 @@ void WriteScenario(const ScenarioResult& s, size_t index, bool baselines, std::s
   if (any_check) {
     h += "<h3>Checks</h3>\n<ul class=\"checks\">\n";
     for (const VariantResult& v : s.variants) {
-      for (const CheckResult& c : v.checks) WriteCheck(c, Esc(v.name) + ": ", h);
+      for (const CheckResult& c : v.checks) WriteCheck(c, HtmlEscape(v.name) + ": ", h);
     }
     for (const CheckResult& c : s.checks) WriteCheck(c, "", h);
     h += "</ul>\n";
@@ -267,7 +267,7 @@ std::string RenderHtml(const RunResults& report) {
   h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   h += std::string("<title>oomguard: ") + (failing ? "FAIL" : "PASS") + ", " + Scenarios(report.scenarios.size()) +
-       " on " + Esc(report.backend) + "</title>\n";
+       " on " + HtmlEscape(report.backend) + "</title>\n";
   h += "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n<main>\n";
   WriteHeader(report, h);
   for (size_t i = 0; i < report.scenarios.size(); ++i) {

@@ -6,92 +6,12 @@
 #include <vector>
 
 #include "base/byte_size.h"
+#include "reports/escape.h"
 #include "reports/report_format.h"
 #include "model/metric_names.h"
 
 namespace oomguard {
 namespace {
-
-constexpr uint32_t kReplacement = 0xFFFD;
-
-// Decodes the UTF-8 sequence at s[*i] and advances past it; a malformed, overlong or surrogate sequence
-// yields U+FFFD and advances one byte.
-uint32_t NextCodePoint(std::string_view s, size_t* i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char first = byte(*i);
-  if (first < 0x80) return s[(*i)++];
-  size_t length = 0;
-  uint32_t cp = 0;
-  if (first >= 0xC2 && first <= 0xDF) {
-    length = 2;
-    cp = first & 0x1F;
-  } else if (first >= 0xE0 && first <= 0xEF) {
-    length = 3;
-    cp = first & 0x0F;
-  } else if (first >= 0xF0 && first <= 0xF4) {
-    length = 4;
-    cp = first & 0x07;
-  }
-  if (length == 0 || *i + length > s.size()) return ++*i, kReplacement;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(*i + k) & 0xC0) != 0x80) return ++*i, kReplacement;
-    cp = (cp << 6) | (byte(*i + k) & 0x3F);
-  }
-  constexpr uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kSmallest[length] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return ++*i, kReplacement;
-  *i += length;
-  return cp;
-}
-
-// XML 1.0's Char production.
-bool IsXmlChar(uint32_t cp) {
-  return cp == 0x9 || cp == 0xA || cp == 0xD || (cp >= 0x20 && cp <= 0xD7FF) || (cp >= 0xE000 && cp <= 0xFFFD) ||
-         (cp >= 0x10000 && cp <= 0x10FFFF);
-}
-
-// Escapes for element text, or for a double-quoted attribute (where tabs and line breaks must be character
-// references to survive attribute-value normalisation).
-std::string Escape(std::string_view s, bool attribute = false) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    const size_t start = i;
-    const uint32_t cp = NextCodePoint(s, &i);
-    if (!IsXmlChar(cp) || cp == kReplacement) {
-      out += "\xEF\xBF\xBD";  // U+FFFD, for itself or for what XML cannot carry
-      continue;
-    }
-    switch (cp) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      case '\r':
-        out += "&#13;";
-        break;
-      case '\t':
-        out += attribute ? "&#9;" : "\t";
-        break;
-      case '\n':
-        out += attribute ? "&#10;" : "\n";
-        break;
-      default:
-        out.append(s.substr(start, i - start));
-    }
-  }
-  return out;
-}
 
 std::string Seconds(double ms) {
   char buffer[32];
@@ -175,9 +95,8 @@ std::string Join(const std::vector<std::string>& lines) {
 }
 
 std::string Where(const ScenarioResult& s) {
-  if (!s.card.empty()) return s.backend + ", " + s.card;
-  if (s.cap_bytes > 0) return s.backend + ", cap " + FormatBytes(s.cap_bytes);
-  return s.backend;
+  const std::string limit = CardOrCap(s.card, s.cap_bytes);
+  return limit.empty() ? s.backend : s.backend + ", " + limit;
 }
 
 Case VariantCase(const ScenarioResult& s, const VariantResult& v) {
@@ -266,11 +185,11 @@ Counts Count(const std::vector<Case>& cases) {
 
 // Drops the last line break: the element's text is the lines, not a trailing newline.
 std::string Text(const std::string& lines) {
-  return Escape(!lines.empty() && lines.back() == '\n' ? std::string_view(lines).substr(0, lines.size() - 1) : lines);
+  return XmlEscape(!lines.empty() && lines.back() == '\n' ? std::string_view(lines).substr(0, lines.size() - 1) : lines);
 }
 
 void WriteCase(const ScenarioResult& s, const Case& c, std::string* out) {
-  *out += "    <testcase classname=\"" + Escape("oomguard." + s.name, true) + "\" name=\"" + Escape(c.name, true) +
+  *out += "    <testcase classname=\"" + XmlEscape("oomguard." + s.name, true) + "\" name=\"" + XmlEscape(c.name, true) +
           "\" time=\"" + Seconds(c.duration_ms) + "\"";
   if (c.kind == CaseKind::kPassed && c.system_out.empty()) {
     *out += "/>\n";
@@ -279,7 +198,7 @@ void WriteCase(const ScenarioResult& s, const Case& c, std::string* out) {
   *out += ">\n";
   if (c.kind != CaseKind::kPassed) {
     const char* element = c.kind == CaseKind::kFailure ? "failure" : c.kind == CaseKind::kError ? "error" : "skipped";
-    *out += std::string("      <") + element + " message=\"" + Escape(c.message, true) + "\" type=\"" + c.type + "\"";
+    *out += std::string("      <") + element + " message=\"" + XmlEscape(c.message, true) + "\" type=\"" + c.type + "\"";
     *out += c.body.empty() ? "/>\n" : ">" + Text(c.body) + "</" + element + ">\n";
   }
   if (!c.system_out.empty()) *out += "      <system-out>" + Text(c.system_out) + "</system-out>\n";
@@ -299,9 +218,9 @@ std::string RenderJUnit(const RunResults& report) {
   out += "<testsuites name=\"oomguard\"" + total.Attributes(/*with_skipped=*/false) + " time=\"" + Seconds(report.duration_ms) + "\">\n";
   for (size_t i = 0; i < report.scenarios.size(); ++i) {
     const ScenarioResult& s = report.scenarios[i];
-    out += "  <testsuite name=\"" + Escape(s.name, true) + "\"" + Count(suites[i]).Attributes() + " time=\"" +
+    out += "  <testsuite name=\"" + XmlEscape(s.name, true) + "\"" + Count(suites[i]).Attributes() + " time=\"" +
            Seconds(s.duration_ms) + "\"";
-    if (!s.file.empty()) out += " file=\"" + Escape(s.file, true) + "\"";
+    if (!s.file.empty()) out += " file=\"" + XmlEscape(s.file, true) + "\"";
     out += ">\n";
     for (const Case& c : suites[i]) WriteCase(s, c, &out);
     out += "  </testsuite>\n";

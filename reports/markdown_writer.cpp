@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/byte_size.h"
+#include "reports/escape.h"
 #include "reports/report_format.h"
 #include "model/metric_names.h"
 
@@ -15,17 +16,15 @@ namespace {
 
 constexpr const char* kNone = "—";
 
-std::string Md(std::string_view s) { return MarkdownText(s); }
 
 std::string Plural(size_t n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
 
 std::string Card(const ScenarioResult& s) {
-  if (!s.card.empty()) return Md(s.card);
-  if (s.cap_bytes > 0) return "cap " + FormatBytes(s.cap_bytes);
-  return kNone;
+  const std::string limit = CardOrCap(s.card, s.cap_bytes);
+  return limit.empty() ? kNone : MarkdownText(limit);
 }
 
-std::string Label(const ScenarioResult& s, const VariantResult& v) { return Md(s.name) + " / " + Md(v.name); }
+std::string Label(const ScenarioResult& s, const VariantResult& v) { return MarkdownText(s.name) + " / " + MarkdownText(v.name); }
 
 // The diff the table shows: the peak's (the comparison lists it first).
 const MetricDiff* PeakDiff(const BaselineComparison& b) {
@@ -60,7 +59,7 @@ std::string ResultCell(ResultCode code, const VariantResult* v) {
   if (v == nullptr) return out;
   std::vector<std::string> notes;
   if (v->measurement && v->measurement->outcome.kind != Outcome::kPass) {
-    notes.push_back(Md(Name(v->measurement->outcome)));
+    notes.push_back(MarkdownText(Name(v->measurement->outcome)));
   }
   if (v->baseline.verdict == BaselineVerdict::kRegressed) notes.push_back("regressed");
   if (v->baseline.verdict == BaselineVerdict::kImproved) notes.push_back("improved");
@@ -75,7 +74,7 @@ void WriteTable(const std::vector<Row>& rows, std::string* out) {
   for (const Row& r : rows) {
     const ScenarioResult& s = *r.scenario;
     const VariantResult* v = r.variant;
-    std::vector<std::string> cells = {Md(s.name), v ? Md(v->name) : kNone, Md(s.backend), Card(s),
+    std::vector<std::string> cells = {MarkdownText(s.name), v ? MarkdownText(v->name) : kNone, MarkdownText(s.backend), Card(s),
                                       ResultCell(v ? v->code : s.code, v)};
     const VariantMeasurement* m = v && v->measurement ? &*v->measurement : nullptr;
     cells.push_back(m ? FormatBytes(m->ledger.peak_bytes) : kNone);
@@ -86,7 +85,7 @@ void WriteTable(const std::vector<Row>& rows, std::string* out) {
     } else {
       cells.insert(cells.end(), 3, kNone);
     }
-    cells.push_back(m && !m->ledger.peak_phase.empty() ? Md(m->ledger.peak_phase) : kNone);
+    cells.push_back(m && !m->ledger.peak_phase.empty() ? MarkdownText(m->ledger.peak_phase) : kNone);
     *out += "|";
     for (const std::string& cell : cells) *out += " " + cell + " |";
     *out += "\n";
@@ -99,14 +98,14 @@ void WriteRegressions(const std::vector<Row>& rows, std::string* out) {
   for (const Row& r : rows) {
     if (r.group != 0) break;
     const BaselineComparison& b = r.variant->baseline;
-    *out += "\n" + Label(*r.scenario, *r.variant) + " (" + Md(r.scenario->backend) + ", " + Card(*r.scenario) +
-            "), against " + Md(b.baseline_file) + ":\n\n";
+    *out += "\n" + Label(*r.scenario, *r.variant) + " (" + MarkdownText(r.scenario->backend) + ", " + Card(*r.scenario) +
+            "), against " + MarkdownText(b.baseline_file) + ":\n\n";
     *out += "| metric | baseline | current | delta | delta % | verdict |\n|---|---:|---:|---:|---:|---|\n";
     for (const MetricDiff& d : b.metrics) {
       const char* verdict = d.verdict == BaselineVerdict::kRegressed  ? "**regressed**"
                             : d.verdict == BaselineVerdict::kImproved ? "improved"
                                                                       : "within tolerance";
-      *out += "| " + Md(d.metric) + " | " + FormatMetricValue(d.metric, d.baseline, false) + " | " +
+      *out += "| " + MarkdownText(d.metric) + " | " + FormatMetricValue(d.metric, d.baseline, false) + " | " +
               FormatMetricValue(d.metric, d.current, false) + " | " + FormatMetricValue(d.metric, d.delta, true) + " | " +
               FormatPercent(d.delta_percent) + " | " + verdict + " |\n";
     }
@@ -117,11 +116,11 @@ void WriteFailures(const RunResults& report, std::string* out) {
   std::string items;
   const auto item = [&items](const std::string& title, const std::vector<std::string>& lines) {
     items += "- " + title + "\n";
-    for (const std::string& line : lines) items += "  - " + Md(line) + "\n";
+    for (const std::string& line : lines) items += "  - " + MarkdownText(line) + "\n";
   };
   for (const ScenarioResult& s : report.scenarios) {
     if (IsFailure(s.code) && !s.error.empty())
-      item("**" + Md(s.name) + "**: " + std::string(ResultName(s.code)), {s.error});
+      item("**" + MarkdownText(s.name) + "**: " + std::string(ResultName(s.code)), {s.error});
     for (const VariantResult& v : s.variants) {
       if (!IsFailure(v.code)) continue;
       std::vector<std::string> lines = v.reasons;
@@ -132,7 +131,7 @@ void WriteFailures(const RunResults& report, std::string* out) {
     for (const CheckResult& c : s.checks) {
       if (!c.holds && !c.skipped) failed.push_back(c.explanation);
     }
-    if (!failed.empty()) item("**" + Md(s.name) + "**, checks between variants: FAIL", failed);
+    if (!failed.empty()) item("**" + MarkdownText(s.name) + "**, checks between variants: FAIL", failed);
   }
   if (!items.empty()) *out += "\n### Failures\n\n" + items;
 }
@@ -145,7 +144,7 @@ void WriteBaselineNotes(const RunResults& report, std::string* out) {
       if (v.baseline.verdict != BaselineVerdict::kImproved) continue;
       std::string label = Label(s, v);
       if (const MetricDiff* d = PeakDiff(v.baseline)) {
-        label += " (" + Md(d->metric) + " " + FormatMetricValue(d->metric, d->delta, true) + ", " +
+        label += " (" + MarkdownText(d->metric) + " " + FormatMetricValue(d->metric, d->delta, true) + ", " +
                  FormatPercent(d->delta_percent) + ")";
       }
       improved.push_back(label);
@@ -180,11 +179,11 @@ std::string VerdictLine(const RunResults& report) {
 }
 
 std::string ContextLine(const RunResults& report) {
-  std::string out = "Backend " + Md(report.backend) + ", " + FormatSeconds(report.duration_ms);
+  std::string out = "Backend " + MarkdownText(report.backend) + ", " + FormatSeconds(report.duration_ms);
   if (report.compared_with_baselines)
     out += report.strict ? ", compared with baselines (strict)" : ", compared with baselines";
-  if (!report.oomguard_version.empty()) out += "; oomguard " + Md(report.oomguard_version);
-  if (!report.libtorch_version.empty()) out += ", LibTorch " + Md(report.libtorch_version);
+  if (!report.oomguard_version.empty()) out += "; oomguard " + MarkdownText(report.oomguard_version);
+  if (!report.libtorch_version.empty()) out += ", LibTorch " + MarkdownText(report.libtorch_version);
   return out + ".";
 }
 

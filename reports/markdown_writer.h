@@ -1,4 +1,4 @@
-// The Markdown report (`--report markdown=FILE`): a CI job summary, e.g. appended to GitHub's
+// The Markdown report (`--report md=FILE`): a CI job summary, e.g. appended to GitHub's
 // $GITHUB_STEP_SUMMARY.
 //
 //   std::string md = oomguard::RenderMarkdown(report);

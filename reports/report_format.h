@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
-#include <string_view>
 
 #include "base/byte_size.h"
 #include "model/metric_names.h"
@@ -27,6 +26,13 @@ inline std::string FormatSeconds(double ms) {
   return buffer;
 }
 
+// What a scenario ran under, in a few characters: the card's name ("T4"), else "cap 12.00 MiB", else ""
+// (no limit).
+inline std::string CardOrCap(const std::string& card, int64_t cap_bytes) {
+  if (!card.empty()) return card;
+  return cap_bytes > 0 ? "cap " + FormatBytes(cap_bytes) : "";
+}
+
 // `s` padded with spaces to `width` characters (left-aligned table cells).
 inline std::string PadRight(std::string s, size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
@@ -39,42 +45,6 @@ inline std::string FormatMetricValue(const std::string& metric, int64_t value, b
   const std::string base = metric.substr(0, metric.find_first_of(".["));
   if (FindMetricKind(base) != MetricKind::kCount) return is_signed ? FormatSignedBytes(value) : FormatBytes(value);
   return (is_signed && value > 0 ? "+" : "") + std::to_string(value);
-}
-
-// Text that renders as itself in a GitHub table cell or list item.
-inline std::string MarkdownText(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (const char ch : s) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '|':
-        out += "\\|";
-        break;
-      case '\\':
-      case '`':
-      case '*':
-      case '_':
-      case '[':
-      case ']':
-      case '~':
-      case '$':  // GitHub renders $...$ as math
-        out += '\\';
-        out += ch;
-        break;
-      default:
-        out += (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) ? ' ' : ch;
-    }
-  }
-  return out;
 }
 
 }  // namespace oomguard

@@ -1,6 +1,8 @@
 #include "reports/report_registry.h"
 
 #include "base/atomic_file.h"
+#include "base/did_you_mean.h"
+#include "reports/csv_writer.h"
 #include "reports/html_writer.h"
 #include "reports/junit_writer.h"
 #include "reports/markdown_writer.h"
@@ -18,7 +20,7 @@ struct Format {
   Renderer render;
 };
 constexpr Format kFormats[] = {
-    {"junit", &RenderJUnit}, {"md", &RenderMarkdown}, {"html", &RenderHtml}, {"json", &RenderJson}};
+    {"junit", &RenderJUnit}, {"md", &RenderMarkdown}, {"html", &RenderHtml}, {"json", &RenderJson}, {"csv", &RenderCsv}};
 
 const Format* Parse(const std::string& spec, std::string* path, std::string* error) {
   const size_t eq = spec.find('=');
@@ -29,11 +31,18 @@ const Format* Parse(const std::string& spec, std::string* path, std::string* err
       return &f;
     }
   }
-  *error = "--report: expected FORMAT=FILE with FORMAT one of junit, md, html, json, got '" + spec + "'";
+  *error = "--report: expected FORMAT=FILE with FORMAT one of " + JoinNames(ReportFormatNames(), ", ") + ", got '" +
+           spec + "'";
   return nullptr;
 }
 
 }  // namespace
+
+std::vector<std::string> ReportFormatNames() {
+  std::vector<std::string> names;
+  for (const Format& f : kFormats) names.emplace_back(f.name);
+  return names;
+}
 
 bool ValidateReportSpec(const std::string& spec, std::string* error) {
   std::string path;

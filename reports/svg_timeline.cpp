@@ -11,6 +11,7 @@
 
 #include "base/byte_size.h"
 #include "model/phase.h"
+#include "reports/escape.h"
 
 namespace oomguard {
 namespace {
@@ -41,7 +42,7 @@ double TextWidth(std::string_view text, double char_width = kCharWidth) {
 }
 
 std::string Text(double x, double y, std::string_view attributes, std::string_view text) {
-  return "<text x=\"" + Num(x) + "\" y=\"" + Num(y) + "\"" + std::string(attributes) + ">" + EscapeMarkup(text) +
+  return "<text x=\"" + Num(x) + "\" y=\"" + Num(y) + "\"" + std::string(attributes) + ">" + HtmlEscape(text) +
          "</text>\n";
 }
 
@@ -53,7 +54,7 @@ std::string Line(double x1, double y1, double x2, double y2, std::string_view at
 std::string Rect(double x, double y, double width, double height, std::string_view attributes,
                  std::string_view title = "") {
   return "<rect x=\"" + Num(x) + "\" y=\"" + Num(y) + "\" width=\"" + Num(width) + "\" height=\"" + Num(height) + "\"" +
-         std::string(attributes) + (title.empty() ? "/>\n" : "><title>" + EscapeMarkup(title) + "</title></rect>\n");
+         std::string(attributes) + (title.empty() ? "/>\n" : "><title>" + HtmlEscape(title) + "</title></rect>\n");
 }
 
 // The fixed colour of a phase the workload sets.
@@ -133,20 +134,6 @@ bool PrefixOf(const std::vector<PhaseMark>& marks, const std::vector<PhaseMark>&
 
 std::string_view VariantColour(size_t variant_index) { return kVariantColours[variant_index % kVariantColours.size()]; }
 
-std::string EscapeMarkup(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    const std::string_view entity = c == '&'    ? "&amp;"
-                                    : c == '<'  ? "&lt;"
-                                    : c == '>'  ? "&gt;"
-                                    : c == '"'  ? "&quot;"
-                                    : c == '\'' ? "&#39;"
-                                                : std::string_view(&c, 1);
-    out += entity;
-  }
-  return out;
-}
-
 namespace {
 
 // One chart being drawn: the frame, the variants with timelines, and the phase bands' source.
@@ -174,7 +161,7 @@ class Chart {
     s_ = "<svg class=\"timeline\" width=\"" + std::to_string(width_) + "\" height=\"" + std::to_string(svg_height) +
          "\" viewBox=\"0 0 " + std::to_string(width_) + " " + std::to_string(svg_height) +
          "\" role=\"img\" font-family=\"system-ui, sans-serif\" font-size=\"11\">\n";
-    s_ += "<title>Live memory of " + EscapeMarkup(scenario_.name) + " over allocation events</title>\n";
+    s_ += "<title>Live memory of " + HtmlEscape(scenario_.name) + " over allocation events</title>\n";
     Phases();
     Axes();
     Series();
@@ -229,8 +216,8 @@ class Chart {
       for (const PhaseMark& m : v.measurement->ledger.phase_marks) {
         const std::string tx = Num(f_.X(m.event_index));
         s_ += "<line x1=\"" + tx + "\" y1=\"" + Num(y1) + "\" x2=\"" + tx + "\" y2=\"" + Num(y1 - 6) + "\" stroke=\"" +
-              std::string(VariantColour(plotted_[k])) + "\" stroke-width=\"2\"><title>" + EscapeMarkup(v.name) + ": " +
-              EscapeMarkup(m.phase) + "</title></line>\n";
+              std::string(VariantColour(plotted_[k])) + "\" stroke-width=\"2\"><title>" + HtmlEscape(v.name) + ": " +
+              HtmlEscape(m.phase) + "</title></line>\n";
       }
     }
     s_ += "</g>\n";
@@ -270,7 +257,7 @@ class Chart {
         s_ += separator + Num(f_.X(p.event_index)) + "," + Num(f_.Y(p.live_bytes));
         separator = " ";
       }
-      s_ += "\"><title>" + EscapeMarkup(scenario_.variants[index].name) + "</title></polyline>\n";
+      s_ += "\"><title>" + HtmlEscape(scenario_.variants[index].name) + "</title></polyline>\n";
     }
     s_ += "</g>\n";
   }
@@ -320,7 +307,7 @@ class Chart {
       s_ += Line(x, y - 4, x + 18, y - 4,
                  " stroke=\"" + std::string(VariantColour(plotted_[k])) + "\" stroke-width=\"3\"");
       s_ += "<text x=\"" + Num(x + 24) + "\" y=\"" + Num(y) + "\" font-size=\"12\" font-weight=\"bold\">" +
-            EscapeMarkup(Truncate(v.name, max_chars)) + "<title>" + EscapeMarkup(v.name) + "</title></text>\n";
+            HtmlEscape(Truncate(v.name, max_chars)) + "<title>" + HtmlEscape(v.name) + "</title></text>\n";
       std::string detail = "peak " + FormatBytes(PeakBytes(*v.measurement));
       if (!v.measurement->ledger.peak_phase.empty()) detail += " in " + v.measurement->ledger.peak_phase;
       s_ += Text(x + 24, y + 14, " fill=\"#555\"", detail);

@@ -41,7 +41,4 @@ std::string RenderTimelineSvg(const ScenarioResult& scenario, int width, int hei
 // The colour of the variant at this index in ScenarioResult::variants (the HTML table's swatches match).
 std::string_view VariantColour(size_t variant_index);
 
-// Escapes & < > " ' for HTML/SVG text and attribute values (shared with html_writer.cpp).
-std::string EscapeMarkup(std::string_view text);
-
 }  // namespace oomguard

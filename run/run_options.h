@@ -24,7 +24,7 @@ struct RunOptions {
   int64_t iterations = 0;                // --iterations N (0: each variant's own loop.iterations)
   double timeout_seconds = 300;          // per variant
   std::string json_path;                 // --json FILE
-  std::vector<std::string> reports;      // --report FORMAT=FILE (junit, md, html, json)
+  std::vector<std::string> reports;      // --report FORMAT=FILE (ReportFormatNames, reports/report_registry.h)
   std::string baselines_dir;             // --baselines DIR (default: baselines/ beside each scenario file)
   bool update_baselines = false;         // --update-baselines: rewrite what ran successfully
   bool strict = false;                   // --strict: a variant without a baseline fails
