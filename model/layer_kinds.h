@@ -8,13 +8,14 @@
 //   LayerKindOf(spec).attention_like;                      // the spec was loaded, so its kind exists
 //
 // Adding a layer kind:
-//   1. a row in kLayerKinds (layer_kinds.cpp): its fields, required fields, flags and feature rule;
+//   1. a row in LayerKinds() (layer_kinds.cpp): its fields, required fields, flags and feature rule;
 //   2. a class in nn/layers_basic.cpp or nn/layers_blocks.cpp, and one line naming it in that
 //      file's factory list (BasicLayerFactories / BlockLayerFactories);
 //   3. if it needs a field LayerSpec does not have yet: the member (model/scenario.h) and its reader
 //      (LayerFields, scenario/variant_json.h); if an op has no Meta kernel, backends/meta_kernels.cpp.
 // Tests check that every row has a factory and every factory a row (layer_factories_test.cpp), and
-// meta_coverage_test.cpp runs every row on cpu and meta. Document it in scenarios/FORMAT.md.
+// meta_coverage_test.cpp runs every row on cpu and meta (update its expected count).
+// Document the kind in scenarios/FORMAT.md.
 #pragma once
 
 #include <string>
