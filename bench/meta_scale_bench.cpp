@@ -33,7 +33,7 @@ VariantSpec StepOf(const std::string& scenario_name) {
 // The step without oomguard's harness: the same layers, loss and AdamW, straight LibTorch calls.
 void BareStep(const VariantSpec& spec, const c10::Device& device) {
   const at::TensorOptions options =
-      at::TensorOptions().device(device).dtype(spec.model.dtype == "float32" ? at::kFloat : at::kBFloat16);
+      at::TensorOptions().device(device).dtype(spec.model.dtype == DType::kFloat32 ? at::kFloat : at::kBFloat16);
   LayerNet net(spec.model, options);
   torch::optim::AdamW adamw(net.parameters(), torch::optim::AdamWOptions(1e-4));
   const at::Tensor ids = at::empty({spec.data.batch, spec.data.shape.at(0)}, options.dtype(at::kLong));
@@ -55,7 +55,7 @@ void BM_MetaStep(benchmark::State& state, const std::string& scenario_name) {
     rounds.Round([&] { BareStep(spec, meta.device()); },
                  [&] {
                    const VariantMeasurement m = MeasureVariant(spec, options);
-                   if (m.outcome != "pass") state.SkipWithError(m.error.c_str());
+                   if (m.outcome.kind != Outcome::kPass) state.SkipWithError(m.error.c_str());
                  },
                  1);
   }

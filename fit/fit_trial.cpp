@@ -59,8 +59,8 @@ bool CheckKnob(const std::string& knob, const VariantSpec& spec, int64_t min_val
     return false;
   }
   const DataSpec& d = spec.data;
-  if (knob == "seq" && d.dtype != "int64" && d.shape.size() < 2) {
-    *error = where + " has no sequence axis: data.shape " + ShapeText(d.shape) + " of " + d.dtype +
+  if (knob == "seq" && d.dtype != DType::kInt64 && d.shape.size() < 2) {
+    *error = where + " has no sequence axis: data.shape " + ShapeText(d.shape) + " of " + std::string(Name(d.dtype)) +
              " holds features; seq varies data.shape[0] of token ids (data.dtype int64) or of samples shaped "
              "[seq, features]";
     return false;
@@ -106,13 +106,13 @@ TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Bac
           " bytes before it, " + std::to_string(live_after) + " after); later trials would measure on top of them");
     }
     Trial trial;
-    if (m.outcome == "pass") {
+    if (m.outcome.kind == Outcome::kPass) {
       trial.peak_bytes = m.ledger.peak_bytes;
-    } else if (m.outcome == "oom") {
+    } else if (m.outcome.kind == Outcome::kOom) {
       trial.outcome = Trial::Outcome::kOom;
     } else {
       trial.outcome = Trial::Outcome::kError;
-      trial.error = "at " + knob + " " + std::to_string(value) + ": " + m.outcome + ": " + FirstLine(m.error);
+      trial.error = "at " + knob + " " + std::to_string(value) + ": " + Name(m.outcome) + ": " + FirstLine(m.error);
     }
     return trial;
   };

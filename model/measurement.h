@@ -10,6 +10,7 @@
 
 #include "allocators/fault_injection.h"
 #include "allocators/ledger.h"
+#include "model/outcome.h"
 
 namespace oomguard {
 
@@ -80,7 +81,7 @@ struct VariantMeasurement {
   std::string backend;
   std::string card;             // simulated card, empty for a plain cap
   int64_t cap_bytes = 0;
-  std::string outcome = "pass";  // pass | oom | error:<category> (error_category.h)
+  VariantOutcome outcome;        // pass | oom | error:<category> (workload/error_category.h)
   std::string error;             // the message, for oom and errors
   std::string attention = "math";  // the attention implementation the layers use
   double duration_ms = 0;

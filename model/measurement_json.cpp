@@ -20,7 +20,7 @@ json MeasurementToJson(const VariantMeasurement& m) {
   j["backend"] = m.backend;
   j["card"] = m.card;
   j["cap_bytes"] = m.cap_bytes;
-  j["outcome"] = m.outcome;
+  j["outcome"] = Name(m.outcome);
   j["error"] = m.error;
   j["attention"] = m.attention;
   j["duration_ms"] = m.duration_ms;
@@ -120,7 +120,11 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
     m->backend = j.at("backend").get<std::string>();
     m->card = j.at("card").get<std::string>();
     m->cap_bytes = j.at("cap_bytes").get<int64_t>();
-    m->outcome = j.at("outcome").get<std::string>();
+    const std::string outcome = j.at("outcome").get<std::string>();
+    if (!Parse(outcome, &m->outcome)) {
+      *error = "malformed measurement: unknown outcome '" + outcome + "'";
+      return false;
+    }
     m->error = j.at("error").get<std::string>();
     m->attention = j.at("attention").get<std::string>();
     m->duration_ms = j.at("duration_ms").get<double>();

@@ -16,14 +16,14 @@
 #include <vector>
 
 #include "base/did_you_mean.h"
+#include "model/phase.h"
 
 namespace oomguard {
 
 enum class MetricKind { kBytes, kCount, kDigest };
 
-// The phases of a step, as phase_peak.<phase> names them, in the order a step runs them.
-inline const std::vector<std::string> kMetricPhases = {"setup",     "transfer",  "forward", "backward",
-                                                       "optimizer", "zero_grad", "eval"};
+// The phases of a step, as phase_peak.<phase> names them, in the order a step runs them (model/phase.h).
+inline const std::vector<std::string> kMetricPhases = AllNames<Phase>();
 
 // Every metric, in documentation order. phase_peak is always written phase_peak.<phase>, live_after
 // always live_after[N] with N >= 1 the iteration.

@@ -64,7 +64,7 @@ struct BaselineComparison {
 struct VariantResult {
   std::string name;
   ResultCode code = ResultCode::kUnresolved;
-  std::string expected_outcome = "pass";
+  VariantOutcome expected_outcome;
   bool expected_leak = false;
   std::string xfail_reason;                       // non-empty when marked xfail
   std::vector<std::string> reasons;               // why it is not PASS, one line each

@@ -12,13 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "model/dtype.h"
+#include "model/outcome.h"
+
 namespace oomguard {
 
 // One layer of a model. Which fields matter depends on `kind`; the loader rejects fields a kind does
 // not take. Dimensions are features of the last axis.
 struct LayerSpec {
-  std::string kind;          // linear relu gelu sigmoid tanh exp dropout layer_norm embedding attention
-                             // mlp_block transformer_block scale
+  std::string kind;          // a LayerKinds() row's name (model/layer_kinds.h): what fields it takes
   int64_t in = 0;            // linear: input features
   int64_t out = 0;           // linear: output features
   int64_t dim = 0;           // layer_norm, embedding, attention, mlp_block, transformer_block
@@ -40,14 +42,14 @@ struct ModelSpec {
   // Which model source builds the net (nn/net_sources.h): "layers" builds `layers` below. Scenario
   // files do not name it yet: every loaded model is "layers".
   std::string source = "layers";
-  std::string dtype = "float32";  // float32 bfloat16 float16
+  DType dtype = DType::kFloat32;  // one of kModelDTypes
   std::vector<LayerSpec> layers;  // source "layers"
 };
 
 struct DataSpec {
   int64_t batch = 1;
   std::vector<int64_t> shape;     // per sample, e.g. [512] or [seq] for token ids
-  std::string dtype = "float32";  // float32 bfloat16 float16 int64 (token ids)
+  DType dtype = DType::kFloat32;  // any DType; kInt64 is token ids
   int64_t vocab = 0;              // int64 data: ids are drawn from [0, vocab)
   bool on_host = true;            // the batch starts on the host and is transferred to the device
   int64_t classes = 0;            // cross_entropy targets: [batch] ids in [0, classes)
@@ -112,7 +114,7 @@ struct VariantSpec {
 };
 
 struct VariantExpectation {
-  std::string outcome = "pass";      // pass | oom | error:<category>
+  VariantOutcome outcome;            // pass | oom | error:<category>
   bool leak = false;                 // live bytes grow from iteration to iteration
   std::vector<std::string> checks;   // check expressions on this variant: "peak <= 12MiB"
   std::optional<std::string> xfail;  // known to fail, with the reason: FAIL becomes XFAIL, PASS XPASS

@@ -7,7 +7,10 @@
 //
 // Forward uses ATen ops only, so autograd records them exactly as it would for torch::nn modules.
 // Parameters are initialised from ATen's default generator (seed it first); on meta they have no data.
-// Adding a layer kind: one class in layers_basic.cpp or layers_blocks.cpp and one line in MakeLayer.
+// Adding a layer kind: its row in model/layer_kinds.h (fields, flags, feature rule; how to add one is
+// written there), one class in layers_basic.cpp or layers_blocks.cpp, and one line naming it in that
+// file's factory list. MakeLayer finds the factory by the kind's name; a test checks that every row
+// of LayerKinds() has exactly one factory and every factory a row.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -15,6 +18,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/scenario.h"
@@ -42,9 +46,22 @@ class Layer {
 // Builds one layer. The spec was validated by the loader; unknown kinds are a programmer error.
 std::unique_ptr<Layer> MakeLayer(const LayerSpec& spec, const at::TensorOptions& options, std::string name);
 
-// The kinds in layers_basic.cpp / layers_blocks.cpp (MakeLayer dispatches to these).
-std::unique_ptr<Layer> MakeBasicLayer(const LayerSpec& spec, const at::TensorOptions& options, std::string name);
-std::unique_ptr<Layer> MakeBlockLayer(const LayerSpec& spec, const at::TensorOptions& options, std::string name);
+// How a kind is built: every layer class has this constructor.
+using LayerFactory = std::unique_ptr<Layer> (*)(const LayerSpec&, const at::TensorOptions&, std::string);
+struct LayerFactoryEntry {
+  std::string_view kind;  // a LayerKinds() row's name
+  LayerFactory make;
+};
+
+template <typename L>
+std::unique_ptr<Layer> New(const LayerSpec& spec, const at::TensorOptions& options, std::string name) {
+  return std::make_unique<L>(spec, options, std::move(name));
+}
+
+// The kinds built in layers_basic.cpp / layers_blocks.cpp, and both lists together (MakeLayer's).
+const std::vector<LayerFactoryEntry>& BasicLayerFactories();
+const std::vector<LayerFactoryEntry>& BlockLayerFactories();
+std::vector<LayerFactoryEntry> LayerFactories();
 
 // Multi-head self-attention. The implementation is the scenario's explicit choice, never the
 // dispatcher's, so cpu, meta and cuda keep the same tensors for backward:

@@ -22,7 +22,8 @@ class Linear final : public Layer {
 // Elementwise activations; `inplace` uses the trailing-underscore op where ATen has one.
 class Activation final : public Layer {
  public:
-  Activation(const LayerSpec& s, std::string name) : Layer(std::move(name)), kind_(s.kind), inplace_(s.inplace) {}
+  Activation(const LayerSpec& s, const at::TensorOptions&, std::string name)
+      : Layer(std::move(name)), kind_(s.kind), inplace_(s.inplace) {}
   at::Tensor Forward(const at::Tensor& x, bool) override {
     // In-place methods modify the storage x shares with its producer; the handle itself stays const.
     if (kind_ == "relu") return inplace_ ? x.relu_() : at::relu(x);
@@ -42,7 +43,8 @@ class Activation final : public Layer {
 
 class Dropout final : public Layer {
  public:
-  Dropout(const LayerSpec& s, std::string name) : Layer(std::move(name)), p_(s.p), inplace_(s.inplace) {}
+  Dropout(const LayerSpec& s, const at::TensorOptions&, std::string name)
+      : Layer(std::move(name)), p_(s.p), inplace_(s.inplace) {}
   at::Tensor Forward(const at::Tensor& x, bool training) override {
     if (!inplace_) return at::dropout(x, p_, training);
     at::Tensor y = x;  // a second handle to the same storage: at::dropout_ takes a non-const one
@@ -56,7 +58,8 @@ class Dropout final : public Layer {
 
 class Scale final : public Layer {
  public:
-  Scale(const LayerSpec& s, std::string name) : Layer(std::move(name)), factor_(s.factor), inplace_(s.inplace) {}
+  Scale(const LayerSpec& s, const at::TensorOptions&, std::string name)
+      : Layer(std::move(name)), factor_(s.factor), inplace_(s.inplace) {}
   at::Tensor Forward(const at::Tensor& x, bool) override {
     return inplace_ ? x.mul_(factor_) : x.mul(factor_);
   }
@@ -96,16 +99,14 @@ class Embedding final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> MakeBasicLayer(const LayerSpec& s, const at::TensorOptions& o, std::string name) {
-  if (s.kind == "linear") return std::make_unique<Linear>(s, o, std::move(name));
-  if (s.kind == "relu" || s.kind == "gelu" || s.kind == "sigmoid" || s.kind == "tanh" || s.kind == "exp") {
-    return std::make_unique<Activation>(s, std::move(name));
-  }
-  if (s.kind == "dropout") return std::make_unique<Dropout>(s, std::move(name));
-  if (s.kind == "scale") return std::make_unique<Scale>(s, std::move(name));
-  if (s.kind == "layer_norm") return std::make_unique<LayerNorm>(s, o, std::move(name));
-  if (s.kind == "embedding") return std::make_unique<Embedding>(s, o, std::move(name));
-  return nullptr;
+const std::vector<LayerFactoryEntry>& BasicLayerFactories() {
+  static const std::vector<LayerFactoryEntry> factories = {
+      {"linear", New<Linear>},       {"relu", New<Activation>}, {"gelu", New<Activation>},
+      {"sigmoid", New<Activation>},  {"tanh", New<Activation>}, {"exp", New<Activation>},
+      {"dropout", New<Dropout>},     {"scale", New<Scale>},     {"layer_norm", New<LayerNorm>},
+      {"embedding", New<Embedding>},
+  };
+  return factories;
 }
 
 }  // namespace oomguard

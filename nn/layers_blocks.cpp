@@ -118,11 +118,13 @@ class TransformerBlock final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> MakeBlockLayer(const LayerSpec& s, const at::TensorOptions& o, std::string name) {
-  if (s.kind == "attention") return std::make_unique<Attention>(s, o, std::move(name));
-  if (s.kind == "mlp_block") return std::make_unique<MlpBlock>(s, o, std::move(name));
-  if (s.kind == "transformer_block") return std::make_unique<TransformerBlock>(s, o, std::move(name));
-  return nullptr;
+const std::vector<LayerFactoryEntry>& BlockLayerFactories() {
+  static const std::vector<LayerFactoryEntry> factories = {
+      {"attention", New<Attention>},
+      {"mlp_block", New<MlpBlock>},
+      {"transformer_block", New<TransformerBlock>},
+  };
+  return factories;
 }
 
 at::Tensor Layer::AddParameter(at::IntArrayRef sizes, const at::TensorOptions& options, double bound) {
@@ -139,9 +141,18 @@ at::Tensor Layer::AddParameter(at::IntArrayRef sizes, const at::TensorOptions& o
   return p;
 }
 
+std::vector<LayerFactoryEntry> LayerFactories() {
+  std::vector<LayerFactoryEntry> all = BasicLayerFactories();
+  all.insert(all.end(), BlockLayerFactories().begin(), BlockLayerFactories().end());
+  return all;
+}
+
 std::unique_ptr<Layer> MakeLayer(const LayerSpec& spec, const at::TensorOptions& options, std::string name) {
-  if (auto layer = MakeBasicLayer(spec, options, name)) return layer;
-  if (auto layer = MakeBlockLayer(spec, options, name)) return layer;
+  for (const auto* list : {&BasicLayerFactories(), &BlockLayerFactories()}) {
+    for (const LayerFactoryEntry& entry : *list) {
+      if (entry.kind == spec.kind) return entry.make(spec, options, std::move(name));
+    }
+  }
   OOMGUARD_CHECK(false) << "unknown layer kind '" << spec.kind << "' (the loader should have rejected it)";
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/byte_size.h"
+#include "model/phase.h"
 #include "reports/report_format.h"
 
 namespace oomguard {
@@ -15,11 +16,23 @@ namespace {
 
 // What a phase's allocations are, said the way a training step is read.
 std::string OriginName(const std::string& phase) {
-  if (phase == "setup") return "parameters (setup)";
-  if (phase == "transfer") return "inputs (transfer)";
-  if (phase == "forward") return "activations (forward)";
-  if (phase == "backward") return "gradients and backward buffers (backward)";
-  if (phase == "optimizer") return "optimizer state (optimizer)";
+  Phase known;
+  if (!Parse(phase, &known)) return phase;
+  switch (known) {
+    case Phase::kSetup:
+      return "parameters (setup)";
+    case Phase::kTransfer:
+      return "inputs (transfer)";
+    case Phase::kForward:
+      return "activations (forward)";
+    case Phase::kBackward:
+      return "gradients and backward buffers (backward)";
+    case Phase::kOptimizer:
+      return "optimizer state (optimizer)";
+    case Phase::kZeroGrad:
+    case Phase::kEval:
+      break;
+  }
   return phase;
 }
 
@@ -118,15 +131,15 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
   size_t width = 0, outcome_width = 0;
   for (const VariantResult& v : s.variants) {
     width = std::max(width, v.name.size());
-    if (v.measurement) outcome_width = std::max(outcome_width, v.measurement->outcome.size());
+    if (v.measurement) outcome_width = std::max(outcome_width, Name(v.measurement->outcome).size());
   }
   for (const VariantResult& v : s.variants) {
     out << "            " << PadRight(v.name, width + 2) << Code(v.code, style, 12);
     if (v.measurement) {
       const VariantMeasurement& m = *v.measurement;
-      out << PadRight(m.outcome, outcome_width + 2) << "peak " << PadRight(FormatBytes(m.ledger.peak_bytes), 12)
+      out << PadRight(Name(m.outcome), outcome_width + 2) << "peak " << PadRight(FormatBytes(m.ledger.peak_bytes), 12)
           << "in " << m.ledger.peak_phase;
-      if (auto growth = LiveGrowthPerIteration(m); growth && m.outcome == "pass") {
+      if (auto growth = LiveGrowthPerIteration(m); growth && m.outcome.kind == Outcome::kPass) {
         out << "  growth " << FormatSignedBytes(static_cast<int64_t>(*growth)) << "/iteration";
       }
       if (v.baseline.verdict != BaselineVerdict::kNotCompared) out << "  baseline " << BaselineWord(v.baseline);

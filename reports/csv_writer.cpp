@@ -34,7 +34,7 @@ std::vector<std::string> Cells(const ScenarioResult& s, const VariantResult* v) 
                                     s.cap_bytes > 0 ? std::to_string(s.cap_bytes) : "",
                                     std::string(ResultName(v ? v->code : s.code))};
   const VariantMeasurement* m = v && v->measurement ? &*v->measurement : nullptr;
-  cells.push_back(m ? Text(m->outcome) : "");
+  cells.push_back(m ? Text(Name(m->outcome)) : "");
   cells.push_back(m ? std::to_string(m->ledger.peak_bytes) : "");
   cells.push_back(m ? Text(m->ledger.peak_phase) : "");
   cells.push_back(m && !m->iterations.empty() ? std::to_string(m->iterations.back().live_after_bytes) : "");

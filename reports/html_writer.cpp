@@ -157,8 +157,8 @@ void WriteVariantTable(const ScenarioResult& s, bool baselines, std::string& h) 
          HtmlEscape(v.name) + "</td><td>" + Badge(v.code) + "</td><td>";
     if (v.measurement) {
       const VariantMeasurement& m = *v.measurement;
-      h += HtmlEscape(m.outcome);
-      if (v.expected_outcome != "pass") h += " (expected " + HtmlEscape(v.expected_outcome) + ")";
+      h += HtmlEscape(Name(m.outcome));
+      if (v.expected_outcome.kind != Outcome::kPass) h += " (expected " + HtmlEscape(Name(v.expected_outcome)) + ")";
       if (v.expected_leak) h += " (leak expected)";
       h += "</td><td class=\"num\">" + HtmlEscape(FormatBytes(m.ledger.peak_bytes)) + "</td><td>" + HtmlEscape(m.ledger.peak_phase) +
            "</td>";

@@ -39,7 +39,7 @@ std::string PeakBlock(const VariantResult& v) {
   if (!v.measurement) return "no measurement: the variant did not report one\n";
   const VariantMeasurement& m = *v.measurement;
   std::string out = "peak " + FormatBytes(m.ledger.peak_bytes) + " in " + m.ledger.peak_phase + " (outcome " +
-                    m.outcome + ", cap " + FormatBytes(m.cap_bytes) + ")\n";
+                    Name(m.outcome) + ", cap " + FormatBytes(m.cap_bytes) + ")\n";
   if (m.oom) {
     out += "OOM in " + m.oom->phase + ": tried to allocate " + FormatBytes(m.oom->requested_bytes) + " with " +
            FormatBytes(m.oom->live_bytes) + " live\n";

@@ -53,12 +53,14 @@ std::vector<Row> TableRows(const RunResults& report) {
   return rows;
 }
 
-std::string Outcome(ResultCode code, const VariantResult* v) {
+std::string ResultCell(ResultCode code, const VariantResult* v) {
   const std::string name(ResultName(code));
   std::string out = IsFailure(code) ? "**" + name + "**" : name;
   if (v == nullptr) return out;
   std::vector<std::string> notes;
-  if (v->measurement && v->measurement->outcome != "pass") notes.push_back(MarkdownText(v->measurement->outcome));
+  if (v->measurement && v->measurement->outcome.kind != Outcome::kPass) {
+    notes.push_back(MarkdownText(Name(v->measurement->outcome)));
+  }
   if (v->baseline.verdict == BaselineVerdict::kRegressed) notes.push_back("regressed");
   if (v->baseline.verdict == BaselineVerdict::kImproved) notes.push_back("improved");
   if (v->baseline.verdict == BaselineVerdict::kNew) notes.push_back("no baseline");
@@ -73,7 +75,7 @@ void WriteTable(const std::vector<Row>& rows, std::string* out) {
     const ScenarioResult& s = *r.scenario;
     const VariantResult* v = r.variant;
     std::vector<std::string> cells = {MarkdownText(s.name), v ? MarkdownText(v->name) : kNone, MarkdownText(s.backend), Card(s),
-                                      Outcome(v ? v->code : s.code, v)};
+                                      ResultCell(v ? v->code : s.code, v)};
     const VariantMeasurement* m = v && v->measurement ? &*v->measurement : nullptr;
     cells.push_back(m ? FormatBytes(m->ledger.peak_bytes) : kNone);
     if (const MetricDiff* d = v ? PeakDiff(v->baseline) : nullptr) {

@@ -54,7 +54,7 @@ json ResultsToJson(const RunResults& report) {
     for (const VariantResult& v : s.variants) {
       json jv = {{"name", v.name},
                  {"result", std::string(ResultName(v.code))},
-                 {"expected_outcome", v.expected_outcome},
+                 {"expected_outcome", Name(v.expected_outcome)},
                  {"expected_leak", v.expected_leak},
                  {"reasons", v.reasons},
                  {"checks", ChecksToJson(v.checks)}};

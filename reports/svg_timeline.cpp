@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/byte_size.h"
+#include "model/phase.h"
 #include "reports/escape.h"
 
 namespace oomguard {
@@ -56,20 +57,37 @@ std::string Rect(double x, double y, double width, double height, std::string_vi
          std::string(attributes) + (title.empty() ? "/>\n" : "><title>" + HtmlEscape(title) + "</title></rect>\n");
 }
 
+// The fixed colour of a phase the workload sets.
+std::string_view PhaseColour(Phase phase) {
+  switch (phase) {
+    case Phase::kSetup:
+      return "#eeeeee";
+    case Phase::kZeroGrad:
+      return "#f6e2f2";
+    case Phase::kTransfer:
+      return "#fff1c1";
+    case Phase::kForward:
+      return "#dceafa";
+    case Phase::kBackward:
+      return "#fde5d2";
+    case Phase::kOptimizer:
+      return "#dff2da";
+    case Phase::kEval:
+      return "#e8e0f7";
+  }
+  return "#eeeeee";
+}
+
 // Band colours by phase, in order of first appearance; the phases the workload sets have fixed colours.
 std::vector<std::pair<std::string, std::string_view>> PhasePalette(const std::vector<PhaseMark>& marks) {
-  static constexpr std::array<std::string_view, 7> kKnown = {"setup",    "zero_grad", "transfer", "forward",
-                                                             "backward", "optimizer", "eval"};
-  static constexpr std::array<std::string_view, 7> kKnownColours = {"#eeeeee", "#f6e2f2", "#fff1c1", "#dceafa",
-                                                                    "#fde5d2", "#dff2da", "#e8e0f7"};
   static constexpr std::array<std::string_view, 4> kOthers = {"#d9f1ef", "#f3ecd2", "#fbe1e1", "#e6e6d8"};
   std::vector<std::pair<std::string, std::string_view>> palette;
   size_t others = 0;
   for (const PhaseMark& m : marks) {
     auto same = [&m](const auto& entry) { return entry.first == m.phase; };
     if (std::find_if(palette.begin(), palette.end(), same) != palette.end()) continue;
-    const size_t known = std::find(kKnown.begin(), kKnown.end(), m.phase) - kKnown.begin();
-    palette.emplace_back(m.phase, known < kKnown.size() ? kKnownColours[known] : kOthers[others++ % kOthers.size()]);
+    Phase known;
+    palette.emplace_back(m.phase, Parse(m.phase, &known) ? PhaseColour(known) : kOthers[others++ % kOthers.size()]);
   }
   return palette;
 }
@@ -258,7 +276,7 @@ class Chart {
       if (label.Right() > f_.plot_right) label = {x - 7, y - 6, label.text, true, colour};
       if (label.y < f_.plot_top + 10) label.y = y + 15;
       labels_.push_back(label);
-      if (m.outcome == "oom") {
+      if (m.outcome.kind == Outcome::kOom) {
         const TimelinePoint& at = OomPoint(m);
         const double ox = f_.X(at.event_index), oy = f_.Y(m.oom ? m.oom->live_bytes : at.live_bytes);
         s_ += "<path d=\"M" + Num(ox - 4) + " " + Num(oy - 4) + "L" + Num(ox + 4) + " " + Num(oy + 4) + "M" +

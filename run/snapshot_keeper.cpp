@@ -29,7 +29,8 @@ bool MoveFile(const std::string& from, const std::string& to, std::string* error
 }
 
 bool WorthKeeping(const ScenarioResult& scenario, const VariantResult& v) {
-  return v.measurement->outcome != "pass" || v.code != ResultCode::kPass || scenario.code != ResultCode::kPass;
+  return v.measurement->outcome.kind != Outcome::kPass || v.code != ResultCode::kPass ||
+         scenario.code != ResultCode::kPass;
 }
 
 }  // namespace

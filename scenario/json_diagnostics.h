@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/check.h"
 #include "base/did_you_mean.h"
 
 namespace oomguard {
@@ -213,6 +214,22 @@ inline FieldReader EnumField(std::string* out, std::string what, std::vector<std
       }
     }
     return Fail(path, UnknownNameMessage(what, text, values, "valid values", shown), error);
+  };
+}
+
+// One of `values` of a closed set, spelt as Name() spells it, read with Parse() (model/enum_names.h;
+// found by argument-dependent lookup: the enums and VariantOutcome). Messages as EnumField's.
+template <typename Value>
+FieldReader NamedField(Value* out, std::string what, const std::vector<Value>& values,
+                       std::vector<std::string> shown = {}) {
+  std::vector<std::string> names;
+  for (const Value& v : values) names.emplace_back(Name(v));
+  return [out, what, names, shown](const OrderedJson& value, const JsonPath& path, std::string* error) {
+    std::string text;
+    if (!EnumField(&text, what, names, shown)(value, path, error)) return false;
+    const bool parsed = Parse(text, out);
+    OOMGUARD_CHECK(parsed) << "'" << text << "' is a name of the set but does not parse";
+    return true;
   };
 }
 

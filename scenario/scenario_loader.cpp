@@ -181,14 +181,10 @@ bool ReadChecks(const Json& value, const JsonPath& path, bool relation_mode, con
   return true;
 }
 
-FieldReader OutcomeField(std::string* out) {
-  std::vector<std::string> outcomes = {"pass", "oom"};
-  for (const char* category : {"inplace-saved-tensor", "inplace-leaf", "meta-kernel-missing", "error"}) {
-    outcomes.push_back(std::string("error:") + category);
-  }
-  std::vector<std::string> shown = outcomes;
-  shown.back() += " (any other error)";
-  return EnumField(out, "outcome", outcomes, shown);
+FieldReader OutcomeField(VariantOutcome* out) {
+  std::vector<std::string> shown = AllOutcomeNames();
+  shown.back() += " (any other error)";  // error:error, the last category (model/outcome.h)
+  return NamedField(out, "outcome", AllOutcomes(), shown);
 }
 
 bool ReadExpect(const Json& value, const JsonPath& path, const std::vector<std::string>& variants, Scenario* out,

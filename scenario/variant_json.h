@@ -13,44 +13,18 @@
 #include <string>
 #include <vector>
 
-#include "scenario/json_diagnostics.h"
+#include "model/dtype.h"
+#include "model/layer_kinds.h"
 #include "model/scenario.h"
+#include "scenario/json_diagnostics.h"
 
 namespace oomguard {
 namespace variant_json {
 
 using Json = OrderedJson;
 
-inline bool Contains(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-struct LayerKind {
-  std::string kind;
-  std::vector<std::string> fields;    // the LayerSpec fields it takes
-  std::vector<std::string> required;  // of those, the ones without a usable default
-};
-
-inline const std::vector<LayerKind>& LayerKinds() {
-  static const std::vector<LayerKind> kinds = {
-      {"linear", {"in", "out", "bias"}, {"in", "out"}},
-      {"relu", {"inplace"}, {}},
-      {"gelu", {"inplace"}, {}},
-      {"sigmoid", {}, {}},
-      {"tanh", {}, {}},
-      {"exp", {}, {}},
-      {"dropout", {"p", "inplace"}, {}},
-      {"layer_norm", {"dim"}, {"dim"}},
-      {"embedding", {"vocab", "dim"}, {"vocab", "dim"}},
-      {"attention", {"dim", "heads", "p", "causal", "attention"}, {"dim", "heads"}},
-      {"mlp_block", {"dim", "hidden", "activation"}, {"dim", "hidden"}},
-      {"transformer_block", {"dim", "heads", "hidden", "p", "causal", "activation", "attention"},
-       {"dim", "heads", "hidden"}},
-      {"scale", {"factor", "inplace"}, {}},
-  };
-  return kinds;
-}
-
+// The readers of every LayerSpec field; which of them a kind takes is its LayerKindInfo row's
+// `fields` (model/layer_kinds.h).
 inline std::vector<Field> LayerFields(LayerSpec* out) {
   return {
       {"in", IntField(&out->in, 1)},
@@ -74,14 +48,13 @@ inline bool ReadLayer(const Json& value, const JsonPath& path, LayerSpec* out, i
   if (!value.is_object()) {
     return Fail(path, "expected a layer such as {\"kind\": \"relu\"}, got " + DescribeJson(value), error);
   }
-  std::vector<std::string> kinds;
-  for (const LayerKind& k : LayerKinds()) kinds.push_back(k.kind);
+  const std::vector<std::string> kinds = LayerKindNames();
   auto kind_value = value.find("kind");
   if (kind_value == value.end()) {
     return Fail(path, "missing required key \"kind\" (one of: " + JoinNames(kinds, ", ") + ")", error);
   }
   if (!EnumField(&out->kind, "layer kind", kinds)(*kind_value, path.Key("kind"), error)) return false;
-  const LayerKind& kind = LayerKinds()[std::find(kinds.begin(), kinds.end(), out->kind) - kinds.begin()];
+  const LayerKindInfo& kind = LayerKindOf(*out);
   const std::vector<Field> fields = LayerFields(out);
   *repeat = 1;
   for (const auto& [key, field_value] : value.items()) {
@@ -91,9 +64,9 @@ inline bool ReadLayer(const Json& value, const JsonPath& path, LayerSpec* out, i
       continue;
     }
     auto field = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
-    if (field != fields.end() && !Contains(kind.fields, key)) {
+    if (field != fields.end() && !kind.Takes(key)) {
       return Fail(path,
-                  "layer kind " + kind.kind + " takes no field " + Quoted(key) + " (it takes" +
+                  "layer kind " + kind.name + " takes no field " + Quoted(key) + " (it takes" +
                       (kind.fields.empty() ? " no fields" : ": " + JoinNames(kind.fields, ", ")) + ")",
                   error);
     }
@@ -107,7 +80,7 @@ inline bool ReadLayer(const Json& value, const JsonPath& path, LayerSpec* out, i
   for (const std::string& required : kind.required) {
     if (!value.contains(required)) {
       return Fail(path,
-                  "missing required key " + Quoted(required) + " (layer kind " + kind.kind +
+                  "missing required key " + Quoted(required) + " (layer kind " + kind.name +
                       " requires: " + JoinNames(kind.required, ", ") + ")",
                   error);
     }
@@ -169,12 +142,12 @@ inline std::vector<Field> VariantConfigFields(VariantSpec* spec, bool patch) {
   using variant_json::ShapeField;
   auto at_least_zero = [](double v) { return v >= 0; };
   return {
-      {"model", Object({{"dtype", EnumField(&spec->model.dtype, "dtype", {"float32", "bfloat16", "float16"})},
+      {"model", Object({{"dtype", NamedField(&spec->model.dtype, "dtype", kModelDTypes)},
                         {"layers", LayersField(&spec->model.layers)}},
                        patch)},
       {"data", Object({{"batch", IntField(&data->batch, 1)},
                        {"shape", ShapeField(&data->shape)},
-                       {"dtype", EnumField(&data->dtype, "dtype", {"float32", "bfloat16", "float16", "int64"})},
+                       {"dtype", NamedField(&data->dtype, "dtype", AllValues<DType>())},
                        {"vocab", IntField(&data->vocab, 1)},
                        {"on_host", BoolField(&data->on_host)},
                        {"classes", IntField(&data->classes, 1)}},

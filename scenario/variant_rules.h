@@ -12,8 +12,10 @@
 #include <optional>
 #include <string>
 
-#include "scenario/json_diagnostics.h"
+#include "model/dtype.h"
+#include "model/layer_kinds.h"
 #include "model/scenario.h"
+#include "scenario/json_diagnostics.h"
 
 namespace oomguard {
 
@@ -22,19 +24,13 @@ struct SpecProblem {
   std::string message;  // what is wrong, one line
 };
 
-// Layer kinds with parameters (an in-place pitfall can target their first parameter).
-inline bool LayerHasParameters(const std::string& kind) {
-  return kind == "linear" || kind == "layer_norm" || kind == "embedding" || kind == "attention" ||
-         kind == "mlp_block" || kind == "transformer_block";
-}
-
 // The first rule `spec` breaks, or nullopt.
 inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
   const JsonPath model = JsonPath().Key("model"), data = JsonPath().Key("data"), loop = JsonPath().Key("loop");
   const JsonPath pitfalls = JsonPath().Key("pitfalls");
   const std::vector<LayerSpec>& layers = spec.model.layers;
   const int64_t count = static_cast<int64_t>(layers.size());
-  const bool ids = spec.data.dtype == "int64";
+  const bool ids = spec.data.dtype == DType::kInt64;
   if (layers.empty()) return SpecProblem{model.Key("layers"), "a model needs at least one layer"};
   if (spec.data.shape.empty()) {
     return SpecProblem{data.Key("shape"),
@@ -43,19 +39,20 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
   if (ids && spec.data.vocab == 0) {
     return SpecProblem{data.Key("vocab"), "int64 data (token ids) needs vocab >= 1: ids are drawn from [0, vocab)"};
   }
-  if (ids && layers[0].kind != "embedding") {
+  if (ids && LayerKindOf(layers[0]).features != FeatureRule::kEmbedding) {
     return SpecProblem{model.Key("layers").Index(0).Key("kind"),
                        "int64 data (token ids) needs an embedding as the first layer, got " + layers[0].kind};
   }
 
-  // Feature sizes chain from the data through the layers.
+  // Feature sizes chain from the data through the layers, by each kind's FeatureRule (layer_kinds.h).
   int64_t features = spec.data.shape.back();
   std::string from = "data.shape";
   for (int64_t i = 0; i < count; ++i) {
     const LayerSpec& layer = layers[i];
+    const FeatureRule rule = LayerKindOf(layer).features;
     const JsonPath at = model.Key("layers").Index(i);
     const std::string receives = " but receives " + std::to_string(features) + " features from " + from;
-    if (layer.kind == "embedding") {
+    if (rule == FeatureRule::kEmbedding) {
       if (i > 0 || !ids) {
         return SpecProblem{at.Key("kind"),
                            "an embedding takes token ids: it must be the first layer, with data.dtype int64"};
@@ -66,7 +63,7 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
                                                 " (data.vocab is " + std::to_string(spec.data.vocab) + ")"};
       }
       features = layer.dim;
-    } else if (layer.kind == "linear") {
+    } else if (rule == FeatureRule::kLinear) {
       if (layer.in != features) {
         return SpecProblem{at.Key("in"), "linear takes " + std::to_string(layer.in) + " input features" + receives};
       }
@@ -75,7 +72,7 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
       return SpecProblem{at.Key("p"),
                          "attention \"flash\" has no dropout inside attention (the fused cpu kernel has none): set "
                          "p to 0, or use attention \"math\""};
-    } else if (layer.dim != 0 && layer.dim != features) {  // layer_norm, attention, mlp_block, transformer_block
+    } else if (rule == FeatureRule::kDim && layer.dim != features) {
       return SpecProblem{at.Key("dim"), layer.kind + " takes dim " + std::to_string(layer.dim) + receives};
     }
     from = at.ToString();
@@ -88,10 +85,10 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
       return SpecProblem{layer, "layer " + std::to_string(p.inplace.layer) + " does not exist: the model has " +
                                     std::to_string(count) + " layers (0-" + std::to_string(count - 1) + ")"};
     }
-    const std::string& kind = layers[p.inplace.layer].kind;
-    if (p.inplace.target == "parameter" && !LayerHasParameters(kind)) {
+    const LayerKindInfo& kind = LayerKindOf(layers[p.inplace.layer]);
+    if (p.inplace.target == "parameter" && !kind.has_parameters) {
       return SpecProblem{layer, "target \"parameter\" needs a layer with parameters; layer " +
-                                    std::to_string(p.inplace.layer) + " is " + kind};
+                                    std::to_string(p.inplace.layer) + " is " + kind.name};
     }
   }
   if (p.checkpoint.segments > count) {

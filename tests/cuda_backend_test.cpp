@@ -59,7 +59,7 @@ TEST(CudaBackendOnGpu, LedgerCountsTheRequestedBytesTheAllocatorReports) {
   const CardPreset* t4 = FindCard("t4", &error);
   ASSERT_NE(t4, nullptr) << error;
   const VariantMeasurement m = MeasureVariant(TinyMlp(), MeasureOptions{Backend::kCuda, LimitsForCard(*t4)});
-  ASSERT_EQ(m.outcome, "pass") << m.error;
+  ASSERT_EQ(Name(m.outcome), "pass") << m.error;
   ASSERT_TRUE(m.cuda.has_value());
   // The feed (Note [The cuda ledger]) and the allocator's requested_bytes count the same requests, but
   // for the libraries' workspaces, taken before the measurement and held throughout (Note [Library
@@ -91,7 +91,7 @@ TEST(CudaBackendOnGpu, ACapBelowTheModelIsAnOomWithTheCard) {
   VariantSpec big = TinyMlp();
   big.data.batch = 1 << 20;  // 256 MiB of activations in the first layer alone
   const VariantMeasurement m = MeasureVariant(big, MeasureOptions{Backend::kCuda, LimitsForCap(int64_t{64} << 20)});
-  EXPECT_EQ(m.outcome, "oom") << m.error;
+  EXPECT_EQ(Name(m.outcome), "oom") << m.error;
   // The simulated cap first, then PyTorch's own message (it names the physical GPU).
   EXPECT_EQ(m.error.rfind("CUDA out of memory on a GPU capped at 64.00 MiB (oomguard cap): tried to allocate ", 0), 0u)
       << m.error;
@@ -141,7 +141,7 @@ TEST(CudaBackendOnGpu, InjectedFaultInBackwardLeavesTheCachingAllocatorAndItsSta
   ASSERT_NE(policy, nullptr) << error;
   limits.faults = std::make_shared<FaultInjector>(std::move(policy));
   const VariantMeasurement m = MeasureVariant(TinyMlp(), MeasureOptions{Backend::kCuda, limits});
-  EXPECT_EQ(m.outcome, "oom") << m.error;
+  EXPECT_EQ(Name(m.outcome), "oom") << m.error;
   EXPECT_NE(m.error.find("CUDA out of memory (injected by oomguard: phase=backward,nth=1, allocation #"),
             std::string::npos)
       << m.error;

@@ -28,7 +28,7 @@ TEST(CudaSnapshotOnGpu, AnOomWritesPyTorchsOwnSnapshot) {
   MeasureOptions options{Backend::kCuda, LimitsForCap(int64_t{64} << 20)};
   options.snapshot.path = folder.path() + "/large.pickle";
   const VariantMeasurement m = MeasureVariant(OneLargeLayer(), options);
-  EXPECT_EQ(m.outcome, "oom") << m.error;
+  EXPECT_EQ(Name(m.outcome), "oom") << m.error;
   ASSERT_EQ(m.snapshot, options.snapshot.path) << m.snapshot_error;
   std::ifstream in(m.snapshot, std::ios::binary);
   std::stringstream bytes;

@@ -176,7 +176,7 @@ TEST_F(FitCommandTest, LedgerReturnsToItsPreTrialLevel) {
 TEST_F(FitCommandTest, AnOomInBackwardLeavesNothingAfterItsTrial) {
   const VariantSpec spec = WithKnob(Variant(kTokens, "base"), "seq", 2000);
   const VariantMeasurement unlimited = MeasureVariant(spec, MeasureOptions{Backend::kCpu, Limits{}, 0, 0});
-  ASSERT_EQ(unlimited.outcome, "pass");
+  ASSERT_EQ(Name(unlimited.outcome), "pass");
   int64_t forward_peak = 0;
   for (const PhasePeak& p : unlimited.ledger.phase_peaks) {
     if (p.phase == "forward") forward_peak = p.peak_bytes;
@@ -187,7 +187,7 @@ TEST_F(FitCommandTest, AnOomInBackwardLeavesNothingAfterItsTrial) {
   int64_t left_on_thread = 0;
   std::thread([&] {
     const VariantMeasurement m = MeasureVariant(spec, MeasureOptions{Backend::kCpu, LimitsForCap(cap), 0, 0});
-    EXPECT_EQ(m.outcome, "oom");
+    EXPECT_EQ(Name(m.outcome), "oom");
     EXPECT_EQ(m.oom->phase, "backward");
     left_on_thread = CpuAccount().ledger().live_bytes() - before;
   }).join();

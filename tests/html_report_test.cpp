@@ -147,7 +147,7 @@ TEST(HtmlReportTest, ASnapshotIsLinkedFromItsVariant) {
 TEST(HtmlReportTest, OomVariantShowsWhatWasLive) {
   RunResults report = testing::SampleReport();
   VariantResult& v = report.scenarios[1].variants[0];
-  v.measurement->outcome = "oom";
+  v.measurement->outcome = VariantOutcome::Oom();
   OomDetail oom;
   oom.phase = "backward";
   oom.requested_bytes = 4 * kMiB;

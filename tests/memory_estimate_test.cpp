@@ -58,7 +58,7 @@ TEST(ScenarioKeys, BadRepeatAndEstimateNameThePath) {
 TEST(MemoryEstimate, RowsCompareTheRuleWithTheMeasurementExactly) {
   const Scenario s = LoadTinyDecoder();
   const VariantMeasurement m = MeasureVariant(s.variants[0], MeasureOptions{Backend::kMeta});
-  ASSERT_EQ(m.outcome, "pass") << m.error;
+  ASSERT_EQ(Name(m.outcome), "pass") << m.error;
   const std::optional<MemoryEstimate> e = EstimateMemory(s, s.variants[0], m);
   ASSERT_TRUE(e.has_value());
   // Parameters: embedding 10*8; per block 2 layer norms (2*8 each), qkv 24*8, out 8*8, up 16*8, down 8*16;

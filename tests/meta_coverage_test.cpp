@@ -4,29 +4,26 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
-#include "workload/error_category.h"
-#include "nn/layer_trace.h"
 #include "backends/meta_kernels.h"
-#include "scenario/variant_json.h"
+#include "model/layer_kinds.h"
+#include "nn/layer_trace.h"
+#include "workload/error_category.h"
 #include "workload/workload.h"
 
 namespace oomguard {
 namespace {
 
-using variant_json::LayerKind;
-using variant_json::LayerKinds;
+using LayerKind = LayerKindInfo;
 
 constexpr int64_t kFeatures = 16;
 
-bool Takes(const LayerKind& kind, const std::string& field) {
-  return std::find(kind.fields.begin(), kind.fields.end(), field) != kind.fields.end();
-}
+bool Takes(const LayerKind& kind, const std::string& field) { return kind.Takes(field); }
 
 // A layer of `kind` that fits a [batch, 8, 16] activation, with every field it takes set to a
 // non-default value where that changes what runs (inplace, dropout, causal masking).
 LayerSpec LayerOfKind(const LayerKind& kind, bool inplace, const std::string& attention) {
   LayerSpec l;
-  l.kind = kind.kind;
+  l.kind = kind.name;
   l.in = l.out = l.dim = kFeatures;
   l.hidden = 2 * kFeatures;
   l.heads = 2;
@@ -49,18 +46,18 @@ LayerSpec Linear() {
 VariantSpec CoverageModel(const LayerKind& kind, bool inplace, const std::string& loss,
                           const std::string& attention = "math") {
   VariantSpec v;
-  v.name = kind.kind + (inplace ? "_inplace" : "") + (attention == "flash" ? "_flash" : "") + "_" + loss;
+  v.name = kind.name + (inplace ? "_inplace" : "") + (attention == "flash" ? "_flash" : "") + "_" + loss;
   v.seed = 5;
-  if (kind.kind == "embedding") {
+  if (kind.name == "embedding") {
     v.model.layers = {LayerOfKind(kind, inplace, attention), Linear()};
-    v.data.dtype = "int64";
+    v.data.dtype = DType::kInt64;
     v.data.vocab = 50;
   } else {
     v.model.layers = {Linear(), LayerOfKind(kind, inplace, attention), Linear()};
   }
   v.data.batch = 3;
   v.data.shape = {8};
-  if (kind.kind != "embedding") v.data.shape.push_back(kFeatures);
+  if (kind.name != "embedding") v.data.shape.push_back(kFeatures);
   v.data.classes = kFeatures;
   v.loop.loss = loss;
   v.loop.optimizer.kind = "adamw";
@@ -117,10 +114,10 @@ TEST(MetaCoverage, EveryLayerKindRunsForwardAndBackwardWithTheCpuBytes) {
         SCOPED_TRACE(spec.name);
         const VariantMeasurement cpu = MeasureVariant(spec, MeasureOptions{Backend::kCpu});
         const VariantMeasurement meta = MeasureVariant(spec, MeasureOptions{Backend::kMeta});
-        ASSERT_EQ(cpu.outcome, "pass") << cpu.error;
-        ASSERT_EQ(meta.outcome, "pass") << meta.error;
+        ASSERT_EQ(Name(cpu.outcome), "pass") << cpu.error;
+        ASSERT_EQ(Name(meta.outcome), "pass") << meta.error;
         // The block's residual sum: one per iteration, [3, 8, 16] floats (Note [Gradient sums on meta]).
-        const bool residual = kind.kind == "transformer_block";
+        const bool residual = kind.name == "transformer_block";
         ExpectSameBytes(cpu, meta, residual ? spec.loop.iterations : 0, 3 * 8 * kFeatures * 4);
         ++covered;
       }
@@ -136,7 +133,7 @@ TEST(MetaCoverage, MseLossAndSgdMomentumMatchToo) {
   spec.loop.optimizer.momentum = 0.9;
   const VariantMeasurement cpu = MeasureVariant(spec, MeasureOptions{Backend::kCpu});
   const VariantMeasurement meta = MeasureVariant(spec, MeasureOptions{Backend::kMeta});
-  ASSERT_EQ(meta.outcome, "pass") << meta.error;
+  ASSERT_EQ(Name(meta.outcome), "pass") << meta.error;
   ExpectSameBytes(cpu, meta);
 }
 
@@ -149,7 +146,7 @@ TEST(MetaCoverage, AMissingForwardKernelNamesTheOpAndTheLayer) {
     (void)at::hardtanh(at::empty({4, 8}, at::TensorOptions().device(at::kMeta)));
     FAIL() << "hardtanh ran on meta: pick another op without a Meta kernel for this test";
   } catch (const std::exception& e) {
-    EXPECT_EQ(OutcomeOfException(e), "error:meta-kernel-missing");
+    EXPECT_EQ(Name(OutcomeOfException(e)), "error:meta-kernel-missing");
     EXPECT_EQ(DescribeError(e, trace.Locate()),
               "aten::hardtanh has no Meta kernel (in the forward of layer 2:custom): LibTorch ships none and oomguard "
               "registers none. Add one to backends/meta_kernels.cpp, or run this scenario on cpu.");
@@ -171,7 +168,7 @@ TEST(MetaCoverage, AMissingBackwardKernelNamesTheNodeAndTheLayerThatCreatedIt) {
     y.sum().backward();
     FAIL() << "glu_backward ran on meta: pick another op without a Meta kernel for this test";
   } catch (const std::exception& e) {
-    EXPECT_EQ(OutcomeOfException(e), "error:meta-kernel-missing");
+    EXPECT_EQ(Name(OutcomeOfException(e)), "error:meta-kernel-missing");
     EXPECT_EQ(trace.Locate(), "in the backward of layer 1:gated, node GluBackward0");
     EXPECT_NE(DescribeError(e, trace.Locate()).find("aten::glu_backward"), std::string::npos);
   }

@@ -57,7 +57,7 @@ TEST(NetSources, AWorkloadTrainsANetWithoutSegmentsExactly) {
     MeasureOptions options;
     options.backend = backend;
     const VariantMeasurement m = MeasureVariant(WholeModel(), options);
-    ASSERT_EQ(m.outcome, "pass") << m.error;
+    ASSERT_EQ(Name(m.outcome), "pass") << m.error;
     EXPECT_EQ(m.param_bytes, 32);
     EXPECT_EQ(m.grad_bytes, 32);
     EXPECT_EQ(m.optimizer_state_bytes, 0);
@@ -76,7 +76,7 @@ TEST(NetSources, ASegmentKnobOnANetWithoutSegmentsIsAnError) {
   VariantSpec v = WholeModel();
   v.pitfalls.checkpoint.segments = 2;
   VariantMeasurement m = MeasureVariant(v, MeasureOptions{});
-  EXPECT_EQ(m.outcome, "error:error");
+  EXPECT_EQ(Name(m.outcome), "error:error");
   EXPECT_EQ(m.error,
             "model source 'whole' offers no segments, and pitfalls.checkpoint.segments = 2 needs them "
             "(checkpointing and the per-layer knobs act between segments)");

@@ -97,7 +97,7 @@ TEST_F(RunnerTest, NotMeasuredIsNotZero) {
   options.cap = "300B";  // room for the parameters (232 bytes), not for a forward
   const RunResults report = Run(options);
   const VariantMeasurement& m = *report.scenarios[0].variants[0].measurement;
-  EXPECT_EQ(m.outcome, "oom");
+  EXPECT_EQ(Name(m.outcome), "oom");
   EXPECT_FALSE(m.forward_saved_bytes.has_value());
   EXPECT_FALSE(m.grad_bytes.has_value());
   EXPECT_FALSE(m.optimizer_state_bytes.has_value());

@@ -44,7 +44,7 @@ TEST(ScenarioLoader, LoadsTheFormatExample) {
     EXPECT_EQ(v.data.classes, 10);
   }
   EXPECT_EQ(s.expectations.at("pitfall").checks, (std::vector<std::string>{"phase_peak.eval > phase_peak.forward"}));
-  EXPECT_EQ(s.expectations.at("fixed").outcome, "pass");
+  EXPECT_EQ(Name(s.expectations.at("fixed").outcome), "pass");
   EXPECT_EQ(s.checks.size(), 1u);
 }
 
@@ -68,7 +68,7 @@ TEST(ScenarioLoader, FillsDefaults) {
   const VariantSpec& v = s.variants[0];
   EXPECT_EQ(v.name, "a");
   EXPECT_EQ(v.seed, 0);
-  EXPECT_EQ(v.model.dtype, "float32");
+  EXPECT_EQ(Name(v.model.dtype), "float32");
   EXPECT_EQ(v.data.batch, 1);
   EXPECT_TRUE(v.data.on_host);
   EXPECT_EQ(v.loop.iterations, 2);
@@ -80,7 +80,7 @@ TEST(ScenarioLoader, FillsDefaults) {
   EXPECT_EQ(v.pitfalls.transfer, "outside");
   EXPECT_TRUE(v.model.layers[0].bias);
   const VariantExpectation& e = s.expectations.at("a");  // every variant has one
-  EXPECT_EQ(e.outcome, "pass");
+  EXPECT_EQ(Name(e.outcome), "pass");
   EXPECT_FALSE(e.leak);
   EXPECT_FALSE(e.xfail.has_value());
   EXPECT_TRUE(s.checks.empty());
@@ -109,7 +109,7 @@ TEST(ScenarioLoader, AVariantReplacesArraysWholeAndNullRestoresADefault) {
   ASSERT_EQ(v.model.layers.size(), 1u);
   EXPECT_EQ(v.model.layers[0].out, 3);
   EXPECT_FALSE(v.model.layers[0].bias);
-  EXPECT_EQ(v.model.dtype, "bfloat16");
+  EXPECT_EQ(Name(v.model.dtype), "bfloat16");
   EXPECT_EQ(v.loop.iterations, 2);
 }
 
@@ -122,7 +122,7 @@ TEST(ScenarioLoader, ReadsTheScenarioKeys) {
   Scenario e = Load(With(R"("expect": {"a": {"outcome": "error:inplace-saved-tensor", "leak": true,
                                               "checks": ["peak <= 1MiB"], "xfail": "issue 12"}})"));
   const VariantExpectation& a = e.expectations.at("a");
-  EXPECT_EQ(a.outcome, "error:inplace-saved-tensor");
+  EXPECT_EQ(Name(a.outcome), "error:inplace-saved-tensor");
   EXPECT_TRUE(a.leak);
   EXPECT_EQ(a.checks, std::vector<std::string>{"peak <= 1MiB"});
   EXPECT_EQ(a.xfail, std::optional<std::string>("issue 12"));

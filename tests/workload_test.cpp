@@ -43,7 +43,7 @@ int64_t PeakOf(const VariantMeasurement& m, const std::string& phase) {
 
 TEST(Workload, TinyModelBytesAreKnownExactly) {
   const VariantMeasurement m = MeasureVariant(TinyModel(), MeasureOptions{});
-  ASSERT_EQ(m.outcome, "pass") << m.error;
+  ASSERT_EQ(Name(m.outcome), "pass") << m.error;
   EXPECT_EQ(m.param_bytes, 232);
   EXPECT_EQ(m.grad_bytes, 232);
   EXPECT_EQ(m.optimizer_state_bytes, 0);  // plain SGD keeps no state
@@ -90,7 +90,7 @@ TEST(Workload, AnOomAtTheCapReportsWhatWasLiveByCategory) {
   MeasureOptions options;
   options.limits = LimitsForCap(232 + 48 + 96 + 50);  // room for the first linear's output, not relu's
   const VariantMeasurement m = MeasureVariant(TinyModel(), options);
-  ASSERT_EQ(m.outcome, "oom");
+  ASSERT_EQ(Name(m.outcome), "oom");
   ASSERT_TRUE(m.oom.has_value());
   const OomDetail& o = *m.oom;
   EXPECT_EQ(o.phase, "forward");
@@ -111,7 +111,7 @@ TEST(Workload, AnInjectedFaultInBackwardIsAnOomOfThatPhase) {
   std::string error;
   options.limits.faults = std::make_shared<FaultInjector>(ParseFaultSpec("phase=backward,nth=1", &error));
   const VariantMeasurement m = MeasureVariant(TinyModel(), options);
-  ASSERT_EQ(m.outcome, "oom");
+  ASSERT_EQ(Name(m.outcome), "oom");
   ASSERT_EQ(m.injected.size(), 1u);
   EXPECT_EQ(m.injected[0].phase, "backward");
   ASSERT_TRUE(m.oom.has_value());
@@ -125,10 +125,10 @@ TEST(Workload, InplaceEditsFailWithTheirCategories) {
   v.pitfalls.inplace.target = "output";
   v.pitfalls.inplace.layer = 1;
   v.pitfalls.inplace.op = "mul_";
-  EXPECT_EQ(MeasureVariant(v, MeasureOptions{}).outcome, "error:inplace-saved-tensor");
+  EXPECT_EQ(Name(MeasureVariant(v, MeasureOptions{}).outcome), "error:inplace-saved-tensor");
   v.pitfalls.inplace.target = "parameter";
   v.pitfalls.inplace.layer = 0;
-  EXPECT_EQ(MeasureVariant(v, MeasureOptions{}).outcome, "error:inplace-leaf");
+  EXPECT_EQ(Name(MeasureVariant(v, MeasureOptions{}).outcome), "error:inplace-leaf");
 }
 
 // --model-cuda: every allocation of the tiny model also reaches a CachingAllocatorModel. All its
@@ -138,7 +138,7 @@ void ExpectTinyModelPrediction(Backend backend) {
   options.backend = backend;
   options.model_cuda = true;
   const VariantMeasurement m = MeasureVariant(TinyModel(), options);
-  ASSERT_EQ(m.outcome, "pass") << m.error;
+  ASSERT_EQ(Name(m.outcome), "pass") << m.error;
   ASSERT_TRUE(m.cuda_model.has_value());
   const CudaModelMeasurement& c = *m.cuda_model;
   EXPECT_EQ(c.requested_peak_bytes, m.ledger.peak_bytes);  // the same requests, counted twice

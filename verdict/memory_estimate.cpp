@@ -3,10 +3,11 @@
 #include <cmath>
 #include <cstdio>
 
+#include "model/dtype.h"
+#include "model/layer_kinds.h"
+
 namespace oomguard {
 namespace {
-
-int64_t DtypeBytes(const std::string& dtype) { return dtype == "float32" ? 4 : 2; }
 
 int64_t OptimizerBytesPerParameter(const OptimizerSpec& optimizer) {
   if (optimizer.kind == "adam" || optimizer.kind == "adamw") return 8;
@@ -21,12 +22,12 @@ std::optional<MemoryEstimate> EstimateMemory(const Scenario& scenario, const Var
   if (!scenario.estimate) return std::nullopt;
   int64_t blocks = 0, hidden = 0;
   for (const LayerSpec& layer : spec.model.layers) {
-    if (layer.kind != "transformer_block") continue;
+    if (!LayerKindOf(layer).transformer_block) continue;
     ++blocks;
     hidden = layer.dim;
   }
   if (blocks == 0) return std::nullopt;
-  const int64_t dtype_bytes = DtypeBytes(spec.model.dtype);
+  const int64_t dtype_bytes = BytesPerElement(spec.model.dtype);
   const int64_t seq = spec.data.shape.empty() ? 1 : spec.data.shape.front();
   const double factor = scenario.estimate->activation_factor;
 

@@ -6,8 +6,9 @@
 //
 // The rule (EstimateSpec, scenario.h): parameters 4, gradients 4 and Adam state 8 bytes per parameter
 // (16 bytes, the fp32 mixed-precision-free rule; SGD with momentum 4, plain SGD 0), activations
-// batch x seq x hidden x layers x dtype bytes x activation_factor over the transformer blocks.
-// The parameter count comes from the measured parameter bytes and the model's dtype.
+// batch x seq x hidden x layers x dtype bytes x activation_factor over the transformer blocks (the
+// kinds LayerKindInfo::transformer_block marks). The parameter count comes from the measured parameter
+// bytes and the model's dtype (BytesPerElement, model/dtype.h).
 #pragma once
 
 #include <cstdint>
@@ -21,7 +22,7 @@
 
 namespace oomguard {
 
-// None when the scenario states no estimate or its model has no transformer_block.
+// None when the scenario states no estimate or its model has no transformer block.
 std::optional<MemoryEstimate> EstimateMemory(const Scenario& scenario, const VariantSpec& spec,
                                              const VariantMeasurement& measured);
 

@@ -35,10 +35,10 @@ CheckResult Evaluate(const std::string& text, bool relation_mode, const std::str
 // Why a measured variant misses its expectation: its outcome, a leak, its checks, one line each.
 void JudgeMeasurement(const VariantExpectation& expectation, const VariantMeasurement& m, VariantResult* r) {
   if (m.outcome != expectation.outcome) {
-    r->reasons.push_back("expected outcome " + expectation.outcome + ", got " + m.outcome +
+    r->reasons.push_back("expected outcome " + Name(expectation.outcome) + ", got " + Name(m.outcome) +
                          (m.error.empty() ? "" : ": " + m.error));
   }
-  if (m.outcome == "pass") {
+  if (m.outcome.kind == Outcome::kPass) {
     const std::optional<double> growth = LiveGrowthPerIteration(m);
     const int64_t grown = growth ? static_cast<int64_t>(*growth) : 0;
     if (!expectation.leak && growth && *growth > 0) {

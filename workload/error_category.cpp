@@ -4,14 +4,16 @@
 
 namespace oomguard {
 
-std::string ErrorCategory(std::string_view message) {
-  if (message.find("modified by an inplace operation") != std::string_view::npos) return "inplace-saved-tensor";
-  if (message.find("leaf Variable that requires grad") != std::string_view::npos) return "inplace-leaf";
+ErrorCategory CategorizeError(std::string_view message) {
+  if (message.find("modified by an inplace operation") != std::string_view::npos) {
+    return ErrorCategory::kInplaceSavedTensor;
+  }
+  if (message.find("leaf Variable that requires grad") != std::string_view::npos) return ErrorCategory::kInplaceLeaf;
   if (message.find("with Meta tensors") != std::string_view::npos ||
       message.find("Meta kernel") != std::string_view::npos) {
-    return "meta-kernel-missing";
+    return ErrorCategory::kMetaKernelMissing;
   }
-  return "error";
+  return ErrorCategory::kError;
 }
 
 std::string ErrorMessage(const std::exception& e) {
@@ -23,7 +25,7 @@ std::string DescribeError(const std::exception& e, const std::string& location) 
   const std::string message = ErrorMessage(e);
   if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr) return message;  // the OOM report says where
   const std::string where = location.empty() ? "" : " (" + location + ")";
-  if (ErrorCategory(message) == "meta-kernel-missing") {
+  if (CategorizeError(message) == ErrorCategory::kMetaKernelMissing) {
     const size_t colon = message.find(": ");
     const std::string op = colon == std::string::npos ? "an operator" : message.substr(0, colon);
     return op + " has no Meta kernel" + where +
@@ -33,9 +35,9 @@ std::string DescribeError(const std::exception& e, const std::string& location) 
   return message + where;
 }
 
-std::string OutcomeOfException(const std::exception& e) {
-  if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr) return "oom";
-  return "error:" + ErrorCategory(ErrorMessage(e));
+VariantOutcome OutcomeOfException(const std::exception& e) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr) return VariantOutcome::Oom();
+  return VariantOutcome::Error(CategorizeError(ErrorMessage(e)));
 }
 
 }  // namespace oomguard

@@ -1,19 +1,24 @@
-// Sorts the errors a training step can raise into the categories scenario files expect.
+// Sorts the errors a training step can raise into the outcomes scenario files expect (model/outcome.h).
+//
+//   m.outcome = OutcomeOfException(e);  // VariantOutcome::Oom(), or Error(ErrorCategory::kInplaceLeaf), ...
+//   m.error = DescribeError(e, trace.Locate());
 #pragma once
 
 #include <exception>
 #include <string>
 #include <string_view>
 
+#include "model/outcome.h"
+
 namespace oomguard {
 
-// "oom" for c10::OutOfMemoryError; else "error:<category>" with category one of
-// inplace-saved-tensor (autograd's version-counter check), inplace-leaf (in-place op on a leaf that
-// requires grad), meta-kernel-missing (an op with no Meta kernel), or error (anything else).
-std::string OutcomeOfException(const std::exception& e);
+// Oom for c10::OutOfMemoryError; else an error of category kInplaceSavedTensor (autograd's
+// version-counter check), kInplaceLeaf (in-place op on a leaf that requires grad), kMetaKernelMissing
+// (an op with no Meta kernel), or kError (anything else).
+VariantOutcome OutcomeOfException(const std::exception& e);
 
-// The category from an error message alone (OutcomeOfException without the "error:" prefix).
-std::string ErrorCategory(std::string_view message);
+// The category from an error message alone (what OutcomeOfException gives a non-OOM error).
+ErrorCategory CategorizeError(std::string_view message);
 
 // The message without c10's backtrace.
 std::string ErrorMessage(const std::exception& e);

@@ -49,7 +49,7 @@ std::string SnapshotRecorder::Pickled() const {
 }
 
 void SnapshotRecorder::Finish(VariantMeasurement* m) {
-  if (!recording_ || (m->outcome == "pass" && !options_.always)) return;
+  if (!recording_ || (m->outcome.kind == Outcome::kPass && !options_.always)) return;
   std::string error;
   if (WriteFileAtomically(options_.path, Pickled(), &error)) {
     m->snapshot = options_.path;

@@ -22,16 +22,31 @@
 #include "workload/error_category.h"
 #include "workload/segment_knobs.h"
 #include "workload/transfer_counter.h"
+// The closed sets and the layer-kind table (model/).
+#include "base/check.h"
+#include "model/dtype.h"
+#include "model/layer_kinds.h"
+#include "model/phase.h"
 
 namespace oomguard {
 namespace {
 
-at::ScalarType ParseDtype(const std::string& name) {
-  if (name == "bfloat16") return at::kBFloat16;
-  if (name == "float16") return at::kHalf;
-  if (name == "int64") return at::kLong;
-  return at::kFloat;
+at::ScalarType ScalarTypeOf(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return at::kFloat;
+    case DType::kBFloat16:
+      return at::kBFloat16;
+    case DType::kFloat16:
+      return at::kHalf;
+    case DType::kInt64:
+      return at::kLong;
+  }
+  OOMGUARD_CHECK(false) << "unknown dtype " << static_cast<int>(dtype);
 }
+
+// The ledger books phases by name (Note [Phases as names in the ledger], model/phase.h).
+void SetPhase(Ledger& ledger, Phase phase) { ledger.SetPhase(Name(phase)); }
 
 int64_t Bytes(const at::Tensor& t) { return t.defined() ? static_cast<int64_t>(t.nbytes()) : 0; }
 
@@ -78,13 +93,13 @@ class VariantRun {
 
   void Run() {
     at::manual_seed(spec_.seed);
-    net_ = MakeNet(spec_.model, device_options_.dtype(ParseDtype(spec_.model.dtype)));
+    net_ = MakeNet(spec_.model, device_options_.dtype(ScalarTypeOf(spec_.model.dtype)));
     net_->set_trace(trace_);
     params_ = net_->parameters();
     for (const at::Tensor& p : params_) m_.param_bytes += Bytes(p);
     m_.error = SegmentKnobError(spec_.model, spec_.pitfalls, net_->segments());
     if (!m_.error.empty()) {
-      m_.outcome = "error:error";
+      m_.outcome = VariantOutcome::Error(ErrorCategory::kError);
       return;
     }
     optimizer_ = MakeOptimizer(spec_.loop.optimizer, params_);
@@ -119,13 +134,13 @@ class VariantRun {
   };
 
   void TrainIteration(bool first, IterationMeasurement* iteration) {
-    ledger_.SetPhase("zero_grad");
+    SetPhase(ledger_, Phase::kZeroGrad);
     ZeroGrad();
     for (int64_t micro = 0; micro < spec_.loop.accumulate; ++micro) {
       const bool first_step = first && micro == 0;
       std::vector<at::Tensor> intermediates;
-      Batch batch = NextBatch(spec_.pitfalls.transfer == "inside" ? "" : "transfer");
-      ledger_.SetPhase("forward");
+      Batch batch = NextBatch(spec_.pitfalls.transfer == "inside" ? std::nullopt : std::optional(Phase::kTransfer));
+      SetPhase(ledger_, Phase::kForward);
       const int64_t before_forward = ledger_.live_bytes();
       at::Tensor output = Forward(batch.input, /*training=*/true, &intermediates);
       if (trace_) trace_->EnterStage("the loss");
@@ -134,7 +149,7 @@ class VariantRun {
       if (first_step) m_.forward_saved_bytes = ledger_.live_bytes() - before_forward;
       KeepLoss(loss, "train");
       if (spec_.loop.backward) {
-        ledger_.SetPhase("backward");
+        SetPhase(ledger_, Phase::kBackward);
         (spec_.loop.accumulate > 1 ? loss / spec_.loop.accumulate : loss)
             .backward({}, spec_.loop.retain_graph);
       }
@@ -157,7 +172,7 @@ class VariantRun {
       m_.grad_digest = Digest(grads, has_data_);
     }
     if (optimizer_ && spec_.loop.backward) {
-      ledger_.SetPhase("optimizer");
+      SetPhase(ledger_, Phase::kOptimizer);
       const int64_t before = ledger_.live_bytes();
       if (trace_) trace_->EnterStage("the optimizer step");
       optimizer_->step();
@@ -184,14 +199,14 @@ class VariantRun {
     }
   }
 
-  // transfer_phase: the phase the host-to-device copy is booked under ("transfer" in training; eval
-  // books its own copies under "eval"); empty: the copy happens later (inside a checkpoint).
-  Batch NextBatch(const std::string& transfer_phase) {
-    const bool transfer_now = !transfer_phase.empty();
+  // transfer_phase: the phase the host-to-device copy is booked under (kTransfer in training; eval
+  // books its own copies under kEval); none: the copy happens later (inside a checkpoint).
+  Batch NextBatch(std::optional<Phase> transfer_phase) {
+    const bool transfer_now = transfer_phase.has_value();
     const DataSpec& d = spec_.data;
     std::vector<int64_t> sizes = {d.batch};
     sizes.insert(sizes.end(), d.shape.begin(), d.shape.end());
-    const at::ScalarType dtype = ParseDtype(d.dtype);
+    const at::ScalarType dtype = ScalarTypeOf(d.dtype);
     Batch batch;
     auto make = [&](const at::TensorOptions& o) {
       return dtype == at::kLong ? at::randint(0, d.vocab, sizes, o.dtype(at::kLong)) : at::randn(sizes, o.dtype(dtype));
@@ -205,7 +220,7 @@ class VariantRun {
         batch.input = has_data_ ? make(cpu) : at::empty(sizes, cpu.dtype(dtype));
       }
       if (transfer_now) {
-        ledger_.SetPhase(transfer_phase);
+        SetPhase(ledger_, *transfer_phase);
         batch.input = ToDevice(batch.input);
       }
     } else {
@@ -296,12 +311,12 @@ class VariantRun {
   }
 
   void Evaluate() {
-    ledger_.SetPhase("eval");
+    SetPhase(ledger_, Phase::kEval);
     std::vector<at::Tensor> outputs;
     for (int64_t b = 0; b < spec_.loop.eval.batches; ++b) {
       std::optional<at::NoGradGuard> no_grad;
       if (spec_.loop.eval.no_grad) no_grad.emplace();
-      Batch batch = NextBatch("eval");
+      Batch batch = NextBatch(Phase::kEval);
       at::Tensor output = Forward(batch.input, /*training=*/false, nullptr);
       if (spec_.loop.loss_history.from == "eval") KeepLoss(Loss(output, batch.target), "eval");
       if (spec_.loop.eval.keep_outputs) outputs.push_back(output);
@@ -335,7 +350,7 @@ CudaModelMeasurement CudaModelMeasurementOf(const CachingAllocatorModelStats& s)
 std::string AttentionImplementations(const ModelSpec& model) {
   std::string out;
   for (const LayerSpec& layer : model.layers) {
-    if (layer.kind != "attention" && layer.kind != "transformer_block") continue;
+    if (!LayerKindOf(layer).attention_like) continue;
     if (out.find(layer.attention) == std::string::npos) out += (out.empty() ? "" : "+") + layer.attention;
   }
   return out.empty() ? "none" : out;
@@ -357,7 +372,7 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
   {
     ScopedLimits limits(account, options.limits);
     account.ledger().EnableTimeline(options.timeline_points);
-    account.ledger().SetPhase("setup");
+    SetPhase(account.ledger(), Phase::kSetup);
     account.ledger().ResetStatistics();
     backend->BeginMeasurement();
     TransferCounter transfers;
@@ -381,7 +396,7 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
     const auto record_failure = [&](const std::exception& e) {
       m.outcome = OutcomeOfException(e);
       m.error = DescribeError(e, trace.Locate());
-      if (m.outcome != "oom") return;
+      if (m.outcome.kind != Outcome::kOom) return;
       const DeviceAccount::Refusal refusal = account.last_refusal();
       if (traits.has_caching_allocator && !refusal.injected) {
         m.error = SimulatedCudaOomMessage(options.limits, refusal.requested_bytes, refusal.live_bytes, m.error);
