@@ -56,7 +56,7 @@ TEST(Verdict, XFailAppliesToTheFinalCode) {
   for (const XFailCase& c : cases) {
     VariantEvidence e = Evidence("v", c.xfail);
     if (c.outcome_fails) {
-      e.measurement->outcome = "oom";
+      e.measurement->outcome = VariantOutcome::Oom();
       e.measurement->error = "CUDA out of memory";
     }
     if (c.regressed) e.baseline_failures = {kRegression};
