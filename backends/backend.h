@@ -72,7 +72,7 @@ class BackendDriver {
 
   virtual Backend backend() const = 0;
   const BackendTraits& traits() const { return TraitsOf(backend()); }
-  std::string name() const { return std::string(traits().name); }
+  std::string name() const { return std::string(Name(backend())); }
 
   // Whether this build and machine can run it; else false with the reason in *why.
   [[nodiscard]] virtual bool Available(std::string* why) const = 0;
@@ -93,7 +93,7 @@ class BackendDriver {
 const BackendDriver& GetBackend(Backend backend);
 
 // `--backend auto`: cuda when it is available, else cpu. Any other request names a backend (the CLI
-// checked it against BackendNames()).
+// checked it against AllNames<Backend>()).
 Backend ResolveBackend(const std::string& requested);
 
 }  // namespace oomguard

@@ -15,7 +15,7 @@ const BackendDriver& GetBackend(Backend backend) {
       &CudaBackendDriver(),
   };
   const BackendDriver& driver = *drivers[static_cast<size_t>(backend)];
-  OOMGUARD_CHECK(driver.backend() == backend) << "backend registry out of enum order at " << BackendName(backend);
+  OOMGUARD_CHECK(driver.backend() == backend) << "backend registry out of enum order at " << Name(backend);
   return driver;
 }
 

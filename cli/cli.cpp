@@ -22,13 +22,13 @@ namespace {
 
 // What --backend takes: a backend's name, or the request "auto".
 std::vector<std::string> BackendChoices() {
-  std::vector<std::string> choices = BackendNames();
+  std::vector<std::string> choices = AllNames<Backend>();
   choices.push_back("auto");
   return choices;
 }
 
 // "cpu, meta, cuda, or auto".
-std::string BackendChoicesText() { return JoinNames(BackendNames(), ", ") + ", or auto"; }
+std::string BackendChoicesText() { return JoinNames(AllNames<Backend>(), ", ") + ", or auto"; }
 
 // The flags `run` and `explain` share (a child gets its own from run/child_protocol.h).
 void AddRunFlags(CLI::App* app, RunOptions* o) {

@@ -118,7 +118,7 @@ int ExplainCommand(const RunOptions& options, const std::string& name, const std
   run.paths = {s.file};
   // Without --backend (or with auto), measure where the scenario runs (the large models run on meta only).
   const auto& backends = s.backends;
-  run.backend = BackendName(ResolveBackend(options.backend));
+  run.backend = Name(ResolveBackend(options.backend));
   if ((!options.backend_given || options.backend == "auto") && !backends.empty() &&
       std::find(backends.begin(), backends.end(), run.backend) == backends.end()) {
     run.backend = backends.front();

@@ -44,7 +44,7 @@ bool LoadFitScenario(const FitOptions& options, Scenario* scenario, std::string*
 // `auto`: meta when the scenario lists it (shapes only: any cap fits in this host), else cpu.
 bool ChooseBackend(const std::string& requested, const Scenario& scenario, Backend* backend, std::string* error) {
   const auto lists = [&](Backend b) {
-    return std::find(scenario.backends.begin(), scenario.backends.end(), BackendName(b)) != scenario.backends.end();
+    return std::find(scenario.backends.begin(), scenario.backends.end(), Name(b)) != scenario.backends.end();
   };
   *backend = requested != "auto" ? BackendNamed(requested) : lists(Backend::kMeta) ? Backend::kMeta : Backend::kCpu;
   const BackendDriver& driver = GetBackend(*backend);
@@ -128,7 +128,7 @@ bool CheckHostMemory(Backend backend, const std::vector<FitTarget>& targets, std
   if (available == 0) return true;
   for (const FitTarget& t : targets) {
     if (t.cap_bytes <= available / 2) continue;
-    *error = "--backend " + std::string(BackendName(backend)) + ": trials up to " + TargetLabel(t.card, t.cap_bytes) +
+    *error = "--backend " + std::string(Name(backend)) + ": trials up to " + TargetLabel(t.card, t.cap_bytes) +
              " would allocate that much host memory and more, and this host has " + FormatBytes(available) +
              " available (cpu caps may use half); use --backend meta (shapes only) or smaller caps";
     return false;
@@ -171,7 +171,7 @@ bool Prepare(const FitOptions& options, FitResults* report, Backend* backend, st
       !CheckHostMemory(*backend, *targets, error) || !CheckJsonFolder(options.json_path, error)) {
     return false;
   }
-  report->backend = BackendName(*backend);
+  report->backend = Name(*backend);
   for (const VariantSpec* v : *variants) {
     if (!CheckKnob(options.knob, *v, options.min_value, options.max_value, error)) return false;
   }

@@ -27,7 +27,7 @@ struct FitOptions {
   std::string knob = "batch";         // batch (data.batch) | seq (data.shape[0])
   std::vector<std::string> cards;     // --cards a,b: names or aliases as --card takes them
   std::vector<std::string> caps;      // --cap SIZE, repeatable; with no cards nor caps: every preset
-  std::string backend = "auto";       // a BackendName, or auto (meta when the scenario lists it, else cpu)
+  std::string backend = "auto";       // a backend's name, or auto (meta when the scenario lists it, else cpu)
   int64_t min_value = 1;
   int64_t max_value = 1048576;
   int64_t iterations = 0;  // 0: each variant's own loop.iterations

@@ -102,7 +102,7 @@ TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Bac
       throw LeakBetweenTrials(
           "variant '" + spec.name + "' at " + knob + " " + std::to_string(value) + " left " + std::to_string(leaked) +
           " bytes" + (leaked > 1024 || leaked < -1024 ? " (" + FormatSignedBytes(leaked) + ")" : "") + " live in the " +
-          std::string(BackendName(backend)) + " ledger after its trial (" + std::to_string(live_before) +
+          std::string(Name(backend)) + " ledger after its trial (" + std::to_string(live_before) +
           " bytes before it, " + std::to_string(live_after) + " after); later trials would measure on top of them");
     }
     Trial trial;

@@ -3,30 +3,33 @@
 // device, account and per-variant session) is backends/backend.h; JSON keeps the names ("cpu").
 //
 //   oomguard::Backend b;
-//   if (!oomguard::ParseBackend("meta", &b)) { ... not a backend ... }
-//   oomguard::BackendName(b);              // "meta"
-//   oomguard::TraitsOf(b).has_data;        // false: gradients have no values to compare
-//   oomguard::BackendNames();              // {"cpu", "meta", "cuda"}: CLI choices, loader messages
+//   if (!oomguard::Parse("meta", &b)) { ... not a backend ... }   // model/enum_names.h
+//   oomguard::Name(b);                       // "meta"
+//   oomguard::TraitsOf(b).has_data;          // false: gradients have no values to compare
+//   oomguard::AllNames<oomguard::Backend>(); // {"cpu", "meta", "cuda"}: CLI choices, loader messages
 //
 // `--backend auto` is a request, not a backend: backends/backend.h resolves it (ResolveBackend).
-// Adding a backend: an enumerator, its row in kBackendTraits (same order), and backends/backend.h's
-// registry line.
+// Adding a backend: an enumerator, its name and its row in kBackendTraits (same order), and
+// backends/backend_registry.cpp's line.
 #pragma once
 
 #include <array>
-#include <string>
 #include <string_view>
-#include <vector>
 
 #include "base/check.h"
+#include "model/enum_names.h"
 
 namespace oomguard {
 
 enum class Backend { kCpu, kMeta, kCuda };
 
+template <>
+struct EnumNames<Backend> {
+  static constexpr std::array<std::string_view, 3> kNames = {"cpu", "meta", "cuda"};
+};
+
 struct BackendTraits {
   Backend backend;
-  std::string_view name;  // as in JSON, on the command line and in file names
   // The device is shared by every process that uses it, so variants run one at a time (Note [One cuda
   // variant at a time], run/runner.cpp): a neighbour's memory would count against a variant's cap.
   bool shares_device;
@@ -47,47 +50,34 @@ struct BackendTraits {
   bool has_library_workspaces;
 };
 
-// One row per backend, in enum order.
+// One row per backend, in enum order (checked below).
 inline constexpr std::array<BackendTraits, 3> kBackendTraits = {{
-    // backend     name    shares has_data host_scalars host_memory caching workspaces
-    {Backend::kCpu, "cpu", false, true, true, true, false, false},
-    {Backend::kMeta, "meta", false, false, false, false, false, false},
-    {Backend::kCuda, "cuda", true, true, false, false, true, true},
+    // backend    shares has_data host_scalars host_memory caching workspaces
+    {Backend::kCpu, false, true, true, true, false, false},
+    {Backend::kMeta, false, false, false, false, false, false},
+    {Backend::kCuda, true, true, false, false, true, true},
 }};
 
-constexpr const BackendTraits& TraitsOf(Backend backend) { return kBackendTraits[static_cast<size_t>(backend)]; }
-
-inline std::string_view BackendName(Backend backend) { return TraitsOf(backend).name; }
-
-// The backend named `name` ("cpu", "meta", "cuda"); false for anything else ("auto" included).
-[[nodiscard]] inline bool ParseBackend(std::string_view name, Backend* out) {
-  for (const BackendTraits& t : kBackendTraits) {
-    if (t.name == name) {
-      *out = t.backend;
-      return true;
-    }
+static_assert([] {
+  for (size_t i = 0; i < kBackendTraits.size(); ++i) {
+    if (static_cast<size_t>(kBackendTraits[i].backend) != i) return false;
   }
-  return false;
-}
+  return kBackendTraits.size() == EnumNames<Backend>::kNames.size();
+}());
 
-// Every backend's name, in enum order.
-inline std::vector<std::string> BackendNames() {
-  std::vector<std::string> names;
-  for (const BackendTraits& t : kBackendTraits) names.emplace_back(t.name);
-  return names;
-}
+constexpr const BackendTraits& TraitsOf(Backend backend) { return kBackendTraits[static_cast<size_t>(backend)]; }
 
 // The traits of the backend named `name`, for data that carries a name (a measurement's backend);
 // null when it names none.
 inline const BackendTraits* FindBackendTraits(std::string_view name) {
   Backend backend;
-  return ParseBackend(name, &backend) ? &TraitsOf(backend) : nullptr;
+  return Parse(name, &backend) ? &TraitsOf(backend) : nullptr;
 }
 
 // For tests and callers that hold a name the CLI or the loader already checked.
 inline Backend BackendNamed(std::string_view name) {
   Backend backend = Backend::kCpu;
-  OOMGUARD_CHECK(ParseBackend(name, &backend)) << "not a backend: '" << name << "'";
+  OOMGUARD_CHECK(Parse(name, &backend)) << "not a backend: '" << name << "'";
   return backend;
 }
 

@@ -36,7 +36,7 @@ inline constexpr const char* kMeasureCommand = "__measure";
 struct MeasureRequest {
   std::string scenario_file;        // --scenario (required)
   std::string variant;              // --variant (required)
-  std::string backend;              // --backend (required): a BackendName, already resolved
+  std::string backend;              // --backend (required): a Name(Backend), already resolved
   std::string card;                 // --card: the run's --card (empty: the scenario's default)
   std::string cap;                  // --cap: the run's --cap
   std::string context;              // --context

@@ -43,8 +43,8 @@ int MeasureInChild(const MeasureRequest& request, std::ostream& err) {
     return kExitUsage;
   }
   MeasureOptions measure;
-  if (!ParseBackend(request.backend, &measure.backend)) {
-    err << "--backend " << request.backend << ": not a backend (" << JoinNames(BackendNames(), ", ") << ")\n";
+  if (!Parse(request.backend, &measure.backend)) {
+    err << "--backend " << request.backend << ": not a backend (" << JoinNames(AllNames<Backend>(), ", ") << ")\n";
     return kExitUsage;
   }
   measure.limits = limits;

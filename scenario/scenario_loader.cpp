@@ -81,7 +81,7 @@ FieldReader BackendsField(std::vector<std::string>* out) {
     for (size_t i = 0; i < value.size(); ++i) {
       std::string backend;
       const JsonPath at = path.Index(static_cast<int64_t>(i));
-      if (!EnumField(&backend, "backend", BackendNames())(value[i], at, error)) return false;
+      if (!EnumField(&backend, "backend", AllNames<Backend>())(value[i], at, error)) return false;
       if (Contains(*out, backend)) return Fail(at, "backend " + Quoted(backend) + " is listed twice", error);
       out->push_back(backend);
     }

@@ -17,7 +17,7 @@ TEST(BackendRegistry, EachBackendHasItsDriver) {
   for (const BackendTraits& t : kBackendTraits) {
     const BackendDriver& driver = GetBackend(t.backend);
     EXPECT_EQ(driver.backend(), t.backend);
-    EXPECT_EQ(driver.name(), t.name);
+    EXPECT_EQ(driver.name(), Name(t.backend));
     EXPECT_EQ(&driver.traits(), &t);
   }
 }

@@ -7,21 +7,20 @@ namespace oomguard {
 namespace {
 
 TEST(Backend, NamesRoundTripInEnumOrder) {
-  EXPECT_EQ(BackendNames(), (std::vector<std::string>{"cpu", "meta", "cuda"}));
+  EXPECT_EQ(AllNames<Backend>(), (std::vector<std::string>{"cpu", "meta", "cuda"}));
   for (const BackendTraits& t : kBackendTraits) {
     Backend parsed = Backend::kCpu;
-    ASSERT_TRUE(ParseBackend(t.name, &parsed)) << t.name;
+    ASSERT_TRUE(Parse(Name(t.backend), &parsed)) << Name(t.backend);
     EXPECT_EQ(parsed, t.backend);
-    EXPECT_EQ(BackendName(parsed), t.name);
     EXPECT_EQ(&TraitsOf(parsed), &t);  // the table is in enum order
   }
 }
 
 TEST(Backend, AutoAndUnknownNamesAreNoBackend) {
   Backend parsed = Backend::kMeta;
-  EXPECT_FALSE(ParseBackend("auto", &parsed));
-  EXPECT_FALSE(ParseBackend("CPU", &parsed));
-  EXPECT_FALSE(ParseBackend("", &parsed));
+  EXPECT_FALSE(Parse("auto", &parsed));
+  EXPECT_FALSE(Parse("CPU", &parsed));
+  EXPECT_FALSE(Parse("", &parsed));
   EXPECT_EQ(parsed, Backend::kMeta);  // untouched
   EXPECT_EQ(FindBackendTraits("xpu"), nullptr);
   EXPECT_EQ(FindBackendTraits("meta"), &TraitsOf(Backend::kMeta));

@@ -67,7 +67,7 @@ TEST(NetSources, AWorkloadTrainsANetWithoutSegmentsExactly) {
     EXPECT_EQ(m.iterations[1].live_after_bytes, 32 + 32);
     // In backward, with the batch (48), the weight, the output and the loss live: the loss's seed
     // gradient (4), the output's gradient (24) and w.grad (32).
-    EXPECT_EQ(m.ledger.peak_bytes, 48 + 32 + 24 + 4 + 4 + 24 + 32) << BackendName(backend);
+    EXPECT_EQ(m.ledger.peak_bytes, 48 + 32 + 24 + 4 + 4 + 24 + 32) << Name(backend);
     EXPECT_EQ(m.attention, "none");
   }
 }

@@ -361,7 +361,7 @@ std::string AttentionImplementations(const ModelSpec& model) {
 VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions& options) {
   VariantMeasurement m;
   m.variant = spec.name;
-  m.backend = BackendName(options.backend);
+  m.backend = Name(options.backend);
   m.card = options.limits.card;
   m.cap_bytes = options.limits.cap_bytes;
   m.attention = AttentionImplementations(spec.model);
