@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "base/exit_codes.h"
+#include "cli/command.h"
 #include "base/atomic_file.h"
 #include "compare/comparison.h"
 #include "compare/compared_run.h"
@@ -47,5 +48,32 @@ int CompareCommand(const CompareOptions& options, std::ostream& out, std::ostrea
   }
   return table.rows_past_tolerance == 0 ? kExitOk : kExitFailures;
 }
+
+namespace {
+
+class CompareCli : public Command {
+ public:
+  CLI::App* Add(CLI::App& app) override {
+    CLI::App* compare = app.add_subcommand("compare", "Set the peaks of several runs (backends) side by side");
+    compare->add_option("results", o_.files, "Results files of `oomguard run --json FILE`, two or more")
+        ->required()
+        ->check(CLI::ExistingFile);
+    compare->add_option("--reference", o_.reference,
+                        "The run the others are measured against: a backend, or a position from 1 (default: the last)");
+    compare->add_option("--tolerance", o_.tolerance_percent,
+                        "Percent a peak may differ from the reference's and still agree (default 2)")
+        ->check(CLI::Range(0.0, 100.0));
+    compare->add_option("--md", o_.markdown_path, "Also write the table as Markdown to this file");
+    return compare;
+  }
+  int Run(const std::string&, std::ostream& out, std::ostream& err) override { return CompareCommand(o_, out, err); }
+
+ private:
+  CompareOptions o_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeCompareCommand() { return std::make_unique<CompareCli>(); }
 
 }  // namespace oomguard

@@ -14,6 +14,8 @@
 #include "backends/backend.h"
 #include "base/exit_codes.h"
 #include "base/did_you_mean.h"
+#include "cli/command.h"
+#include "cli/run_flags.h"
 #include "fit/fit_search.h"
 #include "fit/fit_trial.h"
 #include "scenario/catalog.h"
@@ -240,5 +242,41 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
   }
   return kExitOk;
 }
+
+namespace {
+
+class FitCli : public Command {
+ public:
+  CLI::App* Add(CLI::App& app) override {
+    CLI::App* fit = app.add_subcommand("fit", "Find, per card, the largest batch (or sequence length) each variant fits");
+    fit->add_option("scenario", o_.scenario, "A scenario name (see `oomguard list`) or a .json file")
+        ->required();
+    fit->add_option("--variant", o_.variants, "Only this variant (repeatable; default: all)");
+    fit->add_option("--knob", o_.knob, "What to vary: batch (data.batch) or seq (data.shape[0])")
+        ->check(CLI::IsMember({"batch", "seq"}));
+    fit->add_option("--cards,--card", o_.cards, "Cards to fit, e.g. t4,a100-80gb (default: every preset)")
+        ->delimiter(',');
+    fit->add_option("--cap", o_.caps, "Also fit this cap, e.g. 12GiB (repeatable)");
+    fit->add_option("--backend", o_.backend, BackendChoicesText() + ": meta when the scenario lists it")
+        ->check(CLI::IsMember(BackendChoices()));
+    fit->add_option("--min", o_.min_value, "Smallest value tried (default 1)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+    fit->add_option("--max", o_.max_value, "Largest value tried (default 1048576)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+    fit->add_option("--iterations", o_.iterations, "Training iterations per trial (default: the scenario's)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+    fit->add_option("--json", o_.json_path, "Also write the results to this file");
+    fit->add_option("--paths", o_.paths, "Where to look a name up (default: the built-in catalog)");
+    return fit;
+  }
+  int Run(const std::string&, std::ostream& out, std::ostream& err) override { return FitCommand(o_, out, err); }
+
+ private:
+  FitOptions o_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeFitCommand() { return std::make_unique<FitCli>(); }
 
 }  // namespace oomguard

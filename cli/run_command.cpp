@@ -1,0 +1,99 @@
+#include "cli/command.h"
+
+#include <unistd.h>
+
+#include <iostream>
+
+#include "base/exit_codes.h"
+#include "baselines/baseline_update.h"
+#include "cli/run_flags.h"
+#include "reports/console_writer.h"
+#include "reports/report_registry.h"
+#include "reports/results_json.h"
+#include "run/runner.h"
+
+namespace oomguard {
+namespace {
+
+int RunAndReport(const RunOptions& options, const std::string& self_exe, std::ostream& out, std::ostream& err) {
+  RunResults report;
+  std::string error;
+  const ConsoleStyle style = &out == &std::cout ? StyleFor(STDOUT_FILENO) : ConsoleStyle{};
+  for (const std::string& spec : options.reports) {
+    if (!ValidateReportSpec(spec, &error)) {  // before the run, not after minutes of it
+      err << "oomguard run: " << error << "\n";
+      return kExitUsage;
+    }
+  }
+  const bool ok = RunScenarios(
+      options, self_exe, [&](const ScenarioResult& s) { WriteScenarioBlock(s, out, style), out.flush(); }, &report,
+      &error);
+  if (!ok) {
+    err << "oomguard run: " << error << "\n";
+    return kExitUsage;
+  }
+  WriteRunSummary(report, out, style);
+  if (options.update_baselines) {
+    if (!UpdateBaselines(report, options.baselines_dir, out, &error)) {
+      err << "oomguard run: " << error << "\n";
+      return kExitUsage;
+    }
+  }
+  if (!options.json_path.empty()) {
+    if (!WriteResultsJson(report, options.json_path, &error)) {
+      err << "oomguard run: " << error << "\n";
+      return kExitUsage;
+    }
+    out << "results: " << options.json_path << "\n";
+  }
+  for (const std::string& spec : options.reports) {
+    if (!WriteReport(spec, report, &error)) {
+      err << "oomguard run: " << error << "\n";
+      return kExitUsage;
+    }
+    out << "report: " << spec.substr(spec.find('=') + 1) << "\n";
+  }
+  if (report.scenarios.empty()) {
+    err << "oomguard run: no scenario matches --filter '" << options.filter << "'\n";
+    return kExitUsage;
+  }
+  for (const ScenarioResult& s : report.scenarios) {
+    if (IsFailure(s.code)) return kExitFailures;
+  }
+  return kExitOk;
+}
+
+class RunCommand : public Command {
+ public:
+  CLI::App* Add(CLI::App& app) override {
+    CLI::App* run = app.add_subcommand("run", "Run scenarios under a card's memory cap and check their expectations");
+    run->add_option("paths", o_.paths, "Scenario files or folders (default: the built-in catalog)");
+    run->add_option("--filter", o_.filter, "Only scenarios whose name matches this glob");
+    AddRunFlags(run, &o_);
+    run->add_option("--jobs,-j", o_.jobs, "Variants measured at once, each in its own process")
+        ->check(CLI::Range(1, 256));
+    run->add_option("--timeout", o_.timeout_seconds, "Seconds a variant may take before it is killed")
+        ->check(CLI::Range(1.0, 86400.0));
+    run->add_option("--json", o_.json_path, "Write every measured number to this file");
+    std::string report_help = "Also write a report (repeatable):";
+    for (const std::string& format : ReportFormatNames()) report_help += " " + format + "=FILE";
+    run->add_option("--report", o_.reports, report_help);
+    run->add_option("--baselines", o_.baselines_dir, "Baseline folder (default: baselines/ beside each scenario)");
+    run->add_flag("--update-baselines", o_.update_baselines,
+                  "Record this run's numbers as the baselines (variants that met their expectations)");
+    run->add_flag("--strict", o_.strict, "Fail variants that have no baseline (for CI)");
+    return run;
+  }
+  int Run(const std::string& self_exe, std::ostream& out, std::ostream& err) override {
+    return RunAndReport(o_, self_exe, out, err);
+  }
+
+ private:
+  RunOptions o_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeRunCommand() { return std::make_unique<RunCommand>(); }
+
+}  // namespace oomguard

@@ -1,0 +1,35 @@
+#include "cli/run_flags.h"
+
+#include "base/did_you_mean.h"
+#include "model/backend.h"
+
+namespace oomguard {
+
+std::vector<std::string> BackendChoices() {
+  std::vector<std::string> choices = AllNames<Backend>();
+  choices.push_back("auto");
+  return choices;
+}
+
+std::string BackendChoicesText() { return JoinNames(AllNames<Backend>(), ", ") + ", or auto"; }
+
+void AddRunFlags(CLI::App* app, RunOptions* o) {
+  app->add_option("--backend", o->backend, BackendChoicesText() + " (default): cuda when a GPU is visible, else cpu")
+      ->check(CLI::IsMember(BackendChoices()));
+  CLI::Option* card = app->add_option("--card", o->card, "Simulate this card (see `oomguard cards`; default t4)");
+  CLI::Option* cap = app->add_option("--cap", o->cap, "Cap tensor memory at SIZE, e.g. 12GiB, 15.5GB, 1e9");
+  card->excludes(cap);
+  app->add_option("--context", o->context, "Override the modelled CUDA context of --card");
+  app->add_option("--inject", o->inject,
+                  "Inject allocation failures, e.g. nth=5, min-size=64MiB, p=0.01,seed=7, phase=backward,nth=2");
+  app->add_option("--iterations", o->iterations, "Training iterations per variant (default: the scenario's)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  CLI::Option* snapshot_dir = app->add_option(
+      "--snapshot-dir", o->snapshot_dir,
+      "Record allocations; write a memory_viz snapshot (pickle) of each failing or OOM variant into DIR");
+  app->add_flag("--snapshot-all", o->snapshot_all, "With --snapshot-dir: a snapshot of every variant")->needs(snapshot_dir);
+  app->add_flag("--model-cuda", o->model_cuda,
+                "On cpu and meta: predict the CUDA caching allocator's allocated/reserved peaks, retries and OOMs");
+}
+
+}  // namespace oomguard

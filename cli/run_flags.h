@@ -1,0 +1,23 @@
+// The flags `run`, `explain` and `fit` share, declared once so every command spells them alike (a
+// measuring child gets its own from run/child_protocol.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "run/run_options.h"
+
+namespace oomguard {
+
+// What --backend takes: every backend's name, and the request "auto".
+std::vector<std::string> BackendChoices();
+
+// "cpu, meta, cuda, or auto".
+std::string BackendChoicesText();
+
+// --backend, --card/--cap, --context, --inject, --iterations, --snapshot-dir/--snapshot-all, --model-cuda.
+void AddRunFlags(CLI::App* app, RunOptions* options);
+
+}  // namespace oomguard
