@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
-#include "base/byte_size.h"
 #include "allocators/cards.h"
+#include "base/byte_size.h"
 
 namespace oomguard {
 

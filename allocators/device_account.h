@@ -32,11 +32,11 @@ namespace oomguard {
 struct CardPreset;
 
 struct Limits {
-  int64_t cap_bytes = Ledger::kUnlimited;   // what tensors may hold at once on this device
-  std::string card;                         // "T4" etc. for messages; empty for a plain --cap
-  int64_t card_total_bytes = 0;             // the card's reported capacity, for messages (0: unknown)
-  int64_t context_bytes = 0;                // the modelled CUDA context, for messages
-  std::shared_ptr<FaultInjector> faults;    // null: no injected failures
+  int64_t cap_bytes = Ledger::kUnlimited;  // what tensors may hold at once on this device
+  std::string card;                        // "T4" etc. for messages; empty for a plain --cap
+  int64_t card_total_bytes = 0;            // the card's reported capacity, for messages (0: unknown)
+  int64_t context_bytes = 0;               // the modelled CUDA context, for messages
+  std::shared_ptr<FaultInjector> faults;   // null: no injected failures
 };
 
 // The cap of a card preset: its reported total minus the modelled CUDA context.
@@ -72,9 +72,7 @@ class DeviceAccount {
   AllocationTrace& trace() { return trace_; }
   // Whether TraceAlloc wants blocks' addresses (the meta allocator gives its blocks synthetic ones
   // only then).
-  bool wants_addresses() const {
-    return trace_.enabled() || model_feed_.load(std::memory_order_relaxed) != nullptr;
-  }
+  bool wants_addresses() const { return trace_.enabled() || model_feed_.load(std::memory_order_relaxed) != nullptr; }
   // Attaches a CudaModelFeed (null: detaches). Prefer ScopedModelFeed (cuda_model_feed.h).
   void SetModelFeed(CudaModelFeed* feed) { model_feed_.store(feed, std::memory_order_release); }
 

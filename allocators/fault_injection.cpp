@@ -61,8 +61,7 @@ class Phase final : public FaultPolicy {
 
 class Combined final : public FaultPolicy {
  public:
-  Combined(std::vector<std::unique_ptr<FaultPolicy>> policies, bool all)
-      : policies_(std::move(policies)), all_(all) {}
+  Combined(std::vector<std::unique_ptr<FaultPolicy>> policies, bool all) : policies_(std::move(policies)), all_(all) {}
   bool ShouldFail(const AllocationRequest& r) override {
     for (auto& p : policies_) {
       if (p->ShouldFail(r) != all_) return !all_;
@@ -90,9 +89,7 @@ bool ParseNumber(std::string_view text, T* out) {
 
 std::unique_ptr<FaultPolicy> NthAllocation(int64_t n) { return std::make_unique<Nth>(n); }
 std::unique_ptr<FaultPolicy> MinimumSize(int64_t bytes) { return std::make_unique<MinSize>(bytes); }
-std::unique_ptr<FaultPolicy> WithProbability(double p, uint64_t seed) {
-  return std::make_unique<Probability>(p, seed);
-}
+std::unique_ptr<FaultPolicy> WithProbability(double p, uint64_t seed) { return std::make_unique<Probability>(p, seed); }
 std::unique_ptr<FaultPolicy> InPhase(std::string phase) { return std::make_unique<Phase>(std::move(phase)); }
 std::unique_ptr<FaultPolicy> AllOf(std::vector<std::unique_ptr<FaultPolicy>> policies) {
   return std::make_unique<Combined>(std::move(policies), true);

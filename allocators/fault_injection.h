@@ -32,7 +32,7 @@
 namespace oomguard {
 
 struct AllocationRequest {
-  int64_t index;           // 1-based count of requests the injector has seen
+  int64_t index;  // 1-based count of requests the injector has seen
   int64_t bytes;
   std::string_view phase;
 };
@@ -58,7 +58,7 @@ struct InjectedFailure {
   int64_t allocation_index;  // the request's index as the injector counted it (1-based)
   int64_t bytes;
   std::string phase;
-  std::string policy;        // Describe() of the policy that fired
+  std::string policy;  // Describe() of the policy that fired
 };
 
 class FaultInjector {

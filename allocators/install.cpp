@@ -1,8 +1,8 @@
 #include "allocators/install.h"
 
-#include <mutex>
-
 #include <c10/core/CPUAllocator.h>
+
+#include <mutex>
 
 #include "allocators/cpu_tracking_allocator.h"
 #include "allocators/meta_tracking_allocator.h"
@@ -44,8 +44,7 @@ void InstallTrackingAllocators() {
 }
 
 bool TrackingAllocatorsInstalled() {
-  return c10::GetCPUAllocator() == &CpuAllocator() &&
-         c10::GetAllocator(c10::DeviceType::Meta) == &MetaAllocator();
+  return c10::GetCPUAllocator() == &CpuAllocator() && c10::GetAllocator(c10::DeviceType::Meta) == &MetaAllocator();
 }
 
 }  // namespace oomguard

@@ -1,9 +1,8 @@
 #include "allocators/ledger.h"
 
-#include "base/check.h"
-
 #include <algorithm>
 
+#include "base/check.h"
 
 namespace oomguard {
 namespace {
@@ -67,9 +66,7 @@ void Ledger::CopyOriginsToPeak() {
   }
 }
 
-int64_t Ledger::TakeWindowPeak() {
-  return window_peak_bytes_.exchange(live_bytes(), std::memory_order_relaxed);
-}
+int64_t Ledger::TakeWindowPeak() { return window_peak_bytes_.exchange(live_bytes(), std::memory_order_relaxed); }
 
 void Ledger::SetPhase(std::string_view name) {
   if (phase_listener_) phase_listener_(phase(), std::string(name));
@@ -99,7 +96,8 @@ std::string Ledger::phase() const {
 int Ledger::PhaseIndexLocked(std::string_view name) {
   auto it = std::find(phase_names_.begin(), phase_names_.end(), name);
   if (it != phase_names_.end()) return static_cast<int>(it - phase_names_.begin());
-  OOMGUARD_CHECK(phase_names_.size() < kMaxPhases) << "more than " << kMaxPhases << " distinct phase names in one ledger";
+  OOMGUARD_CHECK(phase_names_.size() < kMaxPhases)
+      << "more than " << kMaxPhases << " distinct phase names in one ledger";
   phase_names_.emplace_back(name);
   phase_count_.store(static_cast<int>(phase_names_.size()), std::memory_order_relaxed);
   return static_cast<int>(phase_names_.size() - 1);

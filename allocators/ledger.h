@@ -47,15 +47,15 @@ struct PhasePeak {
 };
 
 struct LedgerStats {
-  int64_t live_bytes = 0;             // COUNT: bytes allocated and not yet freed
-  int64_t peak_bytes = 0;             // COUNT: highest live_bytes since ResetStatistics
-  int64_t alloc_count = 0;            // SUM: successful allocations since ResetStatistics
-  int64_t allocated_bytes_total = 0;  // SUM: bytes of those allocations
-  int64_t failed_count = 0;           // SUM: allocations refused by the limit
-  std::string peak_phase;             // the phase that was current when peak_bytes was reached
-  std::vector<PhasePeak> phase_peaks; // phases entered since ResetStatistics, in order of first entry
+  int64_t live_bytes = 0;               // COUNT: bytes allocated and not yet freed
+  int64_t peak_bytes = 0;               // COUNT: highest live_bytes since ResetStatistics
+  int64_t alloc_count = 0;              // SUM: successful allocations since ResetStatistics
+  int64_t allocated_bytes_total = 0;    // SUM: bytes of those allocations
+  int64_t failed_count = 0;             // SUM: allocations refused by the limit
+  std::string peak_phase;               // the phase that was current when peak_bytes was reached
+  std::vector<PhasePeak> phase_peaks;   // phases entered since ResetStatistics, in order of first entry
   std::vector<TimelinePoint> timeline;  // empty unless EnableTimeline
-  int64_t timeline_stride = 1;        // events per timeline point (doubles as the timeline fills)
+  int64_t timeline_stride = 1;          // events per timeline point (doubles as the timeline fills)
   std::vector<PhaseMark> phase_marks;   // phase changes, for timeline plots
   // At peak_bytes: the live bytes by the phase that allocated them (only phases with bytes; those
   // entered since the reset first, in phase_peaks' order); they sum to peak_bytes when every release
@@ -132,8 +132,8 @@ class Ledger {
   std::array<std::atomic<int64_t>, kMaxPhases> peak_by_origin_{};
 
   mutable std::mutex phases_mutex_;
-  std::vector<std::string> phase_names_;        // index -> name; guarded by phases_mutex_
-  std::vector<int> phase_entry_order_;          // guarded by phases_mutex_
+  std::vector<std::string> phase_names_;  // index -> name; guarded by phases_mutex_
+  std::vector<int> phase_entry_order_;    // guarded by phases_mutex_
 
   PhaseListener phase_listener_;
   std::atomic<bool> timeline_enabled_{false};

@@ -1,9 +1,9 @@
 #include "allocators/meta_tracking_allocator.h"
 
+#include <c10/util/Exception.h>
+
 #include <cstdint>
 #include <memory>
-
-#include <c10/util/Exception.h>
 
 #include "allocators/install.h"
 

@@ -1,7 +1,5 @@
 #include "backends/cuda_transfer_timer.h"
 
-#include "base/check.h"
-
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/record_function.h>
 #include <c10/cuda/CUDAEvent.h>
@@ -11,6 +9,8 @@
 #include <mutex>
 #include <utility>
 #include <vector>
+
+#include "base/check.h"
 
 namespace oomguard {
 namespace {

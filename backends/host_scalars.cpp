@@ -1,11 +1,11 @@
 #include "backends/host_scalars.h"
 
+#include <ATen/record_function.h>
+
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string_view>
-
-#include <ATen/record_function.h>
 
 #include "allocators/cpu_tracking_allocator.h"
 
@@ -18,8 +18,8 @@ namespace {
 bool WrapsScalar(const at::RecordFunction& fn) {
   const std::optional<c10::OperatorName> op = fn.operator_name();
   if (!op || op->overload_name != "Scalar") return false;
-  static constexpr std::string_view kOps[] = {"aten::add",  "aten::add_", "aten::sub",  "aten::sub_",
-                                               "aten::mul",  "aten::mul_", "aten::div",  "aten::div_"};
+  static constexpr std::string_view kOps[] = {"aten::add", "aten::add_", "aten::sub", "aten::sub_",
+                                              "aten::mul", "aten::mul_", "aten::div", "aten::div_"};
   for (std::string_view name : kOps) {
     if (op->name == name) return true;
   }

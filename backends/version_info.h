@@ -7,7 +7,7 @@
 namespace oomguard {
 
 struct BackendInfo {
-  std::string name;    // Name(Backend): "cpu", "meta", "cuda"
+  std::string name;  // Name(Backend): "cpu", "meta", "cuda"
   bool compiled_in;
   std::string status;  // e.g. "ready", "compiled in; no GPU visible (driver: none)"
 };

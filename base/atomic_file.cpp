@@ -37,7 +37,7 @@ bool WriteFileAtomically(const std::string& path, std::string_view content, std:
 
 bool MakeDirectories(const std::string& dir, std::string* error) {
   // Each prefix ending before a '/', then dir itself; an existing one is fine if it is a folder.
-  for (size_t slash = dir.find('/', 1); ; slash = dir.find('/', slash + 1)) {
+  for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
     const std::string prefix = dir.substr(0, slash);
     struct stat info;
     if (!prefix.empty() && mkdir(prefix.c_str(), 0755) != 0 &&

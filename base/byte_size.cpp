@@ -20,9 +20,8 @@ bool UnitMultiplier(std::string_view unit, double* multiplier) {
     double multiplier;
   };
   static constexpr Unit kUnits[] = {
-      {"", 1},          {"b", 1},         {"kb", 1e3},          {"mb", 1e6},
-      {"gb", 1e9},      {"tb", 1e12},     {"kib", 1024.0},      {"mib", 1048576.0},
-      {"gib", 1073741824.0}, {"tib", 1099511627776.0},
+      {"", 1},      {"b", 1},        {"kb", 1e3},        {"mb", 1e6},           {"gb", 1e9},
+      {"tb", 1e12}, {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0}, {"tib", 1099511627776.0},
   };
   for (const Unit& u : kUnits) {
     if (lower == u.name) {
@@ -38,8 +37,8 @@ bool UnitMultiplier(std::string_view unit, double* multiplier) {
 bool ParseByteSize(std::string_view text, int64_t* bytes, std::string* error) {
   const std::string quoted = "'" + std::string(text) + "'";
   size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' ||
-                             text[i] == 'e' || text[i] == 'E' || text[i] == '+' || text[i] == '-')) {
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' || text[i] == 'e' ||
+                             text[i] == 'E' || text[i] == '+' || text[i] == '-')) {
     // An 'e' only belongs to the number when a digit or sign follows ("1e9"), not in "1eb".
     if ((text[i] == 'e' || text[i] == 'E') &&
         !(i + 1 < text.size() &&

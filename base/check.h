@@ -29,5 +29,4 @@ class CheckFailure {
 }  // namespace oomguard::check_internal
 
 #define OOMGUARD_CHECK(condition) \
-  while (!(condition))            \
-  ::oomguard::check_internal::CheckFailure(__FILE__, __LINE__, __func__, #condition).stream()
+  while (!(condition)) ::oomguard::check_internal::CheckFailure(__FILE__, __LINE__, __func__, #condition).stream()

@@ -31,10 +31,10 @@ int Spawn(const ChildSpec& spec, pid_t* pid) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, spec.stdout_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, spec.stderr_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
   std::vector<char*> argv;
   for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -92,7 +92,8 @@ void RunChildren(const std::vector<ChildSpec>& specs, int max_running,
 std::string DescribeExit(const ChildExit& exit, double timeout_seconds) {
   if (!exit.spawn_error.empty()) return exit.spawn_error;
   if (exit.timed_out) return "timed out after " + std::to_string(static_cast<int>(timeout_seconds)) + " s";
-  if (exit.signal != 0) return "crashed with signal " + std::to_string(exit.signal) + " (" + strsignal(exit.signal) + ")";
+  if (exit.signal != 0)
+    return "crashed with signal " + std::to_string(exit.signal) + " (" + strsignal(exit.signal) + ")";
   return "exit code " + std::to_string(exit.exit_code);
 }
 

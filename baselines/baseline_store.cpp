@@ -1,15 +1,13 @@
 #include "baselines/baseline_store.h"
 
-#include "base/files.h"
-
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <tuple>
 
-#include <nlohmann/json.hpp>
-
+#include "base/files.h"
 #include "scenario/json_document.h"
 
 namespace oomguard {
@@ -43,9 +41,7 @@ const Tolerance& BaselineFile::ToleranceFor(const std::string& metric) const {
   return it == metric_tolerances.end() ? tolerance : it->second;
 }
 
-std::string BaselinePath(const std::string& dir, const std::string& scenario) {
-  return dir + "/" + scenario + ".json";
-}
+std::string BaselinePath(const std::string& dir, const std::string& scenario) { return dir + "/" + scenario + ".json"; }
 
 std::string BaselineDirectory(const std::string& baselines_dir, const std::string& scenario_file) {
   if (!baselines_dir.empty()) return baselines_dir;
@@ -84,7 +80,8 @@ bool LoadBaselineFile(const std::string& path, BaselineFile* file, std::string* 
       const OrderedJson& t = j.at("tolerance");
       file->tolerance = ToleranceFromJson(t);
       if (t.contains("metrics")) {
-        for (const auto& [metric, mt] : t.at("metrics").items()) file->metric_tolerances[metric] = ToleranceFromJson(mt);
+        for (const auto& [metric, mt] : t.at("metrics").items())
+          file->metric_tolerances[metric] = ToleranceFromJson(mt);
       }
     }
     at = "entries";

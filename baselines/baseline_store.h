@@ -22,8 +22,8 @@
 namespace oomguard {
 
 struct Tolerance {
-  double relative = 0;         // fraction of the baseline value
-  int64_t absolute_bytes = 0;  // allowed whatever the baseline (counts use it as a count)
+  double relative = 0;                      // fraction of the baseline value
+  int64_t absolute_bytes = 0;               // allowed whatever the baseline (counts use it as a count)
   int64_t Allowed(int64_t baseline) const;  // max(absolute, relative * baseline)
 };
 

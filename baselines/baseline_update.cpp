@@ -5,9 +5,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/atomic_file.h"
 #include "base/byte_size.h"
 #include "baselines/baseline_store.h"
-#include "base/atomic_file.h"
 
 namespace oomguard {
 namespace {
@@ -29,7 +29,8 @@ std::string DescribeChange(const BaselineEntry& old, const BaselineEntry& now) {
 
 }  // namespace
 
-bool UpdateBaselines(const RunResults& report, const std::string& baselines_dir, std::ostream& out, std::string* error) {
+bool UpdateBaselines(const RunResults& report, const std::string& baselines_dir, std::ostream& out,
+                     std::string* error) {
   int written = 0;
   for (const ScenarioResult& s : report.scenarios) {
     if (s.variants.empty()) continue;

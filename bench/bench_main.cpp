@@ -11,8 +11,8 @@ namespace {
 struct Goal {
   const char* label;
   const char* benchmark;
-  double target;             // the most candidate / baseline may be; 0: reported, no target
-  double max_candidate_ms;   // the longest the candidate may take; 0: no target
+  double target;            // the most candidate / baseline may be; 0: reported, no target
+  double max_candidate_ms;  // the longest the candidate may take; 0: no target
 };
 
 constexpr Goal kGoals[] = {
@@ -62,8 +62,9 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  std::printf("\ncandidate (tracking, or the harness) / baseline (default, or plain LibTorch), median of paired "
-              "rounds measured in this run:\n");
+  std::printf(
+      "\ncandidate (tracking, or the harness) / baseline (default, or plain LibTorch), median of paired "
+      "rounds measured in this run:\n");
   int missed = 0;
   for (const Goal& goal : kGoals) {
     auto it = reporter.results_.find(goal.benchmark);

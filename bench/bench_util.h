@@ -6,13 +6,13 @@
 // loop, and reports the median of the per-round ratios: drift hits both sides of a round alike.
 #pragma once
 
+#include <benchmark/benchmark.h>
+#include <c10/core/CPUAllocator.h>
+
 #include <algorithm>
 #include <chrono>
 #include <utility>
 #include <vector>
-
-#include <benchmark/benchmark.h>
-#include <c10/core/CPUAllocator.h>
 
 namespace oomguard::bench {
 

@@ -1,15 +1,15 @@
-#include "cli/command.h"
-
 #include "allocators/cards.h"
 #include "base/byte_size.h"
 #include "base/exit_codes.h"
+#include "cli/command.h"
 #include "reports/report_format.h"
 
 namespace oomguard {
 namespace {
 
 int ListCards(bool with_sources, std::ostream& out) {
-  out << PadRight("card", 12) << PadRight("name", 32) << PadRight("reported", 12) << PadRight("context", 13) << "cap (usable)\n";
+  out << PadRight("card", 12) << PadRight("name", 32) << PadRight("reported", 12) << PadRight("context", 13)
+      << "cap (usable)\n";
   for (const CardPreset& card : AllCards()) {
     out << PadRight(std::string(card.key), 12) << PadRight(std::string(card.display_name), 32)
         << PadRight(FormatBytes(card.total_bytes), 12) << PadRight(FormatBytes(card.context_bytes), 13)

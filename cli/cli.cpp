@@ -1,20 +1,18 @@
 #include "cli/cli.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <utility>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "backends/version_info.h"
 #include "cli/command.h"
-
 #include "run/child_protocol.h"
 #include "run/measure_child.h"
-#include "backends/version_info.h"
 
 namespace oomguard {
 namespace {
@@ -49,8 +47,9 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
     }
     return MeasureInChild(request, err);
   }
-  CLI::App app{"oomguard: catch GPU-memory regressions and reproduce out-of-memory failures of "
-               "LibTorch training code"};
+  CLI::App app{
+      "oomguard: catch GPU-memory regressions and reproduce out-of-memory failures of "
+      "LibTorch training code"};
   app.name("oomguard");
   app.require_subcommand(0, 1);
   bool show_version = false;

@@ -15,11 +15,10 @@
 // Error policy: Run returns an exit code (base/exit_codes.h) and writes its messages to `err`; it never throws.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <ostream>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 namespace oomguard {
 

@@ -2,11 +2,11 @@
 
 #include <sstream>
 
+#include "base/atomic_file.h"
 #include "base/exit_codes.h"
 #include "cli/command.h"
-#include "base/atomic_file.h"
-#include "compare/comparison.h"
 #include "compare/compared_run.h"
+#include "compare/comparison.h"
 #include "reports/compare_report.h"
 
 namespace oomguard {
@@ -60,8 +60,9 @@ class CompareCli : public Command {
         ->check(CLI::ExistingFile);
     compare->add_option("--reference", o_.reference,
                         "The run the others are measured against: a backend, or a position from 1 (default: the last)");
-    compare->add_option("--tolerance", o_.tolerance_percent,
-                        "Percent a peak may differ from the reference's and still agree (default 2)")
+    compare
+        ->add_option("--tolerance", o_.tolerance_percent,
+                     "Percent a peak may differ from the reference's and still agree (default 2)")
         ->check(CLI::Range(0.0, 100.0));
     compare->add_option("--md", o_.markdown_path, "Also write the table as Markdown to this file");
     return compare;

@@ -14,8 +14,8 @@
 // Rows are the variants of the first file, in order; a variant missing from a file, or without a
 // measurement there, shows "-". A cuda run adds two columns, its allocator's allocated and reserved
 // peaks, and when it is the reference the others are measured against its allocated peak (the
-// bytes its tensors held, rounded as the GPU rounds them). Exit codes (cli.h): 0 every compared peak within the tolerance;
-// 1 some differ past it (each such row is marked); 2 a file that does not load as oomguard results.
+// bytes its tensors held, rounded as the GPU rounds them). Exit codes (cli.h): 0 every compared peak within the
+// tolerance; 1 some differ past it (each such row is marked); 2 a file that does not load as oomguard results.
 #pragma once
 
 #include <ostream>

@@ -1,9 +1,8 @@
-#include "cli/command.h"
-
 #include <algorithm>
 
 #include "backends/backend.h"
 #include "base/exit_codes.h"
+#include "cli/command.h"
 #include "cli/run_flags.h"
 #include "reports/console_writer.h"
 #include "run/runner.h"
@@ -36,8 +35,8 @@ int Explain(const RunOptions& options, const std::string& name, const std::strin
   run.model_cuda = true;
   RunResults report;
   const ConsoleStyle style{false, /*detailed=*/true};
-  if (!RunScenarios(run, self_exe, [&](const ScenarioResult& r) { WriteScenarioBlock(r, out, style); }, &report,
-                    &error)) {
+  if (!RunScenarios(
+          run, self_exe, [&](const ScenarioResult& r) { WriteScenarioBlock(r, out, style); }, &report, &error)) {
     err << "oomguard explain: " << error << "\n";
     return kExitUsage;
   }

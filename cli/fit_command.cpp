@@ -9,20 +9,20 @@
 #include <fstream>
 #include <iostream>
 
-#include "base/byte_size.h"
 #include "allocators/cards.h"
 #include "backends/backend.h"
-#include "base/exit_codes.h"
+#include "base/byte_size.h"
 #include "base/did_you_mean.h"
+#include "base/exit_codes.h"
 #include "cli/command.h"
 #include "cli/run_flags.h"
 #include "fit/fit_search.h"
 #include "fit/fit_trial.h"
-#include "scenario/catalog.h"
-#include "scenario/scenario_loader.h"
 #include "reports/console_writer.h"
 #include "reports/fit_progress.h"
 #include "reports/fit_report.h"
+#include "scenario/catalog.h"
+#include "scenario/scenario_loader.h"
 
 namespace oomguard {
 namespace {
@@ -38,8 +38,7 @@ bool LoadFitScenario(const FitOptions& options, Scenario* scenario, std::string*
   const std::string& arg = options.scenario;
   const bool is_path = arg.find('/') != std::string::npos || (arg.size() > 5 && arg.ends_with(".json"));
   if (is_path) return LoadScenarioFile(arg, scenario, error);
-  const std::vector<std::string> paths =
-      PathsOrCatalog(options.paths);
+  const std::vector<std::string> paths = PathsOrCatalog(options.paths);
   return LoadScenarioByName(paths, arg, scenario, error);
 }
 
@@ -248,9 +247,9 @@ namespace {
 class FitCli : public Command {
  public:
   CLI::App* Add(CLI::App& app) override {
-    CLI::App* fit = app.add_subcommand("fit", "Find, per card, the largest batch (or sequence length) each variant fits");
-    fit->add_option("scenario", o_.scenario, "A scenario name (see `oomguard list`) or a .json file")
-        ->required();
+    CLI::App* fit =
+        app.add_subcommand("fit", "Find, per card, the largest batch (or sequence length) each variant fits");
+    fit->add_option("scenario", o_.scenario, "A scenario name (see `oomguard list`) or a .json file")->required();
     fit->add_option("--variant", o_.variants, "Only this variant (repeatable; default: all)");
     fit->add_option("--knob", o_.knob, "What to vary: batch (data.batch) or seq (data.shape[0])")
         ->check(CLI::IsMember({"batch", "seq"}));

@@ -1,7 +1,6 @@
-#include "cli/command.h"
-
 #include "base/did_you_mean.h"
 #include "base/exit_codes.h"
+#include "cli/command.h"
 #include "reports/report_format.h"
 #include "scenario/catalog.h"
 #include "scenario/scenario_loader.h"
@@ -28,7 +27,8 @@ int ListScenarios(const std::vector<std::string>& paths, std::ostream& out, std:
     for (const VariantSpec& v : s.variants) names.push_back(v.name);
     const std::string variants = JoinNames(names, ", ");
     const std::string backends = JoinNames(s.backends, ",");
-    out << PadRight(s.name, 28) << PadRight(backends, 16) << s.summary << "\n" << PadRight("", 28) << "variants: " << variants << "\n";
+    out << PadRight(s.name, 28) << PadRight(backends, 16) << s.summary << "\n"
+        << PadRight("", 28) << "variants: " << variants << "\n";
   }
   return broken ? kExitFailures : kExitOk;
 }

@@ -1,11 +1,10 @@
-#include "cli/command.h"
-
 #include <unistd.h>
 
 #include <iostream>
 
 #include "base/exit_codes.h"
 #include "baselines/baseline_update.h"
+#include "cli/command.h"
 #include "cli/run_flags.h"
 #include "reports/console_writer.h"
 #include "reports/report_registry.h"

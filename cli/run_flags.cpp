@@ -27,7 +27,8 @@ void AddRunFlags(CLI::App* app, RunOptions* o) {
   CLI::Option* snapshot_dir = app->add_option(
       "--snapshot-dir", o->snapshot_dir,
       "Record allocations; write a memory_viz snapshot (pickle) of each failing or OOM variant into DIR");
-  app->add_flag("--snapshot-all", o->snapshot_all, "With --snapshot-dir: a snapshot of every variant")->needs(snapshot_dir);
+  app->add_flag("--snapshot-all", o->snapshot_all, "With --snapshot-dir: a snapshot of every variant")
+      ->needs(snapshot_dir);
   app->add_flag("--model-cuda", o->model_cuda,
                 "On cpu and meta: predict the CUDA caching allocator's allocated/reserved peaks, retries and OOMs");
 }

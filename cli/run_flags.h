@@ -2,10 +2,9 @@
 // measuring child gets its own from run/child_protocol.h).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "run/run_options.h"
 

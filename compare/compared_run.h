@@ -18,8 +18,8 @@ namespace oomguard {
 struct ComparedRun {
   std::string label;  // the backend, or "backend (file)" when two files share one
   std::string backend;
-  bool judged = true;  // false: shown for reading (a cuda run's reserved peak), never held to the tolerance
-  bool predicts_cuda = false;  // a --model-cuda column: already rounded as the GPU rounds
+  bool judged = true;           // false: shown for reading (a cuda run's reserved peak), never held to the tolerance
+  bool predicts_cuda = false;   // a --model-cuda column: already rounded as the GPU rounds
   bool cuda_allocated = false;  // a cuda run's allocated column: its entries carry the requested peak
   struct Entry {
     std::string scenario, variant;
@@ -27,7 +27,7 @@ struct ComparedRun {
     std::optional<int64_t> cuda_allocated_peak = {};  // cuda runs: the caching allocator's peaks
     std::optional<int64_t> cuda_reserved_peak = {};
     std::optional<int64_t> cuda_requested_peak = {};
-    int64_t cuda_allocated_at_start = 0;          // held before the variant began (library workspaces)
+    int64_t cuda_allocated_at_start = 0;  // held before the variant began (library workspaces)
     int64_t cuda_reserved_at_start = 0;
     std::optional<int64_t> model_allocated_peak = {};  // --model-cuda runs: the predicted peaks
     std::optional<int64_t> model_reserved_peak = {};

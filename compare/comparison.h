@@ -14,8 +14,8 @@ namespace oomguard {
 
 struct ComparisonCell {
   std::optional<int64_t> peak_bytes;
-  std::optional<int64_t> delta_bytes;     // against the reference; absent in its own column or without data
-  std::optional<double> delta_percent;    // 100 * delta / reference peak
+  std::optional<int64_t> delta_bytes;   // against the reference; absent in its own column or without data
+  std::optional<double> delta_percent;  // 100 * delta / reference peak
 };
 
 struct ComparisonRow {
@@ -32,10 +32,10 @@ struct ComparisonTable {
   size_t reference = 0;
   double tolerance_percent = 0;
   std::vector<ComparisonRow> rows;
-  int rows_equal = 0;           // every peak equal to the reference's, to the byte
-  int rows_within = 0;          // different, but within the tolerance
+  int rows_equal = 0;   // every peak equal to the reference's, to the byte
+  int rows_within = 0;  // different, but within the tolerance
   int rows_past_tolerance = 0;
-  int rows_not_compared = 0;    // a peak missing on one side (and none past the tolerance)
+  int rows_not_compared = 0;       // a peak missing on one side (and none past the tolerance)
   int64_t cuda_held_at_start = 0;  // the most a cuda run's allocator held before a variant began
 };
 

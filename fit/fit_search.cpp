@@ -1,17 +1,17 @@
 #include "fit/fit_search.h"
 
-#include "base/check.h"
-
-
 #include <algorithm>
 #include <limits>
 #include <numeric>
+
+#include "base/check.h"
 
 namespace oomguard {
 
 FitSearch::FitSearch(int64_t min_value, int64_t max_value, TrialFunction trial)
     : min_value_(min_value), max_value_(max_value), trial_(std::move(trial)) {
-  OOMGUARD_CHECK(1 <= min_value && min_value <= max_value) << "FitSearch: needs 1 <= min <= max, got " << min_value << ".." << max_value;
+  OOMGUARD_CHECK(1 <= min_value && min_value <= max_value)
+      << "FitSearch: needs 1 <= min <= max, got " << min_value << ".." << max_value;
 }
 
 FitSearch::Bracket FitSearch::Known(int64_t cap_bytes) const {

@@ -3,9 +3,9 @@
 #include <exception>
 #include <thread>
 
-#include "base/byte_size.h"
 #include "allocators/cards.h"
 #include "backends/backend.h"
+#include "base/byte_size.h"
 #include "base/did_you_mean.h"
 #include "scenario/variant_rules.h"
 

@@ -91,7 +91,8 @@ PickleValue Segment(const LiveBlock& block, const PickleValue& frames) {
 PickleValue MemoryVizSnapshot(const TraceRecord& record, const SnapshotSource& source) {
   const std::vector<PickleValue> frames = FramesByLabel(record, source);
   List segments;
-  for (const LiveBlock& block : record.live) segments.push_back(Segment(block, frames.at(static_cast<size_t>(block.label))));
+  for (const LiveBlock& block : record.live)
+    segments.push_back(Segment(block, frames.at(static_cast<size_t>(block.label))));
   Dict about{{"scenario", source.scenario},
              {"variant", source.variant},
              {"backend", source.backend},

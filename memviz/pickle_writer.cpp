@@ -68,7 +68,9 @@ class Encoder {
  public:
   explicit Encoder(std::string* out) : out_(out) {}
 
-  void Put(const PickleValue& value) { std::visit([this](const auto& v) { PutAlternative(v); }, value.value()); }
+  void Put(const PickleValue& value) {
+    std::visit([this](const auto& v) { PutAlternative(v); }, value.value());
+  }
 
  private:
   void PutAlternative(std::monostate) { out_->push_back(kNone); }

@@ -26,8 +26,8 @@ struct LiveBreakdown {
   int64_t parameters_bytes = 0;
   int64_t gradients_bytes = 0;
   int64_t optimizer_state_bytes = 0;
-  int64_t inputs_bytes = 0;                     // the batch on the device
-  int64_t activations_and_transient_bytes = 0;  // the rest: saved activations, outputs, buffers
+  int64_t inputs_bytes = 0;                             // the batch on the device
+  int64_t activations_and_transient_bytes = 0;          // the rest: saved activations, outputs, buffers
   std::vector<std::pair<std::string, int64_t>> layers;  // bytes each layer's forward left live
 };
 
@@ -61,8 +61,8 @@ struct CudaMeasurement {
   // workspaces on cuda], allocators/cuda/cuda_warm_up.h). The peaks above include it, as PyTorch's do.
   int64_t allocated_at_start_bytes = 0;
   int64_t reserved_at_start_bytes = 0;
-  int64_t timed_transfers = 0;   // host-to-device copies timed with CUDA events
-  double transfer_ms = 0;        // their GPU time (backends/cuda_transfer_timer.h)
+  int64_t timed_transfers = 0;  // host-to-device copies timed with CUDA events
+  double transfer_ms = 0;       // their GPU time (backends/cuda_transfer_timer.h)
 };
 
 // The CUDA caching allocator's statistics as CachingAllocatorModel predicts them from a cpu or meta
@@ -79,10 +79,10 @@ struct CudaModelMeasurement {
 struct VariantMeasurement {
   std::string variant;
   std::string backend;
-  std::string card;             // simulated card, empty for a plain cap
+  std::string card;  // simulated card, empty for a plain cap
   int64_t cap_bytes = 0;
-  VariantOutcome outcome;        // pass | oom | error:<category> (workload/error_category.h)
-  std::string error;             // the message, for oom and errors
+  VariantOutcome outcome;          // pass | oom | error:<category> (workload/error_category.h)
+  std::string error;               // the message, for oom and errors
   std::string attention = "math";  // the attention implementation the layers use
   double duration_ms = 0;
 
@@ -97,9 +97,9 @@ struct VariantMeasurement {
   std::optional<int64_t> optimizer_state_bytes;  // what the first optimizer step left live
   std::optional<int64_t> forward_saved_bytes;    // what the first forward left live (saved tensors, output, loss)
   std::optional<int64_t> retained_grad_bytes;    // gradients held by intermediates (retain_grad)
-  std::string grad_digest;            // FNV-1a of every parameter gradient after the first backward
+  std::string grad_digest;                       // FNV-1a of every parameter gradient after the first backward
   std::optional<OomDetail> oom;
-  std::optional<CudaMeasurement> cuda;  // cuda backend only
+  std::optional<CudaMeasurement> cuda;             // cuda backend only
   std::optional<CudaModelMeasurement> cuda_model;  // cpu and meta with --model-cuda
   std::vector<InjectedFailure> injected;
   std::string snapshot;        // --snapshot-dir: the memory_viz snapshot written for this variant

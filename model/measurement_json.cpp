@@ -107,9 +107,12 @@ json MeasurementToJson(const VariantMeasurement& m) {
   if (!m.snapshot_error.empty()) j["snapshot_error"] = m.snapshot_error;
   if (m.cuda_model) {
     const CudaModelMeasurement& c = *m.cuda_model;
-    j["cuda_model"] = {{"allocated_peak_bytes", c.allocated_peak_bytes}, {"reserved_peak_bytes", c.reserved_peak_bytes},
-                       {"requested_peak_bytes", c.requested_peak_bytes}, {"segments_peak", c.segments_peak},
-                       {"alloc_retries", c.alloc_retries},               {"ooms", c.ooms}};
+    j["cuda_model"] = {{"allocated_peak_bytes", c.allocated_peak_bytes},
+                       {"reserved_peak_bytes", c.reserved_peak_bytes},
+                       {"requested_peak_bytes", c.requested_peak_bytes},
+                       {"segments_peak", c.segments_peak},
+                       {"alloc_retries", c.alloc_retries},
+                       {"ooms", c.ooms}};
   }
   return j;
 }
@@ -139,9 +142,12 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
     }
     if (j.contains("cuda")) {
       const json& c = j.at("cuda");
-      m->cuda = CudaMeasurement{c.at("allocated_peak_bytes").get<int64_t>(), c.at("reserved_peak_bytes").get<int64_t>(),
-                                c.at("active_peak_bytes").get<int64_t>(),    c.at("requested_peak_bytes").get<int64_t>(),
-                                c.at("alloc_retries").get<int64_t>(),        c.at("ooms").get<int64_t>(),
+      m->cuda = CudaMeasurement{c.at("allocated_peak_bytes").get<int64_t>(),
+                                c.at("reserved_peak_bytes").get<int64_t>(),
+                                c.at("active_peak_bytes").get<int64_t>(),
+                                c.at("requested_peak_bytes").get<int64_t>(),
+                                c.at("alloc_retries").get<int64_t>(),
+                                c.at("ooms").get<int64_t>(),
                                 {}};
       // Absent from results written before they were measured.
       m->cuda->allocated_at_start_bytes = c.value("allocated_at_start_bytes", int64_t{0});
@@ -173,7 +179,8 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
     m->grad_digest = j.at("grad_digest").get<std::string>();
     const json& timeline = j.at("timeline");
     m->ledger.timeline_stride = timeline.at("stride").get<int64_t>();
-    for (const json& p : timeline.at("points")) m->ledger.timeline.push_back({p.at(0).get<int64_t>(), p.at(1).get<int64_t>()});
+    for (const json& p : timeline.at("points"))
+      m->ledger.timeline.push_back({p.at(0).get<int64_t>(), p.at(1).get<int64_t>()});
     for (const json& p : timeline.at("phases")) {
       m->ledger.phase_marks.push_back({p.at(0).get<int64_t>(), p.at(1).get<std::string>()});
     }
@@ -205,10 +212,10 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
     m->snapshot_error = j.value("snapshot_error", "");
     if (j.contains("cuda_model")) {
       const json& c = j.at("cuda_model");
-      m->cuda_model = CudaModelMeasurement{
-          c.at("allocated_peak_bytes").get<int64_t>(), c.at("reserved_peak_bytes").get<int64_t>(),
-          c.at("requested_peak_bytes").get<int64_t>(), c.at("segments_peak").get<int64_t>(),
-          c.at("alloc_retries").get<int64_t>(),        c.at("ooms").get<int64_t>()};
+      m->cuda_model =
+          CudaModelMeasurement{c.at("allocated_peak_bytes").get<int64_t>(), c.at("reserved_peak_bytes").get<int64_t>(),
+                               c.at("requested_peak_bytes").get<int64_t>(), c.at("segments_peak").get<int64_t>(),
+                               c.at("alloc_retries").get<int64_t>(),        c.at("ooms").get<int64_t>()};
     }
   } catch (const json::exception& e) {
     *error = std::string("malformed measurement: ") + e.what();

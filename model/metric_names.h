@@ -109,7 +109,8 @@ inline bool ValidateMetricName(const std::string& name, bool has_index, int64_t 
     return false;
   }
   if (!indexed && has_index) {
-    *error = "metric " + quoted + " takes no index (only live_after[N], live_after_backward[N] and iteration_peak[N] do)";
+    *error =
+        "metric " + quoted + " takes no index (only live_after[N], live_after_backward[N] and iteration_peak[N] do)";
     return false;
   }
   if (has_index && index < 1) {

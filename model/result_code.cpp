@@ -6,14 +6,22 @@ namespace {
 // Severity order for Worse: later entries win.
 int Severity(ResultCode code) {
   switch (code) {
-    case ResultCode::kSkipped: return 0;
-    case ResultCode::kUnsupported: return 1;
-    case ResultCode::kPass: return 2;
-    case ResultCode::kXFail: return 3;
-    case ResultCode::kXPass: return 4;
-    case ResultCode::kFail: return 5;
-    case ResultCode::kTimeout: return 6;
-    case ResultCode::kUnresolved: return 7;
+    case ResultCode::kSkipped:
+      return 0;
+    case ResultCode::kUnsupported:
+      return 1;
+    case ResultCode::kPass:
+      return 2;
+    case ResultCode::kXFail:
+      return 3;
+    case ResultCode::kXPass:
+      return 4;
+    case ResultCode::kFail:
+      return 5;
+    case ResultCode::kTimeout:
+      return 6;
+    case ResultCode::kUnresolved:
+      return 7;
   }
   return 7;
 }
@@ -22,14 +30,22 @@ int Severity(ResultCode code) {
 
 std::string_view ResultName(ResultCode code) {
   switch (code) {
-    case ResultCode::kPass: return "PASS";
-    case ResultCode::kFail: return "FAIL";
-    case ResultCode::kXFail: return "XFAIL";
-    case ResultCode::kXPass: return "XPASS";
-    case ResultCode::kUnsupported: return "UNSUPPORTED";
-    case ResultCode::kSkipped: return "SKIPPED";
-    case ResultCode::kTimeout: return "TIMEOUT";
-    case ResultCode::kUnresolved: return "UNRESOLVED";
+    case ResultCode::kPass:
+      return "PASS";
+    case ResultCode::kFail:
+      return "FAIL";
+    case ResultCode::kXFail:
+      return "XFAIL";
+    case ResultCode::kXPass:
+      return "XPASS";
+    case ResultCode::kUnsupported:
+      return "UNSUPPORTED";
+    case ResultCode::kSkipped:
+      return "SKIPPED";
+    case ResultCode::kTimeout:
+      return "TIMEOUT";
+    case ResultCode::kUnresolved:
+      return "UNRESOLVED";
   }
   return "UNRESOLVED";
 }

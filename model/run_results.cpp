@@ -5,11 +5,16 @@ namespace {
 
 int Severity(BaselineVerdict v) {
   switch (v) {
-    case BaselineVerdict::kNotCompared: return 0;
-    case BaselineVerdict::kUnchanged: return 1;
-    case BaselineVerdict::kImproved: return 2;
-    case BaselineVerdict::kNew: return 3;
-    case BaselineVerdict::kRegressed: return 4;
+    case BaselineVerdict::kNotCompared:
+      return 0;
+    case BaselineVerdict::kUnchanged:
+      return 1;
+    case BaselineVerdict::kImproved:
+      return 2;
+    case BaselineVerdict::kNew:
+      return 3;
+    case BaselineVerdict::kRegressed:
+      return 4;
   }
   return 0;
 }
@@ -18,11 +23,16 @@ int Severity(BaselineVerdict v) {
 
 std::string_view BaselineVerdictName(BaselineVerdict verdict) {
   switch (verdict) {
-    case BaselineVerdict::kUnchanged: return "unchanged";
-    case BaselineVerdict::kImproved: return "improved";
-    case BaselineVerdict::kRegressed: return "regressed";
-    case BaselineVerdict::kNew: return "new";
-    case BaselineVerdict::kNotCompared: return "not compared";
+    case BaselineVerdict::kUnchanged:
+      return "unchanged";
+    case BaselineVerdict::kImproved:
+      return "improved";
+    case BaselineVerdict::kRegressed:
+      return "regressed";
+    case BaselineVerdict::kNew:
+      return "new";
+    case BaselineVerdict::kNotCompared:
+      return "not compared";
   }
   return "not compared";
 }

@@ -14,7 +14,7 @@ namespace oomguard {
 
 // A scenario's analytic estimate beside what was measured (verdict/memory_estimate.h computes it).
 struct EstimateRow {
-  std::string component;  // "parameters", "gradients", "optimizer state", "activations", "rest", "peak"
+  std::string component;            // "parameters", "gradients", "optimizer state", "activations", "rest", "peak"
   std::optional<int64_t> measured;  // absent: not measured (the run ended first)
   int64_t estimated = 0;
 };
@@ -47,7 +47,7 @@ std::string_view BaselineVerdictName(BaselineVerdict verdict);  // "unchanged", 
 BaselineVerdict WorseBaselineVerdict(BaselineVerdict a, BaselineVerdict b);
 
 struct MetricDiff {
-  std::string metric;        // "peak_bytes", "phase_peak.backward", "live_after[2]", "alloc_count"
+  std::string metric;  // "peak_bytes", "phase_peak.backward", "live_after[2]", "alloc_count"
   int64_t baseline = 0;
   int64_t current = 0;
   int64_t delta = 0;         // current - baseline
@@ -57,8 +57,8 @@ struct MetricDiff {
 
 struct BaselineComparison {
   BaselineVerdict verdict = BaselineVerdict::kNotCompared;  // the worst of the metrics'
-  std::vector<MetricDiff> metrics;  // peak first; only metrics present on both sides
-  std::string baseline_file;        // where the baseline lives (or would live, for kNew)
+  std::vector<MetricDiff> metrics;                          // peak first; only metrics present on both sides
+  std::string baseline_file;                                // where the baseline lives (or would live, for kNew)
 };
 
 struct VariantResult {

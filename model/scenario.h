@@ -20,18 +20,18 @@ namespace oomguard {
 // One layer of a model. Which fields matter depends on `kind`; the loader rejects fields a kind does
 // not take. Dimensions are features of the last axis.
 struct LayerSpec {
-  std::string kind;          // a LayerKinds() row's name (model/layer_kinds.h): what fields it takes
-  int64_t in = 0;            // linear: input features
-  int64_t out = 0;           // linear: output features
-  int64_t dim = 0;           // layer_norm, embedding, attention, mlp_block, transformer_block
-  int64_t hidden = 0;        // mlp_block, transformer_block: hidden features of the MLP
-  int64_t heads = 0;         // attention, transformer_block
-  int64_t vocab = 0;         // embedding: number of rows
-  double p = 0.0;            // dropout probability (dropout; attention/transformer_block dropout)
-  double factor = 1.0;       // scale: multiply by this
-  bool inplace = false;      // relu/gelu/dropout/scale: modify the input in place
-  bool causal = false;       // attention, transformer_block
-  bool bias = true;          // linear
+  std::string kind;                 // a LayerKinds() row's name (model/layer_kinds.h): what fields it takes
+  int64_t in = 0;                   // linear: input features
+  int64_t out = 0;                  // linear: output features
+  int64_t dim = 0;                  // layer_norm, embedding, attention, mlp_block, transformer_block
+  int64_t hidden = 0;               // mlp_block, transformer_block: hidden features of the MLP
+  int64_t heads = 0;                // attention, transformer_block
+  int64_t vocab = 0;                // embedding: number of rows
+  double p = 0.0;                   // dropout probability (dropout; attention/transformer_block dropout)
+  double factor = 1.0;              // scale: multiply by this
+  bool inplace = false;             // relu/gelu/dropout/scale: modify the input in place
+  bool causal = false;              // attention, transformer_block
+  bool bias = true;                 // linear
   std::string activation = "gelu";  // mlp_block, transformer_block: relu or gelu
   std::string attention = "math";   // attention, transformer_block: math (explicit softmax(q k^T) v, keeps
                                     // the seq x seq scores) or flash (the fused kernel: keeps output and
@@ -58,12 +58,12 @@ struct DataSpec {
 struct OptimizerSpec {
   std::string kind = "sgd";  // none sgd adam adamw
   double lr = 1e-3;
-  double momentum = 0.0;     // sgd
+  double momentum = 0.0;  // sgd
   double weight_decay = 0.0;
 };
 
 struct EvalSpec {
-  int64_t batches = 0;       // 0: no evaluation
+  int64_t batches = 0;  // 0: no evaluation
   bool no_grad = true;
   bool keep_outputs = false;  // keep every batch's output until the evaluation ends
 };
@@ -75,12 +75,12 @@ struct LossHistorySpec {
 
 struct LoopSpec {
   int64_t iterations = 2;
-  std::string loss = "mean";      // mean (of the output) | mse (against a zero target) | cross_entropy
+  std::string loss = "mean";  // mean (of the output) | mse (against a zero target) | cross_entropy
   bool backward = true;
   bool retain_graph = false;
   OptimizerSpec optimizer;
-  std::string zero_grad = "none"; // none (set to none) | zero (fill with zeros)
-  int64_t accumulate = 1;         // micro-batches per optimizer step
+  std::string zero_grad = "none";  // none (set to none) | zero (fill with zeros)
+  int64_t accumulate = 1;          // micro-batches per optimizer step
   EvalSpec eval;
   LossHistorySpec loss_history;
 };
@@ -88,18 +88,18 @@ struct LoopSpec {
 struct InplaceSpec {
   std::string target = "none";  // none | output (of layer `layer`) | parameter (first parameter of `layer`)
   int64_t layer = 0;
-  std::string op = "mul_";      // mul_ add_ (in place) or mul add (the out-of-place fix)
+  std::string op = "mul_";  // mul_ add_ (in place) or mul add (the out-of-place fix)
 };
 
 struct CheckpointSpec {
-  int64_t segments = 0;          // 0: no activation checkpointing; else split the layers into N segments
+  int64_t segments = 0;  // 0: no activation checkpointing; else split the layers into N segments
   bool preserve_rng_state = true;
 };
 
 struct PitfallSpec {
   InplaceSpec inplace;
-  bool retain_grad = false;          // retain_grad() on every intermediate output (implies keeping them)
-  bool keep_intermediates = false;   // keep every intermediate output until the iteration ends
+  bool retain_grad = false;         // retain_grad() on every intermediate output (implies keeping them)
+  bool keep_intermediates = false;  // keep every intermediate output until the iteration ends
   CheckpointSpec checkpoint;
   std::string transfer = "outside";  // outside | inside (the first checkpointed segment)
 };
@@ -131,14 +131,14 @@ struct Scenario {
   std::string name;
   std::string summary;
   std::string teach;
-  std::string file;                            // where it was loaded from
+  std::string file;  // where it was loaded from
   std::vector<std::string> backends = {"cpu"};
-  std::string card;                            // default card, or
-  std::string cap;                             // default cap (as written)
-  std::vector<VariantSpec> variants;           // in file order
+  std::string card;                                        // default card, or
+  std::string cap;                                         // default cap (as written)
+  std::vector<VariantSpec> variants;                       // in file order
   std::map<std::string, VariantExpectation> expectations;  // by variant name
-  std::vector<std::string> checks;             // relations between variants (check_expression.h)
-  std::optional<EstimateSpec> estimate;        // none: reports show no estimate
+  std::vector<std::string> checks;                         // relations between variants (check_expression.h)
+  std::optional<EstimateSpec> estimate;                    // none: reports show no estimate
 };
 
 }  // namespace oomguard

@@ -1,15 +1,15 @@
 #include "nn/checkpoint.h"
 
-#include <mutex>
-#include <optional>
-#include <unordered_set>
-#include <utility>
-
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
+
+#include <mutex>
+#include <optional>
+#include <unordered_set>
+#include <utility>
 
 #include "allocators/cpu_tracking_allocator.h"
 

@@ -1,19 +1,19 @@
 #include "nn/layer_trace.h"
 
-#include "base/check.h"
+#include <ATen/SequenceNumber.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <atomic>
 
-#include <ATen/SequenceNumber.h>
-#include <ATen/record_function.h>
+#include "base/check.h"
 
 namespace oomguard {
 namespace {
 
 // The backward node that started last: the engine may run it on a worker thread.
 std::mutex g_node_mutex;
-std::string g_node_name;       // guarded by g_node_mutex
+std::string g_node_name;          // guarded by g_node_mutex
 int64_t g_node_sequence_nr = -1;  // guarded by g_node_mutex
 std::atomic<bool> g_active{false};
 std::atomic<const LayerTrace*> g_listening{nullptr};  // the trace with a location listener, if any
@@ -24,7 +24,8 @@ std::unique_ptr<at::ObserverContext> OnBackwardNode(const at::RecordFunction& fn
     g_node_name = fn.name();
     g_node_sequence_nr = fn.seqNr();
   }
-  if (const LayerTrace* trace = g_listening.load(std::memory_order_acquire)) trace->ReportBackwardNode(fn.name(), fn.seqNr());
+  if (const LayerTrace* trace = g_listening.load(std::memory_order_acquire))
+    trace->ReportBackwardNode(fn.name(), fn.seqNr());
   return nullptr;
 }
 
@@ -44,8 +45,8 @@ LayerTrace::LayerTrace() {
     g_node_name.clear();
     g_node_sequence_nr = -1;
   }
-  handle_ = at::addGlobalCallback(
-      at::RecordFunctionCallback(&OnBackwardNode).scopes({at::RecordScope::BACKWARD_FUNCTION}));
+  handle_ =
+      at::addGlobalCallback(at::RecordFunctionCallback(&OnBackwardNode).scopes({at::RecordScope::BACKWARD_FUNCTION}));
 }
 
 LayerTrace::~LayerTrace() {

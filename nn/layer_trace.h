@@ -55,8 +55,8 @@ class LayerTrace {
   std::string OwnerOfNode(int64_t sequence_nr) const;
 
   uint64_t handle_;
-  std::string current_;            // "the forward of layer 2:linear", "the loss"; empty between them
-  std::vector<Start> starts_;      // in order of entry, so by sequence number
+  std::string current_;        // "the forward of layer 2:linear", "the loss"; empty between them
+  std::vector<Start> starts_;  // in order of entry, so by sequence number
   LocationListener listener_;
 };
 

@@ -30,7 +30,10 @@ std::string Row(const std::vector<std::string>& cells) {
 }
 
 std::vector<std::string> Cells(const ScenarioResult& s, const VariantResult* v) {
-  std::vector<std::string> cells = {Text(s.name), v ? Text(v->name) : "", Text(s.backend), Text(s.card),
+  std::vector<std::string> cells = {Text(s.name),
+                                    v ? Text(v->name) : "",
+                                    Text(s.backend),
+                                    Text(s.card),
                                     s.cap_bytes > 0 ? std::to_string(s.cap_bytes) : "",
                                     std::string(ResultName(v ? v->code : s.code))};
   const VariantMeasurement* m = v && v->measurement ? &*v->measurement : nullptr;

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "base/byte_size.h"
 #include "base/atomic_file.h"
+#include "base/byte_size.h"
 #include "reports/report_format.h"
 
 namespace oomguard {

@@ -43,7 +43,6 @@ svg.timeline{max-width:100%;height:auto;display:block;margin:8px 0}
 .oom{border-top:1px solid #eee;margin-top:12px}
 )";
 
-
 std::string Scenarios(size_t n) { return std::to_string(n) + (n == 1 ? " scenario" : " scenarios"); }
 
 std::string Badge(ResultCode code) {
@@ -117,8 +116,8 @@ void WriteHeader(const RunResults& report, std::string& h) {
   h += "<table class=\"index\">\n";
   for (size_t i = 0; i < report.scenarios.size(); ++i) {
     const ScenarioResult& s = report.scenarios[i];
-    h += "<tr><td>" + Badge(s.code) + "</td><td><a href=\"#scenario-" + std::to_string(i + 1) + "\">" + HtmlEscape(s.name) +
-         "</a></td><td>" + HtmlEscape(s.error.empty() ? s.summary : s.error) + "</td></tr>\n";
+    h += "<tr><td>" + Badge(s.code) + "</td><td><a href=\"#scenario-" + std::to_string(i + 1) + "\">" +
+         HtmlEscape(s.name) + "</a></td><td>" + HtmlEscape(s.error.empty() ? s.summary : s.error) + "</td></tr>\n";
   }
   h += "</table>\n</header>\n";
 }
@@ -160,8 +159,8 @@ void WriteVariantTable(const ScenarioResult& s, bool baselines, std::string& h) 
       h += HtmlEscape(Name(m.outcome));
       if (v.expected_outcome.kind != Outcome::kPass) h += " (expected " + HtmlEscape(Name(v.expected_outcome)) + ")";
       if (v.expected_leak) h += " (leak expected)";
-      h += "</td><td class=\"num\">" + HtmlEscape(FormatBytes(m.ledger.peak_bytes)) + "</td><td>" + HtmlEscape(m.ledger.peak_phase) +
-           "</td>";
+      h += "</td><td class=\"num\">" + HtmlEscape(FormatBytes(m.ledger.peak_bytes)) + "</td><td>" +
+           HtmlEscape(m.ledger.peak_phase) + "</td>";
     } else {
       h += "not measured</td><td class=\"num\">&mdash;</td><td>&mdash;</td>";
     }
@@ -174,8 +173,8 @@ void WriteVariantTable(const ScenarioResult& s, bool baselines, std::string& h) 
     if (baselines) h += "<td>" + BaselineCell(v.baseline) + "</td>";
     h += "<td>" + ReasonsCell(v);
     if (v.measurement && !v.measurement->snapshot.empty()) {
-      h += "<br>memory_viz snapshot: <a href=\"" + HtmlEscape(v.measurement->snapshot) + "\">" + HtmlEscape(v.measurement->snapshot) +
-           "</a>";
+      h += "<br>memory_viz snapshot: <a href=\"" + HtmlEscape(v.measurement->snapshot) + "\">" +
+           HtmlEscape(v.measurement->snapshot) + "</a>";
     }
     h += "</td></tr>\n";
   }

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "base/byte_size.h"
+#include "model/metric_names.h"
 #include "reports/escape.h"
 #include "reports/report_format.h"
-#include "model/metric_names.h"
 
 namespace oomguard {
 namespace {
@@ -29,8 +29,8 @@ std::string BaselineBlock(const BaselineComparison& b) {
   std::string out = "baseline: " + std::string(BaselineVerdictName(b.verdict)) + " against " + b.baseline_file + "\n";
   for (const MetricDiff& d : b.metrics) {
     out += "  " + d.metric + ": baseline " + FormatMetricValue(d.metric, d.baseline, false) + ", current " +
-           FormatMetricValue(d.metric, d.current, false) + ", delta " + FormatMetricValue(d.metric, d.delta, true) + " (" +
-           FormatPercent(d.delta_percent) + "), " + std::string(BaselineVerdictName(d.verdict)) + "\n";
+           FormatMetricValue(d.metric, d.current, false) + ", delta " + FormatMetricValue(d.metric, d.delta, true) +
+           " (" + FormatPercent(d.delta_percent) + "), " + std::string(BaselineVerdictName(d.verdict)) + "\n";
   }
   return out;
 }
@@ -185,12 +185,13 @@ Counts Count(const std::vector<Case>& cases) {
 
 // Drops the last line break: the element's text is the lines, not a trailing newline.
 std::string Text(const std::string& lines) {
-  return XmlEscape(!lines.empty() && lines.back() == '\n' ? std::string_view(lines).substr(0, lines.size() - 1) : lines);
+  return XmlEscape(!lines.empty() && lines.back() == '\n' ? std::string_view(lines).substr(0, lines.size() - 1)
+                                                          : lines);
 }
 
 void WriteCase(const ScenarioResult& s, const Case& c, std::string* out) {
-  *out += "    <testcase classname=\"" + XmlEscape("oomguard." + s.name, true) + "\" name=\"" + XmlEscape(c.name, true) +
-          "\" time=\"" + Seconds(c.duration_ms) + "\"";
+  *out += "    <testcase classname=\"" + XmlEscape("oomguard." + s.name, true) + "\" name=\"" +
+          XmlEscape(c.name, true) + "\" time=\"" + Seconds(c.duration_ms) + "\"";
   if (c.kind == CaseKind::kPassed && c.system_out.empty()) {
     *out += "/>\n";
     return;
@@ -198,7 +199,8 @@ void WriteCase(const ScenarioResult& s, const Case& c, std::string* out) {
   *out += ">\n";
   if (c.kind != CaseKind::kPassed) {
     const char* element = c.kind == CaseKind::kFailure ? "failure" : c.kind == CaseKind::kError ? "error" : "skipped";
-    *out += std::string("      <") + element + " message=\"" + XmlEscape(c.message, true) + "\" type=\"" + c.type + "\"";
+    *out +=
+        std::string("      <") + element + " message=\"" + XmlEscape(c.message, true) + "\" type=\"" + c.type + "\"";
     *out += c.body.empty() ? "/>\n" : ">" + Text(c.body) + "</" + element + ">\n";
   }
   if (!c.system_out.empty()) *out += "      <system-out>" + Text(c.system_out) + "</system-out>\n";
@@ -219,7 +221,8 @@ std::string RenderJUnit(const RunResults& report) {
     total.Add(Count(suites.back()));
   }
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<testsuites name=\"oomguard\"" + total.Attributes(/*with_skipped=*/false) + " time=\"" + Seconds(report.duration_ms) + "\">\n";
+  out += "<testsuites name=\"oomguard\"" + total.Attributes(/*with_skipped=*/false) + " time=\"" +
+         Seconds(report.duration_ms) + "\">\n";
   for (size_t i = 0; i < scenarios.size(); ++i) {
     const ScenarioResult& s = *scenarios[i];
     out += "  <testsuite name=\"" + XmlEscape(s.name, true) + "\"" + Count(suites[i]).Attributes() + " time=\"" +

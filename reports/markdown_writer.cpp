@@ -7,15 +7,14 @@
 #include <vector>
 
 #include "base/byte_size.h"
+#include "model/metric_names.h"
 #include "reports/escape.h"
 #include "reports/report_format.h"
-#include "model/metric_names.h"
 
 namespace oomguard {
 namespace {
 
 constexpr const char* kNone = "—";
-
 
 std::string Plural(size_t n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
 
@@ -24,7 +23,9 @@ std::string Card(const ScenarioResult& s) {
   return limit.empty() ? kNone : MarkdownText(limit);
 }
 
-std::string Label(const ScenarioResult& s, const VariantResult& v) { return MarkdownText(s.name) + " / " + MarkdownText(v.name); }
+std::string Label(const ScenarioResult& s, const VariantResult& v) {
+  return MarkdownText(s.name) + " / " + MarkdownText(v.name);
+}
 
 // The diff the table shows: the peak's (the comparison lists it first).
 const MetricDiff* PeakDiff(const BaselineComparison& b) {
@@ -74,8 +75,8 @@ void WriteTable(const std::vector<Row>& rows, std::string* out) {
   for (const Row& r : rows) {
     const ScenarioResult& s = *r.scenario;
     const VariantResult* v = r.variant;
-    std::vector<std::string> cells = {MarkdownText(s.name), v ? MarkdownText(v->name) : kNone, MarkdownText(s.backend), Card(s),
-                                      ResultCell(v ? v->code : s.code, v)};
+    std::vector<std::string> cells = {MarkdownText(s.name), v ? MarkdownText(v->name) : kNone, MarkdownText(s.backend),
+                                      Card(s), ResultCell(v ? v->code : s.code, v)};
     const VariantMeasurement* m = v && v->measurement ? &*v->measurement : nullptr;
     cells.push_back(m ? FormatBytes(m->ledger.peak_bytes) : kNone);
     if (const MetricDiff* d = v ? PeakDiff(v->baseline) : nullptr) {
@@ -98,16 +99,16 @@ void WriteRegressions(const std::vector<Row>& rows, std::string* out) {
   for (const Row& r : rows) {
     if (r.group != 0) break;
     const BaselineComparison& b = r.variant->baseline;
-    *out += "\n" + Label(*r.scenario, *r.variant) + " (" + MarkdownText(r.scenario->backend) + ", " + Card(*r.scenario) +
-            "), against " + MarkdownText(b.baseline_file) + ":\n\n";
+    *out += "\n" + Label(*r.scenario, *r.variant) + " (" + MarkdownText(r.scenario->backend) + ", " +
+            Card(*r.scenario) + "), against " + MarkdownText(b.baseline_file) + ":\n\n";
     *out += "| metric | baseline | current | delta | delta % | verdict |\n|---|---:|---:|---:|---:|---|\n";
     for (const MetricDiff& d : b.metrics) {
       const char* verdict = d.verdict == BaselineVerdict::kRegressed  ? "**regressed**"
                             : d.verdict == BaselineVerdict::kImproved ? "improved"
                                                                       : "within tolerance";
       *out += "| " + MarkdownText(d.metric) + " | " + FormatMetricValue(d.metric, d.baseline, false) + " | " +
-              FormatMetricValue(d.metric, d.current, false) + " | " + FormatMetricValue(d.metric, d.delta, true) + " | " +
-              FormatPercent(d.delta_percent) + " | " + verdict + " |\n";
+              FormatMetricValue(d.metric, d.current, false) + " | " + FormatMetricValue(d.metric, d.delta, true) +
+              " | " + FormatPercent(d.delta_percent) + " | " + verdict + " |\n";
     }
   }
 }

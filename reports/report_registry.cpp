@@ -19,8 +19,11 @@ struct Format {
   const char* name;
   Renderer render;
 };
-constexpr Format kFormats[] = {
-    {"junit", &RenderJUnit}, {"md", &RenderMarkdown}, {"html", &RenderHtml}, {"json", &RenderJson}, {"csv", &RenderCsv}};
+constexpr Format kFormats[] = {{"junit", &RenderJUnit},
+                               {"md", &RenderMarkdown},
+                               {"html", &RenderHtml},
+                               {"json", &RenderJson},
+                               {"csv", &RenderCsv}};
 
 const Format* Parse(const std::string& spec, std::string* path, std::string* error) {
   const size_t eq = spec.find('=');

@@ -1,7 +1,7 @@
 #include "reports/results_json.h"
 
-#include "model/measurement_json.h"
 #include "base/atomic_file.h"
+#include "model/measurement_json.h"
 
 namespace oomguard {
 

@@ -2,9 +2,8 @@
 // reasons, with a schema version. Baselines and the other reports read this.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "model/run_results.h"
 

@@ -289,7 +289,7 @@ class CheckExpressionParser {
     MetricKind kind = MetricKind::kBytes;
     if (!ValidateMetricName(name, has_index, index, !expr_.relation_mode_, &kind, &error)) {
       return Fail(has_index && index < 1 && error.find("iterations count from 1") != std::string::npos ? index_column
-                                                                                                        : metric_column,
+                                                                                                       : metric_column,
                   error);
     }
     ref.unit = kind == MetricKind::kBytes ? Unit::kBytes : kind == MetricKind::kCount ? Unit::kCount : Unit::kDigest;

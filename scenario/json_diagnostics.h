@@ -202,8 +202,8 @@ inline FieldReader EnumField(std::string* out, std::string what, std::vector<std
                              std::vector<std::string> shown = {}) {
   return [out, what, values, shown](const OrderedJson& value, const JsonPath& path, std::string* error) {
     if (!value.is_string()) {
-      return Fail(path, "expected one of " + JoinNames(shown.empty() ? values : shown, ", ") + ", got " +
-                            DescribeJson(value),
+      return Fail(path,
+                  "expected one of " + JoinNames(shown.empty() ? values : shown, ", ") + ", got " + DescribeJson(value),
                   error);
     }
     const std::string text = value.get<std::string>();

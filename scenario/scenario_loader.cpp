@@ -10,12 +10,12 @@
 #include <fstream>
 #include <sstream>
 
-#include "base/byte_size.h"
-#include "base/files.h"
 #include "allocators/cards.h"
-#include "scenario/check_expression.h"
+#include "base/byte_size.h"
 #include "base/did_you_mean.h"
+#include "base/files.h"
 #include "model/backend.h"
+#include "scenario/check_expression.h"
 #include "scenario/json_diagnostics.h"
 #include "scenario/json_document.h"
 #include "scenario/variant_json.h"
@@ -224,8 +224,7 @@ FieldReader EstimateField(std::optional<EstimateSpec>* out) {
     }
     EstimateSpec spec;
     const std::vector<Field> fields = {
-        {"activation_factor",
-         NumberField(&spec.activation_factor, "a number > 0", [](double v) { return v > 0; })}};
+        {"activation_factor", NumberField(&spec.activation_factor, "a number > 0", [](double v) { return v > 0; })}};
     if (!ReadFields(value, path, fields, false, error)) return false;
     if (!value.contains("activation_factor")) {
       return Fail(path,

@@ -103,7 +103,8 @@ inline FieldReader LayersField(std::vector<LayerSpec>* out) {
       LayerSpec layer;
       int64_t repeat = 1;
       if (!ReadLayer(value[i], path.Index(static_cast<int64_t>(i)), &layer, &repeat, error)) return false;
-      if (repeat > 100000) return Fail(path.Index(static_cast<int64_t>(i)).Key("repeat"), "at most 100000 copies", error);
+      if (repeat > 100000)
+        return Fail(path.Index(static_cast<int64_t>(i)).Key("repeat"), "at most 100000 copies", error);
       out->insert(out->end(), static_cast<size_t>(repeat), layer);
     }
     return true;

@@ -62,7 +62,7 @@ TEST(AllocationTrace, KeepsTheMostRecentEventsAndEveryLiveBlock) {
   EXPECT_EQ(r.dropped_events, 2);
   ASSERT_EQ(r.live.size(), 5u);
   EXPECT_EQ(r.live[0].address, 16u);  // sorted by address
-  trace.Enable(3);                     // a new recording starts empty
+  trace.Enable(3);                    // a new recording starts empty
   EXPECT_TRUE(trace.Record().events.empty());
   EXPECT_TRUE(trace.Record().live.empty());
 }

@@ -3,11 +3,11 @@
 // (issue: "the catalog runs on --backend meta and its peaks equal the cpu run's, scenario by
 // scenario"). CI's catalog run keeps the cpu entries true; the runner keeps the meta ones.
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "baselines/baseline_store.h"
 #include "scenario/scenario_loader.h"

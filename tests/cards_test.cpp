@@ -1,8 +1,8 @@
 #include "allocators/cards.h"
 
-#include <set>
-
 #include <gtest/gtest.h>
+
+#include <set>
 
 #include "base/byte_size.h"
 
@@ -25,8 +25,8 @@ TEST(Cards, T4ReportsWhatPyTorchPrints) {
 }
 
 TEST(Cards, TheIssueListIsCovered) {
-  for (const char* name : {"t4", "l4", "a10", "rtx3060", "rtx3090", "rtx4090", "v100-16gb", "v100-32gb",
-                           "a100-40gb", "a100-80gb", "h100", "h200"}) {
+  for (const char* name : {"t4", "l4", "a10", "rtx3060", "rtx3090", "rtx4090", "v100-16gb", "v100-32gb", "a100-40gb",
+                           "a100-80gb", "h100", "h200"}) {
     EXPECT_GT(Card(name).allocator_cap_bytes(), 0) << name;
   }
   EXPECT_EQ(FormatBytes(Card("h200").total_bytes), "139.80 GiB");

@@ -1,9 +1,10 @@
 #include "scenario/check_expression.h"
-#include "verdict/check_evaluator.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
+
+#include "verdict/check_evaluator.h"
 
 namespace oomguard {
 namespace {
@@ -185,7 +186,8 @@ TEST(CheckExpression, ListsTheVariantsARelationReferences) {
 
 constexpr const char* kMetrics =
     "(metrics: peak, alloc_count, allocated_bytes_total, phase_peak.<phase>, live_after[N], live_after_last, "
-    "live_after_backward[N], iteration_peak[N], live_growth_per_iteration, transfers, transfer_bytes, transfers_per_step, transfer_bytes_per_step, "
+    "live_after_backward[N], iteration_peak[N], live_growth_per_iteration, transfers, transfer_bytes, "
+    "transfers_per_step, transfer_bytes_per_step, "
     "retained_grad_bytes, forward_saved_bytes, param_bytes, grad_bytes, optimizer_state_bytes, grads)";
 
 TEST(CheckExpression, SyntaxErrorsNameTheColumn) {
@@ -211,7 +213,8 @@ TEST(CheckExpression, ASlashSaysThereIsNoDivision) {
   constexpr const char* kNoDivision =
       "there is no division in check expressions; multiply the other side instead (a >= 2 * b, not a / b >= 2)";
   EXPECT_EQ(ParseError("peak <= 1 / 2", false), std::string("at column 11: ") + kNoDivision);
-  EXPECT_EQ(ParseError("phase_peak.eval / phase_peak.forward >= 2", false), std::string("at column 17: ") + kNoDivision);
+  EXPECT_EQ(ParseError("phase_peak.eval / phase_peak.forward >= 2", false),
+            std::string("at column 17: ") + kNoDivision);
   EXPECT_EQ(ParseError("(peak / 2) <= 1MiB", false), std::string("at column 7: ") + kNoDivision);
   EXPECT_EQ(ParseError("peak <= / 2", false), std::string("at column 9: ") + kNoDivision);
   EXPECT_EQ(ParseError("a.peak / b.peak >= 2", true), std::string("at column 8: ") + kNoDivision);
@@ -239,7 +242,8 @@ TEST(CheckExpression, UnknownMetricsAreRejectedWithASuggestion) {
   EXPECT_EQ(ParseError("live_after[1 == 0", false), "at column 14: expected ']', got '=='");
   EXPECT_EQ(ParseError("live_after[12345678901] == 0", false),
             "at column 12: expected an iteration number (an integer >= 1) after '[', got '12345678901'");
-  EXPECT_EQ(ParseError("peak[2] == 0", false), "at column 1: metric 'peak' takes no index (only live_after[N], live_after_backward[N] and "
+  EXPECT_EQ(ParseError("peak[2] == 0", false),
+            "at column 1: metric 'peak' takes no index (only live_after[N], live_after_backward[N] and "
             "iteration_peak[N] do)");
   EXPECT_EQ(ParseError("pitfall.peak <= 1", false),
             "at column 1: unknown metric 'pitfall.peak': per-variant checks name bare metrics of their own variant "

@@ -2,17 +2,17 @@
 // in backward, and the forward's activations gone from the ledger, to the byte.
 #include "nn/checkpoint.h"
 
-#include <functional>
-#include <map>
-#include <string>
-#include <utility>
-#include <vector>
-
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "allocators/install.h"
 

@@ -1,9 +1,9 @@
 #include "cli/cli.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "tests/scratch_folder.h"
 
@@ -76,8 +76,7 @@ TEST(Cli, FaultInjectionOnCudaIsAccepted) {
   EXPECT_NE(r.code, kExitUsage) << r.err;
   EXPECT_EQ(r.err.find("--inject"), std::string::npos) << r.err;
   // Measured with a GPU (the injected OOM fails the variant), UNSUPPORTED without one; never refused.
-  EXPECT_TRUE(r.out.find("FAIL") != std::string::npos || r.out.find("UNSUPPORTED tiny") != std::string::npos)
-      << r.out;
+  EXPECT_TRUE(r.out.find("FAIL") != std::string::npos || r.out.find("UNSUPPORTED tiny") != std::string::npos) << r.out;
 }
 
 TEST(Cli, FlagMisuseIsAUsageError) {

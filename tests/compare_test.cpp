@@ -1,14 +1,13 @@
 // `oomguard compare`: peaks of several results files side by side against a reference.
-#include "cli/compare_command.h"
-#include "compare/comparison.h"
-#include "compare/compared_run.h"
+#include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
-#include <gtest/gtest.h>
-
 #include "cli/cli.h"
+#include "cli/compare_command.h"
+#include "compare/compared_run.h"
+#include "compare/comparison.h"
 #include "tests/scratch_folder.h"
 
 namespace oomguard {
@@ -18,7 +17,8 @@ namespace {
 std::string Results(const std::string& backend, int64_t a, int64_t b, bool b_measured = true) {
   std::string text = R"({"schema_version": 1, "backend": ")" + backend + R"(", "scenarios": [
     {"name": "s", "variants": [
-      {"name": "a", "measurement": {"peak_bytes": )" + std::to_string(a) + R"(}},
+      {"name": "a", "measurement": {"peak_bytes": )" +
+                     std::to_string(a) + R"(}},
       {"name": "b")";
   if (b_measured) text += R"(, "measurement": {"peak_bytes": )" + std::to_string(b) + "}";
   return text + "}]}]}";
@@ -89,15 +89,16 @@ TEST_F(CompareTest, ACudaRunAddsItsAllocatorPeaksAndIsComparedByItsAllocatedPeak
       {"name": "a", "measurement": {"peak_bytes": 1000, "cuda": {"allocated_peak_bytes": 1024, "reserved_peak_bytes": 2097152}}},
       {"name": "b", "measurement": {"peak_bytes": 2000, "cuda": {"allocated_peak_bytes": 2048, "reserved_peak_bytes": 2097152}}}]}]})");  // written before requested peaks were read: no itemising
   EXPECT_EQ(Run({{cpu, cuda}}), kExitFailures);  // 1000 vs 1024 bytes: -2.3%, past 2%
-  EXPECT_EQ(out_.str(),
-            "   scenario  variant  cpu                            cuda                           "
-            "cuda allocated (reference)  cuda reserved\n"
-            "!  s         a        1000 bytes (-24 bytes, -2.3%)  1000 bytes (-24 bytes, -2.3%)  1024 bytes                  "
-            "2.00 MiB\n"
-            "!  s         b        1.95 KiB (-48 bytes, -2.3%)    1.95 KiB (-48 bytes, -2.3%)    2.00 KiB                    "
-            "2.00 MiB\n"
-            "\n"
-            "2 variants against cuda allocated: 0 equal to the byte, 0 within 2.0%, 2 past it (marked !)\n");
+  EXPECT_EQ(
+      out_.str(),
+      "   scenario  variant  cpu                            cuda                           "
+      "cuda allocated (reference)  cuda reserved\n"
+      "!  s         a        1000 bytes (-24 bytes, -2.3%)  1000 bytes (-24 bytes, -2.3%)  1024 bytes                  "
+      "2.00 MiB\n"
+      "!  s         b        1.95 KiB (-48 bytes, -2.3%)    1.95 KiB (-48 bytes, -2.3%)    2.00 KiB                    "
+      "2.00 MiB\n"
+      "\n"
+      "2 variants against cuda allocated: 0 equal to the byte, 0 within 2.0%, 2 past it (marked !)\n");
 }
 
 TEST_F(CompareTest, CudaPeaksAreNetOfTheWorkspacesAndDifferencesAreItemised) {
@@ -115,9 +116,11 @@ TEST_F(CompareTest, CudaPeaksAreNetOfTheWorkspacesAndDifferencesAreItemised) {
   EXPECT_EQ(out_.str(),
             "   scenario  variant  cpu                             cuda                            "
             "cuda allocated (reference)  cuda reserved\n"
-            "!  s         a        1000 bytes (-24 bytes, -2.3%)   1000 bytes (-24 bytes, -2.3%)   1024 bytes                  "
+            "!  s         a        1000 bytes (-24 bytes, -2.3%)   1000 bytes (-24 bytes, -2.3%)   1024 bytes          "
+            "        "
             "2.00 MiB\n"
-            "!  s         b        976.56 KiB (-39.44 KiB, -3.9%)  1015.62 KiB (-384 bytes, 0.0%)  1016.00 KiB                 "
+            "!  s         b        976.56 KiB (-39.44 KiB, -3.9%)  1015.62 KiB (-384 bytes, 0.0%)  1016.00 KiB         "
+            "        "
             "2.00 MiB\n"
             "\n"
             "2 variants against cuda allocated: 0 equal to the byte, 0 within 2.0%, 2 past it (marked !)\n"

@@ -1,9 +1,9 @@
 // Golden files for the console report and the JSON results file, from the fixed sample report
 // (tests/report_fixture.h: no machine, time or version enters it). Regenerate after an intended change:
 //   OOMGUARD_UPDATE_GOLDEN=1 build/tests/oomguard_tests --gtest_filter='ConsoleReport*:ResultsJson*'
-#include <sstream>
-
 #include <gtest/gtest.h>
+
+#include <sstream>
 
 #include "reports/console_writer.h"
 #include "reports/results_json.h"

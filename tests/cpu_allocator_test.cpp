@@ -1,16 +1,16 @@
 // The cpu tracking allocator as LibTorch code meets it: through c10's registry and ATen ops.
-#include <thread>
-
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
-#include "base/byte_size.h"
+#include <thread>
+
 #include "allocators/cards.h"
 #include "allocators/cpu_tracking_allocator.h"
 #include "allocators/install.h"
+#include "base/byte_size.h"
 
 namespace oomguard {
 namespace {
@@ -33,11 +33,11 @@ TEST_F(CpuAllocatorTest, CountsTheExactBytesOfATensorSequence) {
     at::Tensor a = at::empty({1000}, at::kFloat);  // 4000 bytes
     at::Tensor b = at::empty({250}, at::kDouble);  // 2000 bytes
     EXPECT_EQ(Live(), 6000);
-    at::Tensor c = at::add(a, a);                   // a fresh 4000-byte output, no temporaries
+    at::Tensor c = at::add(a, a);  // a fresh 4000-byte output, no temporaries
     EXPECT_EQ(Live(), 10000);
     b.reset();
     EXPECT_EQ(Live(), 8000);
-    at::Tensor d = at::empty({0}, at::kFloat);     // no storage bytes, no allocation
+    at::Tensor d = at::empty({0}, at::kFloat);  // no storage bytes, no allocation
     EXPECT_EQ(Live(), 8000);
   }
   LedgerStats stats = ledger().Snapshot();

@@ -1,20 +1,19 @@
 // The cuda backend end to end: a tiny model measured on PyTorch's caching allocator. Every test here
 // needs a GPU and skips without one, saying so; backend availability is checked everywhere.
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
-#include <c10/cuda/CUDACachingAllocator.h>
-#include <gtest/gtest.h>
-
 #include "allocators/cards.h"
 #include "allocators/cuda/cuda_cap.h"
 #include "backends/backend.h"
 #include "base/child_process.h"
-#include "workload/workload.h"
 #include "tests/scratch_folder.h"
+#include "workload/workload.h"
 
 namespace oomguard {
 namespace {
@@ -155,7 +154,8 @@ TEST(CudaBackendOnGpu, InjectedFaultInBackwardLeavesTheCachingAllocatorAndItsSta
   EXPECT_EQ(m.cuda->ooms, 0);
   EXPECT_GT(m.cuda->reserved_peak_bytes, 0);
   EXPECT_GE(m.cuda->allocated_peak_bytes, m.cuda->requested_peak_bytes);
-  EXPECT_EQ(m.ledger.peak_bytes + m.cuda->allocated_at_start_bytes, m.cuda->requested_peak_bytes);  // the trace still feeds the ledger
+  EXPECT_EQ(m.ledger.peak_bytes + m.cuda->allocated_at_start_bytes,
+            m.cuda->requested_peak_bytes);  // the trace still feeds the ledger
 }
 
 }  // namespace

@@ -54,12 +54,14 @@ TEST(CudaCapOnGpu, AllocationPastTheCapRaisesPyTorchsOutOfMemoryError) {
 TEST(CudaCap, OomMessageNamesTheSimulatedCardBeforePyTorchsMessage) {
   std::string error;
   const Limits t4 = LimitsForCard(*FindCard("t4", &error));
-  const std::string pytorch = "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 139.80 GiB";
+  const std::string pytorch =
+      "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 139.80 GiB";
   EXPECT_EQ(SimulatedCudaOomMessage(t4, 20 * 1048576, t4.cap_bytes - 12 * 1048576, pytorch),
             "CUDA out of memory on the simulated NVIDIA T4 16GB (oomguard cap): tried to allocate 20.00 MiB with "
             "14.31 GiB live in tensors. The cap is 14.33 GiB (15381561344 bytes): the NVIDIA T4 16GB's 14.74 GiB "
             "minus 426.00 MiB of modelled CUDA context. PyTorch's caching allocator applies it to its reserved "
-            "memory (tensors, rounding and cache). PyTorch's message, which names the physical GPU: " + pytorch);
+            "memory (tensors, rounding and cache). PyTorch's message, which names the physical GPU: " +
+                pytorch);
   EXPECT_EQ(SimulatedCudaOomMessage(LimitsForCap(1LL << 30), 4096, 1LL << 20, "P"),
             "CUDA out of memory on a GPU capped at 1024.00 MiB (oomguard cap): tried to allocate 4.00 KiB with "
             "1024.00 KiB live in tensors. PyTorch's caching allocator applies it to its reserved memory (tensors, "

@@ -1,15 +1,15 @@
 // --snapshot-dir on the cuda backend: PyTorch's own history and pickle (allocators/cuda/
 // cuda_history.h). Needs a GPU and skips without one; tests/check_memory_viz_snapshot.py checks the
 // cpu and meta snapshots against PyTorch's consumers everywhere.
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <sstream>
 
-#include <gtest/gtest.h>
-
 #include "allocators/cuda/cuda_cap.h"
-#include "workload/workload.h"
 #include "tests/scenario_text.h"
 #include "tests/scratch_folder.h"
+#include "workload/workload.h"
 
 namespace oomguard {
 namespace {

@@ -17,8 +17,15 @@ TEST(Escape, XmlKeepsLineBreaksInTextAndEncodesThemInAttributes) {
 }
 
 TEST(Escape, XmlReplacesMalformedUtf8AndCharactersXmlCannotCarry) {
-  EXPECT_EQ(XmlEscape("ok\xff\xfe" "end"), "ok\xEF\xBF\xBD\xEF\xBF\xBD" "end");
-  EXPECT_EQ(XmlEscape(std::string("a\x01" "b", 3)), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(XmlEscape("ok\xff\xfe"
+                      "end"),
+            "ok\xEF\xBF\xBD\xEF\xBF\xBD"
+            "end");
+  EXPECT_EQ(XmlEscape(std::string("a\x01"
+                                  "b",
+                                  3)),
+            "a\xEF\xBF\xBD"
+            "b");
   EXPECT_EQ(XmlEscape("\xC3\xA9t\xC3\xA9"), "\xC3\xA9t\xC3\xA9");  // "été" stays
 }
 

@@ -3,12 +3,12 @@
 // everything else reaches the allocator it wraps. Nothing here creates a stream or touches CUDA.
 #include "allocators/cuda/fault_injecting_cuda_allocator.h"
 
+#include <c10/core/Allocator.h>
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <optional>
-
-#include <c10/core/Allocator.h>
-#include <gtest/gtest.h>
 
 namespace oomguard {
 namespace {

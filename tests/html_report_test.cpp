@@ -6,15 +6,14 @@
 //   OOMGUARD_UPDATE_GOLDEN=1 build/tests/oomguard_tests --gtest_filter='HtmlReportTest.MatchesGolden'
 //   git diff tests/golden/sample.html
 //   ci/render_report.sh tests/golden/sample.html /tmp/sample.png   # and look at the picture
-#include "reports/html_writer.h"
+#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 
-#include <gtest/gtest.h>
-
+#include "reports/html_writer.h"
 #include "reports/svg_timeline.h"
 #include "tests/golden_file.h"
 #include "tests/report_fixture.h"
@@ -116,7 +115,8 @@ TEST(HtmlReportTest, TablesAndChecks) {
 TEST(HtmlReportTest, ACudaRunAddsTheAllocatorsPeaksAndRetries) {
   RunResults report = testing::SampleReport();
   EXPECT_EQ(RenderHtml(report).find("<th>cuda allocated</th>"), std::string::npos);  // cpu: no such columns
-  report.scenarios.front().variants.front().measurement->cuda = CudaMeasurement{20 * kMiB, 22 * kMiB, 20 * kMiB, 19 * kMiB, 2, 0, {}};
+  report.scenarios.front().variants.front().measurement->cuda =
+      CudaMeasurement{20 * kMiB, 22 * kMiB, 20 * kMiB, 19 * kMiB, 2, 0, {}};
   const std::string page = RenderHtml(report);
   EXPECT_EQ(Count(page, "<th>cuda allocated</th><th>cuda reserved</th><th>retries</th>"), 1u);
   EXPECT_NE(page.find("<td class=\"num\">20.00 MiB</td><td class=\"num\">22.00 MiB</td><td class=\"num\">2</td>"),
@@ -139,7 +139,8 @@ TEST(HtmlReportTest, AModelCudaRunShowsThePredictedPeaksMarkedAsTheModels) {
 TEST(HtmlReportTest, ASnapshotIsLinkedFromItsVariant) {
   RunResults report = testing::SampleReport();
   report.scenarios.front().variants.front().measurement->snapshot = "snaps/x&y.pickle";
-  EXPECT_NE(RenderHtml(report).find("<br>memory_viz snapshot: <a href=\"snaps/x&amp;y.pickle\">snaps/x&amp;y.pickle</a></td>"),
+  EXPECT_NE(RenderHtml(report).find(
+                "<br>memory_viz snapshot: <a href=\"snaps/x&amp;y.pickle\">snaps/x&amp;y.pickle</a></td>"),
             std::string::npos);
   EXPECT_EQ(RenderHtml(testing::SampleReport()).find("memory_viz snapshot"), std::string::npos);
 }

@@ -134,7 +134,8 @@ TEST(IncludeFloors, NoIncludeRunsUpAFloorOrAcrossOne) {
 
 TEST(IncludeFloors, AnUpwardIncludeASameFloorCycleAndAnUnflooredFolderAreEachReported) {
   testing::ScratchFolder tree("floors");
-  for (const char* dir : {"/low", "/high", "/left", "/right", "/stray", "/tests"}) mkdir((tree.path() + dir).c_str(), 0755);
+  for (const char* dir : {"/low", "/high", "/left", "/right", "/stray", "/tests"})
+    mkdir((tree.path() + dir).c_str(), 0755);
   tree.Write("low/a.h", "#pragma once\n#include \"high/b.h\"\n");
   tree.Write("high/b.h", "#include \"low/a.h\"\n#include \"high/c.h\"\n#include \"tests/t.h\"\n");
   tree.Write("left/l.h", "#include \"right/r.h\"\n");

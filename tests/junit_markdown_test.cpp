@@ -279,8 +279,7 @@ TEST(JUnit, EveryResultCodeMapsToItsElement) {
   EXPECT_NE(xml.find("<error message=\"reason 2\" type=\"TIMEOUT\">"), std::string::npos);
   EXPECT_NE(xml.find("<skipped message=\"reason 3\" type=\"SKIPPED\">reason 3</skipped>"), std::string::npos);
   EXPECT_NE(xml.find("<error message=\"reason 4\" type=\"UNRESOLVED\">"), std::string::npos);
-  EXPECT_NE(xml.find("<testsuites name=\"oomguard\" tests=\"5\" failures=\"1\" errors=\"2\" time="),
-            std::string::npos);
+  EXPECT_NE(xml.find("<testsuites name=\"oomguard\" tests=\"5\" failures=\"1\" errors=\"2\" time="), std::string::npos);
   EXPECT_EQ(JUnitProblems(xml), std::vector<std::string>{});
 }
 

@@ -1,8 +1,8 @@
 #include "allocators/ledger.h"
 
-#include <thread>
-
 #include <gtest/gtest.h>
+
+#include <thread>
 
 namespace oomguard {
 namespace {
@@ -26,8 +26,8 @@ TEST(Ledger, CountsLivePeakAndTotals) {
 TEST(Ledger, LimitAllowsExactlyTheBoundaryByte) {
   Ledger ledger;
   ASSERT_TRUE(ledger.TryCharge(60, 100));
-  EXPECT_TRUE(ledger.TryCharge(40, 100));   // live == limit: allowed
-  EXPECT_FALSE(ledger.TryCharge(1, 100));   // one byte more: refused, nothing charged
+  EXPECT_TRUE(ledger.TryCharge(40, 100));  // live == limit: allowed
+  EXPECT_FALSE(ledger.TryCharge(1, 100));  // one byte more: refused, nothing charged
   LedgerStats stats = ledger.Snapshot();
   EXPECT_EQ(stats.live_bytes, 100);
   EXPECT_EQ(stats.peak_bytes, 100);
@@ -218,7 +218,7 @@ TEST(Ledger, APhaseListenerHearsEachChangeBeforeItHappens) {
   ledger.SetPhaseListener({});
   ledger.SetPhase("optimizer");
   EXPECT_EQ(heard, (std::vector<std::string>{"setup>forward@setup", "forward>backward@forward",
-                                              "backward>backward@backward"}));
+                                             "backward>backward@backward"}));
 }
 
 }  // namespace

@@ -33,14 +33,18 @@ TEST(MemoryVizSnapshot, SyntheticTraceGivesTheSnapshotDict) {
       "{'filename': 's.json', 'line': 0, 'name': 'variant v on cpu'}]";
   auto entry = [](const std::string& action, const std::string& addr, const std::string& size, int t,
                   const std::string& frames) {
-    return "{'action': '" + action + "', 'addr': " + addr + ", 'size': " + size + ", 'stream': 0, 'time_us': " +
-           std::to_string(t) + ", 'frames': " + frames + "}";
+    return "{'action': '" + action + "', 'addr': " + addr + ", 'size': " + size +
+           ", 'stream': 0, 'time_us': " + std::to_string(t) + ", 'frames': " + frames + "}";
   };
   const std::string expected =
       "{'segments': [{'device': 0, 'address': 8192, 'total_size': 2097152, 'allocated_size': 2097152, "
       "'active_size': 2097152, 'requested_size': 2097152, 'stream': 0, 'segment_type': 'large', "
-      "'is_expandable': False, 'frames': " + f0 + ", 'blocks': [{'address': 8192, 'size': 2097152, "
-      "'requested_size': 2097152, 'state': 'active_allocated', 'frames': " + f0 + "}]}], "
+      "'is_expandable': False, 'frames': " +
+      f0 +
+      ", 'blocks': [{'address': 8192, 'size': 2097152, "
+      "'requested_size': 2097152, 'state': 'active_allocated', 'frames': " +
+      f0 +
+      "}]}], "
       "'device_traces': [[" +
       entry("segment_alloc", "4096", "512", 10, f0) + ", " + entry("alloc", "4096", "512", 10, f0) + ", " +
       entry("segment_alloc", "8192", "2097152", 11, f0) + ", " + entry("alloc", "8192", "2097152", 11, f0) + ", " +
@@ -63,7 +67,8 @@ TEST(MemoryVizSnapshot, SmallBlocksAreSmallSegmentsAndAnEmptyTraceIsValid) {
 TEST(MemoryVizSnapshot, EachLabelsFramesAreWrittenOnce) {
   const std::string bytes = MemoryVizPickle(SyntheticTrace(), kSource);
   size_t count = 0;
-  for (size_t at = bytes.find("phase forward"); at != std::string::npos; at = bytes.find("phase forward", at + 1)) ++count;
+  for (size_t at = bytes.find("phase forward"); at != std::string::npos; at = bytes.find("phase forward", at + 1))
+    ++count;
   EXPECT_EQ(count, 1u);  // the other five uses are memo references
 }
 

@@ -26,9 +26,9 @@ const at::TensorOptions kMeta = at::TensorOptions().device(at::kMeta);
 
 TEST_F(MetaAllocatorTest, CountsTheBytesTheShapesWouldTake) {
   {
-    at::Tensor a = at::empty({1000}, kMeta.dtype(at::kFloat));   // 4000 bytes
-    at::Tensor b = at::empty({10, 10}, kMeta.dtype(at::kBFloat16));  // 200 bytes
-    at::Tensor c = at::add(a, a);                                 // a 4000-byte output
+    at::Tensor a = at::empty({1000}, kMeta.dtype(at::kFloat));                    // 4000 bytes
+    at::Tensor b = at::empty({10, 10}, kMeta.dtype(at::kBFloat16));               // 200 bytes
+    at::Tensor c = at::add(a, a);                                                 // a 4000-byte output
     at::Tensor d = at::mm(at::empty({8, 16}, kMeta), at::empty({16, 4}, kMeta));  // 512 + 256 + 128
     EXPECT_EQ(Live(), 4000 + 200 + 4000 + 128);
   }
@@ -53,7 +53,8 @@ TEST_F(MetaAllocatorTest, CapAllowsTheBoundaryByteAndRefusesOneMore) {
     at::empty({1}, kMeta.dtype(at::kByte));
     FAIL() << "a byte over the cap was allocated";
   } catch (const c10::OutOfMemoryError& e) {
-    EXPECT_EQ(std::string(e.what_without_backtrace()).rfind("META out of memory (oomguard cap). Tried to allocate 1 bytes.", 0),
+    EXPECT_EQ(std::string(e.what_without_backtrace())
+                  .rfind("META out of memory (oomguard cap). Tried to allocate 1 bytes.", 0),
               0u)
         << e.what_without_backtrace();
   }

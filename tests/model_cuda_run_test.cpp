@@ -1,8 +1,8 @@
 // `oomguard run --model-cuda`: the child feeds a CachingAllocatorModel and the console shows its
 // prediction; without the flag nothing changes.
-#include <sstream>
-
 #include <gtest/gtest.h>
+
+#include <sstream>
 
 #include "cli/cli.h"
 #include "tests/scratch_folder.h"

@@ -49,12 +49,24 @@ inline std::string RenderPickle(const std::string& bytes) {
   while (true) {
     const uint8_t op = byte();
     switch (op) {
-      case 'N': push("None"); break;
-      case 0x88: push("True"); break;
-      case 0x89: push("False"); break;
-      case 'K': push(std::to_string(little(1))); break;
-      case 'M': push(std::to_string(little(2))); break;
-      case 'J': push(std::to_string(static_cast<int32_t>(little(4)))); break;
+      case 'N':
+        push("None");
+        break;
+      case 0x88:
+        push("True");
+        break;
+      case 0x89:
+        push("False");
+        break;
+      case 'K':
+        push(std::to_string(little(1)));
+        break;
+      case 'M':
+        push(std::to_string(little(2)));
+        break;
+      case 'J':
+        push(std::to_string(static_cast<int32_t>(little(4))));
+        break;
       case 0x8a: {
         const int n = byte();
         if (n < 1 || n > 8) throw std::runtime_error("LONG1 wider than 8 bytes");
@@ -70,9 +82,15 @@ inline std::string RenderPickle(const std::string& bytes) {
         at += n;
         break;
       }
-      case ']': stack.push_back(std::make_shared<Item>(Item{"[", '['})); break;
-      case '}': stack.push_back(std::make_shared<Item>(Item{"{", '{'})); break;
-      case '(': marks.push_back(stack.size()); break;
+      case ']':
+        stack.push_back(std::make_shared<Item>(Item{"[", '['}));
+        break;
+      case '}':
+        stack.push_back(std::make_shared<Item>(Item{"{", '{'}));
+        break;
+      case '(':
+        marks.push_back(stack.size());
+        break;
       case 'e':
       case 'u': {
         const auto items = pop_to_mark();
@@ -86,14 +104,23 @@ inline std::string RenderPickle(const std::string& bytes) {
         }
         break;
       }
-      case 'q': memo[byte()] = stack.at(stack.size() - 1); break;
-      case 'r': memo[static_cast<uint32_t>(little(4))] = stack.at(stack.size() - 1); break;
-      case 'h': stack.push_back(memo.at(byte())); break;
-      case 'j': stack.push_back(memo.at(static_cast<uint32_t>(little(4)))); break;
+      case 'q':
+        memo[byte()] = stack.at(stack.size() - 1);
+        break;
+      case 'r':
+        memo[static_cast<uint32_t>(little(4))] = stack.at(stack.size() - 1);
+        break;
+      case 'h':
+        stack.push_back(memo.at(byte()));
+        break;
+      case 'j':
+        stack.push_back(memo.at(static_cast<uint32_t>(little(4))));
+        break;
       case '.':
         if (stack.size() != 1 || !marks.empty() || at != bytes.size()) throw std::runtime_error("bad STOP");
         return close(*stack.back());
-      default: throw std::runtime_error("opcode outside the memory_viz set: " + std::to_string(op));
+      default:
+        throw std::runtime_error("opcode outside the memory_viz set: " + std::to_string(op));
     }
   }
 }

@@ -31,18 +31,18 @@ TEST(PickleWriter, KnownDictGivesKnownBytes) {
   d.emplace_back("x", PickleValue::List{1, "a"});
   d.emplace_back("e", PickleValue::Dict{});
   d.emplace_back("z", PickleValue::List{});
-  const std::string expected = Bytes({0x80, 2, '}', '('}) +                    //
-                               Str("n") + "N" +                                 //
-                               Str("t") + Bytes({0x88}) +                       //
-                               Str("f") + Bytes({0x89}) +                       //
-                               Str("k") + Bytes({'K', 7}) +                     //
-                               Str("m") + Bytes({'M', 0x2c, 0x01}) +            //
-                               Str("j") + Bytes({'J', 0xff, 0xff, 0xff, 0xff}) +  //
-                               Str("l") + Bytes({0x8a, 5, 0, 0, 0, 0x80, 0}) +  //
-                               Str("s") + Bytes({'X', 3, 0, 0, 0, 'h', 0xc3, 0xa9}) +  //
+  const std::string expected = Bytes({0x80, 2, '}', '('}) +                             //
+                               Str("n") + "N" +                                         //
+                               Str("t") + Bytes({0x88}) +                               //
+                               Str("f") + Bytes({0x89}) +                               //
+                               Str("k") + Bytes({'K', 7}) +                             //
+                               Str("m") + Bytes({'M', 0x2c, 0x01}) +                    //
+                               Str("j") + Bytes({'J', 0xff, 0xff, 0xff, 0xff}) +        //
+                               Str("l") + Bytes({0x8a, 5, 0, 0, 0, 0x80, 0}) +          //
+                               Str("s") + Bytes({'X', 3, 0, 0, 0, 'h', 0xc3, 0xa9}) +   //
                                Str("x") + Bytes({']', '(', 'K', 1}) + Str("a") + "e" +  //
-                               Str("e") + "}" +                                 //
-                               Str("z") + "]" +                                 //
+                               Str("e") + "}" +                                         //
+                               Str("z") + "]" +                                         //
                                "u.";
   const std::string bytes = Pickle(PickleValue(std::move(d)));
   EXPECT_EQ(bytes, expected);

@@ -2,6 +2,7 @@
 // files, and results that do not depend on --jobs.
 #include "run/runner.h"
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,11 +11,9 @@
 #include <sstream>
 #include <thread>
 
-#include <gtest/gtest.h>
-
+#include "base/atomic_file.h"
 #include "baselines/baseline_store.h"
 #include "baselines/baseline_update.h"
-#include "base/atomic_file.h"
 #include "reports/results_json.h"
 #include "scratch_folder.h"
 

@@ -1,10 +1,9 @@
 // The scenario loader's error messages for one bad value at a time: JSON syntax, unknown and
 // misplaced keys, wrong types, ranges and enumerations, layer fields, and the scenario's own keys.
 // Each message is compared whole (STYLE.md 10).
-#include "scenario/scenario_loader.h"
-
 #include <gtest/gtest.h>
 
+#include "scenario/scenario_loader.h"
 #include "tests/scenario_text.h"
 
 namespace oomguard {
@@ -108,9 +107,10 @@ TEST(ScenarioLoader, EnumerationsListTheValidValues) {
             "bfloat16, float16, int64)");
   EXPECT_EQ(LoadError(With(R"("backends": ["cpu", "gpu"])")),
             "s.json: at backends[1]: unknown backend \"gpu\"; did you mean \"cpu\"? (valid values: cpu, meta, cuda)");
-  EXPECT_EQ(LoadError(With(R"("expect": {"a": {"outcome": "OOM"}})")),
-            "s.json: at expect.a.outcome: unknown outcome \"OOM\"; did you mean \"oom\"? (valid values: pass, oom, "
-            "error:inplace-saved-tensor, error:inplace-leaf, error:meta-kernel-missing, error:error (any other error))");
+  EXPECT_EQ(
+      LoadError(With(R"("expect": {"a": {"outcome": "OOM"}})")),
+      "s.json: at expect.a.outcome: unknown outcome \"OOM\"; did you mean \"oom\"? (valid values: pass, oom, "
+      "error:inplace-saved-tensor, error:inplace-leaf, error:meta-kernel-missing, error:error (any other error))");
   EXPECT_EQ(LoadError(With(R"("expect": {"a": {"outcome": 1}})")),
             "s.json: at expect.a.outcome: expected one of pass, oom, error:inplace-saved-tensor, error:inplace-leaf, "
             "error:meta-kernel-missing, error:error (any other error), got 1");
@@ -126,7 +126,8 @@ TEST(ScenarioLoader, LayersTakeOnlyTheFieldsOfTheirKind) {
                 R"("model": {"layers": [{"kind": "linear", "in": 4, "out": 4}, {"kind": "exp", "inplace": true}]})")),
             "s.json: at model.layers[1]: layer kind exp takes no field \"inplace\" (it takes no fields)");
   EXPECT_EQ(LoadError(With(R"("model": {"layers": [{"kind": "linear", "in": 4, "ot": 4}]})")),
-            "s.json: at model.layers[0]: unknown key \"ot\"; did you mean \"out\"? (valid keys: kind, repeat, in, out, bias)");
+            "s.json: at model.layers[0]: unknown key \"ot\"; did you mean \"out\"? (valid keys: kind, repeat, in, out, "
+            "bias)");
   EXPECT_EQ(LoadError(With(R"("model": {"layers": [{"kind": "linear", "in": 4}]})")),
             "s.json: at model.layers[0]: missing required key \"out\" (layer kind linear requires: in, out)");
   EXPECT_EQ(

@@ -1,10 +1,9 @@
 // The scenario loader's rules across fields and variants: each variant, merged over the base, must
 // make a model the data fits, and expectations and relations must name variants that exist and hold
 // checks that parse.
-#include "scenario/scenario_loader.h"
-
 #include <gtest/gtest.h>
 
+#include "scenario/scenario_loader.h"
 #include "tests/scenario_text.h"
 
 namespace oomguard {

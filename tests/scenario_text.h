@@ -2,9 +2,9 @@
 // scenarios/FORMAT.md, a small valid scenario to vary, and loading that expects success or an error.
 #pragma once
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "scenario/scenario_loader.h"
 

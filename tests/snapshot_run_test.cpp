@@ -1,12 +1,11 @@
 // `oomguard run --snapshot-dir`: which variants get a snapshot, where it goes, what the console says,
 // and a folder that cannot be made. tests/check_memory_viz_snapshot.py opens the same kind of file
 // with PyTorch's own memory_viz code.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "cli/cli.h"
 #include "tests/pickle_reader.h"
@@ -109,8 +108,8 @@ TEST_F(SnapshotRunTest, AFolderThatCannotBeMadeIsAUsageError) {
   const std::string file = folder_.Write("plain-file", "x");
   const Result r = Run({"--snapshot-dir", file + "/snaps"});
   EXPECT_EQ(r.code, kExitUsage);
-  EXPECT_EQ(r.err, "oomguard run: --snapshot-dir " + file + "/snaps: cannot create " + file +
-                       "/snaps: Not a directory\n");
+  EXPECT_EQ(r.err,
+            "oomguard run: --snapshot-dir " + file + "/snaps: cannot create " + file + "/snaps: Not a directory\n");
   EXPECT_EQ(r.out, "");
 }
 

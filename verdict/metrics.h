@@ -4,8 +4,8 @@
 #include <optional>
 #include <string>
 
-#include "verdict/check_evaluator.h"
 #include "model/measurement.h"
+#include "verdict/check_evaluator.h"
 
 namespace oomguard {
 

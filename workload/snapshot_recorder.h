@@ -24,9 +24,9 @@
 
 #include "allocators/allocation_trace.h"
 #include "backends/backend.h"
-#include "nn/layer_trace.h"
-#include "model/measurement.h"
 #include "memviz/memory_viz_snapshot.h"
+#include "model/measurement.h"
+#include "nn/layer_trace.h"
 
 namespace oomguard {
 

@@ -1,12 +1,11 @@
 #include "workload/transfer_counter.h"
 
-#include "base/check.h"
+#include <ATen/record_function.h>
 
 #include <atomic>
 
-#include <ATen/record_function.h>
-
 #include "allocators/cpu_tracking_allocator.h"
+#include "base/check.h"
 
 namespace oomguard {
 namespace {

@@ -1,15 +1,15 @@
 #include "workload/workload.h"
 
-#include <chrono>
-#include <new>
-#include <optional>
-
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
+
+#include <chrono>
+#include <new>
+#include <optional>
 
 #include "allocators/cpu_tracking_allocator.h"
 #include "allocators/cuda_model_feed.h"
@@ -150,8 +150,7 @@ class VariantRun {
       KeepLoss(loss, "train");
       if (spec_.loop.backward) {
         SetPhase(ledger_, Phase::kBackward);
-        (spec_.loop.accumulate > 1 ? loss / spec_.loop.accumulate : loss)
-            .backward({}, spec_.loop.retain_graph);
+        (spec_.loop.accumulate > 1 ? loss / spec_.loop.accumulate : loss).backward({}, spec_.loop.retain_graph);
       }
       iteration->live_after_backward_bytes = ledger_.live_bytes();
       if (first_step) {
@@ -401,8 +400,13 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
       if (traits.has_caching_allocator && !refusal.injected) {
         m.error = SimulatedCudaOomMessage(options.limits, refusal.requested_bytes, refusal.live_bytes, m.error);
       }
-      m.oom = OomDetail{refusal.phase,      refusal.requested_bytes, options.limits.cap_bytes, refusal.live_bytes,
-                        refusal.injected,   m.error,                 run.Breakdown(refusal.live_bytes)};
+      m.oom = OomDetail{refusal.phase,
+                        refusal.requested_bytes,
+                        options.limits.cap_bytes,
+                        refusal.live_bytes,
+                        refusal.injected,
+                        m.error,
+                        run.Breakdown(refusal.live_bytes)};
     };
     try {
       run.Run();

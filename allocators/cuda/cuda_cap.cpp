@@ -1,13 +1,13 @@
 #include "allocators/cuda/cuda_cap.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include <ATen/Context.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/Exception.h>
 #include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
 
 namespace oomguard {
 namespace {

@@ -1,8 +1,8 @@
 #include "allocators/cuda/cuda_history.h"
 
-#include <optional>
-
 #include <torch/csrc/cuda/memory_snapshot.h>
+
+#include <optional>
 
 namespace oomguard {
 
@@ -10,8 +10,8 @@ namespace oomguard {
 // literal converts to bool by a standard conversion and to std::optional<std::string> only by a
 // user-defined one, so "all" would pick the bool overload. Hence the explicit optionals.
 void StartCudaMemoryHistory(size_t max_entries) {
-  torch::cuda::_record_memory_history(std::optional<std::string>("all"), std::optional<std::string>("all"),
-                                      "all", max_entries, /*clearHistory=*/true);
+  torch::cuda::_record_memory_history(std::optional<std::string>("all"), std::optional<std::string>("all"), "all",
+                                      max_entries, /*clearHistory=*/true);
 }
 
 void StopCudaMemoryHistory() {

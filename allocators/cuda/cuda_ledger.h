@@ -72,7 +72,7 @@ struct CudaPhasePeak {
 class CudaPhasePeaks {
  public:
   CudaPhasePeaks(Ledger& ledger, int device);  // listens to the ledger's phases from now on
-  ~CudaPhasePeaks();                          // stops listening
+  ~CudaPhasePeaks();                           // stops listening
   CudaPhasePeaks(const CudaPhasePeaks&) = delete;
   CudaPhasePeaks& operator=(const CudaPhasePeaks&) = delete;
 

@@ -1,10 +1,10 @@
 #include "allocators/cuda/fault_injecting_cuda_allocator.h"
 
-#include "base/check.h"
+#include <c10/core/Allocator.h>
 
 #include <mutex>
 
-#include <c10/core/Allocator.h>
+#include "base/check.h"
 
 namespace oomguard {
 namespace {
@@ -155,15 +155,19 @@ void InstallFaultInjectingCudaAllocator(DeviceAccount& account) {
   static DeviceAccount* installed_for = nullptr;  // guarded by mutex
   std::lock_guard<std::mutex> lock(mutex);
   if (installed_for != nullptr) {
-    OOMGUARD_CHECK(installed_for == &account) << "the fault-injecting CUDA allocator is already installed for another account";
+    OOMGUARD_CHECK(installed_for == &account)
+        << "the fault-injecting CUDA allocator is already installed for another account";
     return;
   }
   cca::CUDAAllocator* native = cca::allocator.load();
-  OOMGUARD_CHECK(!native->initialized()) << "the fault-injecting CUDA allocator must be installed before CUDA " "initialises (before the first CUDA tensor or ApplyCudaCap)";
+  OOMGUARD_CHECK(!native->initialized()) << "the fault-injecting CUDA allocator must be installed before CUDA "
+                                            "initialises (before the first CUDA tensor or ApplyCudaCap)";
   // Never freed: c10 keeps the raw pointer for the rest of the process (SetAllocator's contract).
   cca::CUDAAllocator* wrapper = MakeFaultInjectingCudaAllocator(native, account).release();
   c10::SetAllocator(c10::kCUDA, wrapper, kSetAllocatorPriority);
-  OOMGUARD_CHECK(c10::GetAllocator(c10::kCUDA) == wrapper) << "another CUDA allocator is registered with a higher priority; fault injection cannot " "take its place";
+  OOMGUARD_CHECK(c10::GetAllocator(c10::kCUDA) == wrapper)
+      << "another CUDA allocator is registered with a higher priority; fault injection cannot "
+         "take its place";
   cca::allocator.store(wrapper);
   installed_for = &account;
 }

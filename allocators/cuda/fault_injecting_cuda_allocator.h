@@ -27,9 +27,9 @@
 // Everything here compiles, links and (with a fake inner allocator) runs without a GPU.
 #pragma once
 
-#include <memory>
-
 #include <c10/cuda/CUDACachingAllocator.h>
+
+#include <memory>
 
 #include "allocators/device_account.h"
 
