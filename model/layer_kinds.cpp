@@ -16,6 +16,7 @@ const std::vector<LayerKindInfo>& LayerKinds() {
       {"sigmoid", {}, {}, false, false, false, F::kKeep},
       {"tanh", {}, {}, false, false, false, F::kKeep},
       {"exp", {}, {}, false, false, false, F::kKeep},
+      {"silu", {}, {}, false, false, false, F::kKeep},
       {"dropout", {"p", "inplace"}, {}, false, false, false, F::kKeep},
       {"layer_norm", {"dim"}, {"dim"}, true, false, false, F::kDim},
       {"embedding", {"vocab", "dim"}, {"vocab", "dim"}, true, false, false, F::kEmbedding},

@@ -1,4 +1,4 @@
-// Single-op layers: linear, activations, dropout, scale, layer_norm, embedding.
+// Single-op layers: linear, activations (silu among them), dropout, scale, layer_norm, embedding.
 #include <cmath>
 
 #include "nn/layers.h"
@@ -39,6 +39,13 @@ class Activation final : public Layer {
  private:
   std::string kind_;
   bool inplace_;
+};
+
+// x * sigmoid(x); autograd saves its input for backward (silu_backward takes grad_output and self).
+class Silu final : public Layer {
+ public:
+  Silu(const LayerSpec&, const at::TensorOptions&, std::string name) : Layer(std::move(name)) {}
+  at::Tensor Forward(const at::Tensor& x, bool) override { return at::silu(x); }
 };
 
 class Dropout final : public Layer {
@@ -101,9 +108,11 @@ class Embedding final : public Layer {
 
 const std::vector<LayerFactoryEntry>& BasicLayerFactories() {
   static const std::vector<LayerFactoryEntry> factories = {
-      {"linear", New<Linear>},       {"relu", New<Activation>}, {"gelu", New<Activation>},
-      {"sigmoid", New<Activation>},  {"tanh", New<Activation>}, {"exp", New<Activation>},
-      {"dropout", New<Dropout>},     {"scale", New<Scale>},     {"layer_norm", New<LayerNorm>},
+      {"linear", New<Linear>},       {"relu", New<Activation>},
+      {"gelu", New<Activation>},     {"sigmoid", New<Activation>},
+      {"tanh", New<Activation>},     {"exp", New<Activation>},
+      {"silu", New<Silu>},           {"dropout", New<Dropout>},
+      {"scale", New<Scale>},         {"layer_norm", New<LayerNorm>},
       {"embedding", New<Embedding>},
   };
   return factories;

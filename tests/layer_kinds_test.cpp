@@ -18,9 +18,9 @@ TEST(LayerKinds, NamesAreUniqueAndFindable) {
     EXPECT_EQ(FindLayerKind(kind.name), &kind);
   }
   EXPECT_EQ(FindLayerKind("rms_norm"), nullptr);
-  EXPECT_EQ(LayerKindNames(),
-            (std::vector<std::string>{"linear", "relu", "gelu", "sigmoid", "tanh", "exp", "dropout", "layer_norm",
-                                      "embedding", "attention", "mlp_block", "transformer_block", "scale"}));
+  EXPECT_EQ(LayerKindNames(), (std::vector<std::string>{"linear", "relu", "gelu", "sigmoid", "tanh", "exp", "silu",
+                                                        "dropout", "layer_norm", "embedding", "attention", "mlp_block",
+                                                        "transformer_block", "scale"}));
 }
 
 TEST(LayerKinds, FieldsAreLayerSpecFieldsAndRequiredOnesAreTaken) {

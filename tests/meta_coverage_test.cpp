@@ -123,7 +123,7 @@ TEST(MetaCoverage, EveryLayerKindRunsForwardAndBackwardWithTheCpuBytes) {
       }
     }
   }
-  EXPECT_EQ(covered, 2 * (13 + 4 + 2));  // 13 kinds, 4 also in place, 2 also with flash attention; two losses each
+  EXPECT_EQ(covered, 2 * (14 + 4 + 2));  // 14 kinds, 4 also in place, 2 also with flash attention; two losses each
 }
 
 TEST(MetaCoverage, MseLossAndSgdMomentumMatchToo) {

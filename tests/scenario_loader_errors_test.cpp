@@ -98,7 +98,7 @@ TEST(ScenarioLoader, EnumerationsListTheValidValues) {
             "s.json: at loop.loss: expected one of mean, mse, cross_entropy, got 3");
   EXPECT_EQ(LoadError(With(R"("model": {"layers": [{"kind": "lienar", "in": 4, "out": 2}]})")),
             "s.json: at model.layers[0].kind: unknown layer kind \"lienar\"; did you mean \"linear\"? (valid values: "
-            "linear, relu, gelu, sigmoid, tanh, exp, dropout, layer_norm, embedding, attention, mlp_block, "
+            "linear, relu, gelu, sigmoid, tanh, exp, silu, dropout, layer_norm, embedding, attention, mlp_block, "
             "transformer_block, scale)");
   EXPECT_EQ(LoadError(With(R"("pitfalls": {"inplace": {"op": "mul"}, "transfer": "within"})")),
             "s.json: at pitfalls.transfer: unknown transfer \"within\" (valid values: outside, inside)");
@@ -133,7 +133,7 @@ TEST(ScenarioLoader, LayersTakeOnlyTheFieldsOfTheirKind) {
   EXPECT_EQ(
       LoadError(With(R"("model": {"layers": [{"in": 4}]})")),
       "s.json: at model.layers[0]: missing required key \"kind\" (one of: linear, relu, gelu, sigmoid, tanh, exp, "
-      "dropout, layer_norm, embedding, attention, mlp_block, transformer_block, scale)");
+      "silu, dropout, layer_norm, embedding, attention, mlp_block, transformer_block, scale)");
   EXPECT_EQ(LoadError(With(R"("model": {"layers": [{"kind": "dropout", "p": 1.0}]})")),
             "s.json: at model.layers[0].p: expected a number in [0, 1), got 1.0");
   EXPECT_EQ(LoadError(With(R"("model": {"layers": [{"kind": "attention", "dim": 4, "heads": 3}]})")),

@@ -131,6 +131,30 @@ TEST(Workload, InplaceEditsFailWithTheirCategories) {
   EXPECT_EQ(Name(MeasureVariant(v, MeasureOptions{}).outcome), "error:inplace-leaf");
 }
 
+// linear(8 -> 8) -> silu, batch 4, float32, loss = mean. silu saves its input for backward
+// (SiluBackward0's _saved_self, as torch 2.11 shows; silu_backward takes grad_output and self), relu its
+// output. Parameters: (8*8 + 8) * 4 = 288 bytes; every activation is 4*8*4 = 128 bytes.
+//   silu: the linear's output (128, saved by silu), silu's output (128, the model's output), the loss (4);
+//   relu: the linear's output is saved by nobody and freed; relu's output (128, saved by relu and the
+//   model's output) and the loss (4).
+TEST(Workload, SiluSavesItsInputAndReluItsOutput) {
+  VariantSpec v = TinyModel();
+  v.model.layers = {v.model.layers[0], v.model.layers[1]};
+  v.model.layers[0].in = v.model.layers[0].out = 8;
+  v.model.layers[1].kind = "silu";
+  v.data.batch = 4;
+  v.data.shape = {8};
+  const VariantMeasurement silu = MeasureVariant(v, MeasureOptions{});
+  ASSERT_EQ(Name(silu.outcome), "pass") << silu.error;
+  EXPECT_EQ(silu.param_bytes, 288);
+  EXPECT_EQ(silu.grad_bytes, 288);
+  EXPECT_EQ(silu.forward_saved_bytes, 128 + 128 + 4);
+  v.model.layers[1].kind = "relu";
+  const VariantMeasurement relu = MeasureVariant(v, MeasureOptions{});
+  ASSERT_EQ(Name(relu.outcome), "pass") << relu.error;
+  EXPECT_EQ(relu.forward_saved_bytes, 128 + 4);
+}
+
 // --model-cuda: every allocation of the tiny model also reaches a CachingAllocatorModel. All its
 // tensors are under 1 MiB, so they share one 2 MiB small-pool segment in 512-byte multiples.
 void ExpectTinyModelPrediction(Backend backend) {
