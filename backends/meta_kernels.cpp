@@ -2,8 +2,8 @@
 
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
-#include <ATen/Parallel.h>
 #include <ATen/OpMathType.h>
+#include <ATen/Parallel.h>
 #include <ATen/core/Reduction.h>
 #include <torch/library.h>
 
@@ -14,7 +14,7 @@ namespace {
 // A meta kernel must produce the output's shape and dtype, and for byte fidelity it also makes the
 // allocations the cpu kernel makes: the same outputs, the same contiguous() copies of its inputs and
 // the same scratch buffers, in the same order, so the meta ledger reads what the cpu ledger reads
-// (tests/meta_fidelity_test.cpp compares them). Each kernel names the cpu allocation it mirrors.
+// (tests/meta_coverage_test.cpp compares them). Each kernel names the cpu allocation it mirrors.
 
 // relu's output has its input's shape and dtype; relu_ returns its input.
 at::Tensor ReluMeta(const at::Tensor& self) { return at::empty_like(self); }
@@ -72,7 +72,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> NativeLayerNormMeta(const at::Ten
   std::vector<int64_t> stat_sizes(input.sizes().begin(), input.sizes().begin() + axis);
   stat_sizes.resize(static_cast<size_t>(input.dim()), 1);
   at::ScalarType stat_dtype = input.scalar_type();
-  if (weight.has_value() && weight->defined() && weight->scalar_type() != stat_dtype) stat_dtype = weight->scalar_type();
+  if (weight.has_value() && weight->defined() && weight->scalar_type() != stat_dtype)
+    stat_dtype = weight->scalar_type();
   at::Tensor y = at::empty_like(input, at::MemoryFormat::Contiguous);
   at::Tensor mean = at::empty(stat_sizes, input.options().dtype(stat_dtype));
   at::Tensor rstd = at::empty(stat_sizes, input.options().dtype(stat_dtype));

@@ -13,8 +13,12 @@
 //      file's factory list (BasicLayerFactories / BlockLayerFactories);
 //   3. if it needs a field LayerSpec does not have yet: the member (model/scenario.h) and its reader
 //      (LayerFields, scenario/variant_json.h); if an op has no Meta kernel, backends/meta_kernels.cpp.
+// A row's position is where messages list the kind ("valid values: linear, relu, ..."); the loader's
+// tests take the list from this table. A class shared by several kinds (Activation) handles only the
+// kinds it names and aborts on any other, so give a new kind its own class or its own branch.
 // Tests check that every row has a factory and every factory a row (layer_factories_test.cpp), and
-// meta_coverage_test.cpp runs every row on cpu and meta (update its expected count).
+// meta_coverage_test.cpp runs every row on cpu and meta (update its expected count). Add an exact-bytes
+// test of what the kind saves for backward (tests/workload_test.cpp, as Workload.SiluSaves...).
 // Document the kind in scenarios/FORMAT.md.
 #pragma once
 

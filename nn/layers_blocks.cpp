@@ -1,22 +1,22 @@
 // Composite layers: self-attention, the MLP block and the pre-norm transformer block.
 #include <cmath>
 
-#include "nn/layers.h"
-
 #include "base/check.h"
+#include "nn/layers.h"
 
 namespace oomguard {
 
-at::Tensor SelfAttention(const at::Tensor& x, const at::Tensor& qkv_weight, const at::Tensor& out_weight,
-                         int64_t heads, bool causal, double dropout_p, bool training, const std::string& implementation) {
+at::Tensor SelfAttention(const at::Tensor& x, const at::Tensor& qkv_weight, const at::Tensor& out_weight, int64_t heads,
+                         bool causal, double dropout_p, bool training, const std::string& implementation) {
   const int64_t batch = x.size(0), seq = x.size(1), dim = x.size(2), head_dim = dim / heads;
   // [batch, seq, 3*dim] -> 3 x [batch, heads, seq, head_dim]
   std::vector<at::Tensor> qkv = at::linear(x, qkv_weight).view({batch, seq, 3, heads, head_dim}).unbind(2);
   at::Tensor q = qkv[0].transpose(1, 2), k = qkv[1].transpose(1, 2), v = qkv[2].transpose(1, 2);
   if (implementation == "flash") {
     OOMGUARD_CHECK(dropout_p == 0) << "attention \"flash\" takes no dropout (the loader should have said so)";
-    const at::Tensor out = x.is_cuda() ? std::get<0>(at::_scaled_dot_product_flash_attention(q, k, v, 0.0, causal))
-                                       : std::get<0>(at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal));
+    const at::Tensor out = x.is_cuda()
+                               ? std::get<0>(at::_scaled_dot_product_flash_attention(q, k, v, 0.0, causal))
+                               : std::get<0>(at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal));
     return at::linear(out.transpose(1, 2).reshape({batch, seq, dim}), out_weight);
   }
   at::Tensor scores = at::matmul(q, k.transpose(-2, -1)).mul(1.0 / std::sqrt(static_cast<double>(head_dim)));
@@ -103,7 +103,8 @@ class TransformerBlock final : public Layer {
     at::Tensor attn = SelfAttention(at::layer_norm(x, {dim_}, ln1_w_, ln1_b_), qkv_, out_, heads_, causal_, p_,
                                     training, implementation_);
     at::Tensor h = x + at::dropout(attn, p_, training);
-    at::Tensor mlp = at::linear(Activate(activation_, at::linear(at::layer_norm(h, {dim_}, ln2_w_, ln2_b_), up_)), down_);
+    at::Tensor mlp =
+        at::linear(Activate(activation_, at::linear(at::layer_norm(h, {dim_}, ln2_w_, ln2_b_), up_)), down_);
     return h + at::dropout(mlp, p_, training);
   }
 

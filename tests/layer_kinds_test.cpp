@@ -18,9 +18,11 @@ TEST(LayerKinds, NamesAreUniqueAndFindable) {
     EXPECT_EQ(FindLayerKind(kind.name), &kind);
   }
   EXPECT_EQ(FindLayerKind("rms_norm"), nullptr);
-  EXPECT_EQ(LayerKindNames(), (std::vector<std::string>{"linear", "relu", "gelu", "sigmoid", "tanh", "exp", "silu",
-                                                        "dropout", "layer_norm", "embedding", "attention", "mlp_block",
-                                                        "transformer_block", "scale"}));
+  // The names in table order (messages list them so); a new kind adds a row, not a line here.
+  std::vector<std::string> names;
+  for (const LayerKindInfo& kind : LayerKinds()) names.push_back(kind.name);
+  EXPECT_EQ(LayerKindNames(), names);
+  EXPECT_EQ(names.front(), "linear");
 }
 
 TEST(LayerKinds, FieldsAreLayerSpecFieldsAndRequiredOnesAreTaken) {

@@ -81,7 +81,7 @@ TEST(Workload, HostBatchesAreCountedAsTransfersAndNotAsDeviceMemory) {
   VariantSpec v = TinyModel();
   v.data.on_host = true;
   const VariantMeasurement m = MeasureVariant(v, MeasureOptions{});
-  EXPECT_EQ(m.transfers, 2);           // one batch per iteration
+  EXPECT_EQ(m.transfers, 2);  // one batch per iteration
   EXPECT_EQ(m.transfer_bytes, 2 * 48);
   EXPECT_EQ(PeakOf(m, "transfer"), 232 + 48);  // parameters + the device copy; the host batch is not charged
 }
