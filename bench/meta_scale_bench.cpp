@@ -8,6 +8,7 @@
 #include "backends/backend.h"
 #include "bench/bench_util.h"
 #include "nn/layer_net.h"
+#include "nn/scalar_type.h"
 #include "scenario/scenario_loader.h"
 #include "workload/workload.h"
 
@@ -32,8 +33,7 @@ VariantSpec StepOf(const std::string& scenario_name) {
 
 // The step without oomguard's harness: the same layers, loss and AdamW, straight LibTorch calls.
 void BareStep(const VariantSpec& spec, const c10::Device& device) {
-  const at::TensorOptions options =
-      at::TensorOptions().device(device).dtype(spec.model.dtype == DType::kFloat32 ? at::kFloat : at::kBFloat16);
+  const at::TensorOptions options = at::TensorOptions().device(device).dtype(ScalarTypeOf(spec.model.dtype));
   LayerNet net(spec.model, options);
   torch::optim::AdamW adamw(net.parameters(), torch::optim::AdamWOptions(1e-4));
   const at::Tensor ids = at::empty({spec.data.batch, spec.data.shape.at(0)}, options.dtype(at::kLong));

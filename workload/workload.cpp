@@ -3,9 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
-#include <torch/optim/adam.h>
-#include <torch/optim/adamw.h>
-#include <torch/optim/sgd.h>
+#include <torch/optim/optimizer.h>
 
 #include <chrono>
 #include <new>
@@ -19,7 +17,10 @@
 #include "nn/checkpoint.h"
 #include "nn/layer_trace.h"
 #include "nn/net_sources.h"
+#include "nn/scalar_type.h"
 #include "workload/error_category.h"
+#include "workload/grad_digest.h"
+#include "workload/optimizer.h"
 #include "workload/segment_knobs.h"
 #include "workload/transfer_counter.h"
 // The closed sets and the layer-kind table (model/).
@@ -31,55 +32,10 @@
 namespace oomguard {
 namespace {
 
-at::ScalarType ScalarTypeOf(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return at::kFloat;
-    case DType::kBFloat16:
-      return at::kBFloat16;
-    case DType::kFloat16:
-      return at::kHalf;
-    case DType::kInt64:
-      return at::kLong;
-  }
-  OOMGUARD_CHECK(false) << "unknown dtype " << static_cast<int>(dtype);
-}
-
 // The ledger books phases by name (Note [Phases as names in the ledger], model/phase.h).
 void SetPhase(Ledger& ledger, Phase phase) { ledger.SetPhase(Name(phase)); }
 
 int64_t Bytes(const at::Tensor& t) { return t.defined() ? static_cast<int64_t>(t.nbytes()) : 0; }
-
-// Empty when a gradient exists on a backend without data (meta): there is nothing to hash, so grads
-// checks cannot be evaluated there.
-std::string Digest(const std::vector<at::Tensor>& grads, bool has_data) {
-  uint64_t hash = 1469598103934665603ULL;  // FNV-1a
-  for (const at::Tensor& g : grads) {
-    if (!g.defined()) continue;
-    if (!has_data) return "";
-    HostAllocationScope host;
-    const at::Tensor c = g.contiguous().cpu();
-    const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
-    for (size_t i = 0; i < c.nbytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ULL;
-  }
-  char buffer[17];
-  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(hash));
-  return buffer;
-}
-
-std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& s, const std::vector<at::Tensor>& params) {
-  if (s.kind == "sgd") {
-    return std::make_unique<torch::optim::SGD>(
-        params, torch::optim::SGDOptions(s.lr).momentum(s.momentum).weight_decay(s.weight_decay));
-  }
-  if (s.kind == "adam") {
-    return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(s.lr).weight_decay(s.weight_decay));
-  }
-  if (s.kind == "adamw") {
-    return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(s.lr).weight_decay(s.weight_decay));
-  }
-  return nullptr;
-}
 
 // One variant's run: the loop of scenario.h's LoopSpec with the knobs of PitfallSpec.
 class VariantRun {
@@ -168,7 +124,7 @@ class VariantRun {
         grad_bytes += Bytes(p.grad());
       }
       m_.grad_bytes = grad_bytes;
-      m_.grad_digest = Digest(grads, has_data_);
+      m_.grad_digest = GradDigest(grads, has_data_);
     }
     if (optimizer_ && spec_.loop.backward) {
       SetPhase(ledger_, Phase::kOptimizer);

@@ -1,0 +1,21 @@
+#include "nn/scalar_type.h"
+
+#include "base/check.h"
+
+namespace oomguard {
+
+at::ScalarType ScalarTypeOf(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return at::kFloat;
+    case DType::kBFloat16:
+      return at::kBFloat16;
+    case DType::kFloat16:
+      return at::kHalf;
+    case DType::kInt64:
+      return at::kLong;
+  }
+  OOMGUARD_CHECK(false) << "unknown dtype " << static_cast<int>(dtype);
+}
+
+}  // namespace oomguard

@@ -1,0 +1,14 @@
+// The LibTorch scalar type of a scenario's dtype (model/dtype.h): what parameters and batches are made of.
+//
+//   at::TensorOptions options = at::TensorOptions().device(device).dtype(ScalarTypeOf(spec.model.dtype));
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include "model/dtype.h"
+
+namespace oomguard {
+
+at::ScalarType ScalarTypeOf(DType dtype);
+
+}  // namespace oomguard
