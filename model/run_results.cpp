@@ -37,6 +37,13 @@ std::string_view BaselineVerdictName(BaselineVerdict verdict) {
   return "not compared";
 }
 
+const MetricDiff* PeakDiff(const BaselineComparison& comparison) {
+  for (const MetricDiff& d : comparison.metrics) {
+    if (d.metric == "peak_bytes") return &d;
+  }
+  return comparison.metrics.empty() ? nullptr : &comparison.metrics.front();
+}
+
 BaselineVerdict WorseBaselineVerdict(BaselineVerdict a, BaselineVerdict b) { return Severity(b) > Severity(a) ? b : a; }
 
 }  // namespace oomguard

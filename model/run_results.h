@@ -61,6 +61,10 @@ struct BaselineComparison {
   std::string baseline_file;                                // where the baseline lives (or would live, for kNew)
 };
 
+// The peak's diff, which tables show (the comparison lists it first); the first metric's when the peak
+// was not compared; null without metrics.
+const MetricDiff* PeakDiff(const BaselineComparison& comparison);
+
 struct VariantResult {
   std::string name;
   ResultCode code = ResultCode::kUnresolved;

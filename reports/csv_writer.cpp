@@ -1,7 +1,6 @@
 #include "reports/csv_writer.h"
 
 #include <cstdio>
-#include <optional>
 #include <vector>
 
 namespace oomguard {
@@ -14,8 +13,6 @@ std::string Text(const std::string& s) {
   for (const char c : out) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
   return quoted + "\"";
 }
-
-std::string Number(std::optional<int64_t> n) { return n ? std::to_string(*n) : ""; }
 
 std::string Percent(double percent) {
   char buffer[32];
@@ -41,11 +38,9 @@ std::vector<std::string> Cells(const ScenarioResult& s, const VariantResult* v) 
   cells.push_back(m ? std::to_string(m->ledger.peak_bytes) : "");
   cells.push_back(m ? Text(m->ledger.peak_phase) : "");
   cells.push_back(m && !m->iterations.empty() ? std::to_string(m->iterations.back().live_after_bytes) : "");
-  const MetricDiff* peak = v && !v->baseline.metrics.empty() && v->baseline.metrics.front().metric == "peak_bytes"
-                               ? &v->baseline.metrics.front()
-                               : nullptr;
-  cells.push_back(peak ? Number(peak->baseline) : "");
-  cells.push_back(peak ? Number(peak->delta) : "");
+  const MetricDiff* peak = v ? PeakDiff(v->baseline) : nullptr;
+  cells.push_back(peak ? std::to_string(peak->baseline) : "");
+  cells.push_back(peak ? std::to_string(peak->delta) : "");
   cells.push_back(peak ? Percent(peak->delta_percent) : "");
   cells.push_back(v && v->baseline.verdict != BaselineVerdict::kNotCompared
                       ? std::string(BaselineVerdictName(v->baseline.verdict))

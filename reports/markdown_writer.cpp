@@ -27,14 +27,6 @@ std::string Label(const ScenarioResult& s, const VariantResult& v) {
   return MarkdownText(s.name) + " / " + MarkdownText(v.name);
 }
 
-// The diff the table shows: the peak's (the comparison lists it first).
-const MetricDiff* PeakDiff(const BaselineComparison& b) {
-  for (const MetricDiff& d : b.metrics) {
-    if (d.metric == "peak_bytes" || d.metric == "peak") return &d;
-  }
-  return b.metrics.empty() ? nullptr : &b.metrics.front();
-}
-
 struct Row {
   const ScenarioResult* scenario;
   const VariantResult* variant;  // null: the row of a scenario without variants
