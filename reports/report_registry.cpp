@@ -3,7 +3,7 @@
 #include "base/atomic_file.h"
 #include "base/did_you_mean.h"
 #include "reports/csv_writer.h"
-#include "reports/html_writer.h"
+#include "reports/html/html_writer.h"
 #include "reports/junit_writer.h"
 #include "reports/markdown_writer.h"
 #include "reports/results_json.h"

@@ -1,4 +1,4 @@
-// The HTML report (reports/html_writer.h) and its timeline chart (reports/svg_timeline.h).
+// The HTML report (reports/html/html_writer.h) and its timeline chart (reports/html/svg_timeline.h).
 //
 // Golden file: tests/golden/sample.html is RenderHtml(oomguard::testing::SampleReport()), compared
 // byte for byte. After an intended change to the page, regenerate it and review the diff:
@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
-#include "reports/html_writer.h"
-#include "reports/svg_timeline.h"
+#include "reports/html/html_writer.h"
+#include "reports/html/svg_timeline.h"
 #include "tests/golden_file.h"
 #include "tests/report_fixture.h"
 

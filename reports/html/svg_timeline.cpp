@@ -1,6 +1,6 @@
 // The timeline chart's drawing: phase bands, axes, one polyline per variant, peak and OOM marks, and
 // the legend, all placed by the frame that timeline_frame.cpp computes.
-#include "reports/svg_timeline.h"
+#include "reports/html/svg_timeline.h"
 
 #include <algorithm>
 #include <array>

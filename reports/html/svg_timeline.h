@@ -31,7 +31,7 @@
 #include <string_view>
 
 #include "model/run_results.h"
-#include "reports/timeline_frame.h"
+#include "reports/html/timeline_frame.h"
 
 namespace oomguard {
 

@@ -1,5 +1,5 @@
 // The timeline chart's scales: round byte gridlines, the event range, and whether the cap fits.
-#include "reports/timeline_frame.h"
+#include "reports/html/timeline_frame.h"
 
 #include <algorithm>
 #include <vector>

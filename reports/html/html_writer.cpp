@@ -1,4 +1,4 @@
-#include "reports/html_writer.h"
+#include "reports/html/html_writer.h"
 
 #include <algorithm>
 #include <array>
@@ -9,8 +9,8 @@
 
 #include "base/byte_size.h"
 #include "reports/escape.h"
+#include "reports/html/svg_timeline.h"
 #include "reports/report_format.h"
-#include "reports/svg_timeline.h"
 
 namespace oomguard {
 namespace {
