@@ -16,7 +16,7 @@ int Explain(const RunOptions& options, const std::string& name, const std::strin
             std::ostream& err) {
   Scenario s;
   std::string error;
-  if (!LoadScenarioByName(PathsOrCatalog(options.paths), name, &s, &error)) {
+  if (!LoadScenarioByName(NameSearchPaths(options.paths), name, &s, &error)) {
     err << "oomguard explain: " << error << "\n";
     return kExitUsage;
   }

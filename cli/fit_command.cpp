@@ -38,7 +38,7 @@ bool LoadFitScenario(const FitOptions& options, Scenario* scenario, std::string*
   const std::string& arg = options.scenario;
   const bool is_path = arg.find('/') != std::string::npos || (arg.size() > 5 && arg.ends_with(".json"));
   if (is_path) return LoadScenarioFile(arg, scenario, error);
-  const std::vector<std::string> paths = PathsOrCatalog(options.paths);
+  const std::vector<std::string> paths = NameSearchPaths(options.paths);
   return LoadScenarioByName(paths, arg, scenario, error);
 }
 
