@@ -47,7 +47,7 @@ void BM_MetaStep(benchmark::State& state, const std::string& scenario_name) {
   const BackendDriver& meta = GetBackend(Backend::kMeta);
   const std::unique_ptr<BackendSession> session = meta.Open(Limits{});  // registers the Meta kernels
   const VariantSpec spec = StepOf(scenario_name);
-  MeasureOptions options;
+  VariantMeasureOptions options;
   options.backend = Backend::kMeta;
   options.iterations = 1;
   PairedRounds rounds;

@@ -23,6 +23,7 @@
 #include "reports/fit_report.h"
 #include "scenario/catalog.h"
 #include "scenario/scenario_loader.h"
+#include "workload/workload_registry.h"
 
 namespace oomguard {
 namespace {
@@ -172,13 +173,17 @@ bool Prepare(const FitOptions& options, FitResults* report, Backend* backend, st
       !CheckHostMemory(*backend, *targets, error) || !CheckJsonFolder(options.json_path, error)) {
     return false;
   }
+  if (std::string why; !WorkloadsRegistered(*scenario, &why)) {
+    *error = scenario->file + ": " + why;
+    return false;
+  }
   report->backend = Name(*backend);
   for (const VariantSpec* v : *variants) {
     if (!CheckKnob(options.knob, *v, options.min_value, options.max_value, error)) return false;
   }
   report->scenario = scenario->name;
   report->knob = options.knob;
-  report->knob_field = KnobField(options.knob);
+  report->knob_field = KnobField(options.knob, variants->empty() ? VariantSpec{} : *variants->front());
   report->min_value = options.min_value;
   report->max_value = options.max_value;
   report->iterations = options.iterations;
@@ -251,8 +256,9 @@ class FitCli : public Command {
         app.add_subcommand("fit", "Find, per card, the largest batch (or sequence length) each variant fits");
     fit->add_option("scenario", o_.scenario, "A scenario name (see `oomguard list`) or a .json file")->required();
     fit->add_option("--variant", o_.variants, "Only this variant (repeatable; default: all)");
-    fit->add_option("--knob", o_.knob, "What to vary: batch (data.batch) or seq (data.shape[0])")
-        ->check(CLI::IsMember({"batch", "seq"}));
+    fit->add_option("--knob", o_.knob,
+                    "What to vary: batch (data.batch) or seq (data.shape[0]); for a workload scenario, any of its "
+                    "integer knobs");
     fit->add_option("--cards,--card", o_.cards, "Cards to fit, e.g. t4,a100-80gb (default: every preset)")
         ->delimiter(',');
     fit->add_option("--cap", o_.caps, "Also fit this cap, e.g. 12GiB (repeatable)");

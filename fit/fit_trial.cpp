@@ -7,6 +7,7 @@
 #include "backends/backend.h"
 #include "base/byte_size.h"
 #include "base/did_you_mean.h"
+#include "model/knobs.h"
 #include "scenario/variant_rules.h"
 
 namespace oomguard {
@@ -32,7 +33,7 @@ std::string FirstLine(const std::string& text) { return text.substr(0, text.find
 // AccumulateGrad nodes hold, alive (an attention model at an OOM in backward left 2 MiB so). Each trial
 // runs on a thread of its own, whose end frees them, before the ledger is compared.
 VariantMeasurement MeasureOnFreshThread(const MeasureFunction& measure, const VariantSpec& spec,
-                                        const MeasureOptions& options) {
+                                        const VariantMeasureOptions& options) {
   VariantMeasurement m;
   std::exception_ptr error;
   std::thread worker([&] {
@@ -49,13 +50,27 @@ VariantMeasurement MeasureOnFreshThread(const MeasureFunction& measure, const Va
 
 }  // namespace
 
-std::string KnobField(const std::string& knob) { return knob == "seq" ? "data.shape[0]" : "data.batch"; }
+std::string KnobField(const std::string& knob, const VariantSpec& spec) {
+  if (!spec.workload.empty()) return "knobs." + knob;
+  return knob == "seq" ? "data.shape[0]" : "data.batch";
+}
 
 bool CheckKnob(const std::string& knob, const VariantSpec& spec, int64_t min_value, int64_t max_value,
                std::string* error) {
   const std::string where = "--knob " + knob + ": variant '" + spec.name + "'";
+  if (!spec.workload.empty()) {  // any integer knob; one the variant leaves out, the workload may read
+    auto it = spec.knobs.find(knob);
+    if (it != spec.knobs.end() && !std::holds_alternative<int64_t>(it->second)) {
+      *error = where + " sets knob \"" + knob + "\" to " + FormatKnob(it->second) + " (" + KnobTypeName(it->second) +
+               "); fit varies an integer knob";
+      return false;
+    }
+    return true;
+  }
   if (knob != "batch" && knob != "seq") {
-    *error = "--knob " + knob + ": unknown knob; known: batch (data.batch), seq (data.shape[0])";
+    *error = "--knob " + knob +
+             ": unknown knob; known: batch (data.batch), seq (data.shape[0]), and for a workload scenario its "
+             "integer knobs";
     return false;
   }
   const DataSpec& d = spec.data;
@@ -67,7 +82,7 @@ bool CheckKnob(const std::string& knob, const VariantSpec& spec, int64_t min_val
   }
   for (const int64_t value : {min_value, max_value}) {
     if (std::optional<SpecProblem> problem = FindSpecProblem(WithKnob(spec, knob, value))) {
-      *error = where + " cannot run with " + KnobField(knob) + " = " + std::to_string(value) + ": at " +
+      *error = where + " cannot run with " + KnobField(knob, spec) + " = " + std::to_string(value) + ": at " +
                problem->path.ToString() + ": " + problem->message;
       return false;
     }
@@ -77,7 +92,9 @@ bool CheckKnob(const std::string& knob, const VariantSpec& spec, int64_t min_val
 
 VariantSpec WithKnob(const VariantSpec& spec, const std::string& knob, int64_t value) {
   VariantSpec changed = spec;
-  if (knob == "seq") {
+  if (!spec.workload.empty()) {
+    changed.knobs[knob] = value;
+  } else if (knob == "seq") {
     if (!changed.data.shape.empty()) changed.data.shape[0] = value;
   } else {
     changed.data.batch = value;
@@ -88,7 +105,7 @@ VariantSpec WithKnob(const VariantSpec& spec, const std::string& knob, int64_t v
 TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Backend backend, int64_t iterations,
                            MeasureFunction measure) {
   return [spec, knob, backend, iterations, measure](int64_t value, const FitTarget& target) {
-    MeasureOptions options;
+    VariantMeasureOptions options;
     options.backend = backend;
     options.limits = LimitsForTarget(target);
     options.iterations = iterations;

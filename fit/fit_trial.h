@@ -10,7 +10,8 @@
 // fit_trial.cpp: an OOM in backward leaves graph pieces on the thread that ran it).
 //
 // Knobs: "batch" sets data.batch; "seq" sets data.shape[0], the sequence length, which only exists for
-// token ids (data.dtype int64) and for samples shaped [seq, features].
+// token ids (data.dtype int64) and for samples shaped [seq, features]. A workload scenario's knob is
+// any integer knob of its workload, set under "knobs".
 //
 // Error policy: bad knobs are user input: CheckKnob returns false with a one-line message. A trial's
 // OOM or error outcome is its result. A trial that leaves the ledger's live bytes different from what
@@ -30,8 +31,9 @@
 
 namespace oomguard {
 
-// What the knob sets, as a scenario file names it: "data.batch", "data.shape[0]".
-std::string KnobField(const std::string& knob);
+// What the knob sets, as a scenario file names it: "data.batch", "data.shape[0]", and for a
+// workload scenario "knobs.<knob>".
+std::string KnobField(const std::string& knob, const VariantSpec& spec);
 
 // Whether `spec` can run with the knob anywhere in [min_value, max_value]; else false with the reason.
 [[nodiscard]] bool CheckKnob(const std::string& knob, const VariantSpec& spec, int64_t min_value, int64_t max_value,
@@ -46,7 +48,7 @@ class LeakBetweenTrials : public std::runtime_error {
 };
 
 // The seam tests use to make a trial leak; MeasureVariant otherwise.
-using MeasureFunction = std::function<VariantMeasurement(const VariantSpec&, const MeasureOptions&)>;
+using MeasureFunction = std::function<VariantMeasurement(const VariantSpec&, const VariantMeasureOptions&)>;
 
 // A trial of `spec` on `backend` (available: GetBackend(backend).Available); iterations 0 keeps the
 // variant's own. The target's limits are its card's (LimitsForCard) or, for a plain cap, LimitsForCap.

@@ -102,6 +102,10 @@ struct VariantMeasurement {
   std::optional<CudaMeasurement> cuda;             // cuda backend only
   std::optional<CudaModelMeasurement> cuda_model;  // cpu and meta with --model-cuda
   std::vector<InjectedFailure> injected;
+  // A registered workload and its scenario disagree (a knob missing, of another type or never read):
+  // not a measurement but an input error; outcome is error:error. Not in the JSON: a child exits 2
+  // with it, and the parent reports the variant UNRESOLVED.
+  std::string input_error;
   std::string snapshot;        // --snapshot-dir: the memory_viz snapshot written for this variant
   std::string snapshot_error;  // why it could not be written
 };

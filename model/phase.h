@@ -18,13 +18,15 @@
 
 namespace oomguard {
 
-// In the order a step runs them (the order error messages list them in).
-enum class Phase { kSetup, kTransfer, kForward, kBackward, kOptimizer, kZeroGrad, kEval };
+// In the order a step runs them (the order error messages list them in). kStep is a registered
+// workload's (oomguard/workload.h): inside its iteration loop, outside any phase it marks; the
+// catalog's loop marks everything and never uses it.
+enum class Phase { kSetup, kTransfer, kForward, kBackward, kOptimizer, kZeroGrad, kEval, kStep };
 
 template <>
 struct EnumNames<Phase> {
-  static constexpr std::array<std::string_view, 7> kNames = {"setup",     "transfer",  "forward", "backward",
-                                                             "optimizer", "zero_grad", "eval"};
+  static constexpr std::array<std::string_view, 8> kNames = {"setup",     "transfer",  "forward", "backward",
+                                                             "optimizer", "zero_grad", "eval",    "step"};
 };
 
 }  // namespace oomguard

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/dtype.h"
+#include "model/knobs.h"
 #include "model/outcome.h"
 
 namespace oomguard {
@@ -106,6 +107,10 @@ struct PitfallSpec {
 
 struct VariantSpec {
   std::string name;
+  // A registered workload's name (oomguard/workload.h): it builds its own model, data and loop, and
+  // reads `knobs`; model, data, pitfalls and loop (but loop.iterations) are unused. Empty: the layers.
+  std::string workload;
+  Knobs knobs;
   ModelSpec model;
   DataSpec data;
   LoopSpec loop;

@@ -42,7 +42,7 @@ int MeasureInChild(const MeasureRequest& request, std::ostream& err) {
     err << error << "\n";
     return kExitUsage;
   }
-  MeasureOptions measure;
+  VariantMeasureOptions measure;
   if (!Parse(request.backend, &measure.backend)) {
     err << "--backend " << request.backend << ": not a backend (" << JoinNames(AllNames<Backend>(), ", ") << ")\n";
     return kExitUsage;
@@ -57,6 +57,10 @@ int MeasureInChild(const MeasureRequest& request, std::ostream& err) {
                                limits.cap_bytes};
   }
   const VariantMeasurement m = MeasureVariant(*spec, measure);
+  if (!m.input_error.empty()) {  // the workload and its scenario disagree: the parent's UNRESOLVED
+    err << request.scenario_file << ": " << m.input_error << "\n";
+    return kExitUsage;
+  }
   std::ofstream out(request.out_path);
   out << MeasurementToJson(m).dump();
   return out.good() ? kExitOk : kExitUsage;

@@ -9,6 +9,7 @@
 #include "base/files.h"
 #include "scenario/catalog.h"
 #include "scenario/scenario_loader.h"
+#include "workload/workload_registry.h"
 
 namespace oomguard {
 namespace {
@@ -66,6 +67,8 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
     } else {
       if (!ScenarioLimits(options, p.scenario, &limits, &why)) {
         NotRun(ResultCode::kUnresolved, why, &p);
+      } else if (!WorkloadsRegistered(p.scenario, &why)) {
+        NotRun(ResultCode::kUnresolved, file + ": " + why, &p);
       } else if (const auto& listed = p.scenario.backends;
                  std::find(listed.begin(), listed.end(), backend) == listed.end()) {
         NotRun(ResultCode::kUnsupported,

@@ -16,9 +16,11 @@
 //   3. a file that does not load: UNRESOLVED, with the loader's error;
 //   4. a name an earlier file already used: UNRESOLVED, "FILE: scenario name 'N' is already used by F";
 //   5. limits that do not resolve (the scenario's card or cap with --context, say): UNRESOLVED;
-//   6. a backend the scenario does not list: UNSUPPORTED, "runs on cpu, not meta (run it with
+//   6. a variant naming a workload this program does not register (workload/workload_registry.h):
+//      UNRESOLVED, "FILE: workload 'x' is not registered in this program ...";
+//   7. a backend the scenario does not list: UNSUPPORTED, "runs on cpu, not meta (run it with
 //      --backend cpu)"; one that is not available here: UNSUPPORTED with the backend's reason;
-//   7. otherwise it runs.
+//   8. otherwise it runs.
 // With the default --filter '*' nothing is SKIPPED.
 //
 // Error policy: PlanRun returns false only for usage errors: a path that does not exist, or a bad

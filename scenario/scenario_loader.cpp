@@ -264,7 +264,7 @@ bool LoadDocument(const Json& root, Scenario* out, std::string* error) {
     return Fail(JsonPath().Key("cap"), "give either card or cap, not both", error);
 
   Json base = Json::object();
-  for (const char* key : {"model", "data", "loop", "pitfalls", "seed"}) {
+  for (const char* key : {"model", "data", "loop", "pitfalls", "seed", "workload", "knobs"}) {
     if (root.contains(key)) base[key] = root[key];
   }
   std::vector<std::string> names;
@@ -275,7 +275,13 @@ bool LoadDocument(const Json& root, Scenario* out, std::string* error) {
     const JsonPath at = JsonPath().Key("variants").Key(name);
     if (!ReadFields(merged, at, VariantConfigFields(&spec, /*patch=*/false), false, error)) return false;
     spec.name = name;
-    if (std::optional<SpecProblem> problem = FindSpecProblem(spec)) {
+    if (std::optional<WorkloadRuleProblem> problem = FindWorkloadRuleProblem(merged)) {
+      if (IsWrittenIn(patch, problem->path)) return Fail(at.Append(problem->path), problem->message, error);
+      return Fail(problem->path, problem->message + " (variant " + name + ")", error);
+    }
+    // A workload's model, data and loop are code: the layer-list rules apply to the others only.
+    std::optional<SpecProblem> problem = spec.workload.empty() ? FindSpecProblem(spec) : std::nullopt;
+    if (problem) {
       if (IsWrittenIn(patch, problem->path)) return Fail(at.Append(problem->path), problem->message, error);
       return Fail(problem->path, problem->message + " (variant " + name + ")", error);
     }

@@ -1,5 +1,5 @@
-// JSON bindings of a variant's configuration (scenario.h): the keys model, data, loop, pitfalls and
-// seed, as the top level of a scenario file holds them (the base) and as each variant's merge patch does.
+// JSON bindings of a variant's configuration (scenario.h): the keys model, data, loop, pitfalls,
+// seed, workload and knobs, as the top level of a scenario file holds them (the base) and as each variant's merge patch does.
 //
 //   VariantSpec spec;
 //   if (!ReadFields(json, JsonPath(), VariantConfigFields(&spec, /*patch=*/false), false, &error)) { ... }
@@ -17,6 +17,7 @@
 #include "model/layer_kinds.h"
 #include "model/scenario.h"
 #include "scenario/json_diagnostics.h"
+#include "scenario/workload_json.h"
 
 namespace oomguard {
 namespace variant_json {
@@ -189,6 +190,8 @@ inline std::vector<Field> VariantConfigFields(VariantSpec* spec, bool patch) {
                {"transfer", EnumField(&pitfalls->transfer, "transfer", {"outside", "inside"})}},
               patch)},
       {"seed", IntField(&spec->seed, 0)},
+      {"workload", WorkloadNameField(&spec->workload)},
+      {"knobs", KnobsField(&spec->knobs)},
   };
 }
 

@@ -230,10 +230,10 @@ TEST(CheckExpression, UnknownMetricsAreRejectedWithASuggestion) {
             std::string("at column 3: unknown metric 'transfer'; did you mean 'transfers'? ") + kMetrics);
   EXPECT_EQ(ParseError("phase_peak.evl < 1", false),
             "at column 1: unknown phase 'evl' in 'phase_peak.evl'; did you mean 'eval'? (phases: setup, transfer, "
-            "forward, backward, optimizer, zero_grad, eval)");
+            "forward, backward, optimizer, zero_grad, eval, step)");
   EXPECT_EQ(ParseError("phase_peak < 1", false),
             "at column 1: phase_peak needs a phase: phase_peak.<phase> with phase one of setup, transfer, forward, "
-            "backward, optimizer, zero_grad, eval");
+            "backward, optimizer, zero_grad, eval, step");
   EXPECT_EQ(ParseError("live_after == 0", false),
             "at column 1: live_after needs an iteration: live_after[N] with N >= 1 (or live_after_last)");
   EXPECT_EQ(ParseError("live_after[0] == 0", false), "at column 12: live_after[0]: iterations count from 1");

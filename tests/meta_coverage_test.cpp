@@ -112,8 +112,8 @@ TEST(MetaCoverage, EveryLayerKindRunsForwardAndBackwardWithTheCpuBytes) {
       for (const std::string loss : {"mean", "cross_entropy"}) {
         const VariantSpec spec = CoverageModel(kind, inplace, loss, variant == "flash" ? "flash" : "math");
         SCOPED_TRACE(spec.name);
-        const VariantMeasurement cpu = MeasureVariant(spec, MeasureOptions{Backend::kCpu});
-        const VariantMeasurement meta = MeasureVariant(spec, MeasureOptions{Backend::kMeta});
+        const VariantMeasurement cpu = MeasureVariant(spec, VariantMeasureOptions{Backend::kCpu});
+        const VariantMeasurement meta = MeasureVariant(spec, VariantMeasureOptions{Backend::kMeta});
         ASSERT_EQ(Name(cpu.outcome), "pass") << cpu.error;
         ASSERT_EQ(Name(meta.outcome), "pass") << meta.error;
         // The block's residual sum: one per iteration, [3, 8, 16] floats (Note [Gradient sums on meta]).
@@ -131,8 +131,8 @@ TEST(MetaCoverage, MseLossAndSgdMomentumMatchToo) {
   VariantSpec spec = CoverageModel(LayerKinds().front(), false, "mse");
   spec.loop.optimizer.kind = "sgd";
   spec.loop.optimizer.momentum = 0.9;
-  const VariantMeasurement cpu = MeasureVariant(spec, MeasureOptions{Backend::kCpu});
-  const VariantMeasurement meta = MeasureVariant(spec, MeasureOptions{Backend::kMeta});
+  const VariantMeasurement cpu = MeasureVariant(spec, VariantMeasureOptions{Backend::kCpu});
+  const VariantMeasurement meta = MeasureVariant(spec, VariantMeasureOptions{Backend::kMeta});
   ASSERT_EQ(Name(meta.outcome), "pass") << meta.error;
   ExpectSameBytes(cpu, meta);
 }

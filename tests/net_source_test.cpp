@@ -54,7 +54,7 @@ TEST(NetSources, TheLayerListIsBuiltInAndNamesAreNotTakenTwice) {
 
 TEST(NetSources, AWorkloadTrainsANetWithoutSegmentsExactly) {
   for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
-    MeasureOptions options;
+    VariantMeasureOptions options;
     options.backend = backend;
     const VariantMeasurement m = MeasureVariant(WholeModel(), options);
     ASSERT_EQ(Name(m.outcome), "pass") << m.error;
@@ -75,7 +75,7 @@ TEST(NetSources, AWorkloadTrainsANetWithoutSegmentsExactly) {
 TEST(NetSources, ASegmentKnobOnANetWithoutSegmentsIsAnError) {
   VariantSpec v = WholeModel();
   v.pitfalls.checkpoint.segments = 2;
-  VariantMeasurement m = MeasureVariant(v, MeasureOptions{});
+  VariantMeasurement m = MeasureVariant(v, VariantMeasureOptions{});
   EXPECT_EQ(Name(m.outcome), "error:error");
   EXPECT_EQ(m.error,
             "model source 'whole' offers no segments, and pitfalls.checkpoint.segments = 2 needs them "
@@ -85,21 +85,21 @@ TEST(NetSources, ASegmentKnobOnANetWithoutSegmentsIsAnError) {
 
   v = WholeModel();
   v.pitfalls.inplace.target = "output";
-  m = MeasureVariant(v, MeasureOptions{});
+  m = MeasureVariant(v, VariantMeasureOptions{});
   EXPECT_EQ(m.error,
             "model source 'whole' offers no segments, and pitfalls.inplace.target = \"output\" needs them "
             "(checkpointing and the per-layer knobs act between segments)");
 
   v = WholeModel();
   v.pitfalls.retain_grad = true;
-  m = MeasureVariant(v, MeasureOptions{});
+  m = MeasureVariant(v, VariantMeasureOptions{});
   EXPECT_EQ(m.error,
             "model source 'whole' offers no segments, and pitfalls.retain_grad = true needs them "
             "(checkpointing and the per-layer knobs act between segments)");
 
   v = WholeModel();
   v.pitfalls.keep_intermediates = true;
-  m = MeasureVariant(v, MeasureOptions{});
+  m = MeasureVariant(v, VariantMeasureOptions{});
   EXPECT_EQ(m.error,
             "model source 'whole' offers no segments, and pitfalls.keep_intermediates = true needs them "
             "(checkpointing and the per-layer knobs act between segments)");

@@ -42,7 +42,7 @@ int64_t PeakOf(const VariantMeasurement& m, const std::string& phase) {
 }
 
 TEST(Workload, TinyModelBytesAreKnownExactly) {
-  const VariantMeasurement m = MeasureVariant(TinyModel(), MeasureOptions{});
+  const VariantMeasurement m = MeasureVariant(TinyModel(), VariantMeasureOptions{});
   ASSERT_EQ(Name(m.outcome), "pass") << m.error;
   EXPECT_EQ(m.param_bytes, 232);
   EXPECT_EQ(m.grad_bytes, 232);
@@ -60,9 +60,9 @@ TEST(Workload, TinyModelBytesAreKnownExactly) {
 TEST(Workload, MomentumAndAdamStateAreMeasuredFromTheLedger) {
   VariantSpec v = TinyModel();
   v.loop.optimizer.momentum = 0.9;
-  EXPECT_EQ(MeasureVariant(v, MeasureOptions{}).optimizer_state_bytes, 232);  // one buffer per parameter
+  EXPECT_EQ(MeasureVariant(v, VariantMeasureOptions{}).optimizer_state_bytes, 232);  // one buffer per parameter
   v.loop.optimizer.kind = "adam";
-  EXPECT_EQ(MeasureVariant(v, MeasureOptions{}).optimizer_state_bytes, 2 * 232);  // exp_avg, exp_avg_sq
+  EXPECT_EQ(MeasureVariant(v, VariantMeasureOptions{}).optimizer_state_bytes, 2 * 232);  // exp_avg, exp_avg_sq
 }
 
 TEST(Workload, RetainGradKeepsAGradientPerKeptIntermediate) {
@@ -70,8 +70,8 @@ TEST(Workload, RetainGradKeepsAGradientPerKeptIntermediate) {
   fixed.pitfalls.keep_intermediates = true;
   VariantSpec pitfall = fixed;
   pitfall.pitfalls.retain_grad = true;
-  const VariantMeasurement f = MeasureVariant(fixed, MeasureOptions{});
-  const VariantMeasurement p = MeasureVariant(pitfall, MeasureOptions{});
+  const VariantMeasurement f = MeasureVariant(fixed, VariantMeasureOptions{});
+  const VariantMeasurement p = MeasureVariant(pitfall, VariantMeasureOptions{});
   EXPECT_EQ(f.retained_grad_bytes, 0);
   EXPECT_EQ(p.retained_grad_bytes, 96 + 96);  // the first linear's and relu's outputs
   EXPECT_EQ(p.iterations[0].live_after_backward_bytes - f.iterations[0].live_after_backward_bytes, 192);
@@ -80,14 +80,14 @@ TEST(Workload, RetainGradKeepsAGradientPerKeptIntermediate) {
 TEST(Workload, HostBatchesAreCountedAsTransfersAndNotAsDeviceMemory) {
   VariantSpec v = TinyModel();
   v.data.on_host = true;
-  const VariantMeasurement m = MeasureVariant(v, MeasureOptions{});
+  const VariantMeasurement m = MeasureVariant(v, VariantMeasureOptions{});
   EXPECT_EQ(m.transfers, 2);  // one batch per iteration
   EXPECT_EQ(m.transfer_bytes, 2 * 48);
   EXPECT_EQ(PeakOf(m, "transfer"), 232 + 48);  // parameters + the device copy; the host batch is not charged
 }
 
 TEST(Workload, AnOomAtTheCapReportsWhatWasLiveByCategory) {
-  MeasureOptions options;
+  VariantMeasureOptions options;
   options.limits = LimitsForCap(232 + 48 + 96 + 50);  // room for the first linear's output, not relu's
   const VariantMeasurement m = MeasureVariant(TinyModel(), options);
   ASSERT_EQ(Name(m.outcome), "oom");
@@ -107,7 +107,7 @@ TEST(Workload, AnOomAtTheCapReportsWhatWasLiveByCategory) {
 }
 
 TEST(Workload, AnInjectedFaultInBackwardIsAnOomOfThatPhase) {
-  MeasureOptions options;
+  VariantMeasureOptions options;
   std::string error;
   options.limits.faults = std::make_shared<FaultInjector>(ParseFaultSpec("phase=backward,nth=1", &error));
   const VariantMeasurement m = MeasureVariant(TinyModel(), options);
@@ -125,10 +125,10 @@ TEST(Workload, InplaceEditsFailWithTheirCategories) {
   v.pitfalls.inplace.target = "output";
   v.pitfalls.inplace.layer = 1;
   v.pitfalls.inplace.op = "mul_";
-  EXPECT_EQ(Name(MeasureVariant(v, MeasureOptions{}).outcome), "error:inplace-saved-tensor");
+  EXPECT_EQ(Name(MeasureVariant(v, VariantMeasureOptions{}).outcome), "error:inplace-saved-tensor");
   v.pitfalls.inplace.target = "parameter";
   v.pitfalls.inplace.layer = 0;
-  EXPECT_EQ(Name(MeasureVariant(v, MeasureOptions{}).outcome), "error:inplace-leaf");
+  EXPECT_EQ(Name(MeasureVariant(v, VariantMeasureOptions{}).outcome), "error:inplace-leaf");
 }
 
 // linear(8 -> 8) -> silu, batch 4, float32, loss = mean. silu saves its input for backward
@@ -144,13 +144,13 @@ TEST(Workload, SiluSavesItsInputAndReluItsOutput) {
   v.model.layers[1].kind = "silu";
   v.data.batch = 4;
   v.data.shape = {8};
-  const VariantMeasurement silu = MeasureVariant(v, MeasureOptions{});
+  const VariantMeasurement silu = MeasureVariant(v, VariantMeasureOptions{});
   ASSERT_EQ(Name(silu.outcome), "pass") << silu.error;
   EXPECT_EQ(silu.param_bytes, 288);
   EXPECT_EQ(silu.grad_bytes, 288);
   EXPECT_EQ(silu.forward_saved_bytes, 128 + 128 + 4);
   v.model.layers[1].kind = "relu";
-  const VariantMeasurement relu = MeasureVariant(v, MeasureOptions{});
+  const VariantMeasurement relu = MeasureVariant(v, VariantMeasureOptions{});
   ASSERT_EQ(Name(relu.outcome), "pass") << relu.error;
   EXPECT_EQ(relu.forward_saved_bytes, 128 + 4);
 }
@@ -158,7 +158,7 @@ TEST(Workload, SiluSavesItsInputAndReluItsOutput) {
 // --model-cuda: every allocation of the tiny model also reaches a CachingAllocatorModel. All its
 // tensors are under 1 MiB, so they share one 2 MiB small-pool segment in 512-byte multiples.
 void ExpectTinyModelPrediction(Backend backend) {
-  MeasureOptions options;
+  VariantMeasureOptions options;
   options.backend = backend;
   options.model_cuda = true;
   const VariantMeasurement m = MeasureVariant(TinyModel(), options);
@@ -178,7 +178,7 @@ void ExpectTinyModelPrediction(Backend backend) {
 
 TEST(Workload, ModelCudaPredictsTheCachingAllocatorOnCpu) { ExpectTinyModelPrediction(Backend::kCpu); }
 TEST(Workload, ModelCudaPredictsTheCachingAllocatorOnMeta) { ExpectTinyModelPrediction(Backend::kMeta); }
-TEST(Workload, NoCudaModelWithoutTheFlag) { EXPECT_FALSE(MeasureVariant(TinyModel(), MeasureOptions{}).cuda_model); }
+TEST(Workload, NoCudaModelWithoutTheFlag) { EXPECT_FALSE(MeasureVariant(TinyModel(), VariantMeasureOptions{}).cuda_model); }
 
 }  // namespace
 }  // namespace oomguard

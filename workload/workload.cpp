@@ -6,6 +6,8 @@
 #include <torch/optim/optimizer.h>
 
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <new>
 #include <optional>
 
@@ -23,6 +25,9 @@
 #include "workload/optimizer.h"
 #include "workload/segment_knobs.h"
 #include "workload/transfer_counter.h"
+#include "workload/user_workload_run.h"
+#include "workload/workload_registry.h"
+#include "workload/measured_run.h"
 // The closed sets and the layer-kind table (model/).
 #include "base/check.h"
 #include "model/dtype.h"
@@ -38,16 +43,16 @@ void SetPhase(Ledger& ledger, Phase phase) { ledger.SetPhase(Name(phase)); }
 int64_t Bytes(const at::Tensor& t) { return t.defined() ? static_cast<int64_t>(t.nbytes()) : 0; }
 
 // One variant's run: the loop of scenario.h's LoopSpec with the knobs of PitfallSpec.
-class VariantRun {
+class VariantRun final : public MeasuredRun {
  public:
-  VariantRun(const VariantSpec& spec, const MeasureOptions& options, const BackendSession& backend, LayerTrace* trace,
-             VariantMeasurement* m)
+  VariantRun(const VariantSpec& spec, const VariantMeasureOptions& options, const BackendSession& backend,
+             LayerTrace* trace, VariantMeasurement* m)
       : spec_(spec), options_(options), ledger_(backend.account().ledger()), trace_(trace), m_(*m) {
     device_options_ = at::TensorOptions().device(backend.device());
     has_data_ = backend.traits().has_data;
   }
 
-  void Run() {
+  void Run() override {
     at::manual_seed(spec_.seed);
     net_ = MakeNet(spec_.model, device_options_.dtype(ScalarTypeOf(spec_.model.dtype)));
     net_->set_trace(trace_);
@@ -71,7 +76,7 @@ class VariantRun {
   }
 
   // What was live when the refused allocation was asked for, by category (called after a failure).
-  LiveBreakdown Breakdown(int64_t live_at_refusal) const {
+  LiveBreakdown Breakdown(int64_t live_at_refusal) const override {
     LiveBreakdown b;
     b.parameters_bytes = m_.param_bytes;
     for (const at::Tensor& p : params_) b.gradients_bytes += Bytes(p.grad());
@@ -280,7 +285,7 @@ class VariantRun {
   }
 
   const VariantSpec& spec_;
-  const MeasureOptions& options_;
+  const VariantMeasureOptions& options_;
   Ledger& ledger_;
   bool has_data_ = true;  // the backend's tensors hold values (not meta)
   LayerTrace* trace_;
@@ -313,7 +318,12 @@ std::string AttentionImplementations(const ModelSpec& model) {
 
 }  // namespace
 
-VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions& options) {
+namespace {
+
+// What the run of a variant is: the catalog's loop over its layers, or a workload's function.
+using MakeRun = std::function<std::unique_ptr<MeasuredRun>(const BackendSession&, LayerTrace*, VariantMeasurement*)>;
+
+VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions& options, const MakeRun& make_run) {
   VariantMeasurement m;
   m.variant = spec.name;
   m.backend = Name(options.backend);
@@ -342,7 +352,7 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
     }
     std::optional<HostScalarCopies> host_scalars;  // Note [Host scalars]
     if (traits.books_host_scalars) host_scalars.emplace();
-    VariantRun run(spec, options, *backend, &trace, &m);
+    const std::unique_ptr<MeasuredRun> run = make_run(*backend, &trace, &m);
     // Note [What a variant catches]: the failures scenarios are about, and nothing else. LibTorch's
     // errors (c10::Error: out of memory, autograd's checks, kernels' argument checks, a missing Meta
     // kernel) and the host running out of memory become the outcome; anything else is a harness bug
@@ -362,10 +372,10 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
                         refusal.live_bytes,
                         refusal.injected,
                         m.error,
-                        run.Breakdown(refusal.live_bytes)};
+                        run->Breakdown(refusal.live_bytes)};
     };
     try {
-      run.Run();
+      run->Run();
     } catch (const c10::Error& e) {
       record_failure(e);
     } catch (const std::bad_alloc& e) {
@@ -381,6 +391,37 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions&
   }
   m.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return m;
+}
+
+}  // namespace
+
+VariantMeasurement MeasureVariant(const VariantSpec& spec, const VariantMeasureOptions& options) {
+  if (spec.workload.empty()) {
+    return Measure(spec, options, [&](const BackendSession& backend, LayerTrace* trace, VariantMeasurement* m) {
+      return std::make_unique<VariantRun>(spec, options, backend, trace, m);
+    });
+  }
+  const WorkloadFunction* function = FindWorkload(spec.workload);
+  if (function == nullptr) {
+    Scenario one;
+    one.variants = {spec};
+    VariantMeasurement m;
+    m.variant = spec.name;
+    m.backend = Name(options.backend);
+    m.outcome = VariantOutcome::Error(ErrorCategory::kError);
+    const bool registered = WorkloadsRegistered(one, &m.input_error);
+    OOMGUARD_CHECK(!registered) << "FindWorkload and WorkloadsRegistered disagree on '" << spec.workload << "'";
+    m.error = m.input_error;
+    return m;
+  }
+  return MeasureWorkload(*function, spec, options);
+}
+
+VariantMeasurement MeasureWorkload(const WorkloadFunction& function, const VariantSpec& spec,
+                                   const VariantMeasureOptions& options) {
+  return Measure(spec, options, [&](const BackendSession& backend, LayerTrace*, VariantMeasurement* m) {
+    return std::make_unique<UserWorkloadRun>(function, spec, options, backend, m);
+  });
 }
 
 }  // namespace oomguard

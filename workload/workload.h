@@ -1,6 +1,6 @@
 // Runs one scenario variant's training loop on a backend, under the allocator limits, and measures it.
 //
-//   oomguard::MeasureOptions options{oomguard::Backend::kCpu, limits, /*iterations=*/0};
+//   oomguard::VariantMeasureOptions options{oomguard::Backend::kCpu, limits, /*iterations=*/0};
 //   oomguard::VariantMeasurement m = oomguard::MeasureVariant(variant_spec, options);
 //   m.outcome;  // "pass", "oom" or "error:<category>"; the numbers measured until then are kept
 //
@@ -10,6 +10,10 @@
 // A harness bug aborts (OOMGUARD_CHECK). Each call installs limits on the process-wide accounts and
 // resets their statistics, so calls must be serialised; the runner gives each variant a process of
 // its own, and `oomguard fit` runs trials one after another in one process, checking for leaks.
+//
+// A variant naming a workload (spec.workload) runs the function registered under that name
+// (oomguard/workload.h, workload/user_workload_run.h) in place of the loop below; everything around
+// it is the same.
 //
 // The net comes from the source spec.model.source names (nn/net_sources.h). The pitfall knobs that act
 // between segments (checkpoint.segments, inplace.target, retain_grad, keep_intermediates) need a source
@@ -23,11 +27,12 @@
 #include "model/backend.h"
 #include "model/measurement.h"
 #include "model/scenario.h"
+#include "oomguard/workload.h"
 #include "workload/snapshot_recorder.h"
 
 namespace oomguard {
 
-struct MeasureOptions {
+struct VariantMeasureOptions {
   Backend backend = Backend::kCpu;
   Limits limits = {};
   int64_t iterations = 0;  // 0: the variant's own loop.iterations
@@ -36,6 +41,12 @@ struct MeasureOptions {
   bool model_cuda = false;        // cpu/meta: feed a CachingAllocatorModel (m.cuda_model); ignored on cuda
 };
 
-VariantMeasurement MeasureVariant(const VariantSpec& spec, const MeasureOptions& options);
+// spec.workload empty: the catalog's loop over spec.model's layers; else the registered workload of
+// that name (none registered: outcome error:error and m.input_error saying so).
+VariantMeasurement MeasureVariant(const VariantSpec& spec, const VariantMeasureOptions& options);
+
+// `function` as a workload's, with spec's knobs, seed and loop.iterations (oomguard::Measure's way in).
+VariantMeasurement MeasureWorkload(const WorkloadFunction& function, const VariantSpec& spec,
+                                   const VariantMeasureOptions& options);
 
 }  // namespace oomguard

@@ -1,0 +1,112 @@
+// Measuring a training step in-process, under a card's cap, on cpu (exact bytes), meta (shapes only,
+// any size) or cuda: what GoogleTest matchers (oomguard/gtest.h) and your own checks read.
+//
+//   #include <oomguard/measure.h>
+//
+//   oomguard::Measurement m = oomguard::Measure(TrainStep, {.backend = "cpu", .card = "t4",
+//                                                           .knobs = {{"batch", int64_t{64}}}});
+//   m.outcome;                      // "pass", "oom", "error:<category>"
+//   m.peak_bytes;                   // exact on cpu and meta
+//   m.phase_peak_bytes["backward"];
+//   std::cout << m.Describe();      // the numbers, and what was live at the peak by phase
+//
+// TrainStep is a function taking oomguard::Context& (oomguard/workload.h), registered or not; by name,
+// Measure("mlp_adam", ...) runs a registered one. It runs on the calling thread.
+//
+// Note [What an in-process measurement resets]: each call installs the options' limits on the
+// backend's process-wide account, resets its statistics (peak, phase peaks, allocation count,
+// timeline) and the phase to setup, seeds ATen's default generator with options.seed, and removes
+// the limits when it returns. Tensors that already exist when it starts stay booked as live bytes
+// (a model built outside the callable counts against the cap, as on a GPU); what the callable leaves
+// alive after it returns shows as live bytes after the last iteration, not as a leak between calls.
+// Calls are serialised (a process-wide lock): the accounts are per process, so two measurements at
+// once would book into each other. Under a cap the cpu backend refuses allocations as a GPU's
+// allocator would; on cuda the peak includes the caching allocator's rounding.
+//
+// Errors: bad options (an unknown backend, card or cap, a backend not available here) and a workload
+// whose knobs disagree with options.knobs throw std::invalid_argument with the reason; an OOM or a
+// LibTorch error in the callable is the measurement's outcome.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "oomguard/knobs.h"
+#include "oomguard/workload.h"
+
+namespace oomguard {
+
+struct MeasureOptions {
+  std::string backend = "cpu";  // cpu | meta | cuda
+  std::string card;             // a card preset ("t4"): its capacity less the modelled CUDA context, or
+  std::string cap;              // a plain cap ("12GiB"); neither: no cap
+  int64_t iterations = 2;       // what ctx.Iterations() yields
+  int64_t seed = 0;
+  Knobs knobs;                      // what ctx.Int/Number/Bool/String read
+  std::vector<std::string> inject;  // fault injection, as `oomguard run --inject` takes it: "nth=3"
+};
+
+struct Measurement {
+  std::string outcome;  // "pass", "oom" or "error:<category>"
+  std::string error;    // the message, for oom and errors
+  std::string backend;
+  std::string card;        // empty for a plain cap or none
+  int64_t cap_bytes = -1;  // -1: no cap
+
+  int64_t peak_bytes = 0;
+  std::string peak_phase;                     // the phase that was current at the peak
+  std::map<std::string, int64_t> phase_peak_bytes;  // highest live bytes while each phase was current
+  // At the peak, the live bytes by the phase that allocated them: parameters (setup), activations
+  // (forward), gradients (backward), optimizer state (optimizer), in order of first entry.
+  std::vector<std::pair<std::string, int64_t>> live_at_peak_by_phase;
+  int64_t alloc_count = 0;
+
+  std::vector<int64_t> live_after_iteration_bytes;  // one per completed iteration
+  std::vector<int64_t> iteration_peak_bytes;
+  // (live after the last iteration - after the first) / (iterations - 1); none below 2 iterations.
+  std::optional<double> live_growth_per_iteration_bytes;
+
+  int64_t parameter_bytes = 0;  // what ctx.Track(parameters) was given
+  std::optional<int64_t> gradient_bytes;
+  std::optional<int64_t> optimizer_state_bytes;
+  std::optional<int64_t> forward_saved_bytes;
+  int64_t transfers = 0;  // host-to-device copies (ctx.ToDevice), and their bytes
+  int64_t transfer_bytes = 0;
+
+  // Where an OOM struck, and what was live by category when the allocation was refused.
+  struct Oom {
+    std::string phase;
+    int64_t requested_bytes = 0;
+    int64_t live_bytes = 0;
+    bool injected = false;
+    int64_t parameters_bytes = 0, gradients_bytes = 0, optimizer_state_bytes = 0, inputs_bytes = 0,
+            activations_and_transient_bytes = 0;
+  };
+  std::optional<Oom> oom;
+
+  bool passed() const { return outcome == "pass"; }
+  bool ran_out_of_memory() const { return outcome == "oom"; }
+  // Live bytes grow from iteration to iteration: live_growth_per_iteration_bytes > 0.
+  bool leaks() const { return live_growth_per_iteration_bytes && *live_growth_per_iteration_bytes > 0; }
+  // Several lines: outcome, peak and its phase, phase peaks, live at the peak by phase, iterations,
+  // and for an OOM the refused request and the live bytes by category. Matchers' messages use it.
+  std::string Describe() const;
+};
+
+Measurement Measure(const WorkloadFunction& workload, const MeasureOptions& options = {});
+// A registered workload (oomguard/workload.h) by name; an unknown name throws std::invalid_argument.
+Measurement Measure(const std::string& registered_workload, const MeasureOptions& options = {});
+
+// The usable bytes of a card preset (its capacity less the modelled CUDA context, what --card caps
+// at); an unknown name throws std::invalid_argument naming the presets.
+int64_t CardCapBytes(const std::string& card);
+// "12GiB", "512MiB", "1e9" as --cap reads it; malformed text throws std::invalid_argument.
+int64_t ParseBytes(const std::string& size);
+// "1.52 MiB (1597480 bytes)": how matchers' messages write a size.
+std::string DescribeBytes(int64_t bytes);
+
+}  // namespace oomguard

@@ -1,0 +1,183 @@
+// oomguard::Measure (oomguard/measure.h): a workload's function measured in this process, and the
+// public Measurement made from the harness's VariantMeasurement.
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+
+#include "allocators/cards.h"
+#include "backends/backend.h"
+#include "base/did_you_mean.h"
+#include "base/check.h"
+#include "base/byte_size.h"
+#include "model/measurement.h"
+#include "oomguard/measure.h"
+#include "run/run_options.h"
+#include "workload/workload.h"
+#include "workload/workload_registry.h"
+
+namespace oomguard {
+namespace {
+
+std::mutex& MeasureMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+VariantMeasureOptions HarnessOptions(const MeasureOptions& options) {
+  VariantMeasureOptions harness;
+  if (!Parse(options.backend, &harness.backend)) {
+    throw std::invalid_argument("oomguard::Measure: backend '" + options.backend + "' is not one of " +
+                                JoinNames(AllNames<Backend>(), ", "));
+  }
+  if (std::string why; !GetBackend(harness.backend).Available(&why)) {
+    throw std::invalid_argument("oomguard::Measure: backend " + options.backend + ": " + why);
+  }
+  RunOptions flags;
+  flags.card = options.card;
+  flags.cap = options.cap;
+  flags.inject = options.inject;
+  std::string error;
+  if (options.card.empty() && options.cap.empty()) flags.cap = "1";  // only to resolve --inject; no cap below
+  if (!ResolveLimits(flags, "", &harness.limits, &error)) throw std::invalid_argument("oomguard::Measure: " + error);
+  if (options.card.empty() && options.cap.empty()) harness.limits.cap_bytes = Ledger::kUnlimited;
+  harness.iterations = options.iterations;
+  return harness;
+}
+
+Measurement ToPublic(const VariantMeasurement& m) {
+  Measurement out;
+  out.outcome = Name(m.outcome);
+  out.error = m.error;
+  out.backend = m.backend;
+  out.card = m.card;
+  out.cap_bytes = m.cap_bytes == Ledger::kUnlimited ? -1 : m.cap_bytes;
+  out.peak_bytes = m.ledger.peak_bytes;
+  out.peak_phase = m.ledger.peak_phase;
+  for (const PhasePeak& p : m.ledger.phase_peaks) out.phase_peak_bytes[p.phase] = p.peak_bytes;
+  for (const PhasePeak& p : m.ledger.peak_by_origin) out.live_at_peak_by_phase.emplace_back(p.phase, p.peak_bytes);
+  out.alloc_count = m.ledger.alloc_count;
+  for (const IterationMeasurement& i : m.iterations) {
+    out.live_after_iteration_bytes.push_back(i.live_after_bytes);
+    out.iteration_peak_bytes.push_back(i.peak_bytes);
+  }
+  out.live_growth_per_iteration_bytes = LiveGrowthPerIteration(m);
+  out.parameter_bytes = m.param_bytes;
+  out.gradient_bytes = m.grad_bytes;
+  out.optimizer_state_bytes = m.optimizer_state_bytes;
+  out.forward_saved_bytes = m.forward_saved_bytes;
+  out.transfers = m.transfers;
+  out.transfer_bytes = m.transfer_bytes;
+  if (m.oom) {
+    const LiveBreakdown& b = m.oom->live;
+    out.oom = Measurement::Oom{m.oom->phase,
+                               m.oom->requested_bytes,
+                               m.oom->live_bytes,
+                               m.oom->injected,
+                               b.parameters_bytes,
+                               b.gradients_bytes,
+                               b.optimizer_state_bytes,
+                               b.inputs_bytes,
+                               b.activations_and_transient_bytes};
+  }
+  return out;
+}
+
+Measurement MeasureWith(const WorkloadFunction& workload, const std::string& name, const MeasureOptions& options) {
+  const VariantMeasureOptions harness = HarnessOptions(options);
+  VariantSpec spec;
+  spec.name = "measure";
+  spec.workload = name;
+  spec.knobs = options.knobs;
+  spec.seed = options.seed;
+  spec.loop.iterations = options.iterations;
+  VariantMeasurement m;
+  {
+    std::lock_guard<std::mutex> lock(MeasureMutex());  // Note [What an in-process measurement resets]
+    m = MeasureWorkload(workload, spec, harness);
+  }
+  if (!m.input_error.empty()) throw std::invalid_argument("oomguard::Measure: " + m.input_error);
+  return ToPublic(m);
+}
+
+}  // namespace
+
+Measurement Measure(const WorkloadFunction& workload, const MeasureOptions& options) {
+  if (options.iterations < 1) throw std::invalid_argument("oomguard::Measure: iterations must be at least 1");
+  return MeasureWith(workload, "measured", options);
+}
+
+Measurement Measure(const std::string& registered_workload, const MeasureOptions& options) {
+  const WorkloadFunction* function = FindWorkload(registered_workload);
+  if (function == nullptr) {
+    Scenario one;
+    one.variants.emplace_back().workload = registered_workload;
+    std::string why;
+    const bool registered = WorkloadsRegistered(one, &why);
+    OOMGUARD_CHECK(!registered);
+    throw std::invalid_argument("oomguard::Measure: " + why);
+  }
+  if (options.iterations < 1) throw std::invalid_argument("oomguard::Measure: iterations must be at least 1");
+  return MeasureWith(*function, registered_workload, options);
+}
+
+int64_t CardCapBytes(const std::string& card) {
+  std::string error;
+  const CardPreset* preset = FindCard(card, &error);
+  if (preset == nullptr) throw std::invalid_argument("oomguard::CardCapBytes: " + error);
+  return LimitsForCard(*preset).cap_bytes;
+}
+
+int64_t ParseBytes(const std::string& size) {
+  int64_t bytes = 0;
+  std::string error;
+  if (!ParseByteSize(size, &bytes, &error)) throw std::invalid_argument("oomguard::ParseBytes: " + error);
+  return bytes;
+}
+
+std::string DescribeBytes(int64_t bytes) {
+  return FormatBytes(bytes) + (bytes >= 1024 || bytes <= -1024 ? " (" + std::to_string(bytes) + " bytes)" : "");
+}
+
+std::string Measurement::Describe() const {
+  std::ostringstream out;
+  out << "outcome " << outcome << " on " << backend
+      << (card.empty() ? cap_bytes < 0 ? ", no cap" : ", cap " + DescribeBytes(cap_bytes)
+                       : ", card " + card + " (cap " + DescribeBytes(cap_bytes) + ")")
+      << "\n";
+  if (!error.empty()) out << "  error: " << error.substr(0, error.find('\n')) << "\n";
+  out << "  peak " << DescribeBytes(peak_bytes) << " in " << peak_phase << "\n";
+  if (!live_at_peak_by_phase.empty()) {
+    out << "  live at the peak, by the phase that allocated it:";
+    for (const auto& [phase, bytes] : live_at_peak_by_phase) out << " " << phase << " " << FormatBytes(bytes) << ";";
+    out << "\n";
+  }
+  if (!phase_peak_bytes.empty()) {
+    out << "  phase peaks:";
+    for (const auto& [phase, bytes] : phase_peak_bytes) out << " " << phase << " " << FormatBytes(bytes) << ";";
+    out << "\n";
+  }
+  if (!live_after_iteration_bytes.empty()) {
+    out << "  live after each iteration:";
+    for (int64_t bytes : live_after_iteration_bytes) out << " " << FormatBytes(bytes);
+    if (live_growth_per_iteration_bytes) {
+      out << " (growth " << FormatSignedBytes(static_cast<int64_t>(*live_growth_per_iteration_bytes))
+          << " per iteration)";
+    }
+    out << "\n";
+  }
+  out << "  parameters " << FormatBytes(parameter_bytes);
+  if (gradient_bytes) out << ", gradients " << FormatBytes(*gradient_bytes);
+  if (optimizer_state_bytes) out << ", optimizer state " << FormatBytes(*optimizer_state_bytes);
+  out << "\n";
+  if (oom) {
+    out << "  out of memory in " << oom->phase << ": " << DescribeBytes(oom->requested_bytes) << " requested with "
+        << DescribeBytes(oom->live_bytes) << " live" << (oom->injected ? " (an injected failure)" : "") << ": parameters "
+        << FormatBytes(oom->parameters_bytes) << ", gradients " << FormatBytes(oom->gradients_bytes)
+        << ", optimizer state " << FormatBytes(oom->optimizer_state_bytes) << ", inputs "
+        << FormatBytes(oom->inputs_bytes) << ", activations and transients "
+        << FormatBytes(oom->activations_and_transient_bytes) << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace oomguard

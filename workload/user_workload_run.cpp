@@ -1,0 +1,360 @@
+#include "workload/user_workload_run.h"
+
+#include <ATen/ATen.h>
+#include <torch/optim/adagrad.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/optimizer.h>
+#include <torch/optim/rmsprop.h>
+#include <torch/optim/sgd.h>
+
+#include <exception>
+#include <optional>
+#include <set>
+
+#include "allocators/cpu_tracking_allocator.h"
+#include "base/check.h"
+#include "base/did_you_mean.h"
+#include "model/knobs.h"
+#include "model/phase.h"
+#include "workload/grad_digest.h"
+
+namespace oomguard {
+namespace {
+
+int64_t Bytes(const at::Tensor& t) { return t.defined() ? static_cast<int64_t>(t.nbytes()) : 0; }
+
+// The bytes of the tensors in an optimizer's state, for the kinds LibTorch ships that keep tensors;
+// nullopt for another kind (the caller falls back to what its step left live).
+std::optional<int64_t> OptimizerStateBytes(torch::optim::Optimizer& optimizer) {
+  int64_t total = 0;
+  for (const auto& [key, state] : optimizer.state()) {
+    const torch::optim::OptimizerParamState* s = state.get();
+    if (const auto* adam = dynamic_cast<const torch::optim::AdamParamState*>(s)) {
+      total += Bytes(adam->exp_avg()) + Bytes(adam->exp_avg_sq()) + Bytes(adam->max_exp_avg_sq());
+    } else if (const auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(s)) {
+      total += Bytes(adamw->exp_avg()) + Bytes(adamw->exp_avg_sq()) + Bytes(adamw->max_exp_avg_sq());
+    } else if (const auto* sgd = dynamic_cast<const torch::optim::SGDParamState*>(s)) {
+      total += Bytes(sgd->momentum_buffer());
+    } else if (const auto* rms = dynamic_cast<const torch::optim::RMSpropParamState*>(s)) {
+      total += Bytes(rms->square_avg()) + Bytes(rms->momentum_buffer()) + Bytes(rms->grad_avg());
+    } else if (const auto* adagrad = dynamic_cast<const torch::optim::AdagradParamState*>(s)) {
+      total += Bytes(adagrad->sum());
+    } else {
+      return std::nullopt;
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
+// The harness's side of a Context: the run's settings, the phase and iteration bookkeeping, and
+// what the function told it to track.
+struct Context::State {
+  State(const VariantSpec& spec, const VariantMeasureOptions& options, const BackendSession& backend,
+        VariantMeasurement& m)
+      : spec(spec),
+        backend(backend),
+        ledger(backend.account().ledger()),
+        m(m),
+        iterations(options.iterations > 0 ? options.iterations : spec.loop.iterations) {}
+
+  const VariantSpec& spec;
+  const BackendSession& backend;
+  Ledger& ledger;
+  VariantMeasurement& m;
+  const int64_t iterations;
+
+  oomguard::Phase phase = oomguard::Phase::kSetup;
+  int64_t iteration = 0;  // the one running: 1..iterations; 0 before the loop (or without one)
+  bool iterations_called = false;
+  IterationMeasurement current;
+  int64_t phase_start_live = 0;
+  int64_t inputs_bytes = 0;  // ToDevice copies of the running iteration
+
+  std::vector<at::Tensor> parameters;
+  torch::optim::Optimizer* optimizer = nullptr;
+  std::optional<int64_t> optimizer_phase_growth;  // what the first optimizer phase left live
+  std::map<std::string, std::string> knobs_read;  // name -> the type it was read as
+
+  bool first() const { return iteration <= 1; }
+
+  void SwitchPhase(oomguard::Phase next, bool unwinding) {
+    if (!unwinding) EndPhase();
+    phase = next;
+    phase_start_live = ledger.live_bytes();
+    ledger.SetPhase(Name(next));
+  }
+
+  // Note [A workload's numbers], user_workload_run.h.
+  void EndPhase() {
+    const int64_t live = ledger.live_bytes();
+    if (phase == oomguard::Phase::kForward && first() && !m.forward_saved_bytes) m.forward_saved_bytes = live - phase_start_live;
+    if (phase == oomguard::Phase::kBackward) {
+      current.live_after_backward_bytes = live;
+      if (first() && !m.grad_bytes) TakeGradients();
+    }
+    if (phase == oomguard::Phase::kOptimizer && first() && !optimizer_phase_growth) optimizer_phase_growth = live - phase_start_live;
+  }
+
+  void TakeGradients() {
+    if (parameters.empty()) return;
+    std::vector<at::Tensor> grads;
+    int64_t bytes = 0;
+    for (const at::Tensor& p : parameters) {
+      grads.push_back(p.grad());
+      bytes += Bytes(p.grad());
+    }
+    m.grad_bytes = bytes;
+    m.grad_digest = GradDigest(grads, backend.traits().has_data);
+  }
+
+  void BeginIteration(int64_t index) {
+    // Setup ends where the loop begins: what the loop does outside marked phases is "step".
+    if (phase == oomguard::Phase::kSetup) SwitchPhase(oomguard::Phase::kStep, /*unwinding=*/false);
+    iteration = index;
+    current = {};
+    inputs_bytes = 0;
+    ledger.TakeWindowPeak();
+  }
+
+  void EndIteration() {
+    EndPhase();
+    phase_start_live = ledger.live_bytes();
+    if (first()) {
+      if (!m.grad_bytes) TakeGradients();
+      TakeOptimizerState();
+    }
+    current.live_after_bytes = ledger.live_bytes();
+    current.peak_bytes = ledger.TakeWindowPeak();
+    m.iterations.push_back(current);  // only completed iterations count
+    inputs_bytes = 0;
+  }
+
+  void TakeOptimizerState() {
+    if (m.optimizer_state_bytes) return;
+    std::optional<int64_t> from_state = optimizer ? OptimizerStateBytes(*optimizer) : std::nullopt;
+    if (from_state) {
+      m.optimizer_state_bytes = from_state;
+    } else if (optimizer_phase_growth) {
+      m.optimizer_state_bytes = optimizer_phase_growth;
+    }
+  }
+
+  // The knob, checked against the type asked for: nullptr when the variant does not set it.
+  const KnobValue* Knob(const std::string& name, const std::string& type) {
+    knobs_read.emplace(name, type);
+    auto it = spec.knobs.find(name);
+    return it == spec.knobs.end() ? nullptr : &it->second;
+  }
+
+  [[noreturn]] void Missing(const std::string& name, const std::string& type) const {
+    throw WorkloadError("workload '" + spec.workload + "' reads knob \"" + name + "\" (" + type + "), which variant '" +
+                        spec.name + "' does not set: add it under \"knobs\", e.g. \"knobs\": {\"" + name +
+                        "\": ...}");
+  }
+
+  [[noreturn]] void WrongType(const std::string& name, const std::string& type, const KnobValue& value) const {
+    throw WorkloadError("knob \"" + name + "\" is read as " + type + " by workload '" + spec.workload +
+                        "', but variant '" + spec.name + "' sets it to " + FormatKnob(value) + " (" +
+                        KnobTypeName(value) + ")");
+  }
+
+  // After the function completed: every knob the variant sets was read.
+  void CheckEveryKnobRead() const {
+    std::vector<std::string> read;
+    for (const auto& [name, type] : knobs_read) read.push_back(name);
+    for (const auto& [name, value] : spec.knobs) {
+      if (knobs_read.count(name) != 0) continue;
+      const std::string near = ClosestMatch(name, read);
+      throw WorkloadError("variant '" + spec.name + "' sets knob \"" + name + "\", which workload '" + spec.workload +
+                          "' never reads" + (near.empty() ? "" : "; did you mean \"" + near + "\"?") +
+                          (read.empty() ? " (it reads no knobs)" : " (it reads: " + JoinNames(read, ", ") + ")"));
+    }
+  }
+};
+
+// --- Context, the function's side ---
+
+at::TensorOptions Context::options() const { return at::TensorOptions().device(device()).dtype(at::kFloat); }
+at::Device Context::device() const { return state_->backend.device(); }
+std::string Context::backend() const { return std::string(Name(state_->backend.backend())); }
+bool Context::has_data() const { return state_->backend.traits().has_data; }
+int64_t Context::seed() const { return state_->spec.seed; }
+
+namespace {
+
+// The knob readers: one shape for every type. `accept` maps a value to T, or nullopt for another type.
+template <typename T, typename Accept>
+T ReadKnob(Context::State& state, const std::string& name, const std::string& type, const std::optional<T>& fallback,
+           Accept accept) {
+  const KnobValue* value = state.Knob(name, type);
+  if (value == nullptr) {
+    if (fallback) return *fallback;
+    state.Missing(name, type);
+  }
+  std::optional<T> v = accept(*value);
+  if (!v) state.WrongType(name, type, *value);
+  return *v;
+}
+
+std::optional<int64_t> AsInt(const KnobValue& v) {
+  if (const int64_t* i = std::get_if<int64_t>(&v)) return *i;
+  return std::nullopt;
+}
+std::optional<double> AsNumber(const KnobValue& v) {
+  if (const int64_t* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  if (const double* d = std::get_if<double>(&v)) return *d;
+  return std::nullopt;
+}
+std::optional<bool> AsBool(const KnobValue& v) {
+  if (const bool* b = std::get_if<bool>(&v)) return *b;
+  return std::nullopt;
+}
+std::optional<std::string> AsString(const KnobValue& v) {
+  if (const std::string* s = std::get_if<std::string>(&v)) return *s;
+  return std::nullopt;
+}
+
+}  // namespace
+
+int64_t Context::Int(const std::string& name) const { return ReadKnob<int64_t>(*state_, name, "an integer", {}, AsInt); }
+int64_t Context::Int(const std::string& name, int64_t fallback) const {
+  return ReadKnob<int64_t>(*state_, name, "an integer", fallback, AsInt);
+}
+double Context::Number(const std::string& name) const { return ReadKnob<double>(*state_, name, "a number", {}, AsNumber); }
+double Context::Number(const std::string& name, double fallback) const {
+  return ReadKnob<double>(*state_, name, "a number", fallback, AsNumber);
+}
+bool Context::Bool(const std::string& name) const { return ReadKnob<bool>(*state_, name, "a boolean", {}, AsBool); }
+bool Context::Bool(const std::string& name, bool fallback) const {
+  return ReadKnob<bool>(*state_, name, "a boolean", fallback, AsBool);
+}
+std::string Context::String(const std::string& name) const {
+  return ReadKnob<std::string>(*state_, name, "a string", {}, AsString);
+}
+std::string Context::String(const std::string& name, const std::string& fallback) const {
+  return ReadKnob<std::string>(*state_, name, "a string", fallback, AsString);
+}
+
+namespace {
+
+Phase ParsePhase(std::string_view name) {
+  Phase phase;
+  if (Parse(name, &phase)) return phase;
+  const std::vector<std::string> names = AllNames<Phase>();
+  const std::string near = ClosestMatch(std::string(name), names);
+  throw WorkloadError("unknown phase \"" + std::string(name) + "\"" +
+                      (near.empty() ? "" : "; did you mean \"" + near + "\"?") + " (phases: " + JoinNames(names, ", ") +
+                      ")");
+}
+
+}  // namespace
+
+Context::PhaseGuard Context::Phase(std::string_view name) {
+  const oomguard::Phase next = ParsePhase(name);
+  const int previous = static_cast<int>(state_->phase);
+  state_->SwitchPhase(next, /*unwinding=*/false);
+  return PhaseGuard(state_, previous);
+}
+
+Context::PhaseGuard::~PhaseGuard() {
+  // While an exception unwinds the step, the phase goes back but nothing is measured from the debris.
+  state_->SwitchPhase(static_cast<oomguard::Phase>(previous_), /*unwinding=*/std::uncaught_exceptions() > 0);
+}
+
+void Context::SetPhase(std::string_view name) { state_->SwitchPhase(ParsePhase(name), /*unwinding=*/false); }
+
+Context::IterationRange Context::Iterations() {
+  if (state_->iterations_called) throw WorkloadError("ctx.Iterations() is called once per run: loop over it once");
+  state_->iterations_called = true;
+  return IterationRange(state_, state_->iterations);
+}
+
+Context::IterationRange::iterator Context::IterationRange::begin() {
+  if (count_ >= 1) state_->BeginIteration(1);
+  return iterator(state_, 1);
+}
+
+Context::IterationRange::iterator& Context::IterationRange::iterator::operator++() {
+  state_->EndIteration();
+  ++index_;
+  if (index_ <= state_->iterations) state_->BeginIteration(index_);
+  return *this;
+}
+
+void Context::Track(const std::vector<at::Tensor>& parameters) {
+  for (const at::Tensor& p : parameters) {
+    state_->parameters.push_back(p);
+    state_->m.param_bytes += Bytes(p);
+  }
+}
+
+void Context::Track(torch::optim::Optimizer& optimizer) { state_->optimizer = &optimizer; }
+
+void Context::CheckMovable(const std::vector<at::Tensor>& parameters) const {
+  if (backend() != Name(Backend::kMeta)) return;
+  for (const at::Tensor& p : parameters) {
+    if (p.is_meta()) continue;
+    throw WorkloadError("ctx.Build: LibTorch cannot move a module's parameters to meta (Module::to(kMeta) fails in "
+                        "set_data); make them on meta (register_parameter(\"w\", torch::empty(sizes, "
+                        "ctx.options()))) or run this workload on cpu");
+  }
+}
+
+struct HostScopeHolder {
+  HostAllocationScope scope;
+};
+Context::HostMemory::HostMemory() : scope_(std::make_unique<HostScopeHolder>()) {}
+Context::HostMemory::~HostMemory() = default;
+
+at::Tensor Context::ToDevice(const at::Tensor& host) {
+  at::Tensor copy = at::empty(host.sizes(), options().dtype(host.scalar_type())).copy_(host);
+  state_->inputs_bytes += Bytes(copy);
+  return copy;
+}
+
+// --- the run ---
+
+UserWorkloadRun::UserWorkloadRun(const WorkloadFunction& function, const VariantSpec& spec,
+                                 const VariantMeasureOptions& options, const BackendSession& backend,
+                                 VariantMeasurement* m)
+    : function_(function), state_(std::make_unique<Context::State>(spec, options, backend, *m)) {}
+
+UserWorkloadRun::~UserWorkloadRun() = default;
+
+void UserWorkloadRun::Run() {
+  Context::State& state = *state_;
+  at::manual_seed(state.spec.seed);
+  Context context(&state);
+  try {
+    function_(context);
+    state.CheckEveryKnobRead();
+  } catch (const WorkloadError& e) {
+    state.m.input_error = e.what();
+    state.m.outcome = VariantOutcome::Error(ErrorCategory::kError);
+    state.m.error = e.what();
+    return;
+  }
+  state.optimizer = nullptr;  // the function's local: gone from here on
+  if (!state.iterations_called) {  // measured as one run: its end is the first iteration's
+    state.EndPhase();
+    if (!state.m.grad_bytes) state.TakeGradients();
+    state.TakeOptimizerState();
+  }
+}
+
+LiveBreakdown UserWorkloadRun::Breakdown(int64_t live_at_refusal) const {
+  const Context::State& state = *state_;
+  LiveBreakdown b;
+  b.parameters_bytes = state.m.param_bytes;
+  for (const at::Tensor& p : state.parameters) b.gradients_bytes += Bytes(p.grad());
+  b.optimizer_state_bytes = state.m.optimizer_state_bytes.value_or(0);
+  b.inputs_bytes = state.inputs_bytes;
+  b.activations_and_transient_bytes =
+      live_at_refusal - b.parameters_bytes - b.gradients_bytes - b.optimizer_state_bytes - b.inputs_bytes;
+  return b;
+}
+
+}  // namespace oomguard
