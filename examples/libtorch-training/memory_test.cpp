@@ -1,0 +1,50 @@
+// The classifier's memory as unit tests: exact bytes on cpu, a large batch on meta.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <oomguard/gtest.h>
+#include <oomguard/measure.h>
+
+namespace {
+
+using oomguard::Measure;
+
+// 784 x 2048 + 2048 (first linear) + 2 x 2048 (layer norm) + 2048 x 10 + 10 (second linear) floats.
+constexpr int64_t kParameterBytes = (784 * 2048 + 2048 + 2 * 2048 + 2048 * 10 + 10) * 4;
+
+oomguard::MeasureOptions Options(bool eval_no_grad, int64_t batch = 256, const std::string& backend = "cpu") {
+  return {.backend = backend, .knobs = {{"batch", batch}, {"eval_no_grad", eval_no_grad}}};
+}
+
+TEST(ClassifierMemory, ParametersGradientsAndAdamStateAreExact) {
+  const oomguard::Measurement m = Measure("classifier_adam", Options(true));
+  ASSERT_THAT(m, oomguard::Passes());
+  EXPECT_EQ(m.parameter_bytes, kParameterBytes);
+  EXPECT_EQ(m.gradient_bytes, kParameterBytes);
+  EXPECT_EQ(m.optimizer_state_bytes, 2 * kParameterBytes);  // Adam's exp_avg and exp_avg_sq
+}
+
+TEST(ClassifierMemory, TheFixFitsAT4AndDoesNotLeak) {
+  const oomguard::Measurement m = Measure("classifier_adam", Options(true));
+  EXPECT_THAT(m, oomguard::FitsCard("t4"));
+  EXPECT_THAT(m, oomguard::DoesNotLeak());
+  // Under no_grad evaluation saves nothing: it peaks below the training step's backward.
+  EXPECT_THAT(m, oomguard::PhasePeakIsAtMost("eval", m.phase_peak_bytes.at("backward")));
+}
+
+TEST(ClassifierMemory, EvaluationWithoutNoGradKeepsEveryBatchsGraph) {
+  const oomguard::Measurement fixed = Measure("classifier_adam", Options(true));
+  const oomguard::Measurement pitfall = Measure("classifier_adam", Options(false));
+  ASSERT_THAT(pitfall, oomguard::Passes());
+  // Eight evaluation batches keep what one training forward saves, each.
+  EXPECT_GE(pitfall.phase_peak_bytes.at("eval") - fixed.phase_peak_bytes.at("eval"), 7 * *pitfall.forward_saved_bytes);
+  EXPECT_THAT(pitfall, ::testing::Not(oomguard::PhasePeakIsAtMost("eval", fixed.phase_peak_bytes.at("eval"))));
+}
+
+TEST(ClassifierMemory, ABatchOf65536RunsOutOfMemoryOnAT4) {
+  // Shapes only: meta measures a batch the host could not train in a test's time.
+  const oomguard::Measurement m = Measure("classifier_adam", Options(false, 65536, "meta"));
+  EXPECT_THAT(m, oomguard::RunsOutOfMemoryAt(oomguard::CardCapBytes("t4")));
+  EXPECT_THAT(m, ::testing::Not(oomguard::FitsCard("t4")));
+}
+
+}  // namespace

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The example's program and the plain tool on workload scenarios, as a user meets them: exit codes
+# and the first line of each message, exactly.
+#   tests/workload_cli_check.sh MEMORY_CHECKS OOMGUARD SOURCE_DIR SCRATCH
+set -uo pipefail
+checks="$1" tool="$2" src="$3" scratch="$4"
+example="$src/examples/libtorch-training/scenarios/classifier-eval-no-grad.json"
+fixtures="$src/tests/workload_scenarios"
+rm -rf "$scratch" && mkdir -p "$scratch" && cd "$scratch"
+failed=0
+expect() {  # expect NAME CODE REGEX -- command...
+  local name="$1" code="$2" regex="$3"; shift 4
+  local out rc
+  out="$("$@" 2>&1)"; rc=$?
+  if [ "$rc" != "$code" ] || ! grep -Eq -- "$regex" <<<"$out"; then
+    echo "FAIL $name: exit $rc (expected $code), output should match: $regex"; echo "$out" | tail -20; failed=1
+  else
+    echo "ok   $name"
+  fi
+}
+export NO_COLOR=1
+expect "the program runs its own scenario on meta" 0 "classifier-eval-no-grad +PASS" -- \
+  "$checks" run --backend meta --card t4 --baselines "$scratch/baselines"
+expect "list shows the workload scenario" 0 "classifier-eval-no-grad" -- "$checks" list
+expect "the plain tool does not register the workload" 1 \
+  "workload 'classifier_adam' is not registered in this program \(no workloads are registered" -- \
+  "$tool" run "$example" --backend cpu
+expect "a knob the workload never reads" 1 \
+  "variant 'base' sets knob \"bach\", which workload 'classifier_adam' never reads; did you mean \"batch\"\?" -- \
+  "$checks" run "$fixtures/knob-typo.json" --backend cpu
+expect "a layer-list key in a workload scenario" 1 \
+  "at variants.base.data: a workload scenario builds its own model, data and loop" -- \
+  "$checks" run "$fixtures/layer-keys.json" --backend cpu
+expect "fit varies an integer knob" 0 "batch" -- \
+  "$checks" fit classifier-eval-no-grad --knob batch --card t4 --backend meta --variant fixed --max 1000000
+expect "explain measures the workload" 0 "pitfall" -- "$checks" explain classifier-eval-no-grad --backend meta
+expect "the built-in catalog is still there" 0 "forgotten-no-grad" -- "$checks" list @catalog
+exit $failed
