@@ -23,10 +23,10 @@ class PlanTest : public ::testing::Test {
  protected:
   std::vector<PlannedScenario> Plan(RunOptions options, const BackendCheck& available = Everywhere) {
     options.paths = {folder_.path()};
-    std::vector<PlannedScenario> plan;
+    RunPlan plan;
     std::string error;
     EXPECT_TRUE(PlanRun(options, "cpu", available, &plan, &error)) << error;
-    return plan;
+    return plan.scenarios;
   }
   // "name CODE error" per planned scenario ("name runs" for one that runs).
   std::vector<std::string> Summary(const std::vector<PlannedScenario>& plan) {
@@ -104,15 +104,15 @@ TEST_F(PlanTest, ResultsFilesInAScannedFolderAreNotScenarios) {
   EXPECT_EQ(Summary(Plan(RunOptions{})), std::vector<std::string>{"alpha runs"});
   RunOptions named;  // named on the command line, it is loaded (and does not load)
   named.paths = {results};
-  std::vector<PlannedScenario> plan;
+  RunPlan plan;
   std::string error;
   ASSERT_TRUE(PlanRun(named, "cpu", Everywhere, &plan, &error)) << error;
-  ASSERT_EQ(plan.size(), 1u);
-  EXPECT_EQ(plan[0].result.code, ResultCode::kUnresolved);
+  ASSERT_EQ(plan.scenarios.size(), 1u);
+  EXPECT_EQ(plan.scenarios[0].result.code, ResultCode::kUnresolved);
 }
 
 TEST_F(PlanTest, UsageErrorsFailThePlan) {
-  std::vector<PlannedScenario> plan;
+  RunPlan plan;
   std::string error;
   RunOptions options;
   options.paths = {dir_ + "/missing"};
@@ -122,7 +122,7 @@ TEST_F(PlanTest, UsageErrorsFailThePlan) {
   options.card = "no-such-card";
   EXPECT_FALSE(PlanRun(options, "cpu", Everywhere, &plan, &error));
   EXPECT_EQ(error.rfind("--card: ", 0), 0u) << error;
-  EXPECT_TRUE(plan.empty());
+  EXPECT_TRUE(plan.scenarios.empty());
 }
 
 }  // namespace
