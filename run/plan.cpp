@@ -43,6 +43,7 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
   if (!FindScenarioFiles(PathsOrCatalog(options.paths), &files, error)) return false;
   Limits probe;
   if (!ResolveLimits(options, kDefaultCard, &probe, error)) return false;  // bad flags fail before any work
+  *plan = RunPlan{};
   ShardTally& tally = plan->shard;
   if (!ResolveShard(options.shard, options.gtest_sharding, &tally.shard, error)) return false;
 
@@ -50,7 +51,7 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
   for (const std::string& file : files) {
     const bool named = std::find(options.paths.begin(), options.paths.end(), file) != options.paths.end();
     if (!named && IsResultsFile(file)) continue;
-    const bool ours = tally.shard.Takes(tally.run_files++);
+    const bool in_shard = tally.shard.Takes(tally.run_files++);  // counts from 0, as Takes does
     PlannedScenario p;
     p.result.file = file;
     p.result.backend = backend;
@@ -60,7 +61,7 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
     p.result.summary = loaded ? p.scenario.summary : "";
     const bool selected = fnmatch(options.filter.c_str(), p.result.name.c_str(), 0) == 0;
     tally.selected_run_files += selected;
-    if (!ours) {
+    if (!in_shard) {
       if (selected && loaded) file_of_name.emplace(p.scenario.name, file);  // the first user of a name keeps it
       continue;
     }
