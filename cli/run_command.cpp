@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "base/exit_codes.h"
+#include "base/shard.h"
 #include "baselines/baseline_update.h"
 #include "cli/command.h"
 #include "cli/run_flags.h"
@@ -39,20 +40,23 @@ int RunAndReport(const RunOptions& options, const std::string& self_exe, std::os
     }
   }
   if (!options.json_path.empty()) {
-    if (!WriteResultsJson(report, options.json_path, &error)) {
+    const std::string path = ShardPath(options.json_path, report.shard.shard);
+    if (!WriteResultsJson(report, path, &error)) {
       err << "oomguard run: " << error << "\n";
       return kExitUsage;
     }
-    out << "results: " << options.json_path << "\n";
+    out << "results: " << path << "\n";
   }
-  for (const std::string& spec : options.reports) {
+  for (const std::string& pattern : options.reports) {
+    const std::string spec = ShardPath(pattern, report.shard.shard);  // a format's name has no "{shard}"
     if (!WriteReport(spec, report, &error)) {
       err << "oomguard run: " << error << "\n";
       return kExitUsage;
     }
     out << "report: " << spec.substr(spec.find('=') + 1) << "\n";
   }
-  if (report.scenarios.empty()) {
+  // Across every shard: a shard whose part --filter leaves empty passes, as an empty GoogleTest shard does.
+  if (report.shard.selected_run_files == 0) {
     err << "oomguard run: no scenario matches --filter '" << options.filter << "'\n";
     return kExitUsage;
   }
@@ -68,6 +72,7 @@ class RunCommand : public Command {
     CLI::App* run = app.add_subcommand("run", "Run scenarios under a card's memory cap and check their expectations");
     run->add_option("paths", o_.paths, "Scenario files or folders (default: the built-in catalog)");
     run->add_option("--filter", o_.filter, "Only scenarios whose name matches this glob");
+    AddShardFlag(run, &o_);
     AddRunFlags(run, &o_);
     run->add_option("--jobs,-j", o_.jobs, "Variants measured at once, each in its own process")
         ->check(CLI::Range(1, 256));

@@ -33,4 +33,11 @@ void AddRunFlags(CLI::App* app, RunOptions* o) {
                 "On cpu and meta: predict the CUDA caching allocator's allocated/reserved peaks, retries and OOMs");
 }
 
+void AddShardFlag(CLI::App* app, RunOptions* o) {
+  app->add_option("--shard", o->shard,
+                  "Run only part INDEX of COUNT (1-based, e.g. 2/3) of the scenario files, for a CI matrix; "
+                  "without it, GTEST_SHARD_INDEX and GTEST_TOTAL_SHARDS shard the run");
+  o->gtest_sharding = true;
+}
+
 }  // namespace oomguard

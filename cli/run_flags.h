@@ -19,4 +19,8 @@ std::string BackendChoicesText();
 // --backend, --card/--cap, --context, --inject, --iterations, --snapshot-dir/--snapshot-all, --model-cuda.
 void AddRunFlags(CLI::App* app, RunOptions* options);
 
+// --shard INDEX/COUNT, and GoogleTest's sharding variables when it is not given: `run` only, since
+// explain and fit name what they measure.
+void AddShardFlag(CLI::App* app, RunOptions* options);
+
 }  // namespace oomguard

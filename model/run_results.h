@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/shard.h"
 #include "model/measurement.h"
 #include "model/result_code.h"
 
@@ -93,12 +94,23 @@ struct ScenarioResult {
   double duration_ms = 0;
 };
 
+// How much of the whole run a shard took (--shard, GoogleTest's variables): "shard 2/3: 6 of 17
+// scenario files". Not sharded: shard.count is 0 and files == run_files.
+struct ShardTally {
+  Shard shard;
+  int files = 0;               // the scenario files this shard took (run, unresolved or skipped)
+  int run_files = 0;           // the whole run's scenario files, every shard's
+  int selected_run_files = 0;  // of run_files, those --filter selects, in any shard
+};
+
 struct RunResults {
   std::vector<ScenarioResult> scenarios;  // in catalog order
   // SKIPPED: what --filter did not select, in catalog order, each with its reason in `error` and no
   // variants. Kept apart so that a writer listing what ran shows only that: the console counts these
   // in its summary, JUnit writes them as <skipped/>, the results JSON and the others leave them out.
   std::vector<ScenarioResult> skipped;
+  // Both lists hold only this shard's files; the others' are neither run nor reported, as GoogleTest does.
+  ShardTally shard;
   bool compared_with_baselines = false;  // --baselines / the catalog's stored baselines were read
   bool strict = false;                   // --strict: a variant without a baseline fails
   std::string oomguard_version;          // filled by the runner; fixed in report tests

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/byte_size.h"
+#include "base/shard.h"
 #include "model/phase.h"
 #include "reports/report_format.h"
 
@@ -252,6 +253,9 @@ void WriteRunSummary(const RunResults& report, std::ostream& out, const ConsoleS
       << FormatSeconds(report.duration_ms) << ":";
   for (const auto& [code, n] : counts) out << " " << n << " " << code;
   out << (failures ? "  (" + std::to_string(failures) + " failing)" : "") << "\n";
+  if (const ShardTally& t = report.shard; t.shard.Sharded()) {
+    out << "shard " << ShardName(t.shard) << ": " << t.files << " of " << t.run_files << " scenario files\n";
+  }
   int improved = 0, fresh = 0;
   for (const ScenarioResult& s : report.scenarios) {
     for (const VariantResult& v : s.variants) {

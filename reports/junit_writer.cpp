@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/byte_size.h"
+#include "base/shard.h"
 #include "model/metric_names.h"
 #include "reports/escape.h"
 #include "reports/report_format.h"
@@ -220,15 +221,20 @@ std::string RenderJUnit(const RunResults& report) {
     suites.push_back(ScenarioCases(*s));
     total.Add(Count(suites.back()));
   }
+  const std::string shard = ShardName(report.shard.shard);
+  const std::string properties =
+      shard.empty() ? ""
+                    : "    <properties>\n      <property name=\"shard\" value=\"" + shard + "\"/>\n    </properties>\n";
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<testsuites name=\"oomguard\"" + total.Attributes(/*with_skipped=*/false) + " time=\"" +
-         Seconds(report.duration_ms) + "\">\n";
+  out += "<testsuites name=\"oomguard" + (shard.empty() ? "" : " shard " + shard) + "\"" +
+         total.Attributes(/*with_skipped=*/false) + " time=\"" + Seconds(report.duration_ms) + "\">\n";
   for (size_t i = 0; i < scenarios.size(); ++i) {
     const ScenarioResult& s = *scenarios[i];
     out += "  <testsuite name=\"" + XmlEscape(s.name, true) + "\"" + Count(suites[i]).Attributes() + " time=\"" +
            Seconds(s.duration_ms) + "\"";
     if (!s.file.empty()) out += " file=\"" + XmlEscape(s.file, true) + "\"";
     out += ">\n";
+    out += properties;
     for (const Case& c : suites[i]) WriteCase(s, c, &out);
     out += "  </testsuite>\n";
   }

@@ -13,6 +13,9 @@
 //   its own, has a testcase named "(scenario)" carrying its result and error;
 // - the scenarios --filter did not select (RunResults::skipped) follow, each a suite with one
 //   "(scenario)" case: <skipped message="not selected by --filter 'GLOB'" type="SKIPPED">;
+// - a sharded run (--shard 2/3) names the shard in <testsuites name="oomguard shard 2/3"> and gives each
+//   <testsuite> <property name="shard" value="2/3"/>, so that the merged files of a CI matrix tell
+//   their shards apart; the shards' suites are disjoint, since each file is in one shard;
 // - a scenario with relation checks has a testcase "(checks)" that fails when any check failed, listing
 //   each failed check's explanation (all checks, with ok/skip/FAILED, go to its <system-out>).
 // Result codes map as: PASS -> passed; FAIL, XPASS -> <failure type="FAIL|XPASS"> (message: the first

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
+#include "base/shard.h"
 #include "scenario/catalog.h"
 #include "scenario/scenario_loader.h"
 #include "workload/workload_registry.h"
@@ -37,17 +38,21 @@ void NotRun(ResultCode code, const std::string& reason, PlannedScenario* p) {
 
 }  // namespace
 
-bool PlanRun(const RunOptions& options, const std::string& backend, const BackendCheck& available,
-             std::vector<PlannedScenario>* plan, std::string* error) {
+bool PlanRun(const RunOptions& options, const std::string& backend, const BackendCheck& available, RunPlan* plan,
+             std::string* error) {
   std::vector<std::string> files;
   if (!FindScenarioFiles(PathsOrCatalog(options.paths), &files, error)) return false;
   Limits probe;
   if (!ResolveLimits(options, kDefaultCard, &probe, error)) return false;  // bad flags fail before any work
+  *plan = RunPlan{};
+  ShardTally& tally = plan->shard;
+  if (!ResolveShard(options.shard, options.gtest_sharding, &tally.shard, error)) return false;
 
   std::map<std::string, std::string> file_of_name;
   for (const std::string& file : files) {
     const bool named = std::find(options.paths.begin(), options.paths.end(), file) != options.paths.end();
     if (!named && IsResultsFile(file)) continue;
+    const bool in_shard = tally.shard.Takes(tally.run_files++);  // counts from 0, as Takes does
     PlannedScenario p;
     p.result.file = file;
     p.result.backend = backend;
@@ -55,9 +60,16 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
     const bool loaded = LoadScenarioFile(file, &p.scenario, &load_error);
     p.result.name = loaded ? p.scenario.name : Stem(file);
     p.result.summary = loaded ? p.scenario.summary : "";
+    const bool selected = fnmatch(options.filter.c_str(), p.result.name.c_str(), 0) == 0;
+    tally.selected_run_files += selected;
+    if (!in_shard) {
+      if (selected && loaded) file_of_name.emplace(p.scenario.name, file);  // the first user of a name keeps it
+      continue;
+    }
+    ++tally.files;
     Limits limits;
     std::string why;
-    if (fnmatch(options.filter.c_str(), p.result.name.c_str(), 0) != 0) {
+    if (!selected) {
       NotRun(ResultCode::kSkipped, "not selected by --filter '" + options.filter + "'", &p);
     } else if (!loaded) {
       NotRun(ResultCode::kUnresolved, load_error, &p);
@@ -82,7 +94,7 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
       p.result.card = limits.card;
       p.result.cap_bytes = limits.cap_bytes;
     }
-    plan->push_back(std::move(p));
+    plan->scenarios.push_back(std::move(p));
   }
   return true;
 }

@@ -1,31 +1,36 @@
 // The plan of a run: which scenario files run, and for each of the others why not. Pure of
 // spawning: it finds and loads the files, and decides nothing that needs a measurement.
 //
-//   std::vector<oomguard::PlannedScenario> plan;
+//   oomguard::RunPlan plan;
 //   std::string error;
 //   if (!oomguard::PlanRun(options, "cpu", available, &plan, &error)) { usage error }
-//   for (const PlannedScenario& p : plan) {
+//   for (const PlannedScenario& p : plan.scenarios) {
 //     if (p.runs) { ... measure p.scenario's variants, judge them into p.result ... }
 //   }
 //
 // Per file, in catalog order, the first rule that applies decides:
 //   1. a results file of `oomguard run --json` found in a scanned folder is not a scenario: left out
 //      (one named on the command line is loaded, and fails to);
-//   2. a name that --filter does not match (a file that does not load goes by its stem): SKIPPED,
+//   2. a file of another shard (--shard INDEX/COUNT, or GoogleTest's variables with
+//      options.gtest_sharding): left out of the plan. The files left after rule 1 are dealt round-robin,
+//      position k (0-based) to shard (k mod COUNT) + 1, whether they load or not, so a shard's part does
+//      not depend on --filter or on what the files hold. The file is still loaded for its name, so rule 5
+//      sees the names of every shard and each shard judges a duplicate as the whole run would;
+//   3. a name that --filter does not match (a file that does not load goes by its stem): SKIPPED,
 //      "not selected by --filter 'GLOB'";
-//   3. a file that does not load: UNRESOLVED, with the loader's error;
-//   4. a name an earlier file already used: UNRESOLVED, "FILE: scenario name 'N' is already used by F";
-//   5. limits that do not resolve (the scenario's card or cap with --context, say): UNRESOLVED;
-//   6. a variant naming a workload this program does not register (workload/workload_registry.h):
+//   4. a file that does not load: UNRESOLVED, with the loader's error;
+//   5. a name an earlier file already used: UNRESOLVED, "FILE: scenario name 'N' is already used by F";
+//   6. limits that do not resolve (the scenario's card or cap with --context, say): UNRESOLVED;
+//   7. a variant naming a workload this program does not register (workload/workload_registry.h):
 //      UNRESOLVED, "FILE: workload 'x' is not registered in this program ...";
-//   7. a backend the scenario does not list: UNSUPPORTED, "runs on cpu, not meta (run it with
+//   8. a backend the scenario does not list: UNSUPPORTED, "runs on cpu, not meta (run it with
 //      --backend cpu)"; one that is not available here: UNSUPPORTED with the backend's reason;
-//   8. otherwise it runs.
+//   9. otherwise it runs.
 // With the default --filter '*' nothing is SKIPPED.
 //
 // Error policy: PlanRun returns false only for usage errors: a path that does not exist, or a bad
-// --card/--cap/--context/--inject (checked once, before any file is read). Everything a scenario file
-// does wrong is a planned result.
+// --card/--cap/--context/--inject/--shard or GoogleTest variable (checked once, before any file is
+// read). Everything a scenario file does wrong is a planned result.
 #pragma once
 
 #include <functional>
@@ -51,7 +56,12 @@ struct PlannedScenario {
   bool runs = false;
 };
 
+struct RunPlan {
+  std::vector<PlannedScenario> scenarios;  // this shard's files (every file when not sharded), in catalog order
+  ShardTally shard;                        // the shard, and how many of the run's files it took
+};
+
 [[nodiscard]] bool PlanRun(const RunOptions& options, const std::string& backend, const BackendCheck& available,
-                           std::vector<PlannedScenario>* plan, std::string* error);
+                           RunPlan* plan, std::string* error);
 
 }  // namespace oomguard

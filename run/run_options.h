@@ -5,6 +5,7 @@
 // malformed size, bad fault spec); the CLI turns that into exit code 2.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ struct RunOptions {
   std::string snapshot_dir;          // --snapshot-dir DIR: memory_viz snapshots of failing or OOM variants
   bool snapshot_all = false;         // --snapshot-all: of every variant
   bool model_cuda = false;           // --model-cuda: predict the CUDA caching allocator on cpu/meta
+
+  // `run` only: explain and fit name what they measure.
+  std::optional<std::string> shard;  // --shard INDEX/COUNT: this job's part of the scenario files (base/shard.h)
+  bool gtest_sharding = false;       // without --shard, GTEST_SHARD_INDEX and GTEST_TOTAL_SHARDS shard the run
 };
 
 inline constexpr const char* kDefaultCard = "t4";

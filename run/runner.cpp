@@ -70,16 +70,18 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
   const auto start = std::chrono::steady_clock::now();
   const BackendDriver& driver = GetBackend(ResolveBackend(options.backend));
   const std::string backend = driver.name();
-  std::vector<PlannedScenario> plan;
+  RunPlan run_plan;
   const BackendCheck available = [](const std::string& name, std::string* why) {
     return GetBackend(BackendNamed(name)).Available(why);
   };
-  if (!PlanRun(options, backend, available, &plan, error)) return false;
+  if (!PlanRun(options, backend, available, &run_plan, error)) return false;
+  std::vector<PlannedScenario>& plan = run_plan.scenarios;
   if (!options.snapshot_dir.empty() && !MakeDirectories(options.snapshot_dir, error)) {
     *error = "--snapshot-dir " + options.snapshot_dir + ": " + *error;
     return false;
   }
   report->backend = backend;
+  report->shard = run_plan.shard;
   const VersionInfo versions = CollectVersionInfo();
   report->oomguard_version = versions.oomguard;
   report->libtorch_version = versions.libtorch;

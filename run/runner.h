@@ -9,10 +9,11 @@
 // or prints garbage makes that variant UNRESOLVED or TIMEOUT and the run goes on. Results do not
 // depend on --jobs: each child starts from a fresh process, and results are kept in catalog order.
 // on_done is called once per scenario in report.scenarios, as soon as it is judged (those that do not
-// run first); never for the SKIPPED ones (report.skipped).
+// run first); never for the SKIPPED ones (report.skipped). A sharded run (options.shard) plans, runs and
+// reports only its shard's files; report.shard says how many of the run's it took.
 // Error policy: RunScenarios returns false only for usage errors (a path that does not exist, a bad
-// --card/--cap/--inject, a --snapshot-dir that cannot be made); everything a scenario does wrong is a
-// result.
+// --card/--cap/--inject/--shard, a --snapshot-dir that cannot be made); everything a scenario does
+// wrong is a result.
 #pragma once
 
 #include <functional>

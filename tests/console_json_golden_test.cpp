@@ -58,6 +58,22 @@ TEST(ConsoleReport, SkippedScenariosAreCountedNotListed) {
   EXPECT_EQ(out.str(), expected);
 }
 
+// A shard says under the totals how much of the run it took; an unsharded run says nothing of shards.
+TEST(ConsoleReport, AShardSaysHowManyOfTheRunsFilesItTook) {
+  RunResults report = testing::SampleReport();
+  std::ostringstream plain;
+  WriteRunSummary(report, plain, {});
+  report.shard = {Shard{2, 3}, 6, 17, 17};
+  std::ostringstream out;
+  WriteRunSummary(report, out, {});
+  std::string expected = plain.str();
+  const std::string totals = "4 scenarios on cpu in 4.2 s: 1 FAIL 1 PASS 1 UNRESOLVED 1 UNSUPPORTED  (2 failing)\n";
+  ASSERT_NE(expected.find(totals), std::string::npos) << expected;
+  expected.insert(expected.find(totals) + totals.size(), "shard 2/3: 6 of 17 scenario files\n");
+  EXPECT_EQ(out.str(), expected);
+  EXPECT_EQ(plain.str().find("shard"), std::string::npos);
+}
+
 // The results file holds what ran: the SKIPPED scenarios are left out.
 TEST(ResultsJson, LeavesSkippedScenariosOut) {
   RunResults report = testing::SampleReport();

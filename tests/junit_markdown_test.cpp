@@ -154,6 +154,13 @@ std::vector<std::string> JUnitProblems(const std::string& xml) {
     require(suite, {"name", "tests", "failures", "errors", "skipped", "time"});
     std::map<std::string, int> counts;
     for (const Element& test : suite.children) {
+      if (test.name == "properties" && &test == &suite.children.front()) {  // a sharded run's: first, if at all
+        for (const Element& property : test.children) {
+          if (property.name != "property") problems.push_back("<" + property.name + "> in <properties>");
+          require(property, {"name", "value"});
+        }
+        continue;
+      }
       if (test.name != "testcase") problems.push_back("<" + test.name + "> in <testsuite>");
       require(test, {"classname", "name", "time"});
       ++counts["tests"];
@@ -308,6 +315,34 @@ TEST(JUnit, SkippedScenariosAreSkippedSuitesAfterTheRest) {
   ASSERT_GE(xml.size(), suite.size());
   EXPECT_EQ(xml.substr(xml.size() - suite.size()), suite) << xml;
   EXPECT_EQ(JUnitProblems(xml), std::vector<std::string>{});
+}
+
+// A shard's file names its shard on the root and in every suite, and is otherwise the unsharded file, so
+// that the merged files of a CI matrix tell their shards apart.
+TEST(JUnit, AShardIsNamedOnTheRootAndAPropertyOfEverySuite) {
+  RunResults report = testing::SampleReport();
+  const std::string unsharded = RenderJUnit(report);
+  report.shard = {Shard{2, 3}, 6, 17, 17};
+  const std::string xml = RenderJUnit(report);
+  const std::string root = "<testsuites name=\"oomguard\"";
+  std::string expected;
+  std::istringstream lines(unsharded);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(root, 0) == 0) line.replace(0, root.size(), "<testsuites name=\"oomguard shard 2/3\"");
+    expected += line + "\n";
+    if (line.rfind("  <testsuite ", 0) == 0) {
+      expected += "    <properties>\n      <property name=\"shard\" value=\"2/3\"/>\n    </properties>\n";
+    }
+  }
+  EXPECT_EQ(xml, expected);
+  EXPECT_NE(xml.find("\n<testsuites name=\"oomguard shard 2/3\" tests=\"8\" failures=\"2\" errors=\"1\" "
+                     "time=\"4.200\">\n  <testsuite name=\"forgotten-no-grad\""),
+            std::string::npos)
+      << xml;
+  EXPECT_EQ(JUnitProblems(xml), std::vector<std::string>{});
+  if (HaveXmllint()) {
+    EXPECT_EQ(Xmllint("--noout --schema '" + GoldenPath("junit-10.xsd") + "'", xml), 0);
+  }
 }
 
 TEST(JUnit, CharactersXmlCannotCarryAreReplaced) {

@@ -3,8 +3,12 @@
 #include "run/plan.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <map>
 
 #include "scratch_folder.h"
+#include "tests/scoped_environment.h"
 
 namespace oomguard {
 namespace {
@@ -19,14 +23,36 @@ std::string Tiny(const std::string& name, const std::string& extra = "") {
 
 bool Everywhere(const std::string&, std::string*) { return true; }
 
+// The files of a plan, in its order.
+std::vector<std::string> Files(const RunPlan& plan) {
+  std::vector<std::string> files;
+  for (const PlannedScenario& p : plan.scenarios) files.push_back(p.result.file);
+  return files;
+}
+
+// "shard 2/3: 6 of 17, 17 selected".
+std::string Tally(const ShardTally& t) {
+  return "shard " + ShardName(t.shard) + ": " + std::to_string(t.files) + " of " + std::to_string(t.run_files) + ", " +
+         std::to_string(t.selected_run_files) + " selected";
+}
+
 class PlanTest : public ::testing::Test {
  protected:
-  std::vector<PlannedScenario> Plan(RunOptions options, const BackendCheck& available = Everywhere) {
-    options.paths = {folder_.path()};
-    std::vector<PlannedScenario> plan;
+  RunPlan FullPlan(RunOptions options, const BackendCheck& available = Everywhere) {
+    if (options.paths.empty()) options.paths = {folder_.path()};
+    RunPlan plan;
     std::string error;
     EXPECT_TRUE(PlanRun(options, "cpu", available, &plan, &error)) << error;
     return plan;
+  }
+  std::vector<PlannedScenario> Plan(RunOptions options, const BackendCheck& available = Everywhere) {
+    return FullPlan(std::move(options), available).scenarios;
+  }
+  RunOptions Sharded(const std::string& shard, const std::string& filter = "*") {
+    RunOptions options;
+    options.shard = shard;
+    options.filter = filter;
+    return options;
   }
   // "name CODE error" per planned scenario ("name runs" for one that runs).
   std::vector<std::string> Summary(const std::vector<PlannedScenario>& plan) {
@@ -104,15 +130,15 @@ TEST_F(PlanTest, ResultsFilesInAScannedFolderAreNotScenarios) {
   EXPECT_EQ(Summary(Plan(RunOptions{})), std::vector<std::string>{"alpha runs"});
   RunOptions named;  // named on the command line, it is loaded (and does not load)
   named.paths = {results};
-  std::vector<PlannedScenario> plan;
+  RunPlan plan;
   std::string error;
   ASSERT_TRUE(PlanRun(named, "cpu", Everywhere, &plan, &error)) << error;
-  ASSERT_EQ(plan.size(), 1u);
-  EXPECT_EQ(plan[0].result.code, ResultCode::kUnresolved);
+  ASSERT_EQ(plan.scenarios.size(), 1u);
+  EXPECT_EQ(plan.scenarios[0].result.code, ResultCode::kUnresolved);
 }
 
 TEST_F(PlanTest, UsageErrorsFailThePlan) {
-  std::vector<PlannedScenario> plan;
+  RunPlan plan;
   std::string error;
   RunOptions options;
   options.paths = {dir_ + "/missing"};
@@ -122,7 +148,119 @@ TEST_F(PlanTest, UsageErrorsFailThePlan) {
   options.card = "no-such-card";
   EXPECT_FALSE(PlanRun(options, "cpu", Everywhere, &plan, &error));
   EXPECT_EQ(error.rfind("--card: ", 0), 0u) << error;
-  EXPECT_TRUE(plan.empty());
+  EXPECT_TRUE(plan.scenarios.empty());
+  options.card = "";
+  options.shard = "0/3";
+  EXPECT_FALSE(PlanRun(options, "cpu", Everywhere, &plan, &error));
+  EXPECT_EQ(error, "--shard: expected INDEX/COUNT with 1 <= INDEX <= COUNT, such as 2/3; got '0/3'");
+  EXPECT_TRUE(plan.scenarios.empty());
+}
+
+// The real catalog in three shards: file k (0-based, in the sorted plan order) is shard (k mod 3) + 1's.
+TEST(PlanShards, TheCatalogsThreeShardsAreDisjointAndCoverEveryFileOnce) {
+  RunPlan whole;
+  std::string error;
+  ASSERT_TRUE(PlanRun(RunOptions{}, "cpu", Everywhere, &whole, &error)) << error;
+  const std::vector<std::string> all = Files(whole);
+  ASSERT_EQ(all.size(), 17u);
+  EXPECT_EQ(Tally(whole.shard), "shard : 17 of 17, 17 selected");
+  std::map<std::string, int> times_planned;
+  const std::vector<std::string> tallies = {"shard 1/3: 6 of 17, 17 selected", "shard 2/3: 6 of 17, 17 selected",
+                                            "shard 3/3: 5 of 17, 17 selected"};
+  for (int index = 1; index <= 3; ++index) {
+    RunOptions options;
+    options.shard = std::to_string(index) + "/3";
+    RunPlan plan;
+    ASSERT_TRUE(PlanRun(options, "cpu", Everywhere, &plan, &error)) << error;
+    std::vector<std::string> expected;
+    for (size_t k = index - 1; k < all.size(); k += 3) expected.push_back(all[k]);
+    EXPECT_EQ(Files(plan), expected) << options.shard.value();
+    EXPECT_EQ(Tally(plan.shard), tallies[index - 1]);
+    for (const std::string& file : Files(plan)) ++times_planned[file];
+    RunPlan again;  // the same call, the same split
+    ASSERT_TRUE(PlanRun(options, "cpu", Everywhere, &again, &error)) << error;
+    EXPECT_EQ(Files(again), Files(plan));
+  }
+  ASSERT_EQ(times_planned.size(), all.size());
+  for (const std::string& file : all) EXPECT_EQ(times_planned[file], 1) << file;
+}
+
+TEST_F(PlanTest, AFileThatDoesNotLoadIsInTheShardOfItsPosition) {
+  folder_.Write("a.json", Tiny("alpha"));
+  folder_.Write("b.json", Tiny("beta"));
+  folder_.Write("c_broken.json", "{");
+  folder_.Write("d.json", Tiny("delta"));
+  EXPECT_EQ(Summary(Plan(Sharded("1/2"))), (std::vector<std::string>{"alpha runs", "c_broken UNRESOLVED "}));
+  EXPECT_EQ(Summary(Plan(Sharded("2/2"))), (std::vector<std::string>{"beta runs", "delta runs"}));
+}
+
+// Each shard judges a name used twice as the whole run does, though the first user is in another shard.
+TEST_F(PlanTest, ADuplicateNameIsADuplicateAcrossShards) {
+  folder_.Write("a.json", Tiny("alpha"));
+  folder_.Write("b.json", Tiny("alpha"));
+  EXPECT_EQ(Summary(Plan(Sharded("1/2"))), std::vector<std::string>{"alpha runs"});
+  const std::vector<PlannedScenario> second = Plan(Sharded("2/2"));
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].result.code, ResultCode::kUnresolved);
+  EXPECT_EQ(second[0].result.error, dir_ + "/b.json: scenario name 'alpha' is already used by " + dir_ + "/a.json");
+}
+
+// The deal does not depend on --filter: what it does not select is SKIPPED in the shard of its position.
+TEST_F(PlanTest, TheFilterSkipsWithinAShardAndIsCountedAcrossShards) {
+  folder_.Write("a.json", Tiny("alpha"));
+  folder_.Write("b.json", Tiny("beta"));
+  folder_.Write("c.json", Tiny("gamma"));
+  const RunPlan first = FullPlan(Sharded("1/2", "b*"));
+  EXPECT_EQ(Summary(first.scenarios), (std::vector<std::string>{"alpha SKIPPED not selected by --filter 'b*'",
+                                                                "gamma SKIPPED not selected by --filter 'b*'"}));
+  EXPECT_EQ(Tally(first.shard), "shard 1/2: 2 of 3, 1 selected");
+  const RunPlan second = FullPlan(Sharded("2/2", "b*"));
+  EXPECT_EQ(Summary(second.scenarios), std::vector<std::string>{"beta runs"});
+  EXPECT_EQ(Tally(second.shard), "shard 2/2: 1 of 3, 1 selected");
+  EXPECT_EQ(Tally(FullPlan(Sharded("2/2", "nothing*")).shard), "shard 2/2: 1 of 3, 0 selected");
+}
+
+TEST_F(PlanTest, AResultsFileTakesNoPosition) {
+  folder_.Write("a.json", Tiny("alpha"));
+  folder_.Write("b.json", R"({"schema_version": 1, "scenarios": []})");
+  folder_.Write("c.json", Tiny("gamma"));
+  EXPECT_EQ(Summary(Plan(Sharded("2/2"))), std::vector<std::string>{"gamma runs"});
+}
+
+TEST_F(PlanTest, MoreShardsThanFilesLeaveEmptyShards) {
+  folder_.Write("a.json", Tiny("alpha"));
+  const RunPlan plan = FullPlan(Sharded("3/5"));
+  EXPECT_TRUE(plan.scenarios.empty());
+  EXPECT_EQ(Tally(plan.shard), "shard 3/5: 0 of 1, 1 selected");
+}
+
+// GoogleTest's variables shard the plan only where options.gtest_sharding asks (`oomguard run`), and
+// --shard wins over them.
+TEST_F(PlanTest, GTestVariablesShardOnlyWhenAsked) {
+  testing::ScopedEnvironment env({"GTEST_TOTAL_SHARDS", "GTEST_SHARD_INDEX", "GTEST_SHARD_STATUS_FILE"});
+  folder_.Write("a.json", Tiny("alpha"));
+  folder_.Write("b.json", Tiny("beta"));
+  const std::string status = dir_ + "/status";
+  env.Set("GTEST_TOTAL_SHARDS", "2");
+  env.Set("GTEST_SHARD_INDEX", "1");
+  env.Set("GTEST_SHARD_STATUS_FILE", status);
+  RunOptions options;
+  EXPECT_EQ(Summary(Plan(options)), (std::vector<std::string>{"alpha runs", "beta runs"}));  // explain's, fit's
+  struct stat st {};
+  EXPECT_NE(stat(status.c_str(), &st), 0) << "not asked, so not honoured";
+  options.gtest_sharding = true;
+  EXPECT_EQ(Summary(Plan(options)), std::vector<std::string>{"beta runs"});
+  EXPECT_EQ(stat(status.c_str(), &st), 0) << status;
+  options.shard = "1/2";
+  EXPECT_EQ(Summary(Plan(options)), std::vector<std::string>{"alpha runs"});
+
+  env.Set("GTEST_SHARD_INDEX", "x");
+  options.shard.reset();
+  options.paths = {dir_};
+  RunPlan plan;
+  std::string error;
+  EXPECT_FALSE(PlanRun(options, "cpu", Everywhere, &plan, &error));
+  EXPECT_EQ(error, "GTEST_SHARD_INDEX: expected a whole number from 0 to 1 (GTEST_TOTAL_SHARDS is 2), got 'x'");
 }
 
 }  // namespace

@@ -2,10 +2,27 @@
 // c10 configured the way users run it.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "allocators/install.h"
+
+namespace {
+
+// GoogleTest has dealt this binary's tests by its sharding variables before an environment is set up.
+// Removing them then keeps the `oomguard run` that tests call in process (which honours the same
+// variables) from taking a shard of its own scenarios when a runner shards this binary.
+class ForgetShardingVariables : public testing::Environment {
+ public:
+  void SetUp() override {
+    for (const char* name : {"GTEST_TOTAL_SHARDS", "GTEST_SHARD_INDEX", "GTEST_SHARD_STATUS_FILE"}) unsetenv(name);
+  }
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   oomguard::InstallTrackingAllocators();
   testing::InitGoogleTest(&argc, argv);
+  testing::AddGlobalTestEnvironment(new ForgetShardingVariables);  // GoogleTest owns it
   return RUN_ALL_TESTS();
 }
