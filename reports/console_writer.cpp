@@ -32,6 +32,7 @@ std::string OriginName(const std::string& phase) {
       return "optimizer state (optimizer)";
     case Phase::kZeroGrad:
     case Phase::kEval:
+    case Phase::kStep:
       break;
   }
   return phase;

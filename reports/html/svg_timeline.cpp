@@ -74,6 +74,8 @@ std::string_view PhaseColour(Phase phase) {
       return "#dff2da";
     case Phase::kEval:
       return "#e8e0f7";
+    case Phase::kStep:  // a workload's code outside the phases it marks
+      return "#f4f4f4";
   }
   return "#eeeeee";
 }
