@@ -10,6 +10,8 @@ namespace {
 constexpr int64_t MiB(int64_t n) { return n * 1024 * 1024; }
 constexpr int64_t kCtx = kDefaultContextBytes;
 
+// A new card also needs its MiB in cmake/oomguardCards.cmake, what a cuda CTest asks for
+// (tests/package/card_table.cmake rewrites it; Package.CardTableMatchesOomguardCards checks it).
 // Figures are torch.cuda.get_device_properties().total_memory / deviceQuery "total global memory" as
 // reported in public logs. Where several drivers disagree the value named in the source is used.
 constexpr std::array kCards{

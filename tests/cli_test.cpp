@@ -51,6 +51,18 @@ TEST(Cli, CardsPrintsEveryPresetWithItsCap) {
       << with_sources.out;
 }
 
+TEST(Cli, CardsJsonGivesEveryPresetInBytes) {
+  CliResult r = Cli({"cards", "--json"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_EQ(r.out.rfind("[\n  {\n    \"key\": \"t4\",\n    \"name\": \"NVIDIA T4 16GB\",\n"
+                        "    \"total_bytes\": 15828254720,\n    \"context_bytes\": 446693376,\n"
+                        "    \"cap_bytes\": 15381561344\n  },\n",
+                        0),
+            0u)
+      << r.out;
+  EXPECT_EQ(Cli({"cards", "--json", "--sources"}).code, kExitUsage);
+}
+
 TEST(Cli, MalformedCapIsAUsageErrorThatSaysWhatIsAccepted) {
   CliResult r = Cli({"run", "--cap", "12XB"});
   EXPECT_EQ(r.code, kExitUsage);
