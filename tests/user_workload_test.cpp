@@ -201,6 +201,14 @@ TEST(UserWorkload, AMissingKnobIsAnInputErrorNamingItsType) {
             "\"knobs\", e.g. \"knobs\": {\"hidden\": ...}");
 }
 
+TEST(UserWorkload, AMissingKnobNamesTheMisspeltOneTheVariantSets) {
+  const VariantMeasurement m =
+      MeasureWorkload([](Context& ctx) { ctx.Int("batch"); }, WithKnobs({{"bach", int64_t{8}}}), {});
+  EXPECT_EQ(m.input_error,
+            "workload 'test' reads knob \"batch\" (an integer), which variant 'base' does not set; it sets \"bach\": "
+            "did you mean \"batch\"?");
+}
+
 TEST(UserWorkload, AKnobOfAnotherTypeIsAnInputError) {
   const VariantMeasurement m =
       MeasureWorkload([](Context& ctx) { ctx.Int("batch"); }, WithKnobs({{"batch", 64.5}}), {});

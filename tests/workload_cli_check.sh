@@ -19,14 +19,14 @@ expect() {  # expect NAME CODE REGEX -- command...
   fi
 }
 export NO_COLOR=1
-expect "the program runs its own scenario on meta" 0 "classifier-eval-no-grad +PASS" -- \
+expect "the program runs its own scenario on meta" 0 "PASS +classifier-eval-no-grad" -- \
   "$checks" run --backend meta --card t4 --baselines "$scratch/baselines"
 expect "list shows the workload scenario" 0 "classifier-eval-no-grad" -- "$checks" list
 expect "the plain tool does not register the workload" 1 \
   "workload 'classifier_adam' is not registered in this program \(no workloads are registered" -- \
   "$tool" run "$example" --backend cpu
-expect "a knob the workload never reads" 1 \
-  "variant 'base' sets knob \"bach\", which workload 'classifier_adam' never reads; did you mean \"batch\"\?" -- \
+expect "a misspelt knob" 1 \
+  "reads knob \"batch\" \(an integer\), which variant 'base' does not set; it sets \"bach\": did you mean \"batch\"\?" -- \
   "$checks" run "$fixtures/knob-typo.json" --backend cpu
 expect "a layer-list key in a workload scenario" 1 \
   "at variants.base.data: a workload scenario builds its own model, data and loop" -- \

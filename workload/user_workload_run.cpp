@@ -150,9 +150,15 @@ struct Context::State {
   }
 
   [[noreturn]] void Missing(const std::string& name, const std::string& type) const {
+    std::vector<std::string> unread;  // a misspelling of this knob would be one of them
+    for (const auto& [set, value] : spec.knobs) {
+      if (knobs_read.count(set) == 0) unread.push_back(set);
+    }
+    const std::string near = ClosestMatch(name, unread);
     throw WorkloadError("workload '" + spec.workload + "' reads knob \"" + name + "\" (" + type + "), which variant '" +
-                        spec.name + "' does not set: add it under \"knobs\", e.g. \"knobs\": {\"" + name +
-                        "\": ...}");
+                        spec.name + "' does not set" +
+                        (near.empty() ? ": add it under \"knobs\", e.g. \"knobs\": {\"" + name + "\": ...}"
+                                      : "; it sets \"" + near + "\": did you mean \"" + name + "\"?"));
   }
 
   [[noreturn]] void WrongType(const std::string& name, const std::string& type, const KnobValue& value) const {

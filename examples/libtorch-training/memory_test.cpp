@@ -12,7 +12,8 @@ using oomguard::Measure;
 constexpr int64_t kParameterBytes = (784 * 2048 + 2048 + 2 * 2048 + 2048 * 10 + 10) * 4;
 
 oomguard::MeasureOptions Options(bool eval_no_grad, int64_t batch = 256, const std::string& backend = "cpu") {
-  return {.backend = backend, .knobs = {{"batch", batch}, {"eval_no_grad", eval_no_grad}}};
+  return {.backend = backend, .iterations = backend == "meta" ? 1 : 2,
+          .knobs = {{"batch", batch}, {"eval_no_grad", eval_no_grad}}};
 }
 
 TEST(ClassifierMemory, ParametersGradientsAndAdamStateAreExact) {
@@ -27,22 +28,23 @@ TEST(ClassifierMemory, TheFixFitsAT4AndDoesNotLeak) {
   const oomguard::Measurement m = Measure("classifier_adam", Options(true));
   EXPECT_THAT(m, oomguard::FitsCard("t4"));
   EXPECT_THAT(m, oomguard::DoesNotLeak());
-  // Under no_grad evaluation saves nothing: it peaks below the training step's backward.
-  EXPECT_THAT(m, oomguard::PhasePeakIsAtMost("eval", m.phase_peak_bytes.at("backward")));
+  // Under no_grad evaluation saves nothing: it peaks below Adam's step.
+  EXPECT_THAT(m, oomguard::PhasePeakIsAtMost("eval", m.phase_peak_bytes.at("optimizer")));
 }
 
 TEST(ClassifierMemory, EvaluationWithoutNoGradKeepsEveryBatchsGraph) {
   const oomguard::Measurement fixed = Measure("classifier_adam", Options(true));
   const oomguard::Measurement pitfall = Measure("classifier_adam", Options(false));
   ASSERT_THAT(pitfall, oomguard::Passes());
-  // Eight evaluation batches keep what one training forward saves, each.
-  EXPECT_GE(pitfall.phase_peak_bytes.at("eval") - fixed.phase_peak_bytes.at("eval"), 7 * *pitfall.forward_saved_bytes);
+  // Eight evaluation batches each keep more than half of what a training forward saves (evaluation
+  // has no dropout mask to save): over four training forwards' worth in all.
+  EXPECT_GE(pitfall.phase_peak_bytes.at("eval") - fixed.phase_peak_bytes.at("eval"), 4 * *pitfall.forward_saved_bytes);
   EXPECT_THAT(pitfall, ::testing::Not(oomguard::PhasePeakIsAtMost("eval", fixed.phase_peak_bytes.at("eval"))));
 }
 
-TEST(ClassifierMemory, ABatchOf65536RunsOutOfMemoryOnAT4) {
-  // Shapes only: meta measures a batch the host could not train in a test's time.
-  const oomguard::Measurement m = Measure("classifier_adam", Options(false, 65536, "meta"));
+TEST(ClassifierMemory, ABatchOf524288RunsOutOfMemoryOnAT4) {
+  // Shapes only: meta measures a batch the host could not train in a test's time (its peak: about 21.5 GiB, in backward).
+  const oomguard::Measurement m = Measure("classifier_adam", Options(true, 524288, "meta"));
   EXPECT_THAT(m, oomguard::RunsOutOfMemoryAt(oomguard::CardCapBytes("t4")));
   EXPECT_THAT(m, ::testing::Not(oomguard::FitsCard("t4")));
 }

@@ -131,6 +131,21 @@ if(MODE STREQUAL "installed")
   build_and_test_consumer("${SCRATCH}/consumer-build" "-DCMAKE_PREFIX_PATH=${prefix}")
   expect_lists("${SCRATCH}/consumer-build/memory_checks" installed-catalog-marker)
   expect_lists("${prefix}/bin/oomguard" installed-catalog-marker)
+
+  # The example project (examples/libtorch-training) as its README builds it: its own workload,
+  # scenario, baselines and GoogleTest matchers, with nothing but CMAKE_PREFIX_PATH.
+  set(example "${SCRATCH}/example-build")
+  step("configure the example against the install" COMMAND ${consumer_env} "${CMAKE_COMMAND}"
+       -S "${SOURCE_DIR}/examples/libtorch-training" -B "${example}" -G "${GENERATOR}" "-DCMAKE_PREFIX_PATH=${prefix}")
+  step("build the example" COMMAND "${CMAKE_COMMAND}" --build "${example}")
+  step("run the example's ctest" COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${example}" --output-on-failure
+       --no-tests=error OUTPUT_VARIABLE out)
+  foreach(test example[.]classifier-eval-no-grad[.]cpu[.]t4 example[.]classifier-eval-no-grad[.]meta[.]t4
+          example[.]ClassifierMemory[.]EvaluationWithoutNoGradKeepsEveryBatchsGraph)
+    if(NOT out MATCHES "${test} [.]+ +Passed")
+      fail("the example's ctest did not pass ${test}:\n${out}")
+    endif()
+  endforeach()
 elseif(MODE STREQUAL "embedded")
   # Both ways build oomguard in <build>/_deps/oomguard-build at the same depth: ccache hits between them.
   foreach(way add_subdirectory FetchContent)
