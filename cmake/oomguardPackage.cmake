@@ -14,17 +14,15 @@ include(GNUInstallDirs)
 set(OOMGUARD_INSTALL_CATALOG_DIR share/oomguard/scenarios)
 set(OOMGUARD_INSTALL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/oomguard)
 
-set(_oomguard_exported oomguard_base oomguard_accounting oomguard_model oomguard_scenario oomguard_compare
-    oomguard_judge oomguard_reports oomguard_allocators oomguard_workload oomguard_run oomguard_cli
-    oomguard_umbrella oomguard)
-if(TARGET oomguard_cuda)
-  list(APPEND _oomguard_exported oomguard_cuda)
-endif()
-# The GoogleTest matchers (oomguard::gtest), when this tree has them.
+# Every floor library (oomguard_library adds them to OOMGUARD_LIBRARIES: the LibTorch-free ones, the
+# optional cuda one, the GoogleTest matchers), the umbrella and the tool.
+get_property(_oomguard_exported GLOBAL PROPERTY OOMGUARD_LIBRARIES)
+list(APPEND _oomguard_exported oomguard_umbrella oomguard)
+# The matchers bring GoogleTest: the config file finds it only when they are exported.
 set(OOMGUARD_EXPORTS_GTEST OFF)
-if(TARGET oomguard_gtest)
-  list(APPEND _oomguard_exported oomguard_gtest)
+if("oomguard_gtest" IN_LIST _oomguard_exported)
   set(OOMGUARD_EXPORTS_GTEST ON)
+  set_target_properties(oomguard_gtest PROPERTIES EXPORT_NAME gtest)  # oomguard::gtest
 endif()
 
 # The installed tool runs against the wheel's shared libraries where the build found them.

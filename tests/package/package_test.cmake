@@ -22,6 +22,7 @@ function(step description)
     set(ARG_WORKING_DIRECTORY "${SCRATCH}")
   endif()
   message(STATUS "package test (${MODE}): ${description}")
+  string(TIMESTAMP started "%s")
   if(ARG_OUTPUT_VARIABLE)
     execute_process(COMMAND ${ARG_COMMAND} WORKING_DIRECTORY "${ARG_WORKING_DIRECTORY}" RESULT_VARIABLE rc
                     OUTPUT_VARIABLE out ERROR_VARIABLE out)
@@ -36,6 +37,9 @@ function(step description)
     endif()
     fail("step '${description}' failed: `${shown}` exited with ${rc}")
   endif()
+  string(TIMESTAMP finished "%s")
+  math(EXPR seconds "${finished} - ${started}")
+  message(STATUS "package test (${MODE}): ${description}: done, ${seconds} s")
 endfunction()
 
 # What a consumer's configure gets besides the generator: the same compiler and launcher, through
@@ -59,7 +63,9 @@ endfunction()
 function(build_and_test_consumer build)
   step("configure the consumer (${ARGN})" COMMAND ${consumer_env} "${CMAKE_COMMAND}" -S "${SCRATCH}/consumer" -B "${build}"
        -G "${GENERATOR}" ${ARGN})
-  step("build the consumer" COMMAND "${CMAKE_COMMAND}" --build "${build}")
+  # One compile per core: beside the other tests, LibTorch's headers at -O2 -g need memory.
+  cmake_host_system_information(RESULT cores QUERY NUMBER_OF_LOGICAL_CORES)
+  step("build the consumer" COMMAND "${CMAKE_COMMAND}" --build "${build}" --parallel ${cores})
   step("run the consumer's ctest" COMMAND "${CMAKE_COMMAND}" -E env --unset=OOMGUARD_CATALOG
        "${CMAKE_CTEST_COMMAND}" --test-dir "${build}" --output-on-failure --no-tests=error OUTPUT_VARIABLE out)
   if(NOT out MATCHES "oomguard[.]forgotten-no-grad[.]cpu[.]t4 [.]+ +Passed" OR
