@@ -22,7 +22,6 @@ list(APPEND _oomguard_exported oomguard_umbrella oomguard)
 set(OOMGUARD_EXPORTS_GTEST OFF)
 if("oomguard_gtest" IN_LIST _oomguard_exported)
   set(OOMGUARD_EXPORTS_GTEST ON)
-  set_target_properties(oomguard_gtest PROPERTIES EXPORT_NAME gtest)  # oomguard::gtest
 endif()
 
 # The installed tool runs against the wheel's shared libraries where the build found them.

@@ -43,7 +43,8 @@ std::string Over(int64_t bytes, int64_t budget) {
 // A failed run's numbers stop where it stopped: no budget matches it.
 bool RequirePass(const Measurement& m, std::string* why) {
   if (m.passed()) return true;
-  *why = "the run did not pass: " + m.outcome + (m.error.empty() ? "" : " (" + m.error.substr(0, m.error.find('\n')) + ")");
+  *why = "the run did not pass: " + m.outcome +
+         (m.error.empty() ? "" : " (" + m.error.substr(0, m.error.find('\n')) + ")");
   return false;
 }
 
@@ -98,16 +99,17 @@ MeasurementMatcher DoesNotLeak() {
 
 MeasurementMatcher FitsCard(const std::string& card) {
   const int64_t cap = CardCapBytes(card);
-  return Make("fits a " + card + " (" + DescribeBytes(cap) + " usable)", [card, cap](const Measurement& m, std::string* why) {
-    if (m.ran_out_of_memory() && m.oom && !m.oom->injected && m.cap_bytes >= 0 && m.cap_bytes < cap) {
-      *why = "it ran out of memory under a cap of " + DescribeBytes(m.cap_bytes) + ", smaller than the " + card +
-             "'s: measure it without a cap (or with .card = \"" + card + "\") to know";
-      return false;
-    }
-    if (!RequirePass(m, why)) return false;
-    *why = "peak " + Over(m.peak_bytes, cap) + " (the " + card + "'s usable bytes), in " + m.peak_phase;
-    return m.peak_bytes <= cap;
-  });
+  return Make("fits a " + card + " (" + DescribeBytes(cap) + " usable)",
+              [card, cap](const Measurement& m, std::string* why) {
+                if (m.ran_out_of_memory() && m.oom && !m.oom->injected && m.cap_bytes >= 0 && m.cap_bytes < cap) {
+                  *why = "it ran out of memory under a cap of " + DescribeBytes(m.cap_bytes) + ", smaller than the " +
+                         card + "'s: measure it without a cap (or with .card = \"" + card + "\") to know";
+                  return false;
+                }
+                if (!RequirePass(m, why)) return false;
+                *why = "peak " + Over(m.peak_bytes, cap) + " (the " + card + "'s usable bytes), in " + m.peak_phase;
+                return m.peak_bytes <= cap;
+              });
 }
 
 MeasurementMatcher RunsOutOfMemoryAt(int64_t cap) {
@@ -121,8 +123,8 @@ MeasurementMatcher RunsOutOfMemoryAt(int64_t cap) {
         *why = "it ran out of memory at a cap of " + DescribeBytes(m.cap_bytes);
         return true;
       }
-      *why = "it ran out of memory at a cap of " + DescribeBytes(m.cap_bytes) + ", smaller than " +
-             DescribeBytes(cap) + ": measure it without a cap (or at that cap) to know";
+      *why = "it ran out of memory at a cap of " + DescribeBytes(m.cap_bytes) + ", smaller than " + DescribeBytes(cap) +
+             ": measure it without a cap (or at that cap) to know";
       return false;
     }
     if (!RequirePass(m, why)) return false;

@@ -58,7 +58,7 @@ struct Measurement {
   int64_t cap_bytes = -1;  // -1: no cap
 
   int64_t peak_bytes = 0;
-  std::string peak_phase;                     // the phase that was current at the peak
+  std::string peak_phase;                           // the phase that was current at the peak
   std::map<std::string, int64_t> phase_peak_bytes;  // highest live bytes while each phase was current
   // At the peak, the live bytes by the phase that allocated them: parameters (setup), activations
   // (forward), gradients (backward), optimizer state (optimizer), in order of first entry.

@@ -224,8 +224,8 @@ inline const bool kAllocatorsInstalled = InstallAllocators();
 }  // namespace oomguard
 
 // Defines and registers a workload: OOMGUARD_WORKLOAD(mlp_adam) { ... uses ctx ... }.
-#define OOMGUARD_WORKLOAD(name)                                                                          \
-  static void oomguard_workload_##name(::oomguard::Context& ctx);                                        \
-  [[maybe_unused]] static const bool oomguard_workload_registered_##name =                               \
-      ::oomguard::internal::RegisterWorkloadOrDie(#name, &oomguard_workload_##name);                    \
+#define OOMGUARD_WORKLOAD(name)                                                      \
+  static void oomguard_workload_##name(::oomguard::Context& ctx);                    \
+  [[maybe_unused]] static const bool oomguard_workload_registered_##name =           \
+      ::oomguard::internal::RegisterWorkloadOrDie(#name, &oomguard_workload_##name); \
   static void oomguard_workload_##name([[maybe_unused]] ::oomguard::Context& ctx)

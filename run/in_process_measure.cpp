@@ -6,9 +6,9 @@
 
 #include "allocators/cards.h"
 #include "backends/backend.h"
-#include "base/did_you_mean.h"
-#include "base/check.h"
 #include "base/byte_size.h"
+#include "base/check.h"
+#include "base/did_you_mean.h"
 #include "model/measurement.h"
 #include "oomguard/measure.h"
 #include "run/run_options.h"
@@ -171,8 +171,8 @@ std::string Measurement::Describe() const {
   out << "\n";
   if (oom) {
     out << "  out of memory in " << oom->phase << ": " << DescribeBytes(oom->requested_bytes) << " requested with "
-        << DescribeBytes(oom->live_bytes) << " live" << (oom->injected ? " (an injected failure)" : "") << ": parameters "
-        << FormatBytes(oom->parameters_bytes) << ", gradients " << FormatBytes(oom->gradients_bytes)
+        << DescribeBytes(oom->live_bytes) << " live" << (oom->injected ? " (an injected failure)" : "")
+        << ": parameters " << FormatBytes(oom->parameters_bytes) << ", gradients " << FormatBytes(oom->gradients_bytes)
         << ", optimizer state " << FormatBytes(oom->optimizer_state_bytes) << ", inputs "
         << FormatBytes(oom->inputs_bytes) << ", activations and transients "
         << FormatBytes(oom->activations_and_transient_bytes) << "\n";

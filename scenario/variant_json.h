@@ -1,5 +1,6 @@
 // JSON bindings of a variant's configuration (scenario.h): the keys model, data, loop, pitfalls,
-// seed, workload and knobs, as the top level of a scenario file holds them (the base) and as each variant's merge patch does.
+// seed, workload and knobs, as the top level of a scenario file holds them (the base) and as each variant's merge patch
+// does.
 //
 //   VariantSpec spec;
 //   if (!ReadFields(json, JsonPath(), VariantConfigFields(&spec, /*patch=*/false), false, &error)) { ... }

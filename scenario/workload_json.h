@@ -20,8 +20,9 @@ namespace oomguard {
 inline FieldReader WorkloadNameField(std::string* out) {
   return [out](const OrderedJson& value, const JsonPath& path, std::string* error) {
     if (!value.is_string() || !IsKnobOrWorkloadName(value.get<std::string>())) {
-      return Fail(path, "expected the name a workload is registered under, such as \"mlp_adam\", got " +
-                            DescribeJson(value), error);
+      return Fail(path,
+                  "expected the name a workload is registered under, such as \"mlp_adam\", got " + DescribeJson(value),
+                  error);
     }
     *out = value.get<std::string>();
     return true;
@@ -42,8 +43,8 @@ inline FieldReader KnobsField(Knobs* out) {
       }
       if (v.is_boolean()) {
         knobs[name] = v.get<bool>();
-      } else if (v.is_number_integer() && (!v.is_number_unsigned() ||
-                                           v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX))) {
+      } else if (v.is_number_integer() &&
+                 (!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX))) {
         knobs[name] = v.get<int64_t>();
       } else if (v.is_number()) {
         knobs[name] = v.get<double>();

@@ -89,7 +89,8 @@ TEST(CudaBackendOnGpu, ACapBelowTheModelIsAnOomWithTheCard) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no GPU visible (CUDA driver: " << CudaDriverVersion() << ")";
   VariantSpec big = TinyMlp();
   big.data.batch = 1 << 20;  // 256 MiB of activations in the first layer alone
-  const VariantMeasurement m = MeasureVariant(big, VariantMeasureOptions{Backend::kCuda, LimitsForCap(int64_t{64} << 20)});
+  const VariantMeasurement m =
+      MeasureVariant(big, VariantMeasureOptions{Backend::kCuda, LimitsForCap(int64_t{64} << 20)});
   EXPECT_EQ(Name(m.outcome), "oom") << m.error;
   // The simulated cap first, then PyTorch's own message (it names the physical GPU).
   EXPECT_EQ(m.error.rfind("CUDA out of memory on a GPU capped at 64.00 MiB (oomguard cap): tried to allocate ", 0), 0u)

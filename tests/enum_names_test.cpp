@@ -37,9 +37,8 @@ TEST(EnumNames, EveryValueRoundTrips) {
 TEST(EnumNames, SpellingsAreTheFileFormats) {
   EXPECT_EQ(AllNames<ErrorCategory>(),
             (std::vector<std::string>{"inplace-saved-tensor", "inplace-leaf", "meta-kernel-missing", "error"}));
-  EXPECT_EQ(AllNames<Phase>(),
-            (std::vector<std::string>{"setup", "transfer", "forward", "backward", "optimizer", "zero_grad", "eval",
-                                      "step"}));
+  EXPECT_EQ(AllNames<Phase>(), (std::vector<std::string>{"setup", "transfer", "forward", "backward", "optimizer",
+                                                         "zero_grad", "eval", "step"}));
   EXPECT_EQ(kMetricPhases, AllNames<Phase>());
   EXPECT_EQ(AllNames<DType>(), (std::vector<std::string>{"float32", "bfloat16", "float16", "int64"}));
   EXPECT_EQ(AllNames(kModelDTypes), (std::vector<std::string>{"float32", "bfloat16", "float16"}));

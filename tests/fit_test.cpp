@@ -246,7 +246,8 @@ TEST_F(FitCommandTest, KnobsTheScenarioCannotVaryAreUsageErrors) {
   EXPECT_EQ(Cli({file, "--knob", "width"}).code, kExitUsage);
   std::string error;
   EXPECT_FALSE(CheckKnob("width", Variant(kSmallMlp, "fixed"), 1, 8, &error));
-  EXPECT_EQ(error, "--knob width: unknown knob; known: batch (data.batch), seq (data.shape[0]), and for a workload scenario "
+  EXPECT_EQ(error,
+            "--knob width: unknown knob; known: batch (data.batch), seq (data.shape[0]), and for a workload scenario "
             "its integer knobs");
   EXPECT_TRUE(CheckKnob("seq", Variant(kTokens, "base"), 1, 1048576, &error));
 }

@@ -120,8 +120,7 @@ void OptimizerStateMlp(Context& ctx) {
   }
 }
 
-class SameBytesAsTheLayerList
-    : public ::testing::TestWithParam<std::tuple<std::string, std::string, std::string>> {};
+class SameBytesAsTheLayerList : public ::testing::TestWithParam<std::tuple<std::string, std::string, std::string>> {};
 
 TEST_P(SameBytesAsTheLayerList, OptimizerStateMlp) {
   const auto& [variant, backend, modules] = GetParam();
@@ -131,9 +130,8 @@ TEST_P(SameBytesAsTheLayerList, OptimizerStateMlp) {
   workload.workload = "optimizer_state_mlp";
   workload.seed = layers.seed;
   workload.loop.iterations = layers.loop.iterations;
-  workload.knobs = {{"batch", int64_t{64}},
-                    {"optimizer", std::string(variant == "adam" ? "adam" : "sgd")},
-                    {"modules", modules}};
+  workload.knobs = {
+      {"batch", int64_t{64}}, {"optimizer", std::string(variant == "adam" ? "adam" : "sgd")}, {"modules", modules}};
   if (variant == "sgd_momentum") workload.knobs["momentum"] = 0.9;
 
   VariantMeasureOptions options;
@@ -179,8 +177,8 @@ INSTANTIATE_TEST_SUITE_P(OwnModuleOnCpuAndMeta, SameBytesAsTheLayerList,
 TEST(UserWorkload, TorchNnModulesCannotBuildOnMetaAndSaySo) {
   VariantMeasureOptions options;
   options.backend = Backend::kMeta;
-  const VariantMeasurement m = MeasureWorkload(
-      [](Context& ctx) { ctx.Build([] { return torch::nn::Linear(4, 4); }); }, VariantSpec{}, options);
+  const VariantMeasurement m =
+      MeasureWorkload([](Context& ctx) { ctx.Build([] { return torch::nn::Linear(4, 4); }); }, VariantSpec{}, options);
   EXPECT_THAT(m.input_error, HasSubstr("ctx.Build: LibTorch cannot move a module's parameters to meta"));
 }
 
@@ -217,8 +215,8 @@ TEST(UserWorkload, AKnobOfAnotherTypeIsAnInputError) {
 }
 
 TEST(UserWorkload, AKnobNeverReadIsAnInputErrorWithTheNearestName) {
-  const VariantMeasurement m = MeasureWorkload([](Context& ctx) { ctx.Int("batch", 8); },
-                                               WithKnobs({{"bach", int64_t{64}}}), {});
+  const VariantMeasurement m =
+      MeasureWorkload([](Context& ctx) { ctx.Int("batch", 8); }, WithKnobs({{"bach", int64_t{64}}}), {});
   EXPECT_EQ(m.input_error,
             "variant 'base' sets knob \"bach\", which workload 'test' never reads; did you mean \"batch\"? (it "
             "reads: batch)");
@@ -247,7 +245,8 @@ TEST(UserWorkload, FallbacksAndNumbersFromIntegers) {
 TEST(UserWorkload, AnUnknownPhaseIsAnInputErrorWithTheNearestName) {
   const VariantMeasurement m = MeasureWorkload([](Context& ctx) { ctx.SetPhase("fwd"); }, WithKnobs({}), {});
   EXPECT_THAT(m.input_error, HasSubstr("unknown phase \"fwd\""));
-  EXPECT_THAT(m.input_error, HasSubstr("(phases: setup, transfer, forward, backward, optimizer, zero_grad, eval, step)"));
+  EXPECT_THAT(m.input_error,
+              HasSubstr("(phases: setup, transfer, forward, backward, optimizer, zero_grad, eval, step)"));
 }
 
 // A leak of 4 KiB per iteration (1024 floats kept in a vector that outlives the loop) shows as the

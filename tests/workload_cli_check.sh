@@ -35,4 +35,10 @@ expect "fit varies an integer knob" 0 "batch" -- \
   "$checks" fit classifier-eval-no-grad --knob batch --card t4 --backend meta --variant fixed --max 1000000
 expect "explain measures the workload" 0 "pitfall" -- "$checks" explain classifier-eval-no-grad --backend meta
 expect "the built-in catalog is still there" 0 "forgotten-no-grad" -- "$checks" list @catalog
+expect "--inject fails the workload's allocation, and the OOM has a snapshot" 1 \
+  "injected by oomguard: nth=40, allocation #40 in phase optimizer" -- \
+  "$checks" run --backend cpu --inject nth=40 --snapshot-dir "$scratch/snapshots" --baselines "$scratch/baselines"
+if [ ! -s "$scratch/snapshots/classifier-eval-no-grad.fixed.cpu.pickle" ]; then
+  echo "FAIL --snapshot-dir wrote no snapshot of the workload's OOM"; failed=1
+fi
 exit $failed

@@ -178,7 +178,9 @@ void ExpectTinyModelPrediction(Backend backend) {
 
 TEST(Workload, ModelCudaPredictsTheCachingAllocatorOnCpu) { ExpectTinyModelPrediction(Backend::kCpu); }
 TEST(Workload, ModelCudaPredictsTheCachingAllocatorOnMeta) { ExpectTinyModelPrediction(Backend::kMeta); }
-TEST(Workload, NoCudaModelWithoutTheFlag) { EXPECT_FALSE(MeasureVariant(TinyModel(), VariantMeasureOptions{}).cuda_model); }
+TEST(Workload, NoCudaModelWithoutTheFlag) {
+  EXPECT_FALSE(MeasureVariant(TinyModel(), VariantMeasureOptions{}).cuda_model);
+}
 
 }  // namespace
 }  // namespace oomguard

@@ -90,12 +90,14 @@ struct Context::State {
   // Note [A workload's numbers], user_workload_run.h.
   void EndPhase() {
     const int64_t live = ledger.live_bytes();
-    if (phase == oomguard::Phase::kForward && first() && !m.forward_saved_bytes) m.forward_saved_bytes = live - phase_start_live;
+    if (phase == oomguard::Phase::kForward && first() && !m.forward_saved_bytes)
+      m.forward_saved_bytes = live - phase_start_live;
     if (phase == oomguard::Phase::kBackward) {
       current.live_after_backward_bytes = live;
       if (first() && !m.grad_bytes) TakeGradients();
     }
-    if (phase == oomguard::Phase::kOptimizer && first() && !optimizer_phase_growth) optimizer_phase_growth = live - phase_start_live;
+    if (phase == oomguard::Phase::kOptimizer && first() && !optimizer_phase_growth)
+      optimizer_phase_growth = live - phase_start_live;
   }
 
   void TakeGradients() {
@@ -225,11 +227,15 @@ std::optional<std::string> AsString(const KnobValue& v) {
 
 }  // namespace
 
-int64_t Context::Int(const std::string& name) const { return ReadKnob<int64_t>(*state_, name, "an integer", {}, AsInt); }
+int64_t Context::Int(const std::string& name) const {
+  return ReadKnob<int64_t>(*state_, name, "an integer", {}, AsInt);
+}
 int64_t Context::Int(const std::string& name, int64_t fallback) const {
   return ReadKnob<int64_t>(*state_, name, "an integer", fallback, AsInt);
 }
-double Context::Number(const std::string& name) const { return ReadKnob<double>(*state_, name, "a number", {}, AsNumber); }
+double Context::Number(const std::string& name) const {
+  return ReadKnob<double>(*state_, name, "a number", {}, AsNumber);
+}
 double Context::Number(const std::string& name, double fallback) const {
   return ReadKnob<double>(*state_, name, "a number", fallback, AsNumber);
 }
@@ -303,9 +309,10 @@ void Context::CheckMovable(const std::vector<at::Tensor>& parameters) const {
   if (backend() != Name(Backend::kMeta)) return;
   for (const at::Tensor& p : parameters) {
     if (p.is_meta()) continue;
-    throw WorkloadError("ctx.Build: LibTorch cannot move a module's parameters to meta (Module::to(kMeta) fails in "
-                        "set_data); make them on meta (register_parameter(\"w\", torch::empty(sizes, "
-                        "ctx.options()))) or run this workload on cpu");
+    throw WorkloadError(
+        "ctx.Build: LibTorch cannot move a module's parameters to meta (Module::to(kMeta) fails in "
+        "set_data); make them on meta (register_parameter(\"w\", torch::empty(sizes, "
+        "ctx.options()))) or run this workload on cpu");
   }
 }
 
@@ -343,7 +350,7 @@ void UserWorkloadRun::Run() {
     state.m.error = e.what();
     return;
   }
-  state.optimizer = nullptr;  // the function's local: gone from here on
+  state.optimizer = nullptr;       // the function's local: gone from here on
   if (!state.iterations_called) {  // measured as one run: its end is the first iteration's
     state.EndPhase();
     if (!state.m.grad_bytes) state.TakeGradients();

@@ -22,12 +22,12 @@
 #include "nn/scalar_type.h"
 #include "workload/error_category.h"
 #include "workload/grad_digest.h"
+#include "workload/measured_run.h"
 #include "workload/optimizer.h"
 #include "workload/segment_knobs.h"
 #include "workload/transfer_counter.h"
 #include "workload/user_workload_run.h"
 #include "workload/workload_registry.h"
-#include "workload/measured_run.h"
 // The closed sets and the layer-kind table (model/).
 #include "base/check.h"
 #include "model/dtype.h"

@@ -12,8 +12,7 @@
 
 namespace F = torch::nn::functional;
 
-ClassifierImpl::ClassifierImpl(int64_t features, int64_t hidden, int64_t classes,
-                               const torch::TensorOptions& options) {
+ClassifierImpl::ClassifierImpl(int64_t features, int64_t hidden, int64_t classes, const torch::TensorOptions& options) {
   w1 = register_parameter("w1", torch::empty({hidden, features}, options));
   b1 = register_parameter("b1", torch::empty({hidden}, options));
   norm_weight = register_parameter("norm_weight", torch::empty({hidden}, options));

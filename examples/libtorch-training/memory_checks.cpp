@@ -2,6 +2,4 @@
 // workload registered in classifier.cpp and the scenario files beside this file.
 #include <oomguard/main.h>
 
-int main(int argc, char** argv) {
-  return oomguard::Main(argc, argv, {.scenario_paths = {EXAMPLE_SCENARIOS_DIR}});
-}
+int main(int argc, char** argv) { return oomguard::Main(argc, argv, {.scenario_paths = {EXAMPLE_SCENARIOS_DIR}}); }

@@ -12,7 +12,8 @@ using oomguard::Measure;
 constexpr int64_t kParameterBytes = (784 * 2048 + 2048 + 2 * 2048 + 2048 * 10 + 10) * 4;
 
 oomguard::MeasureOptions Options(bool eval_no_grad, int64_t batch = 256, const std::string& backend = "cpu") {
-  return {.backend = backend, .iterations = backend == "meta" ? 1 : 2,
+  return {.backend = backend,
+          .iterations = backend == "meta" ? 1 : 2,
           .knobs = {{"batch", batch}, {"eval_no_grad", eval_no_grad}}};
 }
 
@@ -43,7 +44,8 @@ TEST(ClassifierMemory, EvaluationWithoutNoGradKeepsEveryBatchsGraph) {
 }
 
 TEST(ClassifierMemory, ABatchOf524288RunsOutOfMemoryOnAT4) {
-  // Shapes only: meta measures a batch the host could not train in a test's time (its peak: about 21.5 GiB, in backward).
+  // Shapes only: meta measures a batch the host could not train in a test's time (its peak: about 21.5 GiB, in
+  // backward).
   const oomguard::Measurement m = Measure("classifier_adam", Options(true, 524288, "meta"));
   EXPECT_THAT(m, oomguard::RunsOutOfMemoryAt(oomguard::CardCapBytes("t4")));
   EXPECT_THAT(m, ::testing::Not(oomguard::FitsCard("t4")));
