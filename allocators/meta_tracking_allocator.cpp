@@ -17,13 +17,18 @@ struct TracedMetaBlock {  // Note [Traced meta blocks]
   uint64_t address = 0;
 };
 
+thread_local bool t_uncounted = false;
+
 }  // namespace
+
+UncountedMetaScope::UncountedMetaScope() : previous_(t_uncounted) { t_uncounted = true; }
+UncountedMetaScope::~UncountedMetaScope() { t_uncounted = previous_; }
 
 MetaTrackingAllocator::MetaTrackingAllocator(DeviceAccount& account) : account_(account) {}
 
 c10::DataPtr MetaTrackingAllocator::allocate(size_t nbytes) {
   const c10::Device meta(c10::DeviceType::Meta);
-  if (nbytes == 0) return {nullptr, nullptr, &Delete, meta};
+  if (nbytes == 0 || t_uncounted) return {nullptr, nullptr, &Delete, meta};  // a null context: no deleter runs
   TORCH_CHECK(nbytes < (uintptr_t{1} << kOriginShift), "oomguard: a meta allocation of ", nbytes,
               " bytes is past what the meta allocator records (2^56 bytes)");
   if (account_.wants_addresses()) {

@@ -22,6 +22,20 @@
 
 namespace oomguard {
 
+// Meta storages made on this thread while one is alive are charged to no account (and their frees
+// credit none): a module file's meta tensors as the loader makes them, which the run replaces with its
+// own before it measures anything (nn/torchscript_net.h). The meta counterpart of HostAllocationScope.
+class UncountedMetaScope {
+ public:
+  UncountedMetaScope();
+  ~UncountedMetaScope();
+  UncountedMetaScope(const UncountedMetaScope&) = delete;
+  UncountedMetaScope& operator=(const UncountedMetaScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
 class MetaTrackingAllocator final : public c10::Allocator {
  public:
   explicit MetaTrackingAllocator(DeviceAccount& account);

@@ -16,14 +16,15 @@
 
 namespace oomguard {
 
-enum class DType { kFloat32, kBFloat16, kFloat16, kInt64 };
+enum class DType { kFloat32, kBFloat16, kFloat16, kInt64, kBool };
 
 template <>
 struct EnumNames<DType> {
-  static constexpr std::array<std::string_view, 4> kNames = {"float32", "bfloat16", "float16", "int64"};
+  static constexpr std::array<std::string_view, 5> kNames = {"float32", "bfloat16", "float16", "int64", "bool"};
 };
 
-// model.dtype: the floating types parameters can have. data.dtype takes every DType (int64: token ids).
+// model.dtype: the floating types parameters can have. data.dtype takes every DType (int64: token ids;
+// bool: masks).
 inline const std::vector<DType> kModelDTypes = {DType::kFloat32, DType::kBFloat16, DType::kFloat16};
 
 constexpr int64_t BytesPerElement(DType dtype) {
@@ -36,6 +37,8 @@ constexpr int64_t BytesPerElement(DType dtype) {
       return 2;
     case DType::kInt64:
       return 8;
+    case DType::kBool:
+      return 1;
   }
   return 0;
 }

@@ -76,6 +76,19 @@ struct CudaModelMeasurement {
   int64_t ooms = 0;           // requests the model's cap refused (Note [Predicted OOMs])
 };
 
+// How a TorchScript module (model.torchscript) ran, so that a reader can trust its numbers.
+struct ModuleMeasurement {
+  std::string file;
+  // "saved": the file's weights, copied to the device; "seeded": saved from meta, drawn from the seed
+  // on a backend with data; "shapes": on meta, shapes only.
+  std::string weights;
+  // The graph executor's optimisation and fusion, off on every thread that runs the module, so its
+  // autograd saves what eager PyTorch saves (Note [Eager autograd for TorchScript]).
+  bool graph_optimization = false;
+  int64_t segments = 0;  // top-level children of an nn.Sequential (the per-layer knobs act between them)
+  std::string output;    // which value of the forward's result the loss reads: "tensor", "tuple[0]", "dict[logits]"
+};
+
 struct VariantMeasurement {
   std::string variant;
   std::string backend;
@@ -106,8 +119,10 @@ struct VariantMeasurement {
   // not a measurement but an input error; outcome is error:error. Not in the JSON: a child exits 2
   // with it, and the parent reports the variant UNRESOLVED.
   std::string input_error;
-  std::string snapshot;        // --snapshot-dir: the memory_viz snapshot written for this variant
-  std::string snapshot_error;  // why it could not be written
+  std::optional<ModuleMeasurement> module;  // model.torchscript only
+  std::vector<std::string> warnings;        // what a reader should know before trusting the numbers
+  std::string snapshot;                     // --snapshot-dir: the memory_viz snapshot written for this variant
+  std::string snapshot_error;               // why it could not be written
 };
 
 // (live after the last iteration - live after the first) / (iterations - 1); nullopt below 2 iterations.

@@ -105,6 +105,15 @@ json MeasurementToJson(const VariantMeasurement& m) {
   j["injected_failures"] = injected;
   if (!m.snapshot.empty()) j["snapshot"] = m.snapshot;
   if (!m.snapshot_error.empty()) j["snapshot_error"] = m.snapshot_error;
+  if (m.module) {
+    const ModuleMeasurement& mod = *m.module;
+    j["module"] = {{"file", mod.file},
+                   {"weights", mod.weights},
+                   {"graph_optimization", mod.graph_optimization},
+                   {"segments", mod.segments},
+                   {"output", mod.output}};
+  }
+  if (!m.warnings.empty()) j["warnings"] = m.warnings;
   if (m.cuda_model) {
     const CudaModelMeasurement& c = *m.cuda_model;
     j["cuda_model"] = {{"allocated_peak_bytes", c.allocated_peak_bytes},
@@ -210,6 +219,13 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
     }
     m->snapshot = j.value("snapshot", "");
     m->snapshot_error = j.value("snapshot_error", "");
+    if (j.contains("module")) {
+      const json& mod = j.at("module");
+      m->module = ModuleMeasurement{mod.at("file").get<std::string>(), mod.at("weights").get<std::string>(),
+                                    mod.at("graph_optimization").get<bool>(), mod.at("segments").get<int64_t>(),
+                                    mod.at("output").get<std::string>()};
+    }
+    if (j.contains("warnings")) m->warnings = j.at("warnings").get<std::vector<std::string>>();
     if (j.contains("cuda_model")) {
       const json& c = j.at("cuda_model");
       m->cuda_model =

@@ -40,20 +40,32 @@ struct LayerSpec {
 };
 
 struct ModelSpec {
-  // Which model source builds the net (nn/net_sources.h): "layers" builds `layers` below. Scenario
-  // files do not name it yet: every loaded model is "layers".
+  // Which model source builds the net (nn/net_sources.h): "layers" builds `layers` below,
+  // "torchscript" loads `torchscript`. The loader sets it from the key a scenario file writes.
   std::string source = "layers";
-  DType dtype = DType::kFloat32;  // one of kModelDTypes
+  DType dtype = DType::kFloat32;  // one of kModelDTypes (source "layers")
   std::vector<LayerSpec> layers;  // source "layers"
+  // Source "torchscript": the module file (torch.jit.save), as the loader resolved it against the
+  // scenario file's folder.
+  std::string torchscript;
+};
+
+// One input of a model's forward beyond the first (data.inputs[1:]; the first is DataSpec's own
+// shape, dtype and vocab): token ids and an attention mask, say. Batched like the first.
+struct InputSpec {
+  std::vector<int64_t> shape;     // per sample
+  DType dtype = DType::kFloat32;  // int64: ids from [0, vocab); bool: all true; floats: normal
+  int64_t vocab = 0;
 };
 
 struct DataSpec {
   int64_t batch = 1;
-  std::vector<int64_t> shape;     // per sample, e.g. [512] or [seq] for token ids
-  DType dtype = DType::kFloat32;  // any DType; kInt64 is token ids
-  int64_t vocab = 0;              // int64 data: ids are drawn from [0, vocab)
-  bool on_host = true;            // the batch starts on the host and is transferred to the device
-  int64_t classes = 0;            // cross_entropy targets: [batch] ids in [0, classes)
+  std::vector<int64_t> shape;           // per sample, e.g. [512] or [seq] for token ids
+  DType dtype = DType::kFloat32;        // any DType; kInt64 is token ids
+  int64_t vocab = 0;                    // int64 data: ids are drawn from [0, vocab)
+  bool on_host = true;                  // the batch starts on the host and is transferred to the device
+  int64_t classes = 0;                  // cross_entropy targets: [batch] ids in [0, classes)
+  std::vector<InputSpec> extra_inputs;  // data.inputs[1:], for a forward that takes several
 };
 
 struct OptimizerSpec {

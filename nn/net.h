@@ -21,9 +21,11 @@
 #include <ATen/ATen.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "model/measurement.h"
 #include "nn/layer_trace.h"
 
 namespace oomguard {
@@ -39,6 +41,14 @@ class Net {
   virtual std::vector<at::Tensor> parameters() const = 0;
   // The whole forward on x; training enables dropout and the like.
   virtual at::Tensor Forward(const at::Tensor& x, bool training) = 0;
+  // The whole forward on several inputs (a source whose forward takes them overrides this); the
+  // default takes exactly one and calls Forward.
+  virtual at::Tensor ForwardInputs(const std::vector<at::Tensor>& inputs, bool training);
+  // Why the source offers no segments, for the error a knob that needs them gets; empty: it never does.
+  virtual std::string WhyNoSegments() const;
+  // A module file's facts and warnings, for the measurement; none by default.
+  virtual std::optional<ModuleMeasurement> module_facts() const { return std::nullopt; }
+  virtual std::vector<std::string> warnings() const { return {}; }
 
   // How many ordered segments the source offers; 0: none.
   virtual size_t segments() const { return 0; }

@@ -5,6 +5,7 @@
 #include "base/check.h"
 #include "base/did_you_mean.h"
 #include "nn/layer_net.h"
+#include "nn/torchscript_net.h"
 
 namespace oomguard {
 namespace {
@@ -18,6 +19,10 @@ struct NetSource {
 std::vector<NetSource> BuiltInSources() {
   return {
       {"layers", [](const ModelSpec& s, const at::TensorOptions& o) { return std::make_unique<LayerNet>(s, o); }},
+      {"torchscript",
+       [](const ModelSpec& s, const at::TensorOptions& o) {
+         return std::make_unique<TorchScriptNet>(s, o, /*has_data=*/!o.device().is_meta());
+       }},
   };
 }
 

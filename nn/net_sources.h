@@ -1,5 +1,6 @@
 // The model sources: what builds a Net (nn/net.h) from a ModelSpec, by the name ModelSpec.source
-// gives. Built in: "layers" (LayerNet, the scenario's layer list).
+// gives. Built in: "layers" (LayerNet, the scenario's layer list) and "torchscript" (TorchScriptNet,
+// a module file).
 //
 //   std::unique_ptr<oomguard::Net> net = oomguard::MakeNet(spec.model, options);  // spec.model.source
 //

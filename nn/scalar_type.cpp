@@ -14,6 +14,8 @@ at::ScalarType ScalarTypeOf(DType dtype) {
       return at::kHalf;
     case DType::kInt64:
       return at::kLong;
+    case DType::kBool:
+      return at::kBool;
   }
   OOMGUARD_CHECK(false) << "unknown dtype " << static_cast<int>(dtype);
 }

@@ -160,6 +160,9 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
           << ", inputs " << FormatBytes(o.live.inputs_bytes) << ", activations and transient "
           << FormatBytes(o.live.activations_and_transient_bytes) << "\n";
     }
+    if (v.measurement) {
+      for (const std::string& warning : v.measurement->warnings) out << "              warning: " << warning << "\n";
+    }
     if (v.measurement && !v.measurement->snapshot.empty()) {
       out << "              snapshot: " << v.measurement->snapshot << " (open it in https://pytorch.org/memory_viz)\n";
     }

@@ -126,6 +126,46 @@ inline FieldReader ShapeField(std::vector<int64_t>* out) {
   };
 }
 
+// data.inputs: every input of the forward, in order, each {shape, dtype, vocab}; the first lands in
+// DataSpec's own fields, the rest in extra_inputs. Replaced whole by a patch, as layers are.
+inline FieldReader InputsField(DataSpec* data) {
+  return [data](const Json& value, const JsonPath& path, std::string* error) {
+    if (!value.is_array() || value.empty()) {
+      return Fail(path,
+                  "expected the forward's inputs, such as [{\"shape\": [128], \"dtype\": \"int64\", \"vocab\": 50257}, "
+                  "{\"shape\": [128], \"dtype\": \"bool\"}], got " +
+                      DescribeJson(value),
+                  error);
+    }
+    data->extra_inputs.clear();
+    for (size_t i = 0; i < value.size(); ++i) {
+      InputSpec input;
+      const JsonPath at = path.Index(static_cast<int64_t>(i));
+      if (!value[i].is_object()) {
+        return Fail(at,
+                    "expected an input such as {\"shape\": [128], \"dtype\": \"int64\"}, got " + DescribeJson(value[i]),
+                    error);
+      }
+      const std::vector<Field> fields = {{"shape", ShapeField(&input.shape)},
+                                         {"dtype", NamedField(&input.dtype, "dtype", AllValues<DType>())},
+                                         {"vocab", IntField(&input.vocab, 1)}};
+      if (!ReadFields(value[i], at, fields, false, error)) return false;
+      if (input.shape.empty()) return Fail(at, "missing required key \"shape\" (the shape of one sample)", error);
+      if (input.dtype == DType::kInt64 && input.vocab == 0) {
+        return Fail(at.Key("vocab"), "int64 input (ids) needs vocab >= 1: ids are drawn from [0, vocab)", error);
+      }
+      if (i == 0) {
+        data->shape = input.shape;
+        data->dtype = input.dtype;
+        data->vocab = input.vocab;
+      } else {
+        data->extra_inputs.push_back(input);
+      }
+    }
+    return true;
+  };
+}
+
 inline FieldReader Object(std::vector<Field> fields, bool patch) {
   return [fields = std::move(fields), patch](const Json& value, const JsonPath& path, std::string* error) {
     return ReadFields(value, path, fields, patch, error);
@@ -134,26 +174,54 @@ inline FieldReader Object(std::vector<Field> fields, bool patch) {
 
 }  // namespace variant_json
 
+// Where a variant's merged configuration combines keys that exclude each other: a model is a layer
+// list or a TorchScript file; data gives its inputs as one shape or as a list. Paths as in
+// FindWorkloadRuleProblem.
+inline std::optional<WorkloadRuleProblem> FindModelKeyProblem(const OrderedJson& merged) {
+  const auto has = [&](const char* object, const char* key) {
+    return merged.contains(object) && merged[object].is_object() && merged[object].contains(key);
+  };
+  const JsonPath model = JsonPath().Key("model"), data = JsonPath().Key("data");
+  if (has("model", "torchscript") && has("model", "layers")) {
+    return WorkloadRuleProblem{model.Key("torchscript"), "give either model.layers or model.torchscript, not both"};
+  }
+  if (has("model", "torchscript") && has("model", "dtype")) {
+    return WorkloadRuleProblem{model.Key("dtype"),
+                               "a TorchScript module keeps the dtypes it was saved with: save it in the dtype "
+                               "to measure (model.to(torch.bfloat16) before torch.jit.script)"};
+  }
+  for (const char* key : {"shape", "dtype", "vocab"}) {
+    if (has("data", "inputs") && has("data", key)) {
+      return WorkloadRuleProblem{data.Key(key), std::string("give the inputs either as data.inputs or as data.") + key +
+                                                    " (one input), not both"};
+    }
+  }
+  return std::nullopt;
+}
+
 // The readers of every configuration key, writing into *spec. With patch, null values are accepted (they
 // delete the key, so the default applies), at every depth but inside arrays (layers are replaced whole).
 inline std::vector<Field> VariantConfigFields(VariantSpec* spec, bool patch) {
   DataSpec* data = &spec->data;
   LoopSpec* loop = &spec->loop;
   PitfallSpec* pitfalls = &spec->pitfalls;
+  using variant_json::InputsField;
   using variant_json::LayersField;
   using variant_json::Object;
   using variant_json::ShapeField;
   auto at_least_zero = [](double v) { return v >= 0; };
   return {
       {"model", Object({{"dtype", NamedField(&spec->model.dtype, "dtype", kModelDTypes)},
-                        {"layers", LayersField(&spec->model.layers)}},
+                        {"layers", LayersField(&spec->model.layers)},
+                        {"torchscript", StringField(&spec->model.torchscript)}},
                        patch)},
       {"data", Object({{"batch", IntField(&data->batch, 1)},
                        {"shape", ShapeField(&data->shape)},
                        {"dtype", NamedField(&data->dtype, "dtype", AllValues<DType>())},
                        {"vocab", IntField(&data->vocab, 1)},
                        {"on_host", BoolField(&data->on_host)},
-                       {"classes", IntField(&data->classes, 1)}},
+                       {"classes", IntField(&data->classes, 1)},
+                       {"inputs", InputsField(data)}},
                       patch)},
       {"loop",
        Object({{"iterations", IntField(&loop->iterations, 1)},

@@ -31,7 +31,10 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
   const std::vector<LayerSpec>& layers = spec.model.layers;
   const int64_t count = static_cast<int64_t>(layers.size());
   const bool ids = spec.data.dtype == DType::kInt64;
-  if (layers.empty()) return SpecProblem{model.Key("layers"), "a model needs at least one layer"};
+  if (layers.empty() && spec.model.torchscript.empty()) {
+    return SpecProblem{model.Key("layers"),
+                       "a model needs at least one layer (or a TorchScript module: model.torchscript)"};
+  }
   if (spec.data.shape.empty()) {
     return SpecProblem{data.Key("shape"),
                        "missing: the shape of one sample, e.g. [512] (features) or [128] (token ids)"};
@@ -39,7 +42,23 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
   if (ids && spec.data.vocab == 0) {
     return SpecProblem{data.Key("vocab"), "int64 data (token ids) needs vocab >= 1: ids are drawn from [0, vocab)"};
   }
-  if (ids && LayerKindOf(layers[0]).features != FeatureRule::kEmbedding) {
+  // A TorchScript module's structure (segments, layer indices, output features) is checked when it is
+  // loaded; the layer list's here.
+  const bool module = !spec.model.torchscript.empty();
+  const PitfallSpec& p = spec.pitfalls;
+  if (module && !spec.data.extra_inputs.empty() &&
+      (p.checkpoint.segments > 0 || p.inplace.target != "none" || p.retain_grad || p.keep_intermediates)) {
+    return SpecProblem{pitfalls,
+                       "the pitfalls that act between an nn.Sequential's children pass one tensor along: "
+                       "they need data with one input, not data.inputs with " +
+                           std::to_string(spec.data.extra_inputs.size() + 1)};
+  }
+  if (!module && !spec.data.extra_inputs.empty()) {
+    return SpecProblem{data.Key("inputs"),
+                       "a layer list takes one input: give data.inputs one entry, or "
+                       "data.shape, dtype and vocab (several inputs are for model.torchscript)"};
+  }
+  if (!module && ids && LayerKindOf(layers[0]).features != FeatureRule::kEmbedding) {
     return SpecProblem{model.Key("layers").Index(0).Key("kind"),
                        "int64 data (token ids) needs an embedding as the first layer, got " + layers[0].kind};
   }
@@ -47,7 +66,7 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
   // Feature sizes chain from the data through the layers, by each kind's FeatureRule (layer_kinds.h).
   int64_t features = spec.data.shape.back();
   std::string from = "data.shape";
-  for (int64_t i = 0; i < count; ++i) {
+  for (int64_t i = 0; i < (module ? 0 : count); ++i) {
     const LayerSpec& layer = layers[i];
     const FeatureRule rule = LayerKindOf(layer).features;
     const JsonPath at = model.Key("layers").Index(i);
@@ -78,8 +97,7 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
     from = at.ToString();
   }
 
-  const PitfallSpec& p = spec.pitfalls;
-  if (p.inplace.target != "none") {
+  if (!module && p.inplace.target != "none") {
     const JsonPath layer = pitfalls.Key("inplace").Key("layer");
     if (p.inplace.layer >= count) {
       return SpecProblem{layer, "layer " + std::to_string(p.inplace.layer) + " does not exist: the model has " +
@@ -91,7 +109,7 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
                                     std::to_string(p.inplace.layer) + " is " + kind.name};
     }
   }
-  if (p.checkpoint.segments > count) {
+  if (!module && p.checkpoint.segments > count) {
     return SpecProblem{pitfalls.Key("checkpoint").Key("segments"), std::to_string(p.checkpoint.segments) +
                                                                        " segments for " + std::to_string(count) +
                                                                        " layers: a segment holds at least one layer"};
@@ -110,7 +128,7 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
     if (spec.data.classes == 0) {
       return SpecProblem{loop.Key("loss"), "cross_entropy needs data.classes >= 1 (the targets are class ids)"};
     }
-    if (features != spec.data.classes) {
+    if (!module && features != spec.data.classes) {
       return SpecProblem{loop.Key("loss"), "cross_entropy needs one output feature per class: the model outputs " +
                                                std::to_string(features) + " features, data.classes is " +
                                                std::to_string(spec.data.classes)};

@@ -40,7 +40,7 @@ TEST(EnumNames, SpellingsAreTheFileFormats) {
   EXPECT_EQ(AllNames<Phase>(), (std::vector<std::string>{"setup", "transfer", "forward", "backward", "optimizer",
                                                          "zero_grad", "eval", "step"}));
   EXPECT_EQ(kMetricPhases, AllNames<Phase>());
-  EXPECT_EQ(AllNames<DType>(), (std::vector<std::string>{"float32", "bfloat16", "float16", "int64"}));
+  EXPECT_EQ(AllNames<DType>(), (std::vector<std::string>{"float32", "bfloat16", "float16", "int64", "bool"}));
   EXPECT_EQ(AllNames(kModelDTypes), (std::vector<std::string>{"float32", "bfloat16", "float16"}));
   // The ledger (floor 1) starts in the workload's first phase (Note [Phases as names in the ledger]).
   EXPECT_EQ(Name(Phase::kSetup), Ledger::kInitialPhase);
@@ -51,6 +51,7 @@ TEST(EnumNames, DTypeSizesAreExact) {
   EXPECT_EQ(BytesPerElement(DType::kBFloat16), 2);
   EXPECT_EQ(BytesPerElement(DType::kFloat16), 2);
   EXPECT_EQ(BytesPerElement(DType::kInt64), 8);
+  EXPECT_EQ(BytesPerElement(DType::kBool), 1);
 }
 
 TEST(VariantOutcome, NamesAndParsesEveryOutcome) {

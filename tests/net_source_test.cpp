@@ -46,8 +46,9 @@ TEST(NetSources, TheLayerListIsBuiltInAndNamesAreNotTakenTwice) {
   RegisterWholeSource();
   EXPECT_TRUE(HasNetSource("layers"));
   EXPECT_TRUE(HasNetSource("whole"));
-  EXPECT_FALSE(HasNetSource("torchscript"));
-  EXPECT_EQ(NetSourceNames().front(), "layers");
+  EXPECT_TRUE(HasNetSource("torchscript"));
+  EXPECT_FALSE(HasNetSource("onnx"));
+  EXPECT_EQ(NetSourceNames(), (std::vector<std::string>{"layers", "torchscript", "whole"}));
   EXPECT_FALSE(RegisterNetSource(
       "layers", [](const ModelSpec&, const at::TensorOptions& o) { return std::make_unique<WholeNet>(o); }));
 }
@@ -80,6 +81,7 @@ TEST(NetSources, ASegmentKnobOnANetWithoutSegmentsIsAnError) {
   EXPECT_EQ(m.error,
             "model source 'whole' offers no segments, and pitfalls.checkpoint.segments = 2 needs them "
             "(checkpointing and the per-layer knobs act between segments)");
+  EXPECT_EQ(m.input_error, m.error);  // bad input: the variant is UNRESOLVED, the run exits 2
   EXPECT_TRUE(m.iterations.empty());
   EXPECT_EQ(m.param_bytes, 32);
 

@@ -59,7 +59,7 @@ TEST(ScenarioLoader, UnknownKeysSuggestTheNearestValidKey) {
             "s.json: at pitfalls: unknown key \"checkpointing\"; did you mean \"checkpoint\"? (valid keys: inplace, "
             "retain_grad, keep_intermediates, checkpoint, transfer)");
   EXPECT_EQ(LoadError(With(R"("data": {"colour": 1})")),
-            "s.json: at data: unknown key \"colour\" (valid keys: batch, shape, dtype, vocab, on_host, classes)");
+            "s.json: at data: unknown key \"colour\" (valid keys: batch, shape, dtype, vocab, on_host, classes, inputs)");
 }
 
 TEST(ScenarioLoader, DottedKeysAreToldToNest) {
@@ -110,7 +110,7 @@ TEST(ScenarioLoader, EnumerationsListTheValidValues) {
             "s.json: at pitfalls.transfer: unknown transfer \"within\" (valid values: outside, inside)");
   EXPECT_EQ(LoadError(With(R"("data": {"shape": [4], "dtype": "float64"})")),
             "s.json: at data.dtype: unknown dtype \"float64\"; did you mean \"float32\"? (valid values: float32, "
-            "bfloat16, float16, int64)");
+            "bfloat16, float16, int64, bool)");
   EXPECT_EQ(LoadError(With(R"("backends": ["cpu", "gpu"])")),
             "s.json: at backends[1]: unknown backend \"gpu\"; did you mean \"cpu\"? (valid values: cpu, meta, cuda)");
   EXPECT_EQ(

@@ -2,6 +2,9 @@
 // make a model the data fits, and expectations and relations must name variants that exist and hold
 // checks that parse.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
 
 #include "scenario/scenario_loader.h"
 #include "tests/scenario_text.h"
@@ -59,7 +62,8 @@ TEST(ScenarioLoader, MergedVariantsObeyCrossFieldRules) {
             "runs) (variant a)");
   EXPECT_EQ(LoadError(With(R"("model": null)")), "s.json: at model: expected an object, got null");
   EXPECT_EQ(LoadError(With("", R"("variants": {"a": {"model": null}})")),
-            "s.json: at variants.a.model.layers: a model needs at least one layer");
+            "s.json: at variants.a.model.layers: a model needs at least one layer (or a TorchScript module: "
+            "model.torchscript)");
   EXPECT_EQ(LoadError(With("", R"("variants": {"ok": {}, "b": {"data": {"shape": [5]}}})")),
             "s.json: at model.layers[0].in: linear takes 4 input features but receives 5 features from data.shape "
             "(variant b)");
@@ -87,6 +91,86 @@ TEST(ScenarioLoader, ExpectationsAndRelationsNameExistingVariants) {
             "checks, xfail)");
   Scenario s = Load(With(R"("checks": ["pitfall.peak >= 2 * fixed.peak", "pitfall.grads != fixed.grads"])", two));
   EXPECT_EQ(s.checks.size(), 2u);
+}
+
+}  // namespace
+}  // namespace oomguard
+
+namespace oomguard {
+namespace {
+
+// model.torchscript: resolved against the scenario file's folder, and excluding the keys that
+// describe a layer list; data.inputs: the forward's inputs, excluding data.shape/dtype/vocab.
+class ModuleKeys : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = ::testing::TempDir() + "/module_keys";
+    mkdir(folder_.c_str(), 0755);
+    std::ofstream(folder_ + "/m.pt") << "not checked by the loader";
+  }
+  // `extra` top-level keys in a scenario loaded as FOLDER/s.json.
+  bool LoadIn(const std::string& extra, Scenario* out, std::string* error,
+              const std::string& variants = R"("variants": {"a": {}})") {
+    const std::string text = R"({"name": "t", "summary": "s", )" + extra + ", " + variants + "}";
+    return LoadScenarioText(text, folder_ + "/s.json", out, error);
+  }
+  std::string ErrorOf(const std::string& extra, const std::string& variants = R"("variants": {"a": {}})") {
+    Scenario s;
+    std::string error;
+    EXPECT_FALSE(LoadIn(extra, &s, &error, variants)) << extra;
+    return error.substr(error.find(": at ") + 2);
+  }
+  std::string folder_;
+};
+
+TEST_F(ModuleKeys, AModuleFileIsFoundBesideTheScenarioAndNamesItsSource) {
+  Scenario s;
+  std::string error;
+  ASSERT_TRUE(LoadIn(R"("model": {"torchscript": "m.pt"}, "data": {"shape": [3, 8, 8]})", &s, &error)) << error;
+  EXPECT_EQ(s.variants[0].model.source, "torchscript");
+  EXPECT_EQ(s.variants[0].model.torchscript, folder_ + "/m.pt");
+  EXPECT_TRUE(s.variants[0].model.layers.empty());
+}
+
+TEST_F(ModuleKeys, SeveralInputsAreTheFirstInDataAndTheRestAsExtraInputs) {
+  Scenario s;
+  std::string error;
+  ASSERT_TRUE(LoadIn(R"("model": {"torchscript": "m.pt"}, "data": {"batch": 2, "inputs": [)"
+                     R"({"shape": [16], "dtype": "int64", "vocab": 100}, {"shape": [16], "dtype": "bool"}]})",
+                     &s, &error))
+      << error;
+  const DataSpec& d = s.variants[0].data;
+  EXPECT_EQ(d.shape, std::vector<int64_t>{16});
+  EXPECT_EQ(d.dtype, DType::kInt64);
+  EXPECT_EQ(d.vocab, 100);
+  ASSERT_EQ(d.extra_inputs.size(), 1u);
+  EXPECT_EQ(d.extra_inputs[0].dtype, DType::kBool);
+  EXPECT_EQ(d.extra_inputs[0].shape, std::vector<int64_t>{16});
+}
+
+TEST_F(ModuleKeys, MistakesNameTheKeyAndSayWhy) {
+  EXPECT_EQ(ErrorOf(R"("model": {"torchscript": "missing.pt"}, "data": {"shape": [4]})"),
+            "at model.torchscript: no such file: " + folder_ +
+                "/missing.pt (a path relative to the scenario file's folder; write it with "
+                "torch.jit.script(model).save(...)) (variant a)");
+  EXPECT_EQ(ErrorOf(R"("model": {"torchscript": "m.pt", "layers": [{"kind": "relu"}]}, "data": {"shape": [4]})"),
+            "at model.torchscript: give either model.layers or model.torchscript, not both (variant a)");
+  EXPECT_EQ(ErrorOf(R"("model": {"torchscript": "m.pt", "dtype": "bfloat16"}, "data": {"shape": [4]})"),
+            "at model.dtype: a TorchScript module keeps the dtypes it was saved with: save it in the dtype to "
+            "measure (model.to(torch.bfloat16) before torch.jit.script) (variant a)");
+  EXPECT_EQ(ErrorOf(R"("model": {"torchscript": "m.pt"}, "data": {"shape": [4], "inputs": [{"shape": [4]}]})"),
+            "at data.shape: give the inputs either as data.inputs or as data.shape (one input), not both (variant a)");
+  EXPECT_EQ(ErrorOf(R"("model": {"torchscript": "m.pt"}, "data": {"inputs": [{"dtype": "int64", "vocab": 5}]})"),
+            "at data.inputs[0]: missing required key \"shape\" (the shape of one sample)");
+  EXPECT_EQ(ErrorOf(R"("model": {"torchscript": "m.pt"}, "data": {"inputs": [{"shape": [4], "dtype": "int64"}]})"),
+            "at data.inputs[0].vocab: int64 input (ids) needs vocab >= 1: ids are drawn from [0, vocab)");
+  EXPECT_EQ(ErrorOf(R"("model": {"torchscript": "m.pt"}, "data": {"inputs": [{"shape": [4]}, {"shape": [4]}]},)"
+                    R"( "pitfalls": {"retain_grad": true})"),
+            "at pitfalls: the pitfalls that act between an nn.Sequential's children pass one tensor along: they "
+            "need data with one input, not data.inputs with 2 (variant a)");
+  EXPECT_EQ(ErrorOf(R"("model": {"layers": [{"kind": "relu"}]}, "data": {"inputs": [{"shape": [4]}, {"shape": [4]}]})"),
+            "at data.inputs: a layer list takes one input: give data.inputs one entry, or data.shape, dtype and vocab "
+            "(several inputs are for model.torchscript) (variant a)");
 }
 
 }  // namespace

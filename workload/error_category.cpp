@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <optional>
+
 namespace oomguard {
 
 ErrorCategory CategorizeError(std::string_view message) {
@@ -21,10 +23,76 @@ std::string ErrorMessage(const std::exception& e) {
   return e.what();
 }
 
+namespace {
+
+// Note [TorchScript interpreter errors]: an op failing inside a TorchScript module reaches us as the
+// interpreter's message: two tracebacks (serialized code, then the original Python) and, last, the
+// op's own error as "RuntimeError: <message>". The measurement keeps that message and the innermost
+// frame of the original code: the user's line, which is what they will edit.
+struct ScriptError {
+  std::string message;          // the op's error
+  std::string frame;            // "make_models.py:70: y = F.scaled_dot_product_attention(q, k, v, is_causal=True)"
+  bool frame_is_torch = false;  // the frame is in torch's own Python files (no user frame was found)
+};
+
+// One "File \"PATH\", line N, in NAME" frame at `at`, as "name.py:N: code".
+std::string FrameAt(const std::string& m, size_t at, size_t* marker) {
+  const size_t path_begin = at + 10;
+  const size_t path_end = m.find('"', path_begin);
+  const size_t line_at = path_end == std::string::npos ? path_end : m.find(", line ", path_end);
+  *marker = path_end == std::string::npos ? path_end : m.find("<--- HERE", path_end);
+  if (line_at == std::string::npos || *marker == std::string::npos) return "";
+  std::string path = m.substr(path_begin, path_end - path_begin);
+  if (path.rfind('/') != std::string::npos) path = path.substr(path.rfind('/') + 1);
+  const size_t digits = m.find_first_not_of("0123456789", line_at + 7);
+  const std::string line = m.substr(line_at + 7, digits - line_at - 7);
+  const size_t marker_line = m.rfind('\n', *marker);  // the code line is the one above the marker's
+  const size_t code_begin = m.rfind('\n', marker_line - 1) + 1;
+  std::string code = m.substr(code_begin, marker_line - code_begin);
+  code.erase(0, code.find_first_not_of(' '));
+  return path + ":" + line + ": " + code;
+}
+
+std::optional<ScriptError> ParseScriptError(const std::string& m) {
+  if (!m.starts_with("The following operation failed in the TorchScript interpreter.")) return std::nullopt;
+  ScriptError out;
+  const size_t original = m.find("Traceback of TorchScript, original code");
+  size_t end_of_trace = std::string::npos;
+  // The innermost frame outside torch's own files (the user's line), else the innermost.
+  for (size_t at = m.find("\n  File \"", original == std::string::npos ? 0 : original); at != std::string::npos;
+       at = m.find("\n  File \"", at + 1)) {
+    size_t marker = std::string::npos;
+    const std::string frame = FrameAt(m, at, &marker);
+    if (frame.empty()) continue;
+    const std::string path = m.substr(at + 10, m.find('"', at + 10) - at - 10);
+    const bool torch_file = path.find("-packages/torch/") != std::string::npos;
+    if (!torch_file || out.frame.empty() || out.frame_is_torch) {
+      out.frame = frame;
+      out.frame_is_torch = torch_file;
+    }
+    end_of_trace = m.find('\n', marker);
+  }
+  // The op's error follows the last frame: "RuntimeError: ..." (or another exception's name).
+  const std::string rest = end_of_trace == std::string::npos ? "" : m.substr(end_of_trace);
+  const size_t error_line = rest.find("Error: ");
+  out.message = error_line == std::string::npos ? rest : rest.substr(error_line + 7);
+  while (!out.message.empty() && (out.message.back() == '\n' || out.message.back() == ' ')) out.message.pop_back();
+  if (out.message.empty()) out.message = m;
+  return out;
+}
+
+}  // namespace
+
 std::string DescribeError(const std::exception& e, const std::string& location) {
-  const std::string message = ErrorMessage(e);
+  std::string message = ErrorMessage(e);
   if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr) return message;  // the OOM report says where
-  const std::string where = location.empty() ? "" : " (" + location + ")";
+  std::string place = location;
+  if (std::optional<ScriptError> script = ParseScriptError(message)) {
+    if (script->message.find(" out of memory") != std::string::npos) return script->message;
+    message = script->message;
+    if (!script->frame.empty()) place += (place.empty() ? "at " : ", at ") + script->frame;
+  }
+  const std::string where = place.empty() ? "" : " (" + place + ")";
   if (CategorizeError(message) == ErrorCategory::kMetaKernelMissing) {
     const size_t colon = message.find(": ");
     const std::string op = colon == std::string::npos ? "an operator" : message.substr(0, colon);
@@ -37,7 +105,15 @@ std::string DescribeError(const std::exception& e, const std::string& location) 
 
 VariantOutcome OutcomeOfException(const std::exception& e) {
   if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr) return VariantOutcome::Oom();
-  return VariantOutcome::Error(CategorizeError(ErrorMessage(e)));
+  const std::string message = ErrorMessage(e);
+  if (std::optional<ScriptError> script = ParseScriptError(message)) {
+    // The interpreter rethrows an OutOfMemoryError as a plain error: the allocator's words tell it.
+    if (script->message.find(" out of memory") != std::string::npos) return VariantOutcome::Oom();
+    return VariantOutcome::Error(CategorizeError(script->message));
+  }
+  return VariantOutcome::Error(CategorizeError(message));
 }
+
+bool IsScriptInterpreterError(const std::exception& e) { return ParseScriptError(ErrorMessage(e)).has_value(); }
 
 }  // namespace oomguard

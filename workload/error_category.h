@@ -17,6 +17,10 @@ namespace oomguard {
 // (an op with no Meta kernel), or kError (anything else).
 VariantOutcome OutcomeOfException(const std::exception& e);
 
+// Whether `e` is the TorchScript interpreter's report of an op that failed inside a module (Note
+// [TorchScript interpreter errors]): it may arrive as a plain std::runtime_error, an OOM included.
+bool IsScriptInterpreterError(const std::exception& e);
+
 // The category from an error message alone (what OutcomeOfException gives a non-OOM error).
 ErrorCategory CategorizeError(std::string_view message);
 

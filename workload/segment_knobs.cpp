@@ -14,11 +14,31 @@ std::string KnobNeedingSegments(const PitfallSpec& p) {
 
 }  // namespace
 
-std::string SegmentKnobError(const ModelSpec& model, const PitfallSpec& pitfalls, size_t segments) {
+std::string SegmentKnobError(const ModelSpec& model, const PitfallSpec& pitfalls, const Net& net) {
   const std::string knob = KnobNeedingSegments(pitfalls);
-  if (segments > 0 || knob.empty()) return "";
-  return "model source '" + model.source + "' offers no segments, and " + knob +
-         " needs them (checkpointing and the per-layer knobs act between segments)";
+  if (knob.empty()) return "";
+  const int64_t segments = static_cast<int64_t>(net.segments());
+  if (segments == 0) {
+    const std::string why = net.WhyNoSegments();
+    return (why.empty() ? "model source '" + model.source + "' offers no segments" : why) + ", and " + knob +
+           " needs them (checkpointing and the per-layer knobs act between segments)";
+  }
+  const std::string has =
+      " the model has " + std::to_string(segments) + " segments (0-" + std::to_string(segments - 1) + ")";
+  if (pitfalls.checkpoint.segments > segments) {
+    return "pitfalls.checkpoint.segments = " + std::to_string(pitfalls.checkpoint.segments) +
+           " asks for more checkpointed segments than" + has + ": a checkpointed segment holds at least one";
+  }
+  if (pitfalls.inplace.target != "none") {
+    const int64_t layer = pitfalls.inplace.layer;
+    if (layer >= segments) return "pitfalls.inplace.layer = " + std::to_string(layer) + " does not exist:" + has;
+    if (pitfalls.inplace.target == "parameter" &&
+        net.segment_parameters(static_cast<size_t>(layer), static_cast<size_t>(layer) + 1).empty()) {
+      return "pitfalls.inplace.target \"parameter\" needs a segment with parameters; segment " +
+             net.segment_name(static_cast<size_t>(layer)) + " has none";
+    }
+  }
+  return "";
 }
 
 }  // namespace oomguard

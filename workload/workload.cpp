@@ -20,6 +20,7 @@
 #include "nn/layer_trace.h"
 #include "nn/net_sources.h"
 #include "nn/scalar_type.h"
+#include "nn/torchscript_net.h"
 #include "workload/error_category.h"
 #include "workload/grad_digest.h"
 #include "workload/measured_run.h"
@@ -54,21 +55,37 @@ class VariantRun final : public MeasuredRun {
 
   void Run() override {
     at::manual_seed(spec_.seed);
-    net_ = MakeNet(spec_.model, device_options_.dtype(ScalarTypeOf(spec_.model.dtype)));
-    net_->set_trace(trace_);
-    params_ = net_->parameters();
-    for (const at::Tensor& p : params_) m_.param_bytes += Bytes(p);
-    m_.error = SegmentKnobError(spec_.model, spec_.pitfalls, net_->segments());
+    try {
+      net_ = MakeNet(spec_.model, device_options_.dtype(ScalarTypeOf(spec_.model.dtype)));
+      m_.module = net_->module_facts();
+      m_.warnings = net_->warnings();
+      m_.error = SegmentKnobError(spec_.model, spec_.pitfalls, *net_);
+    } catch (const ModelFileError& e) {
+      m_.error = e.what();
+    }
+    if (net_) {
+      params_ = net_->parameters();
+      for (const at::Tensor& p : params_) m_.param_bytes += Bytes(p);
+    }
     if (!m_.error.empty()) {
+      // The scenario and its model disagree: bad input, not a measurement (the variant is UNRESOLVED).
       m_.outcome = VariantOutcome::Error(ErrorCategory::kError);
+      m_.input_error = m_.error;
       return;
     }
+    net_->set_trace(trace_);
     optimizer_ = MakeOptimizer(spec_.loop.optimizer, params_);
     const int64_t iterations = options_.iterations > 0 ? options_.iterations : spec_.loop.iterations;
     for (int64_t i = 1; i <= iterations; ++i) {
       ledger_.TakeWindowPeak();
       IterationMeasurement iteration;
-      TrainIteration(i == 1, &iteration);
+      try {
+        TrainIteration(i == 1, &iteration);
+      } catch (const ModelFileError& e) {  // a forward whose result holds no tensor
+        m_.outcome = VariantOutcome::Error(ErrorCategory::kError);
+        m_.error = m_.input_error = e.what();
+        return;
+      }
       iteration.live_after_bytes = ledger_.live_bytes();
       iteration.peak_bytes = ledger_.TakeWindowPeak();
       m_.iterations.push_back(iteration);  // only completed iterations count
@@ -90,8 +107,9 @@ class VariantRun final : public MeasuredRun {
 
  private:
   struct Batch {
-    at::Tensor input;   // on the host when the transfer happens inside the first checkpoint segment
-    at::Tensor target;  // on the device (cross_entropy only)
+    at::Tensor input;              // on the host when the transfer happens inside the first checkpoint segment
+    at::Tensor target;             // on the device (cross_entropy of a layer list only; a module's: see Loss)
+    std::vector<at::Tensor> more;  // data.inputs[1:], on the device
   };
 
   void TrainIteration(bool first, IterationMeasurement* iteration) {
@@ -103,7 +121,8 @@ class VariantRun final : public MeasuredRun {
       Batch batch = NextBatch(spec_.pitfalls.transfer == "inside" ? std::nullopt : std::optional(Phase::kTransfer));
       SetPhase(ledger_, Phase::kForward);
       const int64_t before_forward = ledger_.live_bytes();
-      at::Tensor output = Forward(batch.input, /*training=*/true, &intermediates);
+      at::Tensor output = Forward(batch, /*training=*/true, &intermediates);
+      if (first_step && m_.module) m_.module->output = net_->module_facts()->output;
       if (trace_) trace_->EnterStage("the loss");
       at::Tensor loss = Loss(output, batch.target);
       if (trace_) trace_->Exit();
@@ -168,9 +187,7 @@ class VariantRun final : public MeasuredRun {
     sizes.insert(sizes.end(), d.shape.begin(), d.shape.end());
     const at::ScalarType dtype = ScalarTypeOf(d.dtype);
     Batch batch;
-    auto make = [&](const at::TensorOptions& o) {
-      return dtype == at::kLong ? at::randint(0, d.vocab, sizes, o.dtype(at::kLong)) : at::randn(sizes, o.dtype(dtype));
-    };
+    auto make = [&](const at::TensorOptions& o) { return Draw(sizes, dtype, d.vocab, o); };
     if (d.on_host) {
       {
         HostAllocationScope host;
@@ -186,14 +203,38 @@ class VariantRun final : public MeasuredRun {
     } else {
       batch.input = make(device_options_);
     }
-    if (spec_.loop.loss == "cross_entropy") {
+    for (const InputSpec& more : d.extra_inputs) {
+      std::vector<int64_t> more_sizes = {d.batch};
+      more_sizes.insert(more_sizes.end(), more.shape.begin(), more.shape.end());
+      const at::ScalarType more_dtype = ScalarTypeOf(more.dtype);
+      at::Tensor t;
+      if (d.on_host) {
+        HostAllocationScope host;
+        const at::TensorOptions cpu = at::TensorOptions().device(at::kCPU);
+        t = has_data_ ? Draw(more_sizes, more_dtype, more.vocab, cpu) : at::empty(more_sizes, cpu.dtype(more_dtype));
+      } else {
+        t = Draw(more_sizes, more_dtype, more.vocab, device_options_);
+      }
+      if (d.on_host && transfer_now) t = ToDevice(t);
+      batch.more.push_back(t);
+    }
+    if (spec_.loop.loss == "cross_entropy" && spec_.model.torchscript.empty()) {
       std::vector<int64_t> target_sizes = sizes;
       if (dtype != at::kLong) target_sizes.pop_back();
       batch.target = at::randint(0, d.classes, target_sizes, device_options_.dtype(at::kLong));
     }
     batch_bytes_ = batch.input.is_cpu() && d.on_host && !transfer_now ? 0 : Bytes(batch.input);
     batch_bytes_ += Bytes(batch.target);
+    for (const at::Tensor& t : batch.more) batch_bytes_ += t.is_cpu() && d.on_host && !transfer_now ? 0 : Bytes(t);
     return batch;
+  }
+
+  // One input's values: ids in [0, vocab), masks all true (a mask that hides nothing), floats normal.
+  static at::Tensor Draw(const std::vector<int64_t>& sizes, at::ScalarType dtype, int64_t vocab,
+                         const at::TensorOptions& o) {
+    if (dtype == at::kLong) return at::randint(0, vocab, sizes, o.dtype(at::kLong));
+    if (dtype == at::kBool) return at::ones(sizes, o.dtype(at::kBool));
+    return at::randn(sizes, o.dtype(dtype));
   }
 
   at::Tensor ToDevice(const at::Tensor& host) const {
@@ -202,7 +243,13 @@ class VariantRun final : public MeasuredRun {
 
   // The forward pass with the pitfall knobs: in-place edits, retain_grad, checkpoint segments. A net
   // without segments runs whole (Run refused the knobs that need segments).
-  at::Tensor Forward(const at::Tensor& input, bool training, std::vector<at::Tensor>* intermediates) {
+  at::Tensor Forward(const Batch& batch, bool training, std::vector<at::Tensor>* intermediates) {
+    const at::Tensor& input = batch.input;
+    if (!batch.more.empty()) {  // several inputs: the whole forward (the loader refused segment knobs)
+      std::vector<at::Tensor> inputs = {input};
+      inputs.insert(inputs.end(), batch.more.begin(), batch.more.end());
+      return net_->ForwardInputs(inputs, training);
+    }
     const PitfallSpec& p = spec_.pitfalls;
     const size_t n = net_->segments();
     layer_bytes_.clear();
@@ -252,10 +299,17 @@ class VariantRun final : public MeasuredRun {
     return out.add(1.0);
   }
 
+  // A module's cross_entropy targets are drawn here, shaped like its output without the class axis
+  // (a classifier's [batch], a language model's [batch, seq]), on the device.
   at::Tensor Loss(const at::Tensor& output, const at::Tensor& target) const {
     const std::string& loss = spec_.loop.loss;
     if (loss == "cross_entropy") {
-      return at::cross_entropy_loss(output.reshape({-1, output.size(-1)}), target.reshape({-1}));
+      at::Tensor t = target;
+      if (!t.defined()) {
+        const std::vector<int64_t> sizes(output.sizes().begin(), output.sizes().end() - 1);
+        t = at::randint(0, spec_.data.classes, sizes, device_options_.dtype(at::kLong));
+      }
+      return at::cross_entropy_loss(output.reshape({-1, output.size(-1)}), t.reshape({-1}));
     }
     if (loss == "mse") return at::mse_loss(output, at::zeros_like(output));
     return output.mean();
@@ -277,7 +331,7 @@ class VariantRun final : public MeasuredRun {
       std::optional<at::NoGradGuard> no_grad;
       if (spec_.loop.eval.no_grad) no_grad.emplace();
       Batch batch = NextBatch(Phase::kEval);
-      at::Tensor output = Forward(batch.input, /*training=*/false, nullptr);
+      at::Tensor output = Forward(batch, /*training=*/false, nullptr);
       if (spec_.loop.loss_history.from == "eval") KeepLoss(Loss(output, batch.target), "eval");
       if (spec_.loop.eval.keep_outputs) outputs.push_back(output);
     }
@@ -379,6 +433,9 @@ VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions&
     } catch (const c10::Error& e) {
       record_failure(e);
     } catch (const std::bad_alloc& e) {
+      record_failure(e);
+    } catch (const std::runtime_error& e) {
+      if (!IsScriptInterpreterError(e)) throw;  // not a training step's failure: a harness bug
       record_failure(e);
     }
     m.transfers = transfers.count();

@@ -1,0 +1,279 @@
+#include "nn/torchscript_net.h"
+
+#include <ATen/record_function.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/codegen/fuser/interface.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/tensorexpr_fuser.h>
+#include <torch/csrc/jit/python/update_graph_executor_opt.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "allocators/cpu_tracking_allocator.h"
+#include "allocators/meta_tracking_allocator.h"
+#include "base/check.h"
+
+namespace oomguard {
+namespace {
+
+// Note [Eager autograd for TorchScript] (torchscript_net.h): called before every forward, on its
+// thread; cheap (a thread-local flag and three globals).
+void UseEagerAutograd() {
+  torch::jit::setGraphExecutorOptimize(false);
+  torch::jit::setTensorExprFuserEnabled(false);
+  torch::jit::overrideCanFuseOnCPU(false);
+  torch::jit::overrideCanFuseOnGPU(false);
+}
+
+// "__torch__.torch.nn.modules.container.___torch_mangle_3.Sequential" -> the same without the
+// mangling component, which TorchScript adds when two classes of a file share a name.
+std::string UnmangledTypeName(const torch::jit::Module& m) {
+  const std::string name = m.type()->name() ? m.type()->name()->qualifiedName() : "";
+  std::string out;
+  size_t start = 0;
+  while (start <= name.size()) {
+    const size_t dot = std::min(name.find('.', start), name.size());
+    const std::string part = name.substr(start, dot - start);
+    if (!part.starts_with("___torch_mangle_")) out += (out.empty() ? "" : ".") + part;
+    start = dot + 1;
+  }
+  return out;
+}
+
+std::string ShortTypeName(const torch::jit::Module& m) {
+  const std::string name = UnmangledTypeName(m);
+  const size_t dot = name.rfind('.');
+  return dot == std::string::npos ? name : name.substr(dot + 1);
+}
+
+// Note [Weights of a module saved from meta]: such a file holds shapes only. On a backend with data
+// its tensors are drawn from the seed as a fresh model would start: matrices and kernels N(0, 0.02)
+// (GPT-2's initialisation), 1-d "weight"s and running variances ones, everything else zeros. The
+// values change no allocation; they keep the numbers finite.
+void Seed(const std::string& name, at::Tensor& t) {
+  if (!at::isFloatingType(t.scalar_type())) {
+    t.zero_();
+  } else if (t.dim() >= 2) {
+    t.normal_(0.0, 0.02);
+  } else if (name == "weight" || name == "running_var") {
+    t.fill_(1.0);
+  } else {
+    t.zero_();
+  }
+}
+
+// Ops whose train/eval behaviour the graph fixes when their flag is a constant (torch.jit.trace
+// records it so): the op and the index of that flag.
+const std::vector<std::pair<std::string, size_t>>& ModeOps() {
+  static const auto* ops = new std::vector<std::pair<std::string, size_t>>{
+      {"aten::dropout", 2},       {"aten::dropout_", 2},   {"aten::feature_dropout", 2},
+      {"aten::alpha_dropout", 2}, {"aten::batch_norm", 5}, {"aten::instance_norm", 5}};
+  return *ops;
+}
+
+void FindFixedModes(const torch::jit::Block* block, const std::string& where, std::set<std::string>* found) {
+  for (const torch::jit::Node* node : block->nodes()) {
+    for (const torch::jit::Block* inner : node->blocks()) FindFixedModes(inner, where, found);
+    for (const auto& [op, index] : ModeOps()) {
+      if (node->kind().toQualString() != op || node->inputs().size() <= index) continue;
+      const std::optional<c10::IValue> flag = torch::jit::toIValue(node->input(index));
+      if (!flag || !flag->isBool()) continue;
+      found->insert(op + " in " + where + " (train=" + (flag->toBool() ? "true" : "false") + ")");
+    }
+  }
+}
+
+}  // namespace
+
+struct TorchScriptNet::Loaded {
+  torch::jit::Module module;
+  std::vector<torch::jit::Module> children;  // an nn.Sequential's, in order; empty otherwise
+  std::string type_name;
+  std::vector<at::Tensor> parameters;  // each once, in the module's order
+  ModuleMeasurement facts;
+  std::vector<std::string> warnings;
+};
+
+TorchScriptNet::TorchScriptNet(const ModelSpec& spec, const at::TensorOptions& options, bool has_data)
+    : loaded_(std::make_unique<Loaded>()) {
+  Loaded& l = *loaded_;
+  l.facts.file = spec.torchscript;
+  UseEagerAutograd();
+  {
+    // The loader's buffers are not the run's: host memory, and a meta file's meta tensors.
+    HostAllocationScope host;
+    UncountedMetaScope uncounted;
+    try {
+      // map_location cpu: a file saved on cuda loads anywhere; one saved from meta stays on meta.
+      l.module = torch::jit::load(spec.torchscript, c10::Device(c10::kCPU));
+    } catch (const c10::Error& e) {
+      throw ModelFileError(spec.torchscript + ": not a TorchScript module torch::jit::load can read (" +
+                           e.what_without_backtrace() + ")");
+    }
+  }
+  l.type_name = UnmangledTypeName(l.module);
+  if (l.type_name == "__torch__.torch.nn.modules.container.Sequential") {
+    for (const torch::jit::NameModule& child : l.module.named_children()) l.children.push_back(child.value);
+  }
+  l.facts.segments = static_cast<int64_t>(l.children.size());
+
+  // Every parameter and buffer made anew on the device, tied ones once (a view of the same storage
+  // stays one tensor); inside the measurement, as the run's own. Not transfers: the record-function
+  // callbacks (the transfer counter's) are off.
+  at::DisableRecordFunctionGuard no_callbacks;
+  at::NoGradGuard no_grad;
+  bool any_meta = false, any_saved = false;
+  using Key = std::tuple<const void*, int64_t, std::vector<int64_t>, std::vector<int64_t>>;
+  std::map<Key, at::Tensor> made;
+  std::set<const void*> listed;
+  for (const torch::jit::NameModule& item : l.module.named_modules()) {
+    torch::jit::Module m = item.value;
+    std::vector<std::pair<std::string, at::Tensor>> slots;
+    for (const torch::jit::NameTensor& p : m.named_parameters(/*recurse=*/false)) slots.emplace_back(p.name, p.value);
+    const size_t parameter_count = slots.size();
+    for (const torch::jit::NameTensor& b : m.named_buffers(/*recurse=*/false)) slots.emplace_back(b.name, b.value);
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const auto& [name, old] = slots[i];
+      if (!old.defined()) continue;
+      const Key key{old.storage().unsafeGetStorageImpl(), old.storage_offset(), old.sizes().vec(), old.strides().vec()};
+      auto it = made.find(key);
+      if (it == made.end()) {
+        at::Tensor fresh = at::empty(old.sizes(), options.dtype(old.scalar_type()));
+        if (old.is_meta()) {
+          any_meta = true;
+          if (has_data) Seed(name, fresh);
+        } else {
+          any_saved = true;
+          if (has_data) fresh.copy_(old);
+        }
+        fresh.requires_grad_(i < parameter_count && old.requires_grad());
+        it = made.emplace(key, fresh).first;
+      }
+      m.setattr(name, it->second);
+      if (i < parameter_count && listed.insert(it->second.unsafeGetTensorImpl()).second) {
+        l.parameters.push_back(it->second);
+      }
+    }
+  }
+  l.facts.weights = !has_data ? "shapes" : any_meta && !any_saved ? "seeded" : any_meta ? "saved+seeded" : "saved";
+
+  std::set<std::string> fixed;
+  for (const torch::jit::NameModule& item : l.module.named_modules()) {
+    const std::string where = item.name.empty() ? "the top module" : "module " + item.name;
+    for (const torch::jit::Method& method : item.value.get_methods()) {
+      FindFixedModes(method.graph()->block(), where, &fixed);
+    }
+  }
+  if (!fixed.empty()) {
+    std::string ops;
+    for (const std::string& f : fixed) ops += (ops.empty() ? "" : ", ") + f;
+    l.warnings.push_back(spec.torchscript + ": " + std::to_string(fixed.size()) +
+                         " op(s) have their train/eval flag fixed in the graph, as torch.jit.trace records it: " + ops +
+                         ". They run that way in training and in evaluation alike, whatever train()/eval() says; "
+                         "script the model with torch.jit.script for them to follow the mode");
+  }
+}
+
+TorchScriptNet::~TorchScriptNet() = default;
+
+std::vector<at::Tensor> TorchScriptNet::parameters() const { return loaded_->parameters; }
+
+std::string TorchScriptNet::WhyNoSegments() const {
+  return "the TorchScript module in " + loaded_->facts.file + " is a " + loaded_->type_name +
+         ", not an nn.Sequential: the knobs that need its structure act on an nn.Sequential's top-level children, in "
+         "order (script nn.Sequential(...) of your blocks to use them)";
+}
+
+namespace {
+
+// The tensor the loss reads: the result itself, or the first tensor of a tuple, list or dict (in its
+// order); *how says which.
+at::Tensor OutputTensor(const c10::IValue& out, const std::string& file, std::string* how) {
+  if (out.isTensor()) {
+    *how = "tensor";
+    return out.toTensor();
+  }
+  if (out.isTuple()) {
+    const auto& elements = out.toTupleRef().elements();
+    for (size_t i = 0; i < elements.size(); ++i) {
+      if (elements[i].isTensor()) {
+        *how = "tuple[" + std::to_string(i) + "]";
+        return elements[i].toTensor();
+      }
+    }
+  } else if (out.isList()) {
+    const c10::List<c10::IValue> list = out.toList();
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (list.get(i).isTensor()) {
+        *how = "list[" + std::to_string(i) + "]";
+        return list.get(i).toTensor();
+      }
+    }
+  } else if (out.isGenericDict()) {
+    for (const auto& entry : out.toGenericDict()) {
+      if (entry.value().isTensor()) {
+        *how = "dict[" + (entry.key().isString() ? entry.key().toStringRef() : entry.key().tagKind()) + "]";
+        return entry.value().toTensor();
+      }
+    }
+  }
+  throw ModelFileError(file + ": the forward returned " + out.tagKind() +
+                       " holding no tensor: the loss needs a tensor, or a tuple, list or dict whose first tensor is "
+                       "the output");
+}
+
+}  // namespace
+
+at::Tensor TorchScriptNet::ForwardInputs(const std::vector<at::Tensor>& inputs, bool training) {
+  UseEagerAutograd();
+  Loaded& l = *loaded_;
+  if (l.module.is_training() != training) l.module.train(training);
+  std::vector<c10::IValue> args(inputs.begin(), inputs.end());
+  return OutputTensor(l.module.forward(std::move(args)), l.facts.file, &l.facts.output);
+}
+
+size_t TorchScriptNet::segments() const { return loaded_->children.size(); }
+
+std::string TorchScriptNet::segment_name(size_t i) const {
+  OOMGUARD_CHECK(i < loaded_->children.size()) << "segment " << i << " of " << loaded_->children.size();
+  return std::to_string(i) + ":" + ShortTypeName(loaded_->children[i]);
+}
+
+std::vector<at::Tensor> TorchScriptNet::segment_parameters(size_t begin, size_t end) const {
+  OOMGUARD_CHECK(begin <= end && end <= loaded_->children.size())
+      << "segments [" << begin << ", " << end << ") of " << loaded_->children.size();
+  std::vector<at::Tensor> out;
+  for (size_t i = begin; i < end; ++i) {
+    for (const at::Tensor& p : loaded_->children[i].parameters()) out.push_back(p);
+  }
+  return out;
+}
+
+at::Tensor TorchScriptNet::ForwardSegments(at::Tensor x, size_t begin, size_t end, bool training,
+                                           const AfterSegment& after_segment) {
+  OOMGUARD_CHECK(begin <= end && end <= loaded_->children.size())
+      << "segments [" << begin << ", " << end << ") of " << loaded_->children.size();
+  UseEagerAutograd();
+  Loaded& l = *loaded_;
+  if (l.module.is_training() != training) l.module.train(training);
+  for (size_t i = begin; i < end; ++i) {
+    if (trace()) trace()->EnterLayer(segment_name(i));
+    std::string how;
+    x = OutputTensor(l.children[i].forward({x}), l.facts.file, &how);
+    if (trace()) trace()->Exit();
+    if (after_segment) x = after_segment(i, std::move(x));
+  }
+  l.facts.output = "tensor";
+  return x;
+}
+
+std::optional<ModuleMeasurement> TorchScriptNet::module_facts() const { return loaded_->facts; }
+
+std::vector<std::string> TorchScriptNet::warnings() const { return loaded_->warnings; }
+
+}  // namespace oomguard

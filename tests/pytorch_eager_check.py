@@ -1,0 +1,279 @@
+"""The independent check of the TorchScript importer: the same training as an example scenario's,
+written in eager PyTorch (the model classes of examples/pytorch-model/make_models.py, cpu, one
+thread) and measured from the profiler's memory events, against `oomguard run --backend cpu`.
+
+    pytorch_eager_check.py OOMGUARD_EXE FOLDER [SCENARIO_FILE VARIANT]...
+
+FOLDER holds the example's scenario files and the .pt files make_models.py wrote. For each
+scenario and variant, the check compares the peak, each phase's peak and the allocation count
+and prints both sides; it fails on any difference it does not itemise with its cause (KNOWN).
+
+How the eager side mirrors oomguard's loop (workload/workload.cpp, VariantRun): parameters and
+buffers exist before the profiler starts (oomguard makes them in its setup phase: one allocation
+each); host batches are drawn before it too (oomguard draws them in host memory, outside the
+ledger) and each step copies its batch to the "device" (torch.empty_like(host).copy_(host)); a
+module's cross_entropy targets are drawn after its forward, shaped like the output without the
+class axis; each step's batch, output and loss die at the end of its backward, each evaluation
+batch's at the end of that batch. Phases are record_function ranges named "phase:<name>".
+"""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch._C._profiler import _EventType
+from torch.profiler import ProfilerActivity, profile, record_function
+
+def known_differences(config, parameters):
+    """The differences between eager PyTorch and oomguard that have a known cause, each exact:
+    {row: (eager minus oomguard, cause)}; a row not named here must match to the byte."""
+    kind = config["loop"].get("optimizer", {}).get("kind", "sgd")
+    if kind not in ("adam", "adamw"):
+        return {}
+    name = {"adam": "Adam", "adamw": "AdamW"}[kind]
+    cause = (f"Python's {name} keeps each parameter's step count as a 0-dim float32 tensor "
+             f"(state['step']: {parameters} x 4 bytes, one allocation each, live from the first step); "
+             "LibTorch's C++ optimizer keeps an int64_t")
+    # Every phase peak is reached after the first step (the second iteration's), so each is 4 bytes
+    # per parameter higher; the first step allocates them.
+    return {"peak": (4 * parameters, cause), "allocations": (parameters, cause), "phase peak": (4 * parameters, cause)}
+
+
+def load_models(folder):
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "pytorch-model", "make_models.py")
+    spec = importlib.util.spec_from_file_location("make_models", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {"cnn.pt": module.resnet_cnn, "gpt.pt": lambda: module.GPT(**module.SMALL_GPT)}
+
+
+def merged_variant(scenario, variant):
+    def merge(base, patch):
+        out = dict(base)
+        for k, v in patch.items():
+            if v is None:
+                out.pop(k, None)
+            elif isinstance(v, dict) and isinstance(out.get(k), dict):
+                out[k] = merge(out[k], v)
+            else:
+                out[k] = v
+        return out
+
+    base = {k: scenario[k] for k in ("model", "data", "loop", "pitfalls", "seed") if k in scenario}
+    return merge(base, scenario["variants"][variant])
+
+
+def draw(data, generator_seed):
+    shape = [data["batch"]] + data["shape"]
+    if data.get("dtype") == "int64":
+        return torch.randint(0, data["vocab"], shape)
+    return torch.randn(shape)
+
+
+def make_optimizer(spec, params):
+    kind = spec.get("kind", "sgd")
+    if kind == "sgd":
+        return torch.optim.SGD(params, lr=spec.get("lr", 1e-3), momentum=spec.get("momentum", 0.0),
+                               weight_decay=spec.get("weight_decay", 0.0), foreach=False)
+    if kind == "adamw":
+        return torch.optim.AdamW(params, lr=spec.get("lr", 1e-3), weight_decay=spec.get("weight_decay", 0.0),
+                                 foreach=False)
+    if kind == "adam":
+        return torch.optim.Adam(params, lr=spec.get("lr", 1e-3), weight_decay=spec.get("weight_decay", 0.0),
+                                foreach=False)
+    raise SystemExit(f"optimizer {kind} is not mirrored")
+
+
+def eager_measure(config, make_model):
+    """Peak, phase peaks (in first-entry order) and allocation count of the eager run."""
+    torch.manual_seed(config.get("seed", 0))
+    model = make_model()
+    data, loop = config["data"], config["loop"]
+    classes = data["classes"]
+    evaluation = loop.get("eval", {})
+    history = loop.get("loss_history", {})
+    iterations = loop.get("iterations", 2)
+    params = list(model.parameters())
+    optimizer = make_optimizer(loop.get("optimizer", {}), params)
+    storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+                for t in list(model.parameters()) + list(model.buffers())}
+    live_at_start = sum(storages.values())
+    train_batches = [draw(data, i) for i in range(iterations)]
+    eval_batches = [[draw(data, i) for _ in range(evaluation.get("batches", 0))] for i in range(iterations)]
+
+    def loss_of(out):
+        target = torch.randint(0, classes, out.shape[:-1])
+        return F.cross_entropy(out.reshape(-1, out.size(-1)), target.reshape(-1))
+
+    kept = []
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        for i in range(iterations):
+            with record_function("phase:zero_grad"):
+                optimizer.zero_grad(set_to_none=True)
+            with record_function("phase:transfer"):
+                x = torch.empty_like(train_batches[i]).copy_(train_batches[i])
+            with record_function("phase:forward"):
+                model.train()
+                out = model(x)
+                loss = loss_of(out)
+            with record_function("phase:backward"):
+                loss.backward()
+                del x, out, loss
+            with record_function("phase:optimizer"):
+                optimizer.step()
+            if evaluation.get("batches", 0) > 0:
+                with record_function("phase:eval"):
+                    model.eval()
+                    outputs = []
+                    for host in eval_batches[i]:
+                        with torch.set_grad_enabled(not evaluation.get("no_grad", True)):
+                            x = torch.empty_like(host).copy_(host)
+                            out = model(x)
+                            if history.get("from") == "eval" and history.get("keep", "none") != "none":
+                                loss = loss_of(out)
+                                keep = history["keep"]
+                                if keep == "attached":
+                                    kept.append(loss)
+                                elif keep == "detached":
+                                    kept.append(loss.detach())
+                                else:
+                                    loss.item()
+                                del loss
+                            if evaluation.get("keep_outputs"):
+                                outputs.append(out)
+                            del x, out
+                    del outputs
+    phases, allocations = [], []  # (begin, end, name); (time, bytes, ptr, excluded)
+
+    # Note [Host scalars] (backends/host_scalars.h): a number passed where an op takes a tensor is
+    # wrapped in a 0-dim cpu tensor (by Python's argument parser outside any op, or by a Scalar
+    # overload of add/sub/mul/div before it redispatches), and TensorIterator casts it with a small
+    # _to_copy; a GPU keeps these on the host, and oomguard books none of them on the device.
+    wrapping_ops = {f"aten::{op}{inplace}" for op in ("add", "sub", "mul", "div") for inplace in ("", "_")}
+
+    def walk(node, to_copy_depth):
+        kind, fields = node.typed
+        if kind == _EventType.Allocation:
+            parent = node.parent
+            parent_name = parent.name if parent is not None else ""
+            before_nested_op = parent is not None and parent_name in wrapping_ops and any(
+                c.typed[0] == _EventType.TorchOp and c.start_time_ns > node.start_time_ns for c in parent.children)
+            host_scalar = fields.alloc_size > 0 and (not parent_name.startswith("aten::") or before_nested_op or
+                                                     (to_copy_depth > 0 and fields.alloc_size <= 8))
+            allocations.append((node.start_time_ns, fields.alloc_size, fields.ptr, host_scalar))
+            return
+        if node.name.startswith("phase:"):
+            phases.append((node.start_time_ns, node.end_time_ns, node.name[6:]))
+        inside = to_copy_depth + (1 if node.name == "aten::_to_copy" else 0)
+        for child in node.children:
+            walk(child, inside)
+
+    for root in prof.profiler.kineto_results.experimental_event_tree():
+        walk(root, 0)
+    phases.sort()
+    # A phase's entry is an event too: the ledger's phase peak starts at the live bytes it finds.
+    timeline = sorted([(t, 1, n, ptr, host) for t, n, ptr, host in allocations] +
+                      [(begin, 0, 0, None, False) for begin, _, _ in phases])
+    live, peak, allocs, host_scalars = live_at_start, live_at_start, 0, 0
+    phase_peaks, phase_allocs, host_pointers = {}, {}, set()
+    events_by_entry = [["setup", 0]]
+    dump = []
+    for at, _, nbytes, ptr, host in timeline:
+        if host:
+            host_pointers.add(ptr)
+            host_scalars += 1
+            continue
+        if nbytes < 0 and ptr in host_pointers:
+            host_pointers.discard(ptr)
+            continue
+        live += nbytes
+        if os.environ.get("EAGER_CHECK_DUMP"):
+            dump.append(f"{'alloc' if nbytes > 0 else 'free_completed'} {abs(nbytes)}")
+        phase = next((name for begin, end, name in reversed(phases) if begin <= at <= end), "outside")
+        if _ == 1:
+            events_by_entry[-1][1] += 1
+        else:
+            events_by_entry.append([phase, 0])
+        if nbytes > 0:
+            allocs += 1
+            phase_allocs.setdefault(phase, []).append(nbytes)
+        phase_peaks[phase] = max(phase_peaks.get(phase, 0), live)
+        peak = max(peak, live)
+    if os.environ.get("EAGER_CHECK_DUMP"):
+        with open(os.environ["EAGER_CHECK_DUMP"], "w") as f:
+            f.write("\n".join(dump))
+    if os.environ.get("EAGER_CHECK_VERBOSE"):
+        for phase, sizes in phase_allocs.items():
+            print(f"    eager {phase}: {len(sizes)} allocations, first sizes {sizes[:40]}")
+        print(f"    eager host scalars left out: {host_scalars}")
+        print(f"    eager events (allocations and frees) per phase entry: {events_by_entry}")
+    return {"peak": peak, "phase_peaks": phase_peaks, "allocs": allocs, "setup_allocs": len(storages),
+            "parameters": len({p.data_ptr() for p in params})}
+
+
+def oomguard_measure(exe, scenario_file, variant, out_dir):
+    results = os.path.join(out_dir, os.path.basename(scenario_file) + ".results.json")
+    subprocess.run([exe, "run", scenario_file, "--backend", "cpu", "--json", results], check=False,
+                   stdout=subprocess.DEVNULL)
+    with open(results) as f:
+        run = json.load(f)
+    for scenario in run["scenarios"]:
+        for v in scenario["variants"]:
+            if v["name"] == variant:
+                return v["measurement"]
+    raise SystemExit(f"{scenario_file}: no variant {variant} in oomguard's results")
+
+
+def main():
+    torch.set_num_threads(1)  # as oomguard's children run: per-thread scratch buffers match
+    warnings.simplefilter("ignore")
+    exe, folder = sys.argv[1], sys.argv[2]
+    pairs = list(zip(sys.argv[3::2], sys.argv[4::2]))
+    models = load_models(folder)
+    failures = 0
+    for scenario_name, variant in pairs:
+        scenario_file = os.path.join(folder, scenario_name)
+        with open(scenario_file) as f:
+            scenario = json.load(f)
+        config = merged_variant(scenario, variant)
+        eager = eager_measure(config, models[config["model"]["torchscript"]])
+        m = oomguard_measure(exe, scenario_file, variant, folder)
+        ours = {p["phase"]: p["peak_bytes"] for p in m["phase_peaks"] if p["phase"] != "setup"}
+        if os.environ.get("EAGER_CHECK_VERBOSE"):
+            marks = m["timeline"]["phases"]
+            print("    oomguard events per phase entry:",
+                  [[p, (marks[i + 1][0] if i + 1 < len(marks) else None) - e if i + 1 < len(marks) else None]
+                   for i, (e, p) in enumerate(marks)])
+        # oomguard's setup phase makes each parameter and buffer (one allocation each); eager made
+        # them before the profiler started.
+        rows = [("peak", "peak", eager["peak"], m["peak_bytes"]),
+                ("allocations", "allocations after setup", eager["allocs"], m["alloc_count"] - eager["setup_allocs"])]
+        rows += [("phase peak", f"phase peak {p}", eager["phase_peaks"].get(p), ours.get(p))
+                 for p in sorted(set(ours) | set(eager["phase_peaks"]))]
+        print(f"{scenario['name']} / {variant}: eager PyTorch (profiler memory events) vs oomguard run --backend cpu")
+        known = known_differences(config, eager["parameters"])
+        causes = set()
+        for row, what, e, o in rows:
+            expected, cause = known.get(row, (0, ""))
+            if e is None or o is None or e - o != expected:
+                failures += 1
+                verdict = "DIFFERENT" + (f" (expected eager - oomguard = {expected})" if expected else "")
+            elif expected:
+                verdict = f"eager +{expected}: known, see below"
+                causes.add(cause)
+            else:
+                verdict = "same"
+            print(f"  {what:<28} eager {e!s:>12}  oomguard {o!s:>12}  {verdict}")
+        for cause in sorted(causes):
+            print(f"  known difference: {cause}")
+    if failures:
+        print(f"{failures} difference(s) without a known cause")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""Writes the TorchScript files the tests load (tests/torchscript_test.cpp) into OUT, and the
+examples' models with their scenario files into OUT/examples (examples/pytorch-model/).
+
+    make_fixtures.py OUT
+
+Generated at test time (a CTest fixture), never committed: TorchScript files are binaries tied to
+the torch that wrote them, and this is the pinned one.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+from typing import Dict, List
+
+import torch
+import torch.nn as nn
+
+
+class MLP(nn.Module):
+    """The layers of seq_mlp.pt, as a plain module: no segments."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(16, 32)
+        self.act = nn.ReLU()
+        self.last = nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.last(self.act(self.first(x)))
+
+
+class DictOutput(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(16, 4)
+
+    def forward(self, x) -> Dict[str, torch.Tensor]:
+        y = self.body(x)
+        return {"logits": y, "features": x}
+
+
+class TwoInputs(nn.Module):
+    """forward(ids [batch, seq], mask [batch, seq] bool) -> [batch, seq, 8]."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 8)
+        self.out = nn.Linear(8, 8)
+
+    def forward(self, ids, mask):
+        return self.out(self.embed(ids) * mask.unsqueeze(-1).to(torch.float32))
+
+
+class NoTensor(nn.Module):
+    def forward(self, x) -> List[int]:
+        return x.shape
+
+
+def seq_mlp():
+    return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    warnings.simplefilter("ignore")
+    torch.manual_seed(0)
+    saved = {
+        "seq_mlp.pt": torch.jit.script(seq_mlp()),
+        "not_sequential.pt": torch.jit.script(MLP()),
+        "dict_output.pt": torch.jit.script(DictOutput()),
+        "two_inputs.pt": torch.jit.script(TwoInputs()),
+        "no_tensor.pt": torch.jit.script(NoTensor()),
+        "traced_dropout.pt": torch.jit.trace(nn.Sequential(nn.Linear(16, 4), nn.Dropout(0.5)).train(),
+                                             torch.randn(2, 16), check_trace=False),
+    }
+    with torch.device("meta"):
+        saved["meta_mlp.pt"] = torch.jit.script(seq_mlp())
+    for name, module in saved.items():
+        module.save(os.path.join(out, name))
+    with open(os.path.join(out, "not_a_module.pt"), "w") as f:
+        f.write("this is not a zip archive")
+
+    examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "pytorch-model")
+    target = os.path.join(out, "examples")
+    os.makedirs(target, exist_ok=True)
+    subprocess.run([sys.executable, os.path.join(examples, "make_models.py"), "--out", target], check=True)
+    for name in os.listdir(examples):
+        if name.endswith(".json"):
+            shutil.copy(os.path.join(examples, name), target)
+    print(f"wrote {len(saved) + 1} fixtures to {out} and the examples to {target}")
+
+
+if __name__ == "__main__":
+    main()

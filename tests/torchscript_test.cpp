@@ -1,0 +1,225 @@
+// TorchScript modules as scenario models (nn/torchscript_net.h), trained by the catalog's loop: an
+// nn.Sequential scripted in Python gives the bytes of the same layer list to the byte, on cpu and
+// meta, from real or meta-saved weights; knobs act between its children; the mistakes a user makes
+// get messages that say what to change. The files come from tests/torchscript/make_fixtures.py (a
+// CTest fixture), in $OOMGUARD_TORCHSCRIPT_FIXTURES.
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/python/update_graph_executor_opt.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "workload/workload.h"
+
+namespace oomguard {
+namespace {
+
+std::string Fixture(const std::string& name) {
+  const char* folder = std::getenv("OOMGUARD_TORCHSCRIPT_FIXTURES");
+  EXPECT_NE(folder, nullptr) << "run through ctest: the TorchScript.Fixtures test writes the files";
+  return std::string(folder == nullptr ? "." : folder) + "/" + name;
+}
+
+LayerSpec Layer(const std::string& kind, int64_t in = 0, int64_t out = 0) {
+  LayerSpec l;
+  l.kind = kind;
+  l.in = in;
+  l.out = out;
+  return l;
+}
+
+// Batch 8 of 16 features, mse, AdamW, an evaluation batch; the model is the caller's. (Not
+// cross_entropy: a layer list draws its targets with the batch, a module after its forward, shaped
+// like its output; pytorch_eager_check.py checks a module's against eager PyTorch.)
+VariantSpec Training() {
+  VariantSpec v;
+  v.name = "v";
+  v.seed = 2;
+  v.data.batch = 8;
+  v.data.shape = {16};
+  v.data.classes = 4;
+  v.loop.loss = "mse";
+  v.loop.optimizer.kind = "adamw";
+  v.loop.eval.batches = 1;
+  return v;
+}
+
+VariantSpec Module(const std::string& file) {
+  VariantSpec v = Training();
+  v.model.source = "torchscript";
+  v.model.torchscript = Fixture(file);
+  return v;
+}
+
+VariantSpec LayerList() {
+  VariantSpec v = Training();
+  v.model.layers = {Layer("linear", 16, 32), Layer("relu"), Layer("linear", 32, 4)};
+  return v;
+}
+
+VariantMeasurement Measured(const VariantSpec& spec, Backend backend) {
+  VariantMeasureOptions options;
+  options.backend = backend;
+  return MeasureVariant(spec, options);
+}
+
+void ExpectSameBytes(const VariantMeasurement& a, const VariantMeasurement& b) {
+  EXPECT_EQ(a.ledger.peak_bytes, b.ledger.peak_bytes);
+  EXPECT_EQ(a.ledger.peak_phase, b.ledger.peak_phase);
+  EXPECT_EQ(a.ledger.alloc_count, b.ledger.alloc_count);
+  EXPECT_EQ(a.ledger.allocated_bytes_total, b.ledger.allocated_bytes_total);
+  ASSERT_EQ(a.ledger.phase_peaks.size(), b.ledger.phase_peaks.size());
+  for (size_t i = 0; i < a.ledger.phase_peaks.size(); ++i) {
+    EXPECT_EQ(a.ledger.phase_peaks[i].phase, b.ledger.phase_peaks[i].phase);
+    EXPECT_EQ(a.ledger.phase_peaks[i].peak_bytes, b.ledger.phase_peaks[i].peak_bytes) << a.ledger.phase_peaks[i].phase;
+  }
+  EXPECT_EQ(a.param_bytes, b.param_bytes);
+  EXPECT_EQ(a.grad_bytes, b.grad_bytes);
+  EXPECT_EQ(a.optimizer_state_bytes, b.optimizer_state_bytes);
+  EXPECT_EQ(a.forward_saved_bytes, b.forward_saved_bytes);
+  ASSERT_EQ(a.iterations.size(), b.iterations.size());
+  for (size_t i = 0; i < a.iterations.size(); ++i) {
+    EXPECT_EQ(a.iterations[i].live_after_bytes, b.iterations[i].live_after_bytes);
+  }
+}
+
+// Linear(16, 32): 512 + 32 floats; Linear(32, 4): 128 + 4 floats.
+constexpr int64_t kParamBytes = (16 * 32 + 32 + 32 * 4 + 4) * 4;
+
+TEST(TorchScript, AScriptedSequentialHasTheBytesOfTheSameLayerList) {
+  for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
+    SCOPED_TRACE(Name(backend));
+    const VariantMeasurement module = Measured(Module("seq_mlp.pt"), backend);
+    const VariantMeasurement layers = Measured(LayerList(), backend);
+    ASSERT_EQ(Name(module.outcome), "pass") << module.error;
+    ASSERT_EQ(Name(layers.outcome), "pass") << layers.error;
+    EXPECT_EQ(module.param_bytes, kParamBytes);
+    EXPECT_EQ(module.grad_bytes, kParamBytes);
+    EXPECT_EQ(module.optimizer_state_bytes, 2 * kParamBytes);  // AdamW: two moments
+    ExpectSameBytes(module, layers);
+    ASSERT_TRUE(module.module.has_value());
+    EXPECT_EQ(module.module->file, Fixture("seq_mlp.pt"));
+    EXPECT_EQ(module.module->weights, backend == Backend::kCpu ? "saved" : "shapes");
+    EXPECT_FALSE(module.module->graph_optimization);
+    EXPECT_EQ(module.module->segments, 3);
+    EXPECT_EQ(module.module->output, "tensor");
+    EXPECT_TRUE(module.warnings.empty());
+  }
+  EXPECT_FALSE(torch::jit::getGraphExecutorOptimize());  // Note [Eager autograd for TorchScript]
+}
+
+TEST(TorchScript, AModuleSavedFromMetaRunsOnCpuWithSeededWeightsAndTheSameBytes) {
+  const VariantMeasurement meta_file = Measured(Module("meta_mlp.pt"), Backend::kCpu);
+  ASSERT_EQ(Name(meta_file.outcome), "pass") << meta_file.error;
+  EXPECT_EQ(meta_file.module->weights, "seeded");
+  EXPECT_NE(meta_file.grad_digest, "");
+  ExpectSameBytes(meta_file, Measured(Module("seq_mlp.pt"), Backend::kCpu));
+  const VariantMeasurement on_meta = Measured(Module("meta_mlp.pt"), Backend::kMeta);
+  ASSERT_EQ(Name(on_meta.outcome), "pass") << on_meta.error;
+  ExpectSameBytes(on_meta, meta_file);
+}
+
+TEST(TorchScript, TheKnobsThatNeedStructureActBetweenASequentialsChildren) {
+  VariantSpec retain = Module("seq_mlp.pt");
+  retain.pitfalls.retain_grad = true;
+  const VariantMeasurement m = Measured(retain, Backend::kCpu);
+  ASSERT_EQ(Name(m.outcome), "pass") << m.error;
+  // The outputs of children 0 and 1 (Linear, ReLU) keep their gradients: [8, 32] floats each.
+  EXPECT_EQ(m.retained_grad_bytes, 2 * 8 * 32 * 4);
+
+  VariantSpec checkpointed = Module("seq_mlp.pt");
+  checkpointed.pitfalls.checkpoint.segments = 3;
+  VariantSpec layers = LayerList();
+  layers.pitfalls.checkpoint.segments = 3;
+  ExpectSameBytes(Measured(checkpointed, Backend::kCpu), Measured(layers, Backend::kCpu));
+
+  VariantSpec too_many = Module("seq_mlp.pt");
+  too_many.pitfalls.checkpoint.segments = 4;
+  EXPECT_EQ(
+      Measured(too_many, Backend::kCpu).input_error,
+      "pitfalls.checkpoint.segments = 4 asks for more checkpointed segments than the model has 3 segments (0-2): a "
+      "checkpointed segment holds at least one");
+  VariantSpec no_parameter = Module("seq_mlp.pt");
+  no_parameter.pitfalls.inplace.target = "parameter";
+  no_parameter.pitfalls.inplace.layer = 1;
+  EXPECT_EQ(Measured(no_parameter, Backend::kCpu).input_error,
+            "pitfalls.inplace.target \"parameter\" needs a segment with parameters; segment 1:ReLU has none");
+}
+
+TEST(TorchScript, AKnobThatNeedsStructureOnAnotherModuleSaysWhyAndWhatToDo) {
+  VariantSpec spec = Module("not_sequential.pt");
+  spec.pitfalls.retain_grad = true;
+  const VariantMeasurement m = Measured(spec, Backend::kCpu);
+  EXPECT_EQ(Name(m.outcome), "error:error");
+  EXPECT_EQ(m.input_error,
+            "the TorchScript module in " + Fixture("not_sequential.pt") +
+                " is a __torch__.MLP, not an nn.Sequential: the knobs that need its structure act on an "
+                "nn.Sequential's top-level children, in order (script nn.Sequential(...) of your blocks to use them), "
+                "and pitfalls.retain_grad = true needs them (checkpointing and the per-layer knobs act between "
+                "segments)");
+  // Without the knob it trains whole, with the bytes of the same layers.
+  ExpectSameBytes(Measured(Module("not_sequential.pt"), Backend::kCpu), Measured(LayerList(), Backend::kCpu));
+}
+
+TEST(TorchScript, ATracedModuleWithFixedDropoutIsWarnedAbout) {
+  const VariantMeasurement m = Measured(Module("traced_dropout.pt"), Backend::kCpu);
+  ASSERT_EQ(Name(m.outcome), "pass") << m.error;
+  ASSERT_EQ(m.warnings.size(), 1u);
+  EXPECT_EQ(m.warnings[0],
+            Fixture("traced_dropout.pt") +
+                ": 1 op(s) have their train/eval flag fixed in the graph, as torch.jit.trace records it: "
+                "aten::dropout in module 1 (train=true). They run that way in training and in "
+                "evaluation alike, whatever train()/eval() says; script the model with torch.jit.script "
+                "for them to follow the mode");
+}
+
+TEST(TorchScript, TheLossReadsTheFirstTensorOfADictAndOfSeveralInputs) {
+  const VariantMeasurement dict = Measured(Module("dict_output.pt"), Backend::kCpu);
+  ASSERT_EQ(Name(dict.outcome), "pass") << dict.error;
+  EXPECT_EQ(dict.module->output, "dict[logits]");
+  EXPECT_EQ(dict.param_bytes, (16 * 4 + 4) * 4);
+
+  VariantSpec two = Module("two_inputs.pt");
+  two.data.shape = {6};
+  two.data.dtype = DType::kInt64;
+  two.data.vocab = 50;
+  two.data.classes = 8;
+  two.loop.loss = "cross_entropy";  // targets [8, 6], shaped like the output without its class axis
+  InputSpec mask;
+  mask.shape = {6};
+  mask.dtype = DType::kBool;
+  two.data.extra_inputs = {mask};
+  for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
+    const VariantMeasurement m = Measured(two, backend);
+    ASSERT_EQ(Name(m.outcome), "pass") << m.error;
+    EXPECT_EQ(m.param_bytes, (50 * 8 + 8 * 8 + 8) * 4);
+    // Per step: ids [8, 6] int64 and the mask [8, 6] bool, copied to the device.
+    EXPECT_EQ(m.transfer_bytes, m.iterations.size() * 2 * (8 * 6 * 8 + 8 * 6));
+  }
+}
+
+TEST(TorchScript, AFileThatIsNoModuleOrAForwardWithoutATensorIsBadInput) {
+  const VariantMeasurement unreadable = Measured(Module("not_a_module.pt"), Backend::kCpu);
+  EXPECT_EQ(Name(unreadable.outcome), "error:error");
+  EXPECT_TRUE(unreadable.input_error.starts_with(Fixture("not_a_module.pt") +
+                                                 ": not a TorchScript module torch::jit::load can read ("))
+      << unreadable.input_error;
+  const VariantMeasurement no_tensor = Measured(Module("no_tensor.pt"), Backend::kCpu);
+  EXPECT_EQ(no_tensor.input_error, Fixture("no_tensor.pt") +
+                                       ": the forward returned GenericList holding no tensor: the loss needs a tensor, "
+                                       "or a tuple, list or dict whose first tensor is the output");
+}
+
+TEST(TorchScript, AnOomInsideTheModuleIsAnOomWithTheUsersLine) {
+  VariantSpec spec = Module("seq_mlp.pt");
+  VariantMeasureOptions options;
+  options.backend = Backend::kCpu;
+  options.limits.cap_bytes = kParamBytes + 1024;  // the parameters fit, the first activation does not
+  const VariantMeasurement m = MeasureVariant(spec, options);
+  EXPECT_EQ(Name(m.outcome), "oom") << m.error;
+  ASSERT_TRUE(m.oom.has_value());
+  EXPECT_EQ(m.oom->phase, "forward");
+}
+
+}  // namespace
+}  // namespace oomguard
