@@ -16,7 +16,7 @@ int Explain(const RunOptions& options, const std::string& name, const std::strin
             std::ostream& err) {
   Scenario s;
   std::string error;
-  if (!LoadScenarioByName(NameSearchPaths(options.paths), name, &s, &error)) {
+  if (!LoadScenarioArgument(NameSearchPaths(options.paths), name, &s, &error)) {
     err << "oomguard explain: " << error << "\n";
     return kExitUsage;
   }
@@ -47,7 +47,7 @@ class ExplainCommand : public Command {
  public:
   CLI::App* Add(CLI::App& app) override {
     explain_ = app.add_subcommand("explain", "Teach a pitfall: what goes wrong, why, the fix, measured now");
-    explain_->add_option("name", name_, "A scenario name (see `oomguard list`)")->required();
+    explain_->add_option("name", name_, "A scenario name (see `oomguard list`) or a .json file")->required();
     explain_->add_option("--paths", o_.paths, "Where to look (default: the built-in catalog)");
     AddRunFlags(explain_, &o_);
     return explain_;

@@ -34,13 +34,8 @@ double MillisecondsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// A path (it has a '/' or ends in .json) is loaded as a file; anything else is a scenario's name.
 bool LoadFitScenario(const FitOptions& options, Scenario* scenario, std::string* error) {
-  const std::string& arg = options.scenario;
-  const bool is_path = arg.find('/') != std::string::npos || (arg.size() > 5 && arg.ends_with(".json"));
-  if (is_path) return LoadScenarioFile(arg, scenario, error);
-  const std::vector<std::string> paths = NameSearchPaths(options.paths);
-  return LoadScenarioByName(paths, arg, scenario, error);
+  return LoadScenarioArgument(NameSearchPaths(options.paths), options.scenario, scenario, error);
 }
 
 // `auto`: meta when the scenario lists it (shapes only: any cap fits in this host), else cpu.

@@ -412,4 +412,11 @@ bool LoadScenarioByName(const std::vector<std::string>& paths, const std::string
   return false;
 }
 
+bool LoadScenarioArgument(const std::vector<std::string>& paths, const std::string& argument, Scenario* out,
+                          std::string* error) {
+  const bool is_path = argument.find('/') != std::string::npos || (argument.size() > 5 && argument.ends_with(".json"));
+  if (is_path) return LoadScenarioFile(argument, out, error);
+  return LoadScenarioByName(paths, argument, out, error);
+}
+
 }  // namespace oomguard

@@ -48,4 +48,9 @@ namespace oomguard {
 [[nodiscard]] bool LoadScenarioByName(const std::vector<std::string>& paths, const std::string& name, Scenario* out,
                                       std::string* error);
 
+// What a command's scenario argument names: a file when it has a '/' or ends in .json, else a
+// scenario's name among `paths` (LoadScenarioByName).
+[[nodiscard]] bool LoadScenarioArgument(const std::vector<std::string>& paths, const std::string& argument,
+                                        Scenario* out, std::string* error);
+
 }  // namespace oomguard

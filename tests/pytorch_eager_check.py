@@ -3,6 +3,7 @@ written in eager PyTorch (the model classes of examples/pytorch-model/make_model
 thread) and measured from the profiler's memory events, against `oomguard run --backend cpu`.
 
     pytorch_eager_check.py OOMGUARD_EXE FOLDER [SCENARIO_FILE VARIANT]...
+    EAGER_CHECK_MODELS="net.pt=/path/net.py:Net" pytorch_eager_check.py ...   # your own model too
 
 FOLDER holds the example's scenario files and the .pt files make_models.py wrote. For each
 scenario and variant, the check compares the peak, each phase's peak and the allocation count
@@ -48,7 +49,17 @@ def load_models(folder):
     spec = importlib.util.spec_from_file_location("make_models", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return {"cnn.pt": module.resnet_cnn, "gpt.pt": lambda: module.GPT(**module.SMALL_GPT)}
+    models = {"cnn.pt": module.resnet_cnn, "gpt.pt": lambda: module.GPT(**module.SMALL_GPT)}
+    # Your own: EAGER_CHECK_MODELS="unet.pt=/path/unet.py:UNet,..." (a file name, a Python file, a
+    # callable that builds the module the .pt was scripted from).
+    for entry in filter(None, os.environ.get("EAGER_CHECK_MODELS", "").split(",")):
+        pt, source = entry.split("=", 1)
+        path, factory = source.rsplit(":", 1)
+        spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+        user = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(user)
+        models[pt] = getattr(user, factory)
+    return models
 
 
 def merged_variant(scenario, variant):

@@ -6,3 +6,5 @@ set -euo pipefail
 exe="$1"
 cd "$2"
 "$exe" run cnn.json gpt.json --backend cpu
+explained="$("$exe" explain gpt.json --backend cpu)"
+grep -q "^Measured now (gpt.json)" <<<"$explained" || { echo "explain FILE did not measure the file" >&2; exit 1; }
