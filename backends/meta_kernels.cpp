@@ -211,6 +211,7 @@ void RegisterMetaKernels() {
     auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::AutogradMeta, __FILE__, __LINE__);
     meta_kernels::RegisterNorm(*library, *lib);
     meta_kernels::RegisterPool(*library, *lib);
+    meta_kernels::RegisterConv(*library);
     meta_kernels::RegisterAttention(*library, *lib);
     return lib;
   }();
