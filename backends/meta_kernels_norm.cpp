@@ -4,6 +4,7 @@
 // native_group_norm falls back to math_group_norm, which goes through native_batch_norm.
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include <optional>
 #include <tuple>
@@ -271,6 +272,32 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> NativeGroupNormBackwardMeta(
   return {dx, dgamma, dbeta};
 }
 
+// Channels-last group norm as cpu records it. cpu's NativeGroupNormBackward0 hands the backward kernel
+// grad and X contiguous in X's suggested format; on other devices it makes them plain contiguous,
+// copying both for a channels-last X. This node saves what cpu's saves (X, gamma, mean, rstd) and
+// calls the backward as cpu's does.
+struct ChannelsLastGroupNorm : torch::autograd::Function<ChannelsLastGroupNorm> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& gamma,
+                            const at::Tensor& beta, int64_t n, int64_t c, int64_t hxw, int64_t group, double eps) {
+    auto [y, mean, rstd] = at::native_group_norm(x, gamma, beta, n, c, hxw, group, eps);
+    ctx->save_for_backward({x, gamma, mean, rstd});
+    ctx->saved_data["shape"] = std::vector<int64_t>{n, c, hxw, group};
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const torch::autograd::variable_list saved = ctx->get_saved_variables();
+    const at::Tensor &x = saved[0], &gamma = saved[1], &mean = saved[2], &rstd = saved[3];
+    const std::vector<int64_t> shape = ctx->saved_data["shape"].toIntVector();
+    const at::MemoryFormat format = x.suggest_memory_format();
+    const std::array<bool, 3> mask = {ctx->needs_input_grad(0), ctx->needs_input_grad(1), ctx->needs_input_grad(2)};
+    auto [dx, dgamma, dbeta] =
+        at::native_group_norm_backward(grads[0].contiguous(format), x.contiguous(format), mean, rstd, gamma, shape[0],
+                                       shape[1], shape[2], shape[3], mask);
+    return {dx, dgamma, dbeta, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 // group_norm for meta tensors (AutogradMeta): as cpu runs the composite, X contiguous in its suggested
 // format (other devices make it plain contiguous: a copy of a channels-last input).
 at::Tensor GroupNormAutogradMeta(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight,
@@ -284,6 +311,9 @@ at::Tensor GroupNormAutogradMeta(const at::Tensor& input, int64_t num_groups, co
   const at::Tensor x = input.contiguous(input.suggest_memory_format());
   const at::Tensor gamma = Or(weight).defined() ? weight->contiguous() : at::Tensor();
   const at::Tensor beta = Or(bias).defined() ? bias->contiguous() : at::Tensor();
+  if (ChannelsLast(x.suggest_memory_format())) {
+    return ChannelsLastGroupNorm::apply(x, gamma, beta, n, c, hxw, num_groups, eps);
+  }
   return std::get<0>(at::native_group_norm(x, gamma, beta, n, c, hxw, num_groups, eps));
 }
 
