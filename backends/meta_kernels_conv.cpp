@@ -172,7 +172,8 @@ at::Tensor ToDense(const MemoryDesc& desc, at::IntArrayRef sizes, const at::Tens
 // mkldnn_convolution (_mkldnn_convolution with ideep's convolution_forward::compute_v3): channels-last
 // output allocated first; then the scratchpad, reordered input and weights when the implementation wants
 // other layouts, the output in its layout; the reorders and the scratchpad die, and a non-channels-last
-// output is made dense.
+// output is made dense. oneDNN's fpmath mode stays strict, as cpu's does unless mkldnn convolutions'
+// float32 precision is set to bf16 (then cpu's choice of implementation may differ from this one).
 at::Tensor MkldnnConvolution(const at::Tensor& input_t, const at::Tensor& weight_t, const at::Tensor& bias,
                              const Params& p) {
   const bool channels_last = at::native::mkldnn_conv_use_channels_last(input_t, weight_t);
@@ -355,6 +356,47 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Slow2dBackward(const at::Tensor& 
   return {grad_input, grad_weight, grad_bias};
 }
 
+// Convolution.cpp's subtensor: group g of `tensor` along `dim`, contiguous in its suggested format.
+at::Tensor Subtensor(const at::Tensor& tensor, int64_t dim, int64_t groups, int64_t g) {
+  if (!tensor.defined()) return {};
+  const int64_t n = tensor.size(dim) / groups;
+  return tensor.narrow(dim, n * g, n).contiguous(tensor.suggest_memory_format());
+}
+
+// _convolution's backends without groups, run group by group: each group's input, weight and bias
+// (copies where the narrowing is not contiguous), its output, then the outputs concatenated.
+at::Tensor Slow2dGroupedForward(const at::Tensor& input, const at::Tensor& weight, const Params& p) {
+  if (p.groups == 1) return Slow2dForward(input, weight, p);
+  std::vector<at::Tensor> outputs(p.groups);
+  for (int64_t g = 0; g < p.groups; ++g) {
+    const at::Tensor input_g = Subtensor(input, 1, p.groups, g), weight_g = Subtensor(weight, 0, p.groups, g);
+    outputs[g] = Slow2dForward(input_g, weight_g, p);
+  }
+  return at::cat(outputs, 1);
+}
+
+// convolution_backward's backends without groups, group by group, then each gradient concatenated.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> Slow2dGroupedBackward(const at::Tensor& grad_output,
+                                                                     const at::Tensor& input, const at::Tensor& weight,
+                                                                     const Params& p, std::array<bool, 3> mask) {
+  if (p.groups == 1) return Slow2dBackward(grad_output, input, weight, p, mask);
+  std::vector<at::Tensor> grad_inputs(p.groups), grad_weights(p.groups), grad_biases(p.groups);
+  for (int64_t g = 0; g < p.groups; ++g) {
+    const at::Tensor grad_output_g = Subtensor(grad_output, 1, p.groups, g);
+    const at::Tensor input_g = Subtensor(input, 1, p.groups, g), weight_g = Subtensor(weight, 0, p.groups, g);
+    std::tie(grad_inputs[g], grad_weights[g], grad_biases[g]) =
+        Slow2dBackward(grad_output_g, input_g, weight_g, p, mask);
+  }
+  at::Tensor grad_input, grad_weight, grad_bias;
+  if (mask[0]) grad_input = at::cat(grad_inputs, 1);
+  if (mask[1]) grad_weight = at::cat(grad_weights, 0);
+  if (mask[2]) grad_bias = at::cat(grad_biases, 0);
+  grad_biases.clear();
+  grad_weights.clear();
+  grad_inputs.clear();
+  return {grad_input, grad_weight, grad_bias};
+}
+
 // ---- the ops ----
 
 // _convolution (convolution calls it unchanged): 1-d convolutions as 2-d over a contiguous input, cpu's
@@ -388,8 +430,7 @@ at::Tensor ConvolutionMirror(const at::Tensor& input_r, const at::Tensor& weight
       break;
     }
     case at::native::ConvBackend::Slow2d:
-      TORCH_CHECK(p.groups == 1, "convolution on meta: cpu's Slow2d backend with groups is not mirrored");
-      output = Slow2dForward(input.contiguous(format), weight.contiguous(format), p);
+      output = Slow2dGroupedForward(input.contiguous(format), weight.contiguous(format), p);
       break;
     default:
       Unmirrored(backend);
@@ -442,9 +483,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> ConvolutionBackwardMeta(
       break;
     }
     case at::native::ConvBackend::Slow2d: {
-      TORCH_CHECK(p.groups == 1, "convolution_backward on meta: cpu's Slow2d backend with groups is not mirrored");
       const at::Tensor input_c = input.contiguous(format), weight_c = weight.contiguous(format);
-      std::tie(grad_input, grad_weight, grad_bias) = Slow2dBackward(grad_output, input_c, weight_c, p, mask);
+      std::tie(grad_input, grad_weight, grad_bias) = Slow2dGroupedBackward(grad_output, input_c, weight_c, p, mask);
       break;
     }
     default:
