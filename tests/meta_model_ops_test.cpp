@@ -162,15 +162,16 @@ at::Tensor Labels(Context& ctx, int64_t batch) {
 }
 
 // conv2d + batch norm + relu + max pooling, a depthwise conv2d + batch norm + relu + average pooling,
-// adaptive average pooling to 2x2, flatten, linear, cross entropy. cpu runs the 3x3 convolutions
-// through oneDNN (mkldnn_convolution) and the 1x1 one of a batch of 2 on one thread through Slow2d.
+// 1x1 convolutions (one grouped), adaptive average pooling to 2x2, flatten, linear, cross entropy. cpu
+// runs the 3x3 convolutions through oneDNN (mkldnn_convolution) and the 1x1 ones of a batch of 2 on one
+// thread through Slow2d (the grouped one group by group).
 void Cnn(Context& ctx) {
   Parameters p(ctx);
   const at::Tensor w1 = p.Add({8, 3, 3, 3}), b1 = p.Add({8});
   const at::Tensor g1 = p.Add({8}, 1.0), beta1 = p.Add({8}), mean1 = p.Buffer({8}, 0.0), var1 = p.Buffer({8}, 1.0);
   const at::Tensor w2 = p.Add({8, 1, 3, 3}), b2 = p.Add({8});  // depthwise: groups = channels
   const at::Tensor g2 = p.Add({8}, 1.0), beta2 = p.Add({8}), mean2 = p.Buffer({8}, 0.0), var2 = p.Buffer({8}, 1.0);
-  const at::Tensor w3 = p.Add({12, 8, 1, 1});
+  const at::Tensor w3 = p.Add({12, 8, 1, 1}), w4 = p.Add({12, 6, 1, 1});  // w4: 1x1 in 2 groups
   const at::Tensor fc = p.Add({10, 12 * 2 * 2}), fc_b = p.Add({10});
   TrainAndEvaluate(ctx, p, [&](bool training) {
     const at::Tensor x = at::randn({2, 3, 16, 16}, ctx.options());
@@ -179,8 +180,9 @@ void Cnn(Context& ctx) {
     h = at::max_pool2d(h, {2, 2});  // [2, 8, 8, 8]
     h = at::conv2d(h, w2, b2, {1, 1}, {1, 1}, {1, 1}, 8);
     h = at::relu(at::batch_norm(h, g2, beta2, mean2, var2, training, 0.1, 1e-5, false));
-    h = at::avg_pool2d(h, {2, 2});                // [2, 8, 4, 4]
-    h = at::conv2d(h, w3);                        // [2, 12, 4, 4]
+    h = at::avg_pool2d(h, {2, 2});  // [2, 8, 4, 4]
+    h = at::conv2d(h, w3);          // [2, 12, 4, 4]
+    h = at::conv2d(h, w4, {}, {1, 1}, at::IntArrayRef{0, 0}, {1, 1}, 2);
     h = at::adaptive_avg_pool2d(h, {2, 2});       // [2, 12, 2, 2]
     h = at::linear(at::flatten(h, 1), fc, fc_b);  // [2, 10]
     return at::cross_entropy_loss(h, Labels(ctx, 2));
