@@ -7,6 +7,8 @@
 #include <ATen/core/Reduction.h>
 #include <torch/library.h>
 
+#include "backends/meta_kernels_internal.h"
+
 namespace oomguard {
 namespace {
 
@@ -15,6 +17,8 @@ namespace {
 // allocations the cpu kernel makes: the same outputs, the same contiguous() copies of its inputs and
 // the same scratch buffers, in the same order, so the meta ledger reads what the cpu ledger reads
 // (tests/meta_coverage_test.cpp compares them). Each kernel names the cpu allocation it mirrors.
+// resize_ on meta grows a storage's nbytes without asking the allocator, so where cpu resizes an empty
+// tensor (at::empty({0}) then resize_, TensorIterator outputs) a Meta kernel allocates the tensor whole.
 
 // relu's output has its input's shape and dtype; relu_ returns its input.
 at::Tensor ReluMeta(const at::Tensor& self) { return at::empty_like(self); }
@@ -201,7 +205,17 @@ void RegisterMetaKernels() {
     lib->impl("native_layer_norm_backward", TORCH_FN(NativeLayerNormBackwardMeta));
     return lib;
   }();
-  (void)library;
+  // The families in their own files (backends/meta_kernels_internal.h); AutogradMeta holds the few
+  // composites whose cpu path depends on the device.
+  static torch::Library* autograd_library = [] {
+    auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::AutogradMeta, __FILE__, __LINE__);
+    meta_kernels::RegisterNorm(*library, *lib);
+    meta_kernels::RegisterPool(*library, *lib);
+    meta_kernels::RegisterConv(*library);
+    meta_kernels::RegisterAttention(*library, *lib);
+    return lib;
+  }();
+  (void)autograd_library;
 }
 
 }  // namespace oomguard

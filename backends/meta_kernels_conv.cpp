@@ -1,0 +1,509 @@
+// Meta kernels for convolution and its backward, mirroring what cpu allocates. LibTorch's C++ build
+// has none: meta's _convolution selects the Overrideable backend, which throws.
+//
+// The mirror takes cpu's own backend choice (at::native::select_conv_backend, asked of data-less cpu
+// stand-ins of the meta tensors, since it reads only shapes, strides, dtypes and flags) and follows
+// that backend: Mkldnn (float convolutions on more than one image, depthwise ones, any kernel larger
+// than 1x1) through oneDNN, whose buffers it sizes by asking oneDNN (Note [oneDNN on meta],
+// backends/onednn_query.h), or Slow2d (im2col and a gemm: 1x1 convolutions of small batches on one
+// thread, single small images). Other cpu backends (dilated, transposed, 3-d, xnnpack) fail with the
+// backend's name. The steps below follow ATen/native/Convolution.cpp, mkldnn/Conv.cpp with ideep's
+// convolution (ideep/operators/conv.hpp) and ConvolutionMM2d.cpp, in their order.
+#include <ATen/native/ConvUtils.h>
+#include <c10/core/TensorImpl.h>
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backends/meta_kernels_internal.h"
+#include "backends/onednn_query.h"
+
+namespace oomguard::meta_kernels {
+namespace {
+
+using onednn::Arg;
+using onednn::MemoryDesc;
+using onednn::Primitive;
+
+// Convolution parameters after Convolution.cpp's 1-d -> 2-d expansion.
+struct Params {
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups = 1;
+  std::vector<int64_t> OnednnDilates() const {  // oneDNN counts dilation from 0
+    std::vector<int64_t> d = dilation;
+    for (int64_t& x : d) --x;
+    return d;
+  }
+};
+
+std::vector<int64_t> Expand(c10::SymIntArrayRef values, int64_t dims) {
+  std::vector<int64_t> out;
+  for (const c10::SymInt& v : values) out.push_back(v.expect_int());
+  if (out.size() == 1 && dims > 1) out.assign(dims, out[0]);
+  TORCH_CHECK(static_cast<int64_t>(out.size()) == dims, "convolution: expected ", dims, " values, got ", out.size());
+  return out;
+}
+
+// ConvParams::view1d_as_2d: a conv1d runs as a conv2d over [N, C, 1, L].
+void View1dAs2d(Params& p) {
+  p.stride.insert(p.stride.begin(), 1);
+  p.padding.insert(p.padding.begin(), 0);
+  p.dilation.insert(p.dilation.begin(), 1);
+}
+
+// A cpu tensor with t's sizes, strides, dtype and requires_grad and no data: what cpu's backend
+// selection reads of a tensor.
+at::Tensor CpuStandIn(const at::Tensor& t) {
+  c10::Storage storage(c10::Storage::use_byte_size_t(), 0, at::DataPtr(nullptr, at::Device(at::kCPU)), nullptr, false);
+  auto impl =
+      c10::make_intrusive<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  impl->set_sizes_and_strides(t.sizes(), t.strides());
+  at::Tensor stand_in(std::move(impl));
+  if (t.requires_grad()) stand_in.set_requires_grad(true);
+  return stand_in;
+}
+
+std::vector<c10::SymInt> Sym(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
+
+// The backend cpu would run, and its memory format. need_backward (GradMode and a tensor that requires
+// grad) matters only for the inference-only backends; backward passes true, as cpu's backward does.
+std::pair<at::native::ConvBackend, at::MemoryFormat> CpuBackend(const at::Tensor& input, const at::Tensor& weight,
+                                                                const at::Tensor& bias, const Params& p,
+                                                                bool need_backward) {
+  at::Tensor in = CpuStandIn(input), w = CpuStandIn(weight);
+  std::optional<at::Tensor> b;
+  if (bias.defined()) b = CpuStandIn(bias);
+  if (need_backward) in.set_requires_grad(true);
+  at::AutoGradMode grad_mode(need_backward || at::GradMode::is_enabled());
+  const std::vector<c10::SymInt> stride = Sym(p.stride), padding = Sym(p.padding), dilation = Sym(p.dilation),
+                                 output_padding(p.stride.size(), 0);
+  const at::native::ConvBackend backend = at::native::select_conv_backend(in, w, b, stride, padding, dilation, false,
+                                                                          output_padding, p.groups, std::nullopt);
+  return {backend, at::native::_determine_backend_memory_format(in, w, backend)};
+}
+
+std::string BackendName(at::native::ConvBackend backend) {
+  switch (backend) {
+    case at::native::ConvBackend::Empty:
+      return "Empty";
+    case at::native::ConvBackend::Slow3d:
+      return "Slow3d";
+    case at::native::ConvBackend::SlowDilated2d:
+      return "SlowDilated2d";
+    case at::native::ConvBackend::SlowDilated3d:
+      return "SlowDilated3d";
+    case at::native::ConvBackend::Xnnpack2d:
+      return "Xnnpack2d";
+    case at::native::ConvBackend::NnpackSpatial:
+      return "NnpackSpatial";
+    case at::native::ConvBackend::Winograd3x3Depthwise:
+      return "Winograd3x3Depthwise";
+    default:
+      return "#" + std::to_string(static_cast<int>(backend));
+  }
+}
+
+[[noreturn]] void Unmirrored(at::native::ConvBackend backend) {
+  TORCH_CHECK(false, "convolution on meta: cpu would run its ", BackendName(backend),
+              " backend here, which oomguard's Meta kernels do not mirror (backends/meta_kernels_conv.cpp); run "
+              "this convolution on cpu");
+}
+
+// ---- oneDNN (ideep) ----
+
+// A meta block of `bytes` standing for a buffer ideep allocates through c10's cpu allocator.
+at::Tensor Block(int64_t bytes, const at::Tensor& like) {
+  if (bytes <= 0) return {};
+  return at::empty({bytes}, like.options().dtype(at::kByte));
+}
+
+MemoryDesc PlainDesc(const at::Tensor& t) {
+  return MemoryDesc::Strided(t.sizes().vec(), t.strides().vec(), t.scalar_type());
+}
+
+// [G, O/G, I/G, kh, kw] for grouped weights, as ideep's make_grouped_weights and to_grouped shape them.
+std::vector<int64_t> WeightDims(at::IntArrayRef weight_sizes, int64_t groups) {
+  std::vector<int64_t> dims = weight_sizes.vec();
+  if (groups <= 1) return dims;
+  dims[0] /= groups;
+  dims.insert(dims.begin(), groups);
+  return dims;
+}
+
+// The weights as ideep sees them: a view of the dense tensor, regrouped with default strides.
+MemoryDesc WeightDesc(const at::Tensor& weight, int64_t groups) {
+  return groups > 1 ? MemoryDesc::Contiguous(WeightDims(weight.sizes(), groups), weight.scalar_type())
+                    : PlainDesc(weight);
+}
+
+MemoryDesc Query(const std::vector<int64_t>& dims, at::ScalarType dtype, bool channels_last) {
+  return channels_last ? MemoryDesc::ChannelsLast(dims, dtype) : MemoryDesc::Any(dims, dtype);
+}
+
+// ideep's reorder_to: the reorder's scratchpad, freed when it has run.
+void ReorderScratchpad(const MemoryDesc& from, const MemoryDesc& to, const at::Tensor& like) {
+  (void)Block(Primitive::Reorder(from, to).Bytes(Arg::kScratchpad), like);
+}
+
+// ideep's reorder_if_differ_in: a buffer in the layout the primitive wants when the tensor's differs.
+at::Tensor ReorderIfDiffer(const MemoryDesc& actual, const MemoryDesc& expected, const at::Tensor& like) {
+  if (actual == expected) return {};
+  at::Tensor buffer = Block(expected.bytes(), like);
+  ReorderScratchpad(actual, expected, like);
+  return buffer;
+}
+
+// mkldnn_to_dense of an ideep tensor in `desc` with logical sizes `sizes`: a dense tensor the reorder
+// fills; a plain desc keeps its strides there (to_public), and contiguous() then copies them into a
+// second dense tensor unless they already are contiguous (the first dies).
+at::Tensor ToDense(const MemoryDesc& desc, at::IntArrayRef sizes, const at::Tensor& like) {
+  at::Tensor dense = at::empty(sizes, like.options());
+  const bool plain = desc.plain();
+  const MemoryDesc pub = plain ? desc : MemoryDesc::Contiguous(desc.dims(), like.scalar_type());
+  ReorderScratchpad(desc, pub, like);
+  if (!plain) return dense;
+  std::vector<int64_t> strides = desc.strides();
+  if (strides.size() == sizes.size() + 1) strides.erase(strides.begin());  // grouped weights: [G, O/G] -> O
+  return dense.as_strided(sizes, strides).contiguous();
+}
+
+// mkldnn_convolution (_mkldnn_convolution with ideep's convolution_forward::compute_v3): channels-last
+// output allocated first; then the scratchpad, reordered input and weights when the implementation wants
+// other layouts, the output in its layout; the reorders and the scratchpad die, and a non-channels-last
+// output is made dense. oneDNN's fpmath mode stays strict, as cpu's does unless mkldnn convolutions'
+// float32 precision is set to bf16 (then cpu's choice of implementation may differ from this one).
+at::Tensor MkldnnConvolution(const at::Tensor& input_t, const at::Tensor& weight_t, const at::Tensor& bias,
+                             const Params& p) {
+  const bool channels_last = at::native::mkldnn_conv_use_channels_last(input_t, weight_t);
+  const at::MemoryFormat format = !channels_last       ? at::MemoryFormat::Contiguous
+                                  : input_t.dim() == 4 ? at::MemoryFormat::ChannelsLast
+                                                       : at::MemoryFormat::ChannelsLast3d;
+  const std::vector<int64_t> output_sizes =
+      at::native::conv_output_size(input_t.sizes(), weight_t.sizes(), p.padding, p.stride, p.dilation);
+  at::Tensor output;
+  if (channels_last) output = at::empty(output_sizes, input_t.options().memory_format(format));
+  const at::Tensor input = input_t.contiguous(format), weight = weight_t.contiguous(format);
+  const at::ScalarType dtype = input.scalar_type();
+  const Primitive pd = Primitive::ConvForward(
+      Query(input.sizes().vec(), dtype, channels_last), MemoryDesc::Any(WeightDims(weight.sizes(), p.groups), dtype),
+      bias.defined() ? MemoryDesc::Any(bias.sizes().vec(), dtype) : MemoryDesc(),
+      Query(output_sizes, dtype, channels_last), p.stride, p.OnednnDilates(), p.padding, p.padding);
+  at::Tensor scratchpad = Block(pd.Bytes(Arg::kScratchpad), input);
+  at::Tensor src = ReorderIfDiffer(PlainDesc(input), pd.Desc(Arg::kSrc), input);
+  at::Tensor weights = ReorderIfDiffer(WeightDesc(weight, p.groups), pd.Desc(Arg::kWeights), input);
+  const MemoryDesc dst_desc = pd.Desc(Arg::kDst);
+  at::Tensor dst;
+  if (!channels_last) {
+    dst = Block(dst_desc.bytes(), input);
+  } else if (PlainDesc(output) != dst_desc) {
+    at::Tensor expected_dst = Block(dst_desc.bytes(), input);
+    ReorderScratchpad(dst_desc, PlainDesc(output), input);
+  }
+  weights.reset();
+  src.reset();
+  scratchpad.reset();
+  if (channels_last) return output;
+  at::Tensor dense = ToDense(dst_desc, output_sizes, input);
+  dst.reset();
+  return dense;
+}
+
+// mkldnn_convolution_backward_input (ideep's convolution_backward_data::compute_v2): a channels-last
+// grad_input first; then reordered grad_output and weights, grad_input in the implementation's layout
+// and the scratchpad; the scratchpad and reorders die, and grad_input is made dense.
+at::Tensor MkldnnBackwardInput(at::IntArrayRef input_size, const at::Tensor& grad_output, const at::Tensor& weight,
+                               const Params& p, bool channels_last, at::MemoryFormat format) {
+  at::Tensor grad_input;
+  if (channels_last) grad_input = at::empty(input_size, grad_output.options().memory_format(format));
+  const at::ScalarType dtype = grad_output.scalar_type();
+  const MemoryDesc diff_dst = Query(grad_output.sizes().vec(), dtype, channels_last);
+  const MemoryDesc weights = MemoryDesc::Any(WeightDims(weight.sizes(), p.groups), dtype);
+  const MemoryDesc diff_src = Query(input_size.vec(), dtype, channels_last);
+  const Primitive hint = Primitive::ConvForward(diff_src, weights, MemoryDesc(), diff_dst, p.stride, p.OnednnDilates(),
+                                                p.padding, p.padding, /*user_scratchpad=*/false);
+  const Primitive pd =
+      Primitive::ConvBackwardData(diff_src, weights, diff_dst, p.stride, p.OnednnDilates(), p.padding, p.padding, hint);
+  at::Tensor expected_diff_dst = ReorderIfDiffer(PlainDesc(grad_output), pd.Desc(Arg::kDiffDst), grad_output);
+  at::Tensor expected_weights = ReorderIfDiffer(WeightDesc(weight, p.groups), pd.Desc(Arg::kWeights), grad_output);
+  const MemoryDesc diff_src_desc = pd.Desc(Arg::kDiffSrc);
+  at::Tensor grad_x;
+  if (!channels_last || PlainDesc(grad_input) != diff_src_desc) grad_x = Block(diff_src_desc.bytes(), grad_output);
+  at::Tensor scratchpad = Block(pd.Bytes(Arg::kScratchpad), grad_output);
+  scratchpad.reset();
+  expected_weights.reset();
+  expected_diff_dst.reset();
+  if (channels_last) return grad_input;
+  at::Tensor dense = ToDense(diff_src_desc, input_size, grad_output);
+  grad_x.reset();
+  return dense;
+}
+
+// mkldnn_convolution_backward_weights (ideep's convolution_backward_weights::compute_v2): reordered
+// grad_output and input, grad_weight in the implementation's layout, the scratchpad, grad_bias; then
+// dense grad_bias and grad_weight (arguments evaluate right to left), each ideep tensor dying after.
+std::tuple<at::Tensor, at::Tensor> MkldnnBackwardWeights(at::IntArrayRef weight_size, const at::Tensor& grad_output,
+                                                         const at::Tensor& input, const Params& p, bool bias_defined,
+                                                         bool channels_last, at::MemoryFormat format) {
+  const at::ScalarType dtype = grad_output.scalar_type();
+  const MemoryDesc diff_weights = MemoryDesc::Any(WeightDims(weight_size, p.groups), dtype);
+  const MemoryDesc diff_dst = Query(grad_output.sizes().vec(), dtype, channels_last);
+  const MemoryDesc src = Query(input.sizes().vec(), dtype, channels_last);
+  const MemoryDesc diff_bias = bias_defined ? MemoryDesc::Any({grad_output.size(1)}, dtype) : MemoryDesc();
+  const Primitive hint =
+      Primitive::ConvForward(src, diff_weights, diff_bias, diff_dst, p.stride, p.OnednnDilates(), p.padding, p.padding);
+  const Primitive pd = Primitive::ConvBackwardWeights(src, diff_weights, diff_bias, diff_dst, p.stride,
+                                                      p.OnednnDilates(), p.padding, p.padding, hint);
+  at::Tensor expected_diff_dst = ReorderIfDiffer(PlainDesc(grad_output), pd.Desc(Arg::kDiffDst), grad_output);
+  at::Tensor expected_src = ReorderIfDiffer(PlainDesc(input), pd.Desc(Arg::kSrc), grad_output);
+  const MemoryDesc grad_w_desc = pd.Desc(Arg::kDiffWeights);
+  at::Tensor grad_w = Block(grad_w_desc.bytes(), grad_output);
+  at::Tensor scratchpad = Block(pd.Bytes(Arg::kScratchpad), grad_output);
+  const MemoryDesc grad_b_desc = bias_defined ? pd.Desc(Arg::kDiffBias) : MemoryDesc();
+  at::Tensor grad_b = Block(grad_b_desc.bytes(), grad_output);
+  scratchpad.reset();
+  expected_src.reset();
+  expected_diff_dst.reset();
+  at::Tensor dense_b = bias_defined ? ToDense(grad_b_desc, {grad_output.size(1)}, grad_output) : at::Tensor();
+  at::Tensor dense_w = ToDense(grad_w_desc, weight_size, grad_output);
+  at::Tensor result_w = channels_last ? dense_w.to(format) : dense_w;
+  dense_w.reset();
+  grad_w.reset();
+  grad_b.reset();
+  return {result_w, dense_b};
+}
+
+// mkldnn_convolution_backward: grad_output, input and weight contiguous in the convolution's format,
+// then grad_input, then grad_weight and grad_bias.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> MkldnnConvolutionBackward(const at::Tensor& input_t,
+                                                                         const at::Tensor& grad_output_t,
+                                                                         const at::Tensor& weight_t, const Params& p,
+                                                                         std::array<bool, 3> mask) {
+  const bool channels_last = at::native::mkldnn_conv_use_channels_last(input_t, weight_t);
+  const at::MemoryFormat format = !channels_last       ? at::MemoryFormat::Contiguous
+                                  : input_t.dim() == 4 ? at::MemoryFormat::ChannelsLast
+                                                       : at::MemoryFormat::ChannelsLast3d;
+  const at::Tensor grad_output = grad_output_t.contiguous(format);
+  const at::Tensor input = input_t.contiguous(format), weight = weight_t.contiguous(format);
+  at::Tensor grad_input, grad_weight, grad_bias;
+  if (mask[0]) grad_input = MkldnnBackwardInput(input.sizes(), grad_output, weight, p, channels_last, format);
+  if (mask[1] || mask[2]) {
+    std::tie(grad_weight, grad_bias) =
+        MkldnnBackwardWeights(weight.sizes(), grad_output, input, p, mask[2], channels_last, format);
+  }
+  return {grad_input, grad_weight, grad_bias};
+}
+
+// ---- Slow2d (ConvolutionMM2d.cpp) ----
+
+bool UnitKernel(at::IntArrayRef kernel, const Params& p) {
+  return kernel[0] == 1 && kernel[1] == 1 && p.stride[0] == 1 && p.stride[1] == 1 && p.padding[0] == 0 &&
+         p.padding[1] == 0;
+}
+
+// compute_columns2d: im2col's [N, C*kh*kw, oh*ow] (channels last [N, oh*ow, kh*kw*C]); a view of the
+// input for an unstrided, unpadded 1x1 kernel.
+at::Tensor Columns(const at::Tensor& input, at::IntArrayRef kernel, const Params& p, bool channels_last) {
+  if (UnitKernel(kernel, p)) return {};
+  const int64_t oh = (input.size(2) + 2 * p.padding[0] - kernel[0]) / p.stride[0] + 1;
+  const int64_t ow = (input.size(3) + 2 * p.padding[1] - kernel[1]) / p.stride[1] + 1;
+  const int64_t patch = input.size(1) * kernel[0] * kernel[1];
+  return channels_last ? at::empty({input.size(0), oh * ow, patch}, input.options())
+                       : at::empty({input.size(0), patch, oh * ow}, input.options());
+}
+
+// thnn_conv_use_channels_last for the cpu tensors these stand for (it asks is_cpu() of its input).
+at::MemoryFormat ThnnFormat(const at::Tensor& input, const at::Tensor& weight) {
+  return input.suggest_memory_format() == at::MemoryFormat::ChannelsLast ||
+                 weight.suggest_memory_format() == at::MemoryFormat::ChannelsLast
+             ? at::MemoryFormat::ChannelsLast
+             : at::MemoryFormat::Contiguous;
+}
+
+// slow_conv2d_forward_cpu: weight and input contiguous in the format, the columns, then the output
+// (the columns die).
+at::Tensor Slow2dForward(const at::Tensor& input_t, const at::Tensor& weight_t, const Params& p) {
+  const at::IntArrayRef kernel = weight_t.sizes().slice(2);
+  const at::MemoryFormat format = ThnnFormat(input_t, weight_t);
+  const at::Tensor weight = weight_t.contiguous(format), input = input_t.contiguous(format);
+  const std::vector<int64_t> output_sizes =
+      at::native::conv_output_size(input.sizes(), weight.sizes(), p.padding, p.stride, p.dilation);
+  at::Tensor columns = Columns(input, kernel, p, format == at::MemoryFormat::ChannelsLast);
+  return at::empty(output_sizes, input.options().memory_format(format));
+}
+
+// slow_conv2d_backward_cpu: grad_input (after weight, input and grad_output contiguous in the format),
+// grad_bias, then grad_weight and the columns of its gemm.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> Slow2dBackward(const at::Tensor& grad_output_t,
+                                                              const at::Tensor& input_t, const at::Tensor& weight_t,
+                                                              const Params& p, std::array<bool, 3> mask) {
+  const at::IntArrayRef kernel = weight_t.sizes().slice(2);
+  at::Tensor grad_input, grad_weight, grad_bias;
+  if (mask[0]) {
+    const at::MemoryFormat format = ThnnFormat(input_t, weight_t);
+    const at::Tensor weight = weight_t.contiguous(format), input = input_t.contiguous(format);
+    const at::Tensor grad_output = grad_output_t.contiguous(format);
+    grad_input = at::empty(input.sizes(), input.options().memory_format(format));
+  }
+  if (mask[2]) grad_bias = at::sum(grad_output_t, {0, 2, 3});
+  if (mask[1]) {
+    grad_weight = at::empty(weight_t.sizes(), weight_t.options().memory_format(weight_t.suggest_memory_format()));
+    const at::MemoryFormat format = ThnnFormat(input_t, grad_weight);
+    const at::Tensor grad_output = grad_output_t.contiguous(format);
+    at::Tensor columns = Columns(input_t, kernel, p, format == at::MemoryFormat::ChannelsLast);
+  }
+  return {grad_input, grad_weight, grad_bias};
+}
+
+// Convolution.cpp's subtensor: group g of `tensor` along `dim`, contiguous in its suggested format.
+at::Tensor Subtensor(const at::Tensor& tensor, int64_t dim, int64_t groups, int64_t g) {
+  if (!tensor.defined()) return {};
+  const int64_t n = tensor.size(dim) / groups;
+  return tensor.narrow(dim, n * g, n).contiguous(tensor.suggest_memory_format());
+}
+
+// _convolution's backends without groups, run group by group: each group's input, weight and bias
+// (copies where the narrowing is not contiguous), its output, then the outputs concatenated.
+at::Tensor Slow2dGroupedForward(const at::Tensor& input, const at::Tensor& weight, const Params& p) {
+  if (p.groups == 1) return Slow2dForward(input, weight, p);
+  std::vector<at::Tensor> outputs(p.groups);
+  for (int64_t g = 0; g < p.groups; ++g) {
+    const at::Tensor input_g = Subtensor(input, 1, p.groups, g), weight_g = Subtensor(weight, 0, p.groups, g);
+    outputs[g] = Slow2dForward(input_g, weight_g, p);
+  }
+  return at::cat(outputs, 1);
+}
+
+// convolution_backward's backends without groups, group by group, then each gradient concatenated.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> Slow2dGroupedBackward(const at::Tensor& grad_output,
+                                                                     const at::Tensor& input, const at::Tensor& weight,
+                                                                     const Params& p, std::array<bool, 3> mask) {
+  if (p.groups == 1) return Slow2dBackward(grad_output, input, weight, p, mask);
+  std::vector<at::Tensor> grad_inputs(p.groups), grad_weights(p.groups), grad_biases(p.groups);
+  for (int64_t g = 0; g < p.groups; ++g) {
+    const at::Tensor grad_output_g = Subtensor(grad_output, 1, p.groups, g);
+    const at::Tensor input_g = Subtensor(input, 1, p.groups, g), weight_g = Subtensor(weight, 0, p.groups, g);
+    std::tie(grad_inputs[g], grad_weights[g], grad_biases[g]) =
+        Slow2dBackward(grad_output_g, input_g, weight_g, p, mask);
+  }
+  at::Tensor grad_input, grad_weight, grad_bias;
+  if (mask[0]) grad_input = at::cat(grad_inputs, 1);
+  if (mask[1]) grad_weight = at::cat(grad_weights, 0);
+  if (mask[2]) grad_bias = at::cat(grad_biases, 0);
+  grad_biases.clear();
+  grad_weights.clear();
+  grad_inputs.clear();
+  return {grad_input, grad_weight, grad_bias};
+}
+
+// ---- the ops ----
+
+// _convolution (convolution calls it unchanged): 1-d convolutions as 2-d over a contiguous input, cpu's
+// backend, the backend's contiguous copies, the backend.
+at::Tensor ConvolutionMirror(const at::Tensor& input_r, const at::Tensor& weight_r,
+                             const std::optional<at::Tensor>& bias_opt, c10::SymIntArrayRef stride,
+                             c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed,
+                             c10::SymIntArrayRef output_padding, const c10::SymInt& groups) {
+  TORCH_CHECK(!transposed, "convolution on meta: transposed convolutions have no Meta kernel in oomguard");
+  const int64_t k = weight_r.dim();
+  TORCH_CHECK(k == 3 || k == 4, "convolution on meta: oomguard mirrors 1-d and 2-d convolutions, not ", k - 2, "-d");
+  Params p{Expand(stride, k - 2), Expand(padding, k - 2), Expand(dilation, k - 2), groups.expect_int()};
+  at::Tensor input = input_r, weight = weight_r;
+  at::Tensor bias = bias_opt.has_value() ? *bias_opt : at::Tensor();
+  if (k == 3) {
+    input = input.contiguous().unsqueeze(2);
+    weight = weight.unsqueeze(2);
+    View1dAs2d(p);
+  }
+  const bool need_backward = at::GradMode::is_enabled() && (input_r.requires_grad() || weight_r.requires_grad() ||
+                                                            (bias.defined() && bias.requires_grad()));
+  const auto [backend, format] = CpuBackend(input, weight, bias, p, need_backward);
+  at::Tensor output;
+  switch (backend) {
+    case at::native::ConvBackend::Mkldnn: {
+      std::string why;
+      TORCH_CHECK(onednn::Available(&why), "convolution on meta: cpu would run oneDNN here, and ", why);
+      const at::Tensor input_c = input.contiguous(format), weight_c = weight.contiguous(format);
+      const at::Tensor bias_c = bias.defined() ? bias.contiguous() : bias;
+      output = MkldnnConvolution(input_c, weight_c, bias_c, p);
+      break;
+    }
+    case at::native::ConvBackend::Slow2d:
+      output = Slow2dGroupedForward(input.contiguous(format), weight.contiguous(format), p);
+      break;
+    default:
+      Unmirrored(backend);
+  }
+  return k == 3 ? output.squeeze(2) : output;
+}
+
+at::Tensor ConvolutionMeta(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                           c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation,
+                           bool transposed, c10::SymIntArrayRef output_padding, c10::SymInt groups) {
+  return ConvolutionMirror(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+}
+
+at::Tensor UnderscoreConvolutionMeta(const at::Tensor& input, const at::Tensor& weight,
+                                     const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride,
+                                     c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed,
+                                     c10::SymIntArrayRef output_padding, c10::SymInt groups, bool, bool, bool, bool) {
+  return ConvolutionMirror(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+}
+
+// convolution_backward: 1-d as 2-d (input made contiguous), cpu's backend with need_backward, the
+// backend's contiguous copies and backward, 1-d views back, and a bias gradient the backend left out
+// summed from grad_output.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> ConvolutionBackwardMeta(
+    const at::Tensor& grad_output_r, const at::Tensor& input_r, const at::Tensor& weight_r,
+    at::OptionalSymIntArrayRef bias_sizes, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding,
+    c10::SymIntArrayRef dilation, bool transposed, c10::SymIntArrayRef output_padding, c10::SymInt groups,
+    std::array<bool, 3> mask) {
+  TORCH_CHECK(!transposed, "convolution_backward on meta: transposed convolutions have no Meta kernel in oomguard");
+  const int64_t k = weight_r.dim();
+  TORCH_CHECK(k == 3 || k == 4, "convolution_backward on meta: oomguard mirrors 1-d and 2-d convolutions, not ", k - 2,
+              "-d");
+  Params p{Expand(stride, k - 2), Expand(padding, k - 2), Expand(dilation, k - 2), groups.expect_int()};
+  at::Tensor grad_output = grad_output_r, input = input_r, weight = weight_r;
+  if (k == 3) {
+    input = input.contiguous();
+    View1dAs2d(p);
+    grad_output = grad_output.unsqueeze(2);
+    input = input.unsqueeze(2);
+    weight = weight.unsqueeze(2);
+  }
+  const auto [backend, format] = CpuBackend(input, weight, at::Tensor(), p, /*need_backward=*/true);
+  at::Tensor grad_input, grad_weight, grad_bias;
+  switch (backend) {
+    case at::native::ConvBackend::Mkldnn: {
+      std::string why;
+      TORCH_CHECK(onednn::Available(&why), "convolution_backward on meta: cpu would run oneDNN here, and ", why);
+      const at::Tensor input_c = input.contiguous(format), weight_c = weight.contiguous(format);
+      std::tie(grad_input, grad_weight, grad_bias) = MkldnnConvolutionBackward(input_c, grad_output, weight_c, p, mask);
+      break;
+    }
+    case at::native::ConvBackend::Slow2d: {
+      const at::Tensor input_c = input.contiguous(format), weight_c = weight.contiguous(format);
+      std::tie(grad_input, grad_weight, grad_bias) = Slow2dGroupedBackward(grad_output, input_c, weight_c, p, mask);
+      break;
+    }
+    default:
+      Unmirrored(backend);
+  }
+  if (k == 3) {
+    if (mask[0]) grad_input = grad_input.squeeze(2);
+    if (mask[1]) grad_weight = grad_weight.squeeze(2);
+  }
+  if (mask[2] && !grad_bias.defined()) grad_bias = grad_output.sum({0, 2, 3});
+  return {grad_input, grad_weight, grad_bias};
+}
+
+}  // namespace
+
+void RegisterConv(torch::Library& meta) {
+  meta.impl("convolution", TORCH_FN(ConvolutionMeta));
+  meta.impl("_convolution", TORCH_FN(UnderscoreConvolutionMeta));
+  meta.impl("convolution_backward", TORCH_FN(ConvolutionBackwardMeta));
+}
+
+}  // namespace oomguard::meta_kernels

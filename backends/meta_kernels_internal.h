@@ -1,0 +1,24 @@
+// The families of Meta kernels beside the ones backends/meta_kernels.cpp defines itself. Each adds its
+// kernels to the libraries RegisterMetaKernels holds: `meta` for the Meta key, `autograd_meta` for
+// the few CompositeImplicitAutograd ops whose cpu path depends on the device (there the kernel replaces
+// the composite for meta tensors and redispatches, so autograd still records what it calls).
+// Every kernel follows Note [Meta kernels mirror the cpu kernels' allocations] (meta_kernels.cpp).
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/OpMathType.h>
+#include <torch/library.h>
+
+namespace oomguard::meta_kernels {
+
+void RegisterNorm(torch::Library& meta, torch::Library& autograd_meta);       // meta_kernels_norm.cpp
+void RegisterPool(torch::Library& meta, torch::Library& autograd_meta);       // meta_kernels_pool.cpp
+void RegisterConv(torch::Library& meta);                                      // meta_kernels_conv.cpp
+void RegisterAttention(torch::Library& meta, torch::Library& autograd_meta);  // meta_kernels_attention.cpp
+
+// The opmath dtype of `t` (float for bfloat16 and float16): what cpu kernels accumulate scratch in.
+inline at::TensorOptions OpMathOptions(const at::Tensor& t) {
+  return t.options().dtype(at::toOpMathType(t.scalar_type()));
+}
+
+}  // namespace oomguard::meta_kernels

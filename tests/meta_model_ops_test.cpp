@@ -1,0 +1,445 @@
+// The ops a CNN, a conv1d net, a GroupNorm/SiLU block and an attention block use run forward and
+// backward on meta with exactly the cpu backend's allocations: peak, phase peaks, allocation count,
+// total bytes allocated, what each phase left live. Each family also has one exact byte count whose
+// arithmetic is known, so both backends cannot agree by being equally wrong.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/record_function.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "oomguard/workload.h"
+#include "workload/workload.h"
+
+namespace oomguard {
+namespace {
+
+// A model's parameters: plain tensors that require grad, made with ctx.options() (on meta, torch::nn
+// modules cannot be built; see Context::Build), drawn in place so setup makes no temporaries. Each is
+// used once per step: two uses sum two gradients, which cpu does in place and meta out of place (Note
+// [Gradient sums on meta], meta_coverage_test.cpp), one allocation more on meta.
+class Parameters {
+ public:
+  explicit Parameters(Context& ctx) : ctx_(ctx) {}
+  at::Tensor Add(at::IntArrayRef sizes, double value = 0.0) {
+    at::Tensor p = at::empty(sizes, ctx_.options());
+    {
+      at::NoGradGuard no_grad;
+      value == 0.0 ? p.uniform_(-0.1, 0.1) : p.fill_(value);
+    }
+    all_.push_back(p.requires_grad_(true));
+    return p;
+  }
+  at::Tensor Buffer(at::IntArrayRef sizes, double value) { return at::full(sizes, value, ctx_.options()); }
+  // zero_grad(set_to_none): each backward makes fresh gradients (accumulating into existing ones is such
+  // a sum too).
+  void ZeroGrad() {
+    for (at::Tensor& p : all_) p.mutable_grad().reset();
+  }
+  const std::vector<at::Tensor>& all() const { return all_; }
+
+ private:
+  Context& ctx_;
+  std::vector<at::Tensor> all_;
+};
+
+// One training step per iteration: forward (a batch and the loss), backward, then an evaluation forward
+// without gradients.
+using Forward = std::function<at::Tensor(bool training)>;
+void TrainAndEvaluate(Context& ctx, Parameters& params, const Forward& forward) {
+  ctx.Track(params.all());
+  for (int64_t iteration : ctx.Iterations()) {
+    (void)iteration;
+    {
+      auto phase = ctx.Phase("zero_grad");
+      params.ZeroGrad();
+    }
+    at::Tensor loss;
+    {
+      auto phase = ctx.Phase("forward");
+      loss = forward(true);
+    }
+    {
+      auto phase = ctx.Phase("backward");
+      loss.backward();
+    }
+    auto phase = ctx.Phase("eval");
+    at::NoGradGuard no_grad;
+    at::Tensor eval_loss = forward(false);
+  }
+}
+
+// The kernels a backend ran, by their RecordFunction names.
+class KernelNames {
+ public:
+  KernelNames()
+      : handle_(at::addGlobalCallback(
+            at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+              if (active_ != nullptr) active_->insert(fn.name());
+              return nullptr;
+            }).scopes({at::RecordScope::FUNCTION}))) {
+    active_ = &names_;
+  }
+  ~KernelNames() {
+    at::removeCallback(handle_);
+    active_ = nullptr;
+  }
+  const std::set<std::string>& names() const { return names_; }
+
+ private:
+  static inline std::set<std::string>* active_ = nullptr;
+  std::set<std::string> names_;
+  at::CallbackHandle handle_;
+};
+
+struct Both {
+  VariantMeasurement cpu, meta;
+  std::set<std::string> cpu_kernels, meta_kernels;
+  bool CpuRan(const std::string& op) const { return cpu_kernels.count(op) > 0; }
+  bool MetaRan(const std::string& op) const { return meta_kernels.count(op) > 0; }
+};
+
+// As in the runner's children: one intra-op thread (scratch buffers are per thread).
+Both MeasureOnBoth(const WorkloadFunction& workload) {
+  at::set_num_threads(1);
+  VariantSpec spec;
+  spec.name = "model_ops";
+  spec.loop.iterations = 2;
+  Both both;
+  VariantMeasureOptions options;
+  {
+    KernelNames names;
+    options.backend = Backend::kCpu;
+    both.cpu = MeasureWorkload(workload, spec, options);
+    both.cpu_kernels = names.names();
+  }
+  KernelNames names;
+  options.backend = Backend::kMeta;
+  both.meta = MeasureWorkload(workload, spec, options);
+  both.meta_kernels = names.names();
+  return both;
+}
+
+void ExpectSameAllocations(const Both& m) {
+  const VariantMeasurement &cpu = m.cpu, &meta = m.meta;
+  ASSERT_EQ(Name(cpu.outcome), "pass") << cpu.error;
+  ASSERT_EQ(Name(meta.outcome), "pass") << meta.error;
+  EXPECT_EQ(meta.ledger.peak_bytes, cpu.ledger.peak_bytes);
+  EXPECT_EQ(meta.ledger.peak_phase, cpu.ledger.peak_phase);
+  EXPECT_EQ(meta.ledger.alloc_count, cpu.ledger.alloc_count);
+  EXPECT_EQ(meta.ledger.allocated_bytes_total, cpu.ledger.allocated_bytes_total);
+  ASSERT_EQ(meta.ledger.phase_peaks.size(), cpu.ledger.phase_peaks.size());
+  for (size_t i = 0; i < cpu.ledger.phase_peaks.size(); ++i) {
+    EXPECT_EQ(meta.ledger.phase_peaks[i].phase, cpu.ledger.phase_peaks[i].phase);
+    EXPECT_EQ(meta.ledger.phase_peaks[i].peak_bytes, cpu.ledger.phase_peaks[i].peak_bytes)
+        << "phase " << cpu.ledger.phase_peaks[i].phase;
+  }
+  ASSERT_EQ(meta.ledger.peak_by_origin.size(), cpu.ledger.peak_by_origin.size());
+  for (size_t i = 0; i < cpu.ledger.peak_by_origin.size(); ++i) {
+    EXPECT_EQ(meta.ledger.peak_by_origin[i].phase, cpu.ledger.peak_by_origin[i].phase);
+    EXPECT_EQ(meta.ledger.peak_by_origin[i].peak_bytes, cpu.ledger.peak_by_origin[i].peak_bytes);
+  }
+  EXPECT_EQ(meta.forward_saved_bytes, cpu.forward_saved_bytes);
+  EXPECT_EQ(meta.grad_bytes, cpu.grad_bytes);
+  ASSERT_EQ(meta.iterations.size(), cpu.iterations.size());
+  for (size_t i = 0; i < cpu.iterations.size(); ++i) {
+    EXPECT_EQ(meta.iterations[i].peak_bytes, cpu.iterations[i].peak_bytes) << "iteration " << i;
+    EXPECT_EQ(meta.iterations[i].live_after_backward_bytes, cpu.iterations[i].live_after_backward_bytes);
+    EXPECT_EQ(meta.iterations[i].live_after_bytes, cpu.iterations[i].live_after_bytes);
+  }
+}
+
+// ---- the models ----
+
+at::Tensor Labels(Context& ctx, int64_t batch) {
+  return at::zeros({batch}, ctx.options().dtype(at::kLong));  // cross_entropy's targets
+}
+
+// conv2d + batch norm + relu + max pooling, a depthwise conv2d + batch norm + relu + average pooling,
+// 1x1 convolutions (one grouped), adaptive average pooling to 2x2, flatten, linear, cross entropy. cpu
+// runs the 3x3 convolutions through oneDNN (mkldnn_convolution) and the 1x1 ones of a batch of 2 on one
+// thread through Slow2d (the grouped one group by group).
+void Cnn(Context& ctx) {
+  Parameters p(ctx);
+  const at::Tensor w1 = p.Add({8, 3, 3, 3}), b1 = p.Add({8});
+  const at::Tensor g1 = p.Add({8}, 1.0), beta1 = p.Add({8}), mean1 = p.Buffer({8}, 0.0), var1 = p.Buffer({8}, 1.0);
+  const at::Tensor w2 = p.Add({8, 1, 3, 3}), b2 = p.Add({8});  // depthwise: groups = channels
+  const at::Tensor g2 = p.Add({8}, 1.0), beta2 = p.Add({8}), mean2 = p.Buffer({8}, 0.0), var2 = p.Buffer({8}, 1.0);
+  const at::Tensor w3 = p.Add({12, 8, 1, 1}), w4 = p.Add({12, 6, 1, 1});  // w4: 1x1 in 2 groups
+  const at::Tensor fc = p.Add({10, 12 * 2 * 2}), fc_b = p.Add({10});
+  TrainAndEvaluate(ctx, p, [&](bool training) {
+    const at::Tensor x = at::randn({2, 3, 16, 16}, ctx.options());
+    at::Tensor h = at::conv2d(x, w1, b1, {1, 1}, {1, 1});
+    h = at::batch_norm(h, g1, beta1, mean1, var1, training, 0.1, 1e-5, false).relu_();
+    h = at::max_pool2d(h, {2, 2});  // [2, 8, 8, 8]
+    h = at::conv2d(h, w2, b2, {1, 1}, {1, 1}, {1, 1}, 8);
+    h = at::relu(at::batch_norm(h, g2, beta2, mean2, var2, training, 0.1, 1e-5, false));
+    h = at::avg_pool2d(h, {2, 2});  // [2, 8, 4, 4]
+    h = at::conv2d(h, w3);          // [2, 12, 4, 4]
+    h = at::conv2d(h, w4, {}, {1, 1}, at::IntArrayRef{0, 0}, {1, 1}, 2);
+    h = at::adaptive_avg_pool2d(h, {2, 2});       // [2, 12, 2, 2]
+    h = at::linear(at::flatten(h, 1), fc, fc_b);  // [2, 10]
+    return at::cross_entropy_loss(h, Labels(ctx, 2));
+  });
+}
+
+// conv1d + batch norm (3-d input) + relu + max_pool1d, a depthwise conv1d, adaptive_avg_pool1d,
+// flatten, linear. cpu runs conv1d as a conv2d over [N, C, 1, L] (oneDNN), max_pool1d without
+// gradients (evaluation) as the output alone.
+void Conv1dNet(Context& ctx) {
+  Parameters p(ctx);
+  const at::Tensor w1 = p.Add({6, 4, 3}), b1 = p.Add({6});
+  const at::Tensor g = p.Add({6}, 1.0), beta = p.Add({6}), mean = p.Buffer({6}, 0.0), var = p.Buffer({6}, 1.0);
+  const at::Tensor w2 = p.Add({6, 1, 5}), b2 = p.Add({6});
+  const at::Tensor fc = p.Add({5, 6 * 2}), fc_b = p.Add({5});
+  TrainAndEvaluate(ctx, p, [&](bool training) {
+    const at::Tensor x = at::randn({3, 4, 32}, ctx.options());
+    at::Tensor h = at::conv1d(x, w1, b1, {1}, {1});
+    h = at::relu(at::batch_norm(h, g, beta, mean, var, training, 0.1, 1e-5, false));
+    h = at::max_pool1d(h, {2});                   // [3, 6, 16]
+    h = at::conv1d(h, w2, b2, {2}, {2}, {1}, 6);  // [3, 6, 8]
+    h = at::adaptive_avg_pool1d(h, {2});          // [3, 6, 2]
+    h = at::linear(at::flatten(h, 1), fc, fc_b);
+    return h.pow(2).mean();
+  });
+}
+
+// conv2d + group norm + silu, conv2d + group norm + silu_ (in place), adaptive average pooling to 1x1,
+// a batch norm over [N, C] and cross entropy; channels_last: the same block on a channels-last input
+// (cpu's group norm keeps the layout, and so do oneDNN's convolutions).
+void GroupNormSilu(Context& ctx, bool channels_last) {
+  Parameters p(ctx);
+  const at::Tensor w1 = p.Add({8, 4, 3, 3}), b1 = p.Add({8}), gn1_w = p.Add({8}, 1.0), gn1_b = p.Add({8});
+  const at::Tensor w2 = p.Add({8, 8, 3, 3}), gn2_w = p.Add({8}, 1.0), gn2_b = p.Add({8});
+  const at::Tensor bn_w = p.Add({8}, 1.0), bn_b = p.Add({8}), mean = p.Buffer({8}, 0.0), var = p.Buffer({8}, 1.0);
+  const at::Tensor fc = p.Add({3, 8}), fc_b = p.Add({3});
+  TrainAndEvaluate(ctx, p, [&](bool training) {
+    at::Tensor x = at::randn({2, 4, 8, 8}, ctx.options());
+    if (channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+    at::Tensor h = at::silu(at::group_norm(at::conv2d(x, w1, b1, {1, 1}, {1, 1}), 2, gn1_w, gn1_b));
+    h = at::group_norm(at::conv2d(h, w2, {}, {1, 1}, {1, 1}), 4, gn2_w, gn2_b);
+    at::silu_(h);
+    h = at::adaptive_avg_pool2d(h, {1, 1}).flatten(1);                         // [2, 8]: a mean over H and W
+    h = at::batch_norm(h, bn_w, bn_b, mean, var, training, 0.1, 1e-5, false);  // [N, C]: image size 1
+    return at::cross_entropy_loss(at::linear(h, fc, fc_b), Labels(ctx, 2));
+  });
+}
+
+// The ops a CNN's head uses on 4-D activations: layer norm over the last dims, gelu, relu, flatten,
+// linear, cross entropy; and an embedding into layer norm.
+void CnnHeadOps(Context& ctx) {
+  Parameters p(ctx);
+  const at::Tensor ln_w = p.Add({6, 6}, 1.0), ln_b = p.Add({6, 6});
+  const at::Tensor fc = p.Add({4, 3 * 6 * 6}), fc_b = p.Add({4});
+  const at::Tensor table = p.Add({20, 6}), ln2_w = p.Add({6}, 1.0), ln2_b = p.Add({6});
+  TrainAndEvaluate(ctx, p, [&](bool) {
+    const at::Tensor x = at::randn({2, 3, 6, 6}, ctx.options());
+    at::Tensor h = at::relu(at::gelu(at::layer_norm(x, {6, 6}, ln_w, ln_b)));
+    h = at::linear(at::flatten(h, 1), fc, fc_b);
+    const at::Tensor ids = at::zeros({2, 5}, ctx.options().dtype(at::kLong));
+    const at::Tensor e = at::layer_norm(at::embedding(table, ids), {6}, ln2_w, ln2_b);
+    return at::cross_entropy_loss(h, Labels(ctx, 2)) + e.mean();
+  });
+}
+
+// Batch norm in eval mode with gradients (fine-tuning with frozen statistics), over [N, C, H, W] and
+// [N, C]: the running statistics normalise, and backward takes the eval formulas.
+void FrozenBatchNorm(Context& ctx) {
+  Parameters p(ctx);
+  const at::Tensor w1 = p.Add({6}, 1.0), b1 = p.Add({6}), mean1 = p.Buffer({6}, 0.0), var1 = p.Buffer({6}, 1.0);
+  const at::Tensor fc = p.Add({6, 6 * 3 * 3});
+  const at::Tensor w2 = p.Add({6}, 1.0), b2 = p.Add({6}), mean2 = p.Buffer({6}, 0.0), var2 = p.Buffer({6}, 1.0);
+  TrainAndEvaluate(ctx, p, [&](bool) {
+    const at::Tensor x = at::randn({2, 6, 3, 3}, ctx.options());
+    at::Tensor h = at::batch_norm(x, w1, b1, mean1, var1, false, 0.1, 1e-5, false);
+    h = at::linear(at::flatten(h, 1), fc);
+    return at::batch_norm(h, w2, b2, mean2, var2, false, 0.1, 1e-5, false).pow(2).mean();
+  });
+}
+
+// ---- the model tests ----
+
+TEST(MetaModelOps, ACnnWithConvBatchNormAndPoolingAllocatesAsOnCpu) {
+  const Both m = MeasureOnBoth(Cnn);
+  ExpectSameAllocations(m);
+  // The two cpu backends the mirror follows (backends/meta_kernels_conv.cpp).
+  EXPECT_TRUE(m.CpuRan("aten::mkldnn_convolution"));
+  EXPECT_TRUE(m.CpuRan("aten::_slow_conv2d_forward"));
+  EXPECT_TRUE(m.CpuRan("aten::_slow_conv2d_backward"));
+}
+
+TEST(MetaModelOps, AConv1dNetAllocatesAsOnCpu) { ExpectSameAllocations(MeasureOnBoth(Conv1dNet)); }
+
+TEST(MetaModelOps, GroupNormAndSiluAllocateAsOnCpu) {
+  ExpectSameAllocations(MeasureOnBoth([](Context& ctx) { GroupNormSilu(ctx, false); }));
+}
+
+TEST(MetaModelOps, ChannelsLastGroupNormAndConvolutionsAllocateAsOnCpu) {
+  ExpectSameAllocations(MeasureOnBoth([](Context& ctx) { GroupNormSilu(ctx, true); }));
+}
+
+TEST(MetaModelOps, BatchNormInEvalModeBackpropagatesAsOnCpu) { ExpectSameAllocations(MeasureOnBoth(FrozenBatchNorm)); }
+
+TEST(MetaModelOps, LayerNormGeluReluLinearAndEmbeddingOn4dActivationsAllocateAsOnCpu) {
+  ExpectSameAllocations(MeasureOnBoth(CnnHeadOps));
+}
+
+// ---- attention ----
+
+struct AttentionCase {
+  std::string name;
+  int mask;  // 0: none, 1: bool, 2: float
+  double dropout_p;
+  bool causal;
+  bool flash;  // what cpu runs: _scaled_dot_product_flash_attention_for_cpu, else the math path
+};
+
+// Note [Which attention kernel each backend runs] (backends/meta_kernels_attention.cpp): without dropout
+// cpu runs flash attention for cpu, mask or not, causal or not; with dropout the math path. Meta's own
+// composite would always take math; oomguard's AutogradMeta kernel takes cpu's choice.
+class MetaAttention : public ::testing::TestWithParam<AttentionCase> {};
+
+// An attention block as a module calls it: q, k, v projections of x, scaled_dot_product_attention,
+// an output projection. Evaluation runs without dropout (module.eval()), so flash on cpu.
+void AttentionBlock(Context& ctx, const AttentionCase& c) {
+  Parameters p(ctx);
+  const int64_t batch = 2, heads = 2, seq = 8, head_dim = 4, dim = heads * head_dim;
+  const at::Tensor wq = p.Add({dim, dim}), wk = p.Add({dim, dim}), wv = p.Add({dim, dim}), wo = p.Add({dim, dim});
+  TrainAndEvaluate(ctx, p, [&](bool training) {
+    const at::Tensor x = at::randn({batch, seq, dim}, ctx.options());
+    auto split = [&](const at::Tensor& w) {
+      return at::linear(x, w).view({batch, seq, heads, head_dim}).transpose(1, 2);
+    };
+    std::optional<at::Tensor> mask;
+    if (c.mask == 1) mask = at::ones({seq, seq}, ctx.options().dtype(at::kBool)).tril();
+    if (c.mask == 2) mask = at::zeros({seq, seq}, ctx.options());
+    const at::Tensor out =
+        at::scaled_dot_product_attention(split(wq), split(wk), split(wv), mask, training ? c.dropout_p : 0.0, c.causal);
+    return at::linear(out.transpose(1, 2).reshape({batch, seq, dim}), wo).pow(2).mean();
+  });
+}
+
+TEST_P(MetaAttention, ScaledDotProductAttentionRunsCpusKernelAndAllocatesAsOnCpu) {
+  const AttentionCase c = GetParam();
+  const Both m = MeasureOnBoth([&](Context& ctx) { AttentionBlock(ctx, c); });
+  ExpectSameAllocations(m);
+  const std::string flash = "aten::_scaled_dot_product_flash_attention_for_cpu", math = "aten::_safe_softmax";
+  EXPECT_TRUE(m.CpuRan(flash)) << "evaluation runs without dropout";
+  EXPECT_EQ(m.CpuRan(math), !c.flash);
+  EXPECT_EQ(m.MetaRan(flash), m.CpuRan(flash));
+  EXPECT_EQ(m.MetaRan(math), m.CpuRan(math));
+}
+
+INSTANTIATE_TEST_SUITE_P(MetaModelOps, MetaAttention,
+                         ::testing::Values(AttentionCase{"causal", 0, 0.0, true, true},
+                                           AttentionCase{"bool_mask", 1, 0.0, false, true},
+                                           AttentionCase{"float_mask", 2, 0.0, false, true},
+                                           AttentionCase{"dropout", 0, 0.25, false, false},
+                                           AttentionCase{"dropout_causal", 0, 0.25, true, false},
+                                           AttentionCase{"dropout_bool_mask", 1, 0.25, false, false}),
+                         [](const ::testing::TestParamInfo<AttentionCase>& info) { return info.param.name; });
+
+// ---- exact bytes ----
+
+// One op on leaf inputs made in setup: forward keeps the op's output, what its backward node saves of
+// the op's own outputs, and the 4-byte loss; the same number on cpu and meta.
+using Op = std::function<at::Tensor()>;
+using MakeOp = std::function<Op(Parameters&)>;  // makes the inputs (in setup) and returns the op
+
+int64_t ForwardSavedBytes(Backend backend, const MakeOp& make_op) {
+  at::set_num_threads(1);
+  VariantSpec spec;
+  spec.loop.iterations = 1;
+  VariantMeasureOptions options;
+  options.backend = backend;
+  const VariantMeasurement m = MeasureWorkload(
+      [&](Context& ctx) {
+        Parameters p(ctx);
+        const Op op = make_op(p);
+        ctx.Track(p.all());
+        for (int64_t i : ctx.Iterations()) {
+          (void)i;
+          at::Tensor y, loss;
+          {
+            auto phase = ctx.Phase("forward");
+            y = op();
+            loss = y.sum();
+          }
+          auto phase = ctx.Phase("backward");
+          loss.backward();
+        }
+      },
+      spec, options);
+  EXPECT_EQ(Name(m.outcome), "pass") << m.error;
+  return m.forward_saved_bytes.value_or(-1);
+}
+
+void ExpectForwardSavedBytes(int64_t expected, const MakeOp& make_op) {
+  EXPECT_EQ(ForwardSavedBytes(Backend::kCpu, make_op), expected) << "cpu";
+  EXPECT_EQ(ForwardSavedBytes(Backend::kMeta, make_op), expected) << "meta";
+}
+
+constexpr int64_t kLoss = 4;
+
+TEST(MetaModelOpsBytes, Conv2dAndConv1dKeepTheirOutput) {
+  // [2, 4, 8, 8] floats; the node saves the (leaf) input and weight.
+  ExpectForwardSavedBytes(2 * 4 * 8 * 8 * 4 + kLoss, [](Parameters& p) -> Op {
+    const at::Tensor x = p.Add({2, 3, 8, 8}), w = p.Add({4, 3, 3, 3}), b = p.Add({4});
+    return [=] { return at::conv2d(x, w, b, {1, 1}, {1, 1}); };
+  });
+  // [2, 6, 16]: a view of cpu's [2, 6, 1, 16] output.
+  ExpectForwardSavedBytes(2 * 6 * 16 * 4 + kLoss, [](Parameters& p) -> Op {
+    const at::Tensor x = p.Add({2, 4, 16}), w = p.Add({6, 4, 3}), b = p.Add({6});
+    return [=] { return at::conv1d(x, w, b, {1}, {1}); };
+  });
+}
+
+TEST(MetaModelOpsBytes, BatchNormKeepsItsOutputAndTheBatchStatistics) {
+  // [4, 6, 5, 5] floats and save_mean, save_invstd [6].
+  ExpectForwardSavedBytes(4 * 6 * 5 * 5 * 4 + 2 * 6 * 4 + kLoss, [](Parameters& p) -> Op {
+    const at::Tensor x = p.Add({4, 6, 5, 5}), w = p.Add({6}, 1.0), b = p.Add({6});
+    const at::Tensor mean = p.Buffer({6}, 0.0), var = p.Buffer({6}, 1.0);
+    return [=] { return at::batch_norm(x, w, b, mean, var, true, 0.1, 1e-5, false); };
+  });
+}
+
+TEST(MetaModelOpsBytes, PoolingKeepsItsOutputAndMaxPoolingItsIndices) {
+  // [2, 3, 4, 4] floats and int64 indices.
+  ExpectForwardSavedBytes(2 * 3 * 4 * 4 * (4 + 8) + kLoss, [](Parameters& p) -> Op {
+    const at::Tensor x = p.Add({2, 3, 8, 8});
+    return [=] { return at::max_pool2d(x, {2, 2}); };
+  });
+  ExpectForwardSavedBytes(2 * 3 * 2 * 2 * 4 + kLoss, [](Parameters& p) -> Op {
+    const at::Tensor x = p.Add({2, 3, 8, 8});
+    return [=] { return at::adaptive_avg_pool2d(x, {2, 2}); };
+  });
+}
+
+TEST(MetaModelOpsBytes, GroupNormKeepsItsOutputAndTheGroupStatisticsAndSiluItsOutput) {
+  // [2, 6, 4, 4] floats and mean, rstd [2, 3].
+  ExpectForwardSavedBytes(2 * 6 * 4 * 4 * 4 + 2 * 2 * 3 * 4 + kLoss, [](Parameters& p) -> Op {
+    const at::Tensor x = p.Add({2, 6, 4, 4}), w = p.Add({6}, 1.0), b = p.Add({6});
+    return [=] { return at::group_norm(x, 3, w, b); };
+  });
+  ExpectForwardSavedBytes(2 * 6 * 4 * 4 * 4 + kLoss, [](Parameters& p) -> Op {
+    const at::Tensor x = p.Add({2, 6, 4, 4});
+    return [=] { return at::silu(x); };
+  });
+}
+
+TEST(MetaModelOpsBytes, FlashAttentionKeepsItsOutputAndTheLogsumexp) {
+  // [2, 2, 8, 4] floats and the logsumexp [2, 2, 8] floats.
+  ExpectForwardSavedBytes(2 * 2 * 8 * 4 * 4 + 2 * 2 * 8 * 4 + kLoss, [](Parameters& p) -> Op {
+    const at::Tensor q = p.Add({2, 2, 8, 4}), k = p.Add({2, 2, 8, 4}), v = p.Add({2, 2, 8, 4});
+    return [=] { return at::scaled_dot_product_attention(q, k, v, {}, 0.0, true); };
+  });
+}
+
+}  // namespace
+}  // namespace oomguard
