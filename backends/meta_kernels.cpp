@@ -7,6 +7,8 @@
 #include <ATen/core/Reduction.h>
 #include <torch/library.h>
 
+#include <cmath>
+
 #include "backends/meta_kernels_internal.h"
 
 namespace oomguard {
@@ -182,6 +184,31 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionForCpuBackwardMeta(
   return {grad_q.transpose(1, 2), grad_k.transpose(1, 2), grad_v.transpose(1, 2)};
 }
 
+// arange on cpu: an empty result that arange_out resizes to the length, one allocation. Meta's own
+// path resizes a meta tensor, which calls no allocator (the Caveat in meta_tracking_allocator.h): a
+// decoder's position ids went unseen on meta.
+at::Tensor ArangeStartStepMeta(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step,
+                               std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                               std::optional<at::Device> device, std::optional<bool>) {
+  const bool floating = start.isFloatingPoint() || end.isFloatingPoint() || step.isFloatingPoint();
+  const at::ScalarType type = dtype.value_or(floating ? c10::get_default_dtype_as_scalartype() : at::kLong);
+  const double first = start.toDouble(), last = end.toDouble(), stride = step.toDouble();
+  TORCH_CHECK(stride != 0, "arange: step must be nonzero");
+  TORCH_CHECK((stride > 0 && last >= first) || (stride < 0 && last <= first),
+              "arange: upper bound and larger bound inconsistent with step sign");
+  const auto length = static_cast<int64_t>(std::ceil((last - first) / stride));
+  return at::empty({length}, at::TensorOptions().dtype(type).layout(layout).device(device.value_or(at::kMeta)));
+}
+at::Tensor ArangeStartMeta(const at::Scalar& start, const at::Scalar& end, std::optional<at::ScalarType> dtype,
+                           std::optional<at::Layout> layout, std::optional<at::Device> device,
+                           std::optional<bool> pin_memory) {
+  return ArangeStartStepMeta(start, end, 1, dtype, layout, device, pin_memory);
+}
+at::Tensor ArangeMeta(const at::Scalar& end, std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                      std::optional<at::Device> device, std::optional<bool> pin_memory) {
+  return ArangeStartStepMeta(0, end, 1, dtype, layout, device, pin_memory);
+}
+
 }  // namespace
 
 void RegisterMetaKernels() {
@@ -203,6 +230,9 @@ void RegisterMetaKernels() {
     lib->impl("_scaled_dot_product_flash_attention_for_cpu_backward", TORCH_FN(FlashAttentionForCpuBackwardMeta));
     lib->impl("mse_loss_backward", TORCH_FN(MseLossBackwardMeta));
     lib->impl("native_layer_norm_backward", TORCH_FN(NativeLayerNormBackwardMeta));
+    lib->impl("arange", TORCH_FN(ArangeMeta));
+    lib->impl("arange.start", TORCH_FN(ArangeStartMeta));
+    lib->impl("arange.start_step", TORCH_FN(ArangeStartStepMeta));
     return lib;
   }();
   // The families in their own files (backends/meta_kernels_internal.h); AutogradMeta holds the few
