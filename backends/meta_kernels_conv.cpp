@@ -3,12 +3,12 @@
 //
 // The mirror takes cpu's own backend choice (at::native::select_conv_backend, asked of data-less cpu
 // stand-ins of the meta tensors, since it reads only shapes, strides, dtypes and flags) and follows
-// that backend: Mkldnn (float convolutions on more than one image, depthwise ones, any kernel larger
-// than 1x1) through oneDNN, whose buffers it sizes by asking oneDNN (Note [oneDNN on meta],
-// backends/onednn_query.h), or Slow2d (im2col and a gemm: 1x1 convolutions of small batches on one
-// thread, single small images). Other cpu backends (dilated, transposed, 3-d, xnnpack) fail with the
-// backend's name. The steps below follow ATen/native/Convolution.cpp, mkldnn/Conv.cpp with ideep's
-// convolution (ideep/operators/conv.hpp) and ConvolutionMM2d.cpp, in their order.
+// that backend: Mkldnn (most float convolutions: batches, grouped, strided or dilated ones) through
+// oneDNN, whose buffers it sizes by asking oneDNN (Note [oneDNN on meta], backends/onednn_query.h), or
+// Slow2d (im2col and a gemm: unstrided 1x1 convolutions of small batches on one thread, small single
+// images, float64). Other cpu backends (SlowDilated2d for the dilated convolutions oneDNN does not get,
+// transposed, 3-d) fail with the backend's name. The steps below follow ATen/native/Convolution.cpp, mkldnn/Conv.cpp
+// with ideep's convolution (ideep/operators/conv.hpp) and ConvolutionMM2d.cpp, in their order.
 #include <ATen/native/ConvUtils.h>
 #include <c10/core/TensorImpl.h>
 

@@ -69,6 +69,7 @@ void CollectStatsScratch(const at::Tensor& input) {
 // cpu (batch_norm_cpu_update_stats_template): the mean and variance sums [C] around the collection,
 // for inputs dense in some format; the strided loop for the others allocates nothing.
 void UpdateStatsScratch(const at::Tensor& input, const at::TensorOptions& stat_options) {
+  TORCH_CHECK(input.numel() != 0, "input tensor must have at least one element, but got input_sizes = ", input.sizes());
   if (!DenseContiguous(input)) return;
   at::Tensor mean = at::empty({input.size(1)}, stat_options);
   at::Tensor var_sum = at::empty({input.size(1)}, stat_options);
