@@ -7,6 +7,7 @@
 #include "backends/meta_kernels.h"
 #include "model/layer_kinds.h"
 #include "nn/layer_trace.h"
+#include "tests/same_bytes.h"
 #include "workload/error_category.h"
 #include "workload/workload.h"
 
@@ -66,39 +67,9 @@ VariantSpec CoverageModel(const LayerKind& kind, bool inplace, const std::string
   return v;
 }
 
-// Note [Gradient sums on meta]: autograd's InputBuffer sums two gradient contributions in place when
-// it holds the last reference, except for tensors it treats as subclass-like, and meta tensors are
-// (at::isTensorSubclassLike). Where a gradient meets another (a residual connection), meta allocates
-// the sum and frees the old buffer at once: one extra allocation and a transient the size of that
-// gradient, which no peak in this suite or the catalog coincides with. `extra_allocs` of
-// `extra_bytes` each is that count.
-void ExpectSameBytes(const VariantMeasurement& cpu, const VariantMeasurement& meta, int64_t extra_allocs = 0,
-                     int64_t extra_bytes = 0) {
-  EXPECT_EQ(meta.ledger.peak_bytes, cpu.ledger.peak_bytes);
-  EXPECT_EQ(meta.ledger.peak_phase, cpu.ledger.peak_phase);
-  EXPECT_EQ(meta.ledger.alloc_count, cpu.ledger.alloc_count + extra_allocs);
-  EXPECT_EQ(meta.ledger.allocated_bytes_total, cpu.ledger.allocated_bytes_total + extra_allocs * extra_bytes);
-  ASSERT_EQ(meta.ledger.phase_peaks.size(), cpu.ledger.phase_peaks.size());
-  for (size_t i = 0; i < cpu.ledger.phase_peaks.size(); ++i) {
-    EXPECT_EQ(meta.ledger.phase_peaks[i].phase, cpu.ledger.phase_peaks[i].phase);
-    EXPECT_EQ(meta.ledger.phase_peaks[i].peak_bytes, cpu.ledger.phase_peaks[i].peak_bytes)
-        << "phase " << cpu.ledger.phase_peaks[i].phase;
-  }
-  ASSERT_EQ(meta.ledger.peak_by_origin.size(), cpu.ledger.peak_by_origin.size());
-  for (size_t i = 0; i < cpu.ledger.peak_by_origin.size(); ++i) {
-    EXPECT_EQ(meta.ledger.peak_by_origin[i].phase, cpu.ledger.peak_by_origin[i].phase);
-    EXPECT_EQ(meta.ledger.peak_by_origin[i].peak_bytes, cpu.ledger.peak_by_origin[i].peak_bytes);
-  }
-  EXPECT_EQ(meta.forward_saved_bytes, cpu.forward_saved_bytes);
-  EXPECT_EQ(meta.grad_bytes, cpu.grad_bytes);
-  EXPECT_EQ(meta.optimizer_state_bytes, cpu.optimizer_state_bytes);
-  ASSERT_EQ(meta.iterations.size(), cpu.iterations.size());
-  for (size_t i = 0; i < cpu.iterations.size(); ++i) {
-    EXPECT_EQ(meta.iterations[i].peak_bytes, cpu.iterations[i].peak_bytes) << "iteration " << i;
-    EXPECT_EQ(meta.iterations[i].live_after_backward_bytes, cpu.iterations[i].live_after_backward_bytes);
-    EXPECT_EQ(meta.iterations[i].live_after_bytes, cpu.iterations[i].live_after_bytes);
-  }
-}
+// Note [Gradient sums on meta] (tests/same_bytes.h): where a gradient meets another, meta makes one
+// allocation more.
+using testing::ExpectSameBytes;
 
 TEST(MetaCoverage, EveryLayerKindRunsForwardAndBackwardWithTheCpuBytes) {
   // As in the runner's children: scratch buffers (flash attention's) are per thread.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "oomguard/workload.h"
+#include "tests/same_bytes.h"
 #include "workload/workload.h"
 
 namespace oomguard {
@@ -127,32 +128,9 @@ Both MeasureOnBoth(const WorkloadFunction& workload) {
 }
 
 void ExpectSameAllocations(const Both& m) {
-  const VariantMeasurement &cpu = m.cpu, &meta = m.meta;
-  ASSERT_EQ(Name(cpu.outcome), "pass") << cpu.error;
-  ASSERT_EQ(Name(meta.outcome), "pass") << meta.error;
-  EXPECT_EQ(meta.ledger.peak_bytes, cpu.ledger.peak_bytes);
-  EXPECT_EQ(meta.ledger.peak_phase, cpu.ledger.peak_phase);
-  EXPECT_EQ(meta.ledger.alloc_count, cpu.ledger.alloc_count);
-  EXPECT_EQ(meta.ledger.allocated_bytes_total, cpu.ledger.allocated_bytes_total);
-  ASSERT_EQ(meta.ledger.phase_peaks.size(), cpu.ledger.phase_peaks.size());
-  for (size_t i = 0; i < cpu.ledger.phase_peaks.size(); ++i) {
-    EXPECT_EQ(meta.ledger.phase_peaks[i].phase, cpu.ledger.phase_peaks[i].phase);
-    EXPECT_EQ(meta.ledger.phase_peaks[i].peak_bytes, cpu.ledger.phase_peaks[i].peak_bytes)
-        << "phase " << cpu.ledger.phase_peaks[i].phase;
-  }
-  ASSERT_EQ(meta.ledger.peak_by_origin.size(), cpu.ledger.peak_by_origin.size());
-  for (size_t i = 0; i < cpu.ledger.peak_by_origin.size(); ++i) {
-    EXPECT_EQ(meta.ledger.peak_by_origin[i].phase, cpu.ledger.peak_by_origin[i].phase);
-    EXPECT_EQ(meta.ledger.peak_by_origin[i].peak_bytes, cpu.ledger.peak_by_origin[i].peak_bytes);
-  }
-  EXPECT_EQ(meta.forward_saved_bytes, cpu.forward_saved_bytes);
-  EXPECT_EQ(meta.grad_bytes, cpu.grad_bytes);
-  ASSERT_EQ(meta.iterations.size(), cpu.iterations.size());
-  for (size_t i = 0; i < cpu.iterations.size(); ++i) {
-    EXPECT_EQ(meta.iterations[i].peak_bytes, cpu.iterations[i].peak_bytes) << "iteration " << i;
-    EXPECT_EQ(meta.iterations[i].live_after_backward_bytes, cpu.iterations[i].live_after_backward_bytes);
-    EXPECT_EQ(meta.iterations[i].live_after_bytes, cpu.iterations[i].live_after_bytes);
-  }
+  ASSERT_EQ(Name(m.cpu.outcome), "pass") << m.cpu.error;
+  ASSERT_EQ(Name(m.meta.outcome), "pass") << m.meta.error;
+  testing::ExpectSameBytes(m.cpu, m.meta);
 }
 
 // ---- the models ----

@@ -9,7 +9,7 @@ cd "$2"
 "$exe" run cnn.json gpt.json --backend cpu --json cpu.json
 "$exe" run cnn.json gpt.json llm-7b.json --backend meta --json meta.json
 python3 - cpu.json meta.json <<'PY'
-# Note [Gradient sums on meta] (tests/meta_coverage_test.cpp): where two gradients meet (a tensor used
+# Note [Gradient sums on meta] (tests/same_bytes.h): where two gradients meet (a tensor used
 # twice), cpu sums in place and meta allocates the sum: one allocation more per meeting on meta, of
 # that gradient's size, at no peak. Per iteration: the CNN's three BasicBlocks each feed their input
 # to conv1 and the shortcut ([32,16,16,16], [32,16,16,16], [32,32,8,8] floats); the decoder's two

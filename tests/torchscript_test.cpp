@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/same_bytes.h"
 #include "workload/workload.h"
 
 namespace oomguard {
@@ -63,25 +64,7 @@ VariantMeasurement Measured(const VariantSpec& spec, Backend backend) {
   return MeasureVariant(spec, options);
 }
 
-void ExpectSameBytes(const VariantMeasurement& a, const VariantMeasurement& b) {
-  EXPECT_EQ(a.ledger.peak_bytes, b.ledger.peak_bytes);
-  EXPECT_EQ(a.ledger.peak_phase, b.ledger.peak_phase);
-  EXPECT_EQ(a.ledger.alloc_count, b.ledger.alloc_count);
-  EXPECT_EQ(a.ledger.allocated_bytes_total, b.ledger.allocated_bytes_total);
-  ASSERT_EQ(a.ledger.phase_peaks.size(), b.ledger.phase_peaks.size());
-  for (size_t i = 0; i < a.ledger.phase_peaks.size(); ++i) {
-    EXPECT_EQ(a.ledger.phase_peaks[i].phase, b.ledger.phase_peaks[i].phase);
-    EXPECT_EQ(a.ledger.phase_peaks[i].peak_bytes, b.ledger.phase_peaks[i].peak_bytes) << a.ledger.phase_peaks[i].phase;
-  }
-  EXPECT_EQ(a.param_bytes, b.param_bytes);
-  EXPECT_EQ(a.grad_bytes, b.grad_bytes);
-  EXPECT_EQ(a.optimizer_state_bytes, b.optimizer_state_bytes);
-  EXPECT_EQ(a.forward_saved_bytes, b.forward_saved_bytes);
-  ASSERT_EQ(a.iterations.size(), b.iterations.size());
-  for (size_t i = 0; i < a.iterations.size(); ++i) {
-    EXPECT_EQ(a.iterations[i].live_after_bytes, b.iterations[i].live_after_bytes);
-  }
-}
+using testing::ExpectSameBytes;
 
 // Linear(16, 32): 512 + 32 floats; Linear(32, 4): 128 + 4 floats.
 constexpr int64_t kParamBytes = (16 * 32 + 32 + 32 * 4 + 4) * 4;
