@@ -183,50 +183,39 @@ class VariantRun final : public MeasuredRun {
   Batch NextBatch(std::optional<Phase> transfer_phase) {
     const bool transfer_now = transfer_phase.has_value();
     const DataSpec& d = spec_.data;
-    std::vector<int64_t> sizes = {d.batch};
-    sizes.insert(sizes.end(), d.shape.begin(), d.shape.end());
-    const at::ScalarType dtype = ScalarTypeOf(d.dtype);
+    if (d.on_host && transfer_now) SetPhase(ledger_, *transfer_phase);  // the host draws are not booked
     Batch batch;
-    auto make = [&](const at::TensorOptions& o) { return Draw(sizes, dtype, d.vocab, o); };
-    if (d.on_host) {
-      {
-        HostAllocationScope host;
-        const at::TensorOptions cpu = at::TensorOptions().device(at::kCPU);
-        // Without data (meta) nothing reads the values, and drawing a large batch costs seconds: leave it
-        // unfilled.
-        batch.input = has_data_ ? make(cpu) : at::empty(sizes, cpu.dtype(dtype));
-      }
-      if (transfer_now) {
-        SetPhase(ledger_, *transfer_phase);
-        batch.input = ToDevice(batch.input);
-      }
-    } else {
-      batch.input = make(device_options_);
-    }
-    for (const InputSpec& more : d.extra_inputs) {
-      std::vector<int64_t> more_sizes = {d.batch};
-      more_sizes.insert(more_sizes.end(), more.shape.begin(), more.shape.end());
-      const at::ScalarType more_dtype = ScalarTypeOf(more.dtype);
-      at::Tensor t;
-      if (d.on_host) {
-        HostAllocationScope host;
-        const at::TensorOptions cpu = at::TensorOptions().device(at::kCPU);
-        t = has_data_ ? Draw(more_sizes, more_dtype, more.vocab, cpu) : at::empty(more_sizes, cpu.dtype(more_dtype));
-      } else {
-        t = Draw(more_sizes, more_dtype, more.vocab, device_options_);
-      }
-      if (d.on_host && transfer_now) t = ToDevice(t);
-      batch.more.push_back(t);
-    }
+    batch.input = NextInput(d.shape, d.dtype, d.vocab, transfer_now);
+    for (const InputSpec& more : d.extra_inputs)
+      batch.more.push_back(NextInput(more.shape, more.dtype, more.vocab, transfer_now));
     if (spec_.loop.loss == "cross_entropy" && spec_.model.torchscript.empty()) {
-      std::vector<int64_t> target_sizes = sizes;
-      if (dtype != at::kLong) target_sizes.pop_back();
+      std::vector<int64_t> target_sizes = {d.batch};
+      target_sizes.insert(target_sizes.end(), d.shape.begin(), d.shape.end());
+      if (d.dtype != DType::kInt64) target_sizes.pop_back();
       batch.target = at::randint(0, d.classes, target_sizes, device_options_.dtype(at::kLong));
     }
-    batch_bytes_ = batch.input.is_cpu() && d.on_host && !transfer_now ? 0 : Bytes(batch.input);
-    batch_bytes_ += Bytes(batch.target);
-    for (const at::Tensor& t : batch.more) batch_bytes_ += t.is_cpu() && d.on_host && !transfer_now ? 0 : Bytes(t);
+    const auto on_device = [&](const at::Tensor& t) { return t.is_cpu() && d.on_host && !transfer_now ? 0 : Bytes(t); };
+    batch_bytes_ = on_device(batch.input) + Bytes(batch.target);
+    for (const at::Tensor& t : batch.more) batch_bytes_ += on_device(t);
     return batch;
+  }
+
+  // One input of a batch: drawn on the host and copied to the device (now, or later: inside the first
+  // checkpointed segment), or drawn on the device when data.on_host is false.
+  at::Tensor NextInput(const std::vector<int64_t>& shape, DType dtype, int64_t vocab, bool transfer_now) {
+    std::vector<int64_t> sizes = {spec_.data.batch};
+    sizes.insert(sizes.end(), shape.begin(), shape.end());
+    const at::ScalarType type = ScalarTypeOf(dtype);
+    if (!spec_.data.on_host) return Draw(sizes, type, vocab, device_options_);
+    at::Tensor host;
+    {
+      HostAllocationScope scope;
+      const at::TensorOptions cpu = at::TensorOptions().device(at::kCPU);
+      // Without data (meta) nothing reads the values, and drawing a large batch costs seconds: leave it
+      // unfilled.
+      host = has_data_ ? Draw(sizes, type, vocab, cpu) : at::empty(sizes, cpu.dtype(type));
+    }
+    return transfer_now ? ToDevice(host) : host;
   }
 
   // One input's values: ids in [0, vocab), masks all true (a mask that hides nothing), floats normal.
