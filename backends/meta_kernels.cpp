@@ -209,6 +209,20 @@ at::Tensor ArangeMeta(const at::Scalar& end, std::optional<at::ScalarType> dtype
   return ArangeStartStepMeta(0, end, 1, dtype, layout, device, pin_memory);
 }
 
+// A GradScaler's step (workload/grad_scaler.h): the cpu kernels work in place on the gradients and the
+// scalars, allocating nothing; on meta there are no values to check, unscale or update.
+void AmpUnscaleMeta(at::TensorList grads, at::Tensor& found_inf, const at::Tensor& inv_scale) {
+  TORCH_CHECK(found_inf.numel() == 1 && inv_scale.numel() == 1,
+              "_amp_foreach_non_finite_check_and_unscale_: found_inf and inv_scale must be 1-element tensors");
+  (void)grads;
+}
+at::Tensor& AmpUpdateScaleMeta(at::Tensor& scale, at::Tensor& growth_tracker, const at::Tensor& found_inf, double,
+                               double, int64_t) {
+  TORCH_CHECK(scale.numel() == 1 && growth_tracker.numel() == 1 && found_inf.numel() == 1,
+              "_amp_update_scale_: scale, growth_tracker and found_inf must be 1-element tensors");
+  return scale;
+}
+
 }  // namespace
 
 void RegisterMetaKernels() {
@@ -233,6 +247,8 @@ void RegisterMetaKernels() {
     lib->impl("arange", TORCH_FN(ArangeMeta));
     lib->impl("arange.start", TORCH_FN(ArangeStartMeta));
     lib->impl("arange.start_step", TORCH_FN(ArangeStartStepMeta));
+    lib->impl("_amp_foreach_non_finite_check_and_unscale_", TORCH_FN(AmpUnscaleMeta));
+    lib->impl("_amp_update_scale_", TORCH_FN(AmpUpdateScaleMeta));
     return lib;
   }();
   // The families in their own files (backends/meta_kernels_internal.h); AutogradMeta holds the few

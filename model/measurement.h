@@ -110,6 +110,8 @@ struct VariantMeasurement {
   std::optional<int64_t> optimizer_state_bytes;  // what the first optimizer step left live
   std::optional<int64_t> forward_saved_bytes;    // what the first forward left live (saved tensors, output, loss)
   std::optional<int64_t> retained_grad_bytes;    // gradients held by intermediates (retain_grad)
+  // loop.clip_grad_norm: what clipping the first step's gradients added, at its peak, to what was live.
+  std::optional<int64_t> clip_grad_norm_bytes;
   std::string grad_digest;                       // FNV-1a of every parameter gradient after the first backward
   std::optional<OomDetail> oom;
   std::optional<CudaMeasurement> cuda;             // cuda backend only

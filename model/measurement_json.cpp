@@ -72,6 +72,7 @@ json MeasurementToJson(const VariantMeasurement& m) {
   j["grad_bytes"] = Optional(m.grad_bytes);
   j["optimizer_state_bytes"] = Optional(m.optimizer_state_bytes);
   j["forward_saved_bytes"] = Optional(m.forward_saved_bytes);
+  j["clip_grad_norm_bytes"] = Optional(m.clip_grad_norm_bytes);
   j["retained_grad_bytes"] = Optional(m.retained_grad_bytes);
   j["grad_digest"] = m.grad_digest;
   json timeline = json::array();
@@ -185,6 +186,7 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
     m->optimizer_state_bytes = OptionalFrom(j.at("optimizer_state_bytes"));
     m->forward_saved_bytes = OptionalFrom(j.at("forward_saved_bytes"));
     m->retained_grad_bytes = OptionalFrom(j.at("retained_grad_bytes"));
+    if (j.contains("clip_grad_norm_bytes")) m->clip_grad_norm_bytes = OptionalFrom(j.at("clip_grad_norm_bytes"));
     m->grad_digest = j.at("grad_digest").get<std::string>();
     const json& timeline = j.at("timeline");
     m->ledger.timeline_stride = timeline.at("stride").get<int64_t>();

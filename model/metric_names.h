@@ -46,6 +46,7 @@ inline const std::vector<std::pair<std::string, MetricKind>> kMetrics = {
     {"param_bytes", MetricKind::kBytes},
     {"grad_bytes", MetricKind::kBytes},
     {"optimizer_state_bytes", MetricKind::kBytes},
+    {"clip_grad_norm_bytes", MetricKind::kBytes},
     {"grads", MetricKind::kDigest},
 };
 
@@ -54,7 +55,8 @@ inline constexpr const char* kMetricList =
     "peak, alloc_count, allocated_bytes_total, phase_peak.<phase>, live_after[N], live_after_last, "
     "live_after_backward[N], iteration_peak[N], "
     "live_growth_per_iteration, transfers, transfer_bytes, transfers_per_step, transfer_bytes_per_step, "
-    "retained_grad_bytes, forward_saved_bytes, param_bytes, grad_bytes, optimizer_state_bytes, grads";
+    "retained_grad_bytes, forward_saved_bytes, param_bytes, grad_bytes, optimizer_state_bytes, "
+    "clip_grad_norm_bytes, grads";
 
 // The kind of a metric by its base name ("phase_peak", not "phase_peak.eval"); nullopt if unknown.
 inline std::optional<MetricKind> FindMetricKind(std::string_view base_name) {

@@ -96,6 +96,10 @@ struct LoopSpec {
   int64_t accumulate = 1;          // micro-batches per optimizer step
   EvalSpec eval;
   LossHistorySpec loss_history;
+  // Mixed precision for the forward and the loss (train and eval), through at::autocast on the
+  // backend's device type (nn/autocast.h): none | bfloat16 | float16 (with a GradScaler's loss scaling).
+  std::string autocast = "none";
+  double clip_grad_norm = 0;  // > 0: the max norm of torch::nn::utils::clip_grad_norm_ before each step
 };
 
 struct InplaceSpec {

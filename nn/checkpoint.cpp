@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "allocators/cpu_tracking_allocator.h"
+#include "nn/autocast.h"
 
 namespace oomguard {
 namespace {
@@ -75,7 +76,8 @@ class RngReplay {
 // (an IValue map) that can hold a C++ object such as a std::function.
 struct CheckpointState : torch::CustomClassHolder {
   Segment segment;
-  std::vector<RngState> rng;  // empty: do not replay
+  std::vector<RngState> rng;              // empty: do not replay
+  std::vector<AutocastSetting> autocast;  // the forward's, replayed for the recomputation
 };
 
 // Throws if the recomputed graph reaches a leaf requiring grad that is not among `named` (the gradient
@@ -106,6 +108,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     auto state = c10::make_intrusive<CheckpointState>();
     state->segment = segment;
     if (preserve_rng_state) state->rng = SaveRng(RngDevices(input.device()));
+    state->autocast = CurrentAutocast();
     at::Tensor output = segment(input);  // grad mode is off here: no graph, no saved activations
     TORCH_CHECK(output.defined(), "Checkpoint: the segment returned an undefined tensor");
     variable_list saved{input};
@@ -128,6 +131,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       std::optional<RngReplay> replay;
       if (!state->rng.empty()) replay.emplace(state->rng);
       c10::AutoGradMode grad_on(true);
+      AutocastScope autocast(state->autocast);  // as PyTorch's checkpoint recomputes under the forward's autocast
       output = state->segment(input);
     }
 

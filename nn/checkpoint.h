@@ -28,9 +28,11 @@
 // - With grad mode off, or when neither `input` nor any of `params` requires grad, `segment` simply runs
 //   once under no-grad and nothing is kept.
 //
+// - Autocast: the forward's autocast (nn/autocast.h: cpu, cuda, meta) is replayed for the recomputation,
+//   as PyTorch's checkpoint does, so the recomputed segment casts and saves what the forward would have.
+//
 // Not supported: create_graph=true through a checkpoint (higher-order gradients). The recomputation starts
-// from a detached input, so terms through it would be lost; the backward throws instead. Autocast state is
-// not replayed for the recomputation.
+// from a detached input, so terms through it would be lost; the backward throws instead.
 //
 // Error policy: misuse (an undefined input or output, a missing parameter, create_graph) throws c10::Error
 // through TORCH_CHECK, from Checkpoint or from the backward call. Whatever `segment` throws propagates the

@@ -67,6 +67,7 @@ std::optional<MetricValue> LookupMetric(const VariantMeasurement& m, const std::
   }
   if (base == "retained_grad_bytes") return Measured(m.retained_grad_bytes);
   if (base == "forward_saved_bytes") return Measured(m.forward_saved_bytes);
+  if (base == "clip_grad_norm_bytes") return Measured(m.clip_grad_norm_bytes);
   if (base == "param_bytes") return Number(static_cast<double>(m.param_bytes));
   if (base == "grad_bytes") return Measured(m.grad_bytes);
   if (base == "optimizer_state_bytes") return Measured(m.optimizer_state_bytes);

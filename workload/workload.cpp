@@ -3,8 +3,10 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
+#include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/optimizer.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -16,6 +18,8 @@
 #include "allocators/install.h"
 #include "backends/backend.h"
 #include "backends/host_scalars.h"
+#include "backends/meta_item.h"
+#include "nn/autocast.h"
 #include "nn/checkpoint.h"
 #include "nn/layer_trace.h"
 #include "nn/net_sources.h"
@@ -23,6 +27,7 @@
 #include "nn/torchscript_net.h"
 #include "workload/error_category.h"
 #include "workload/grad_digest.h"
+#include "workload/grad_scaler.h"
 #include "workload/measured_run.h"
 #include "workload/optimizer.h"
 #include "workload/segment_knobs.h"
@@ -51,6 +56,10 @@ class VariantRun final : public MeasuredRun {
       : spec_(spec), options_(options), ledger_(backend.account().ledger()), trace_(trace), m_(*m) {
     device_options_ = at::TensorOptions().device(backend.device());
     has_data_ = backend.traits().has_data;
+    if (spec.loop.autocast != "none") {
+      autocast_ = AutocastSetting{backend.device().type(), spec.loop.autocast == "float16" ? at::kHalf : at::kBFloat16};
+      if (spec.loop.autocast == "float16" && spec.loop.backward) scaler_.emplace();
+    }
   }
 
   void Run() override {
@@ -87,7 +96,8 @@ class VariantRun final : public MeasuredRun {
         return;
       }
       iteration.live_after_bytes = ledger_.live_bytes();
-      iteration.peak_bytes = ledger_.TakeWindowPeak();
+      iteration.peak_bytes = std::max(window_peak_before_clip_, ledger_.TakeWindowPeak());
+      window_peak_before_clip_ = 0;
       m_.iterations.push_back(iteration);  // only completed iterations count
     }
   }
@@ -121,16 +131,23 @@ class VariantRun final : public MeasuredRun {
       Batch batch = NextBatch(spec_.pitfalls.transfer == "inside" ? std::nullopt : std::optional(Phase::kTransfer));
       SetPhase(ledger_, Phase::kForward);
       const int64_t before_forward = ledger_.live_bytes();
-      at::Tensor output = Forward(batch, /*training=*/true, &intermediates);
-      if (first_step && m_.module) m_.module->output = net_->module_facts()->output;
-      if (trace_) trace_->EnterStage("the loss");
-      at::Tensor loss = Loss(output, batch.target);
-      if (trace_) trace_->Exit();
+      at::Tensor output, loss;
+      {
+        std::optional<AutocastScope> autocast;  // the forward and the loss, as torch.autocast wraps them
+        if (autocast_) autocast.emplace(*autocast_);
+        output = Forward(batch, /*training=*/true, &intermediates);
+        if (first_step && m_.module) m_.module->output = net_->module_facts()->output;
+        if (trace_) trace_->EnterStage("the loss");
+        loss = Loss(output, batch.target);
+        if (trace_) trace_->Exit();
+      }
       if (first_step) m_.forward_saved_bytes = ledger_.live_bytes() - before_forward;
       KeepLoss(loss, "train");
       if (spec_.loop.backward) {
         SetPhase(ledger_, Phase::kBackward);
-        (spec_.loop.accumulate > 1 ? loss / spec_.loop.accumulate : loss).backward({}, spec_.loop.retain_graph);
+        at::Tensor to_differentiate = spec_.loop.accumulate > 1 ? loss / spec_.loop.accumulate : loss;
+        if (scaler_) to_differentiate = scaler_->Scale(to_differentiate);
+        to_differentiate.backward({}, spec_.loop.retain_graph);
       }
       iteration->live_after_backward_bytes = ledger_.live_bytes();
       if (first_step) {
@@ -150,16 +167,47 @@ class VariantRun final : public MeasuredRun {
       m_.grad_bytes = grad_bytes;
       m_.grad_digest = GradDigest(grads, has_data_);
     }
-    if (optimizer_ && spec_.loop.backward) {
-      SetPhase(ledger_, Phase::kOptimizer);
+    if (spec_.loop.backward) Step(first);
+    if (first && !m_.optimizer_state_bytes) m_.optimizer_state_bytes = 0;  // no step, no state
+    if (spec_.loop.eval.batches > 0) Evaluate();
+  }
+
+  // The optimizer phase: unscale (float16), clip, step, update the scale, in the order PyTorch's AMP
+  // recipe gives them.
+  void Step(bool first) {
+    SetPhase(ledger_, Phase::kOptimizer);
+    if (scaler_) scaler_->Unscale(params_);
+    if (spec_.loop.clip_grad_norm > 0) ClipGradients(first);
+    if (optimizer_ && (!scaler_ || scaler_->FoundNoInf(has_data_))) {
       const int64_t before = ledger_.live_bytes();
       if (trace_) trace_->EnterStage("the optimizer step");
       optimizer_->step();
       if (trace_) trace_->Exit();
       if (first) m_.optimizer_state_bytes = ledger_.live_bytes() - before;
+    } else if (optimizer_) {
+      ++skipped_steps_;
+      if (skipped_steps_ == 1) {
+        m_.warnings.push_back(
+            "the GradScaler skipped an optimizer step: float16 gradients overflowed at the loss scale (a meta run "
+            "cannot see values and never skips, so cpu and meta differ from that step on)");
+      }
     }
-    if (first && !m_.optimizer_state_bytes) m_.optimizer_state_bytes = 0;  // no step, no state
-    if (spec_.loop.eval.batches > 0) Evaluate();
+    if (scaler_) scaler_->Update();
+  }
+
+  // torch::nn::utils::clip_grad_norm_ itself; on meta its item() (the norm it returns) reads 0.
+  void ClipGradients(bool first) {
+    const int64_t before = ledger_.live_bytes();
+    const int64_t window_so_far = ledger_.TakeWindowPeak();
+    {
+      if (trace_) trace_->EnterStage("clip_grad_norm_");
+      MetaItemScope unknown_norm;
+      torch::nn::utils::clip_grad_norm_(params_, spec_.loop.clip_grad_norm);
+      if (trace_) trace_->Exit();
+    }
+    const int64_t clip_peak = ledger_.TakeWindowPeak();
+    window_peak_before_clip_ = std::max({window_peak_before_clip_, window_so_far, clip_peak});
+    if (first) m_.clip_grad_norm_bytes = clip_peak - before;
   }
 
   void ZeroGrad() {
@@ -320,6 +368,8 @@ class VariantRun final : public MeasuredRun {
       std::optional<at::NoGradGuard> no_grad;
       if (spec_.loop.eval.no_grad) no_grad.emplace();
       Batch batch = NextBatch(Phase::kEval);
+      std::optional<AutocastScope> autocast;
+      if (autocast_) autocast.emplace(*autocast_);
       at::Tensor output = Forward(batch, /*training=*/false, nullptr);
       if (spec_.loop.loss_history.from == "eval") KeepLoss(Loss(output, batch.target), "eval");
       if (spec_.loop.eval.keep_outputs) outputs.push_back(output);
@@ -342,6 +392,10 @@ class VariantRun final : public MeasuredRun {
   int64_t history_bytes_ = 0;
   int64_t batch_bytes_ = 0;
   std::vector<std::pair<std::string, int64_t>> layer_bytes_;
+  std::optional<AutocastSetting> autocast_;  // loop.autocast on the backend's device type
+  std::optional<GradScaler> scaler_;         // float16 autocast
+  int64_t skipped_steps_ = 0;
+  int64_t window_peak_before_clip_ = 0;  // the iteration's peak before clipping took a window of its own
 };
 
 CudaModelMeasurement CudaModelMeasurementOf(const CachingAllocatorModelStats& s) {
