@@ -16,7 +16,21 @@ bool RaiseTo(std::atomic<int64_t>& target, int64_t value) {
   return false;
 }
 
+// Note [Autocast cache frees]: the open ReleaseBatch scopes of this thread, and the ledgers whose
+// timeline owes an event.
+thread_local int release_batch_depth = 0;
+thread_local std::vector<Ledger*> ledgers_owed_an_event;
+
 }  // namespace
+
+Ledger::ReleaseBatch::ReleaseBatch() { ++release_batch_depth; }
+
+Ledger::ReleaseBatch::~ReleaseBatch() {
+  if (--release_batch_depth > 0) return;
+  std::vector<Ledger*> owed;
+  owed.swap(ledgers_owed_an_event);
+  for (Ledger* ledger : owed) ledger->RecordEvent(ledger->live_bytes());
+}
 
 Ledger::Ledger() {
   for (auto& p : phase_peak_bytes_) p.store(-1, std::memory_order_relaxed);
@@ -46,7 +60,13 @@ bool Ledger::TryCharge(int64_t nbytes, int64_t limit_bytes, int* origin) {
 void Ledger::Release(int64_t nbytes, int origin) {
   if (origin >= 0 && origin < kMaxPhases) live_by_origin_[origin].fetch_sub(nbytes, std::memory_order_relaxed);
   const int64_t live = live_bytes_.fetch_sub(nbytes, std::memory_order_relaxed) - nbytes;
-  if (timeline_enabled_.load(std::memory_order_relaxed)) RecordEvent(live);
+  if (!timeline_enabled_.load(std::memory_order_relaxed)) return;
+  if (release_batch_depth == 0) {
+    RecordEvent(live);
+  } else if (std::find(ledgers_owed_an_event.begin(), ledgers_owed_an_event.end(), this) ==
+             ledgers_owed_an_event.end()) {
+    ledgers_owed_an_event.push_back(this);
+  }
 }
 
 void Ledger::RaisePeaks(int64_t live) {

@@ -109,6 +109,19 @@ class Ledger {
   int64_t peak_bytes() const { return peak_bytes_.load(std::memory_order_relaxed); }
   LedgerStats Snapshot() const;
 
+  // Frees on this thread while a ReleaseBatch lives are booked at once (live bytes) but reach each
+  // ledger's timeline as one event, when the outermost batch ends: for frees whose order no program
+  // decides, such as LibTorch's autocast cache, which clear_cache() empties in the order of a hash
+  // map keyed by addresses (Note [Autocast cache frees], nn/autocast.cpp). Frees never raise a peak,
+  // so only the timeline could differ from run to run.
+  class ReleaseBatch {
+   public:
+    ReleaseBatch();
+    ~ReleaseBatch();
+    ReleaseBatch(const ReleaseBatch&) = delete;
+    ReleaseBatch& operator=(const ReleaseBatch&) = delete;
+  };
+
  private:
   void RaisePeaks(int64_t live);
   void CopyOriginsToPeak();

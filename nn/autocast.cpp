@@ -2,6 +2,7 @@
 
 #include <ATen/autocast_mode.h>
 
+#include "allocators/ledger.h"
 #include "base/check.h"
 
 namespace oomguard {
@@ -38,9 +39,17 @@ void AutocastScope::Enter(const AutocastSetting& setting) {
   at::autocast::increment_nesting();
 }
 
+// Note [Autocast cache frees]
+// at::autocast::clear_cache() drops the cached casts of the weights (those autograd did not save are
+// freed there) in the order of its hash map, keyed by TensorImpl addresses: an order that changes from
+// run to run. The frees go into one timeline event (Ledger::ReleaseBatch), so that two runs of the same
+// scenario give the same results file; MetaAutocastScope does the same with its cache.
 AutocastScope::~AutocastScope() {
   for (auto it = previous_.rbegin(); it != previous_.rend(); ++it) {
-    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    if (at::autocast::decrement_nesting() == 0) {
+      Ledger::ReleaseBatch one_event;
+      at::autocast::clear_cache();
+    }
     at::autocast::set_autocast_enabled(it->device, it->enabled);
     at::autocast::set_autocast_dtype(it->device, it->dtype);
   }

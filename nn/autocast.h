@@ -1,6 +1,6 @@
 // Autocast for a region of a training step, on the backend's device type: at::autocast for cpu and
 // cuda (what torch.autocast(device_type) does: enable, set the dtype, nest, clear the weight cache at
-// the outermost exit), MetaAutocastScope for meta (backends/meta_autocast.h).
+// the outermost exit), MetaAutocastScope for meta (nn/meta_autocast.h).
 //
 //   {
 //     oomguard::AutocastScope autocast({c10::kCPU, at::kBFloat16});
@@ -18,7 +18,7 @@
 #include <optional>
 #include <vector>
 
-#include "backends/meta_autocast.h"
+#include "nn/meta_autocast.h"
 
 namespace oomguard {
 

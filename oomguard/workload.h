@@ -196,6 +196,29 @@ class Context {
   // A copy of `host` on ctx.device(): booked as the iteration's inputs, and counted as a transfer.
   at::Tensor ToDevice(const at::Tensor& host);
 
+  // --- mixed precision ---
+  // torch.autocast(device_type=ctx.device().type(), dtype) while the guard lives, on every backend:
+  // at::autocast on cpu and cuda, and on meta, which LibTorch's autocast skips, oomguard's copy of
+  // the cpu autocast table (nn/meta_autocast.h), so a meta run allocates what a cpu run does.
+  // dtype: at::kBFloat16 or at::kHalf (else WorkloadError). Guards nest; the weight-cast cache is
+  // cleared when the outermost one ends. Run the backward outside it, as PyTorch recommends:
+  //   { auto autocast = ctx.Autocast(at::kBFloat16); loss = model->forward(x).mean(); }
+  //   loss.backward();
+  class [[nodiscard]] AutocastGuard {
+   public:
+    ~AutocastGuard();
+    AutocastGuard(AutocastGuard&&) noexcept;  // into a std::optional, for an autocast a knob switches
+    AutocastGuard& operator=(AutocastGuard&&) noexcept;
+    AutocastGuard(const AutocastGuard&) = delete;
+    AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+   private:
+    friend class Context;
+    explicit AutocastGuard(std::unique_ptr<struct AutocastHolder> scope);
+    std::unique_ptr<struct AutocastHolder> scope_;
+  };
+  AutocastGuard Autocast(at::ScalarType dtype) const;
+
  private:
   // Throws WorkloadError on meta when a parameter is not on meta already.
   void CheckMovable(const std::vector<at::Tensor>& parameters) const;

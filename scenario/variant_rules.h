@@ -134,6 +134,9 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
                                                std::to_string(spec.data.classes)};
     }
   }
+  if (spec.loop.clip_grad_norm > 0 && !spec.loop.backward) {
+    return SpecProblem{loop.Key("clip_grad_norm"), "clipping needs gradients: loop.backward is false"};
+  }
   if (spec.loop.loss_history.from == "eval" && spec.loop.loss_history.keep != "none" && spec.loop.eval.batches == 0) {
     return SpecProblem{loop.Key("loss_history").Key("from"),
                        "keeping evaluation losses needs loop.eval.batches >= 1 (no evaluation runs)"};

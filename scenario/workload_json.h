@@ -83,10 +83,12 @@ inline std::optional<WorkloadRuleProblem> FindWorkloadRuleProblem(const OrderedJ
   }
   if (merged.contains("loop") && merged["loop"].is_object()) {
     for (const auto& [key, v] : merged["loop"].items()) {
-      if (key != "iterations") {
-        return WorkloadRuleProblem{JsonPath().Key("loop").Key(key),
-                                   "a workload runs its own loop: of \"loop\" it takes only \"iterations\""};
-      }
+      if (key == "iterations") continue;
+      const std::string hint = key == "autocast" ? " (for mixed precision, wrap its forward in ctx.Autocast(dtype))"
+                               : key == "clip_grad_norm" ? " (call torch::nn::utils::clip_grad_norm_ in its code)"
+                                                         : "";
+      return WorkloadRuleProblem{JsonPath().Key("loop").Key(key),
+                                 "a workload runs its own loop: of \"loop\" it takes only \"iterations\"" + hint};
     }
   }
   return std::nullopt;

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/meta_autocast.h"
 #include "backends/meta_item.h"
 #include "backends/meta_kernels.h"
+#include "nn/meta_autocast.h"
 #include "tests/same_bytes.h"
 #include "workload/workload.h"
 
@@ -66,7 +66,7 @@ TEST(MetaAutocast, TheTableIsAutocastCpusOperators) {
   const std::set<std::string> ours(table.begin(), table.end());
   EXPECT_EQ(ours.size(), table.size()) << "an operator is listed twice";
   EXPECT_EQ(ours, cpu) << "the pinned torch's AutocastCPU table changed: update kCpuPolicies in "
-                          "backends/meta_autocast.cpp";
+                          "nn/meta_autocast.cpp";
   EXPECT_EQ(MetaAutocastPolicyOf("linear"), AutocastPolicy::kLowerPrecision);
   EXPECT_EQ(MetaAutocastPolicyOf("cross_entropy_loss"), AutocastPolicy::kFloat32);
   EXPECT_EQ(MetaAutocastPolicyOf("cat"), AutocastPolicy::kPromote);

@@ -188,7 +188,8 @@ constexpr const char* kMetrics =
     "(metrics: peak, alloc_count, allocated_bytes_total, phase_peak.<phase>, live_after[N], live_after_last, "
     "live_after_backward[N], iteration_peak[N], live_growth_per_iteration, transfers, transfer_bytes, "
     "transfers_per_step, transfer_bytes_per_step, "
-    "retained_grad_bytes, forward_saved_bytes, param_bytes, grad_bytes, optimizer_state_bytes, grads)";
+    "retained_grad_bytes, forward_saved_bytes, param_bytes, grad_bytes, optimizer_state_bytes, "
+    "clip_grad_norm_bytes, grads)";
 
 TEST(CheckExpression, SyntaxErrorsNameTheColumn) {
   EXPECT_EQ(ParseError("peak x 12MiB", false), "at column 6: expected an operator (== != < <= > >=), got 'x'");

@@ -145,6 +145,36 @@ TEST(Ledger, TimelineMergesNeighboursKeepingTheHigherLiveBytes) {
   EXPECT_EQ(stats.phase_marks[1].phase, "backward");
 }
 
+// Frees in a ReleaseBatch (LibTorch's autocast cache, emptied in address order) are one timeline
+// event at the batch's end, whatever their order; live bytes follow each free at once.
+TEST(Ledger, FreesInAReleaseBatchAreOneTimelineEvent) {
+  for (const std::vector<int64_t>& order : {std::vector<int64_t>{30, 20}, std::vector<int64_t>{20, 30}}) {
+    Ledger ledger;
+    ledger.EnableTimeline(64);
+    ledger.ResetStatistics();
+    for (int64_t n : {10, 20, 30}) ASSERT_TRUE(ledger.TryCharge(n, kNoLimit));  // live 10, 30, 60
+    {
+      Ledger::ReleaseBatch outer;
+      {
+        Ledger::ReleaseBatch nested;
+        ledger.Release(order[0]);
+      }
+      ledger.Release(order[1]);
+      EXPECT_EQ(ledger.live_bytes(), 10);
+      EXPECT_EQ(ledger.Snapshot().timeline.size(), 4u);  // nothing yet: the outer batch is open
+    }
+    ledger.Release(10);
+    const LedgerStats stats = ledger.Snapshot();
+    const std::vector<std::pair<int64_t, int64_t>> expected = {{0, 0}, {1, 10}, {2, 30}, {3, 60}, {4, 10}, {5, 0}};
+    ASSERT_EQ(stats.timeline.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(stats.timeline[i].event_index, expected[i].first) << i;
+      EXPECT_EQ(stats.timeline[i].live_bytes, expected[i].second) << i;
+    }
+    EXPECT_EQ(stats.peak_bytes, 60);
+  }
+}
+
 TEST(Ledger, TimelineIsOffByDefault) {
   Ledger ledger;
   ASSERT_TRUE(ledger.TryCharge(10, kNoLimit));

@@ -17,6 +17,7 @@ module's cross_entropy targets are drawn after its forward, shaped like the outp
 class axis; each step's batch, output and loss die at the end of its backward, each evaluation
 batch's at the end of that batch. Phases are record_function ranges named "phase:<name>".
 """
+import contextlib
 import importlib.util
 import json
 import os
@@ -120,6 +121,16 @@ def eager_measure(config, make_model):
         target = torch.randint(0, classes, out.shape[:-1])
         return F.cross_entropy(out.reshape(-1, out.size(-1)), target.reshape(-1))
 
+    # loop.autocast: torch.autocast on cpu around each forward and its loss, as oomguard's loop does.
+    autocast = loop.get("autocast", "none")
+    if autocast == "float16":
+        raise SystemExit("float16 autocast (with a GradScaler) is not mirrored")
+
+    def mixed_precision():
+        if autocast == "none":
+            return contextlib.nullcontext()
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+
     kept = []
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         for i in range(iterations):
@@ -129,8 +140,9 @@ def eager_measure(config, make_model):
                 x = torch.empty_like(train_batches[i]).copy_(train_batches[i])
             with record_function("phase:forward"):
                 model.train()
-                out = model(x)
-                loss = loss_of(out)
+                with mixed_precision():
+                    out = model(x)
+                    loss = loss_of(out)
             with record_function("phase:backward"):
                 loss.backward()
                 del x, out, loss
@@ -141,7 +153,7 @@ def eager_measure(config, make_model):
                     model.eval()
                     outputs = []
                     for host in eval_batches[i]:
-                        with torch.set_grad_enabled(not evaluation.get("no_grad", True)):
+                        with torch.set_grad_enabled(not evaluation.get("no_grad", True)), mixed_precision():
                             x = torch.empty_like(host).copy_(host)
                             out = model(x)
                             if history.get("from") == "eval" and history.get("keep", "none") != "none":

@@ -58,8 +58,9 @@ TEST(ScenarioLoader, UnknownKeysSuggestTheNearestValidKey) {
   EXPECT_EQ(LoadError(With(R"("pitfalls": {"checkpointing": {}})")),
             "s.json: at pitfalls: unknown key \"checkpointing\"; did you mean \"checkpoint\"? (valid keys: inplace, "
             "retain_grad, keep_intermediates, checkpoint, transfer)");
-  EXPECT_EQ(LoadError(With(R"("data": {"colour": 1})")),
-            "s.json: at data: unknown key \"colour\" (valid keys: batch, shape, dtype, vocab, on_host, classes, inputs)");
+  EXPECT_EQ(
+      LoadError(With(R"("data": {"colour": 1})")),
+      "s.json: at data: unknown key \"colour\" (valid keys: batch, shape, dtype, vocab, on_host, classes, inputs)");
 }
 
 TEST(ScenarioLoader, DottedKeysAreToldToNest) {
@@ -74,7 +75,7 @@ TEST(ScenarioLoader, DottedKeysAreToldToNest) {
             "s.json: at expect: unknown variant \"a.outcome\": nest it as \"a\": {\"outcome\": ...}");
   EXPECT_EQ(LoadError(With(R"("loop": {"optimiser.kind": "adam"})")),
             "s.json: at loop: unknown key \"optimiser.kind\" (valid keys: iterations, loss, backward, retain_graph, "
-            "optimizer, zero_grad, accumulate, eval, loss_history)");
+            "optimizer, zero_grad, accumulate, autocast, clip_grad_norm, eval, loss_history)");
 }
 
 TEST(ScenarioLoader, WrongTypesAndRangesSayWhatIsExpected) {

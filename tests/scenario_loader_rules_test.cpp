@@ -60,6 +60,12 @@ TEST(ScenarioLoader, MergedVariantsObeyCrossFieldRules) {
   EXPECT_EQ(LoadError(With(R"("loop": {"loss_history": {"from": "eval", "keep": "item"}})")),
             "s.json: at loop.loss_history.from: keeping evaluation losses needs loop.eval.batches >= 1 (no evaluation "
             "runs) (variant a)");
+  EXPECT_EQ(LoadError(With(R"("loop": {"backward": false, "clip_grad_norm": 1.0})")),
+            "s.json: at loop.clip_grad_norm: clipping needs gradients: loop.backward is false (variant a)");
+  EXPECT_EQ(LoadError(With(R"("loop": {"clip_grad_norm": 0})")),
+            "s.json: at loop.clip_grad_norm: expected a max norm > 0, got 0");
+  EXPECT_EQ(LoadError(With(R"("loop": {"autocast": "bf16"})")),
+            "s.json: at loop.autocast: unknown autocast dtype \"bf16\" (valid values: none, bfloat16, float16)");
   EXPECT_EQ(LoadError(With(R"("model": null)")), "s.json: at model: expected an object, got null");
   EXPECT_EQ(LoadError(With("", R"("variants": {"a": {"model": null}})")),
             "s.json: at variants.a.model.layers: a model needs at least one layer (or a TorchScript module: "

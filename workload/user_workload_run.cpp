@@ -17,6 +17,7 @@
 #include "base/did_you_mean.h"
 #include "model/knobs.h"
 #include "model/phase.h"
+#include "nn/autocast.h"
 #include "workload/grad_digest.h"
 
 namespace oomguard {
@@ -321,6 +322,23 @@ struct HostScopeHolder {
 };
 Context::HostMemory::HostMemory() : scope_(std::make_unique<HostScopeHolder>()) {}
 Context::HostMemory::~HostMemory() = default;
+
+struct AutocastHolder {
+  explicit AutocastHolder(const AutocastSetting& setting) : scope(setting) {}
+  AutocastScope scope;
+};
+Context::AutocastGuard::AutocastGuard(std::unique_ptr<AutocastHolder> scope) : scope_(std::move(scope)) {}
+Context::AutocastGuard::~AutocastGuard() = default;
+Context::AutocastGuard::AutocastGuard(AutocastGuard&&) noexcept = default;
+Context::AutocastGuard& Context::AutocastGuard::operator=(AutocastGuard&&) noexcept = default;
+
+Context::AutocastGuard Context::Autocast(at::ScalarType dtype) const {
+  if (dtype != at::kBFloat16 && dtype != at::kHalf) {
+    throw WorkloadError(std::string("ctx.Autocast(") + c10::toString(dtype) +
+                        "): autocast runs ops in a lower precision, at::kBFloat16 or at::kHalf");
+  }
+  return AutocastGuard(std::make_unique<AutocastHolder>(AutocastSetting{device().type(), dtype}));
+}
 
 at::Tensor Context::ToDevice(const at::Tensor& host) {
   at::Tensor copy = at::empty(host.sizes(), options().dtype(host.scalar_type())).copy_(host);

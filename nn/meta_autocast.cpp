@@ -1,4 +1,4 @@
-#include "backends/meta_autocast.h"
+#include "nn/meta_autocast.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CachedTensorUtils.h>
@@ -10,6 +10,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "allocators/ledger.h"
 #include "base/check.h"
 
 // Note [Autocast on meta]
@@ -301,7 +302,10 @@ MetaAutocastScope::MetaAutocastScope(at::ScalarType dtype)
 }
 
 MetaAutocastScope::~MetaAutocastScope() {
-  if (--state.nesting == 0) state.cache.clear();
+  if (--state.nesting == 0) {
+    Ledger::ReleaseBatch one_event;  // Note [Autocast cache frees] (nn/autocast.cpp)
+    state.cache.clear();
+  }
   state.dtype = previous_dtype_;
   c10::impl::tls_set_dispatch_key_included(kMetaAutocastKey, previous_keys_.included_.has(kMetaAutocastKey));
   c10::impl::tls_set_dispatch_key_excluded(kMetaAutocastKey, previous_keys_.excluded_.has(kMetaAutocastKey));
