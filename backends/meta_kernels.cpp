@@ -80,26 +80,30 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> NativeLayerNormMeta(const at::Ten
   at::ScalarType stat_dtype = input.scalar_type();
   if (weight.has_value() && weight->defined() && weight->scalar_type() != stat_dtype)
     stat_dtype = weight->scalar_type();
+  // layer_norm_cpu: X = input.expect_contiguous() first (a copy of a non-contiguous input, such as a
+  // transposed [batch, channels, tokens] view, which dies on return), then Y, mean and rstd.
+  const at::Tensor x = input.contiguous();
   at::Tensor y = at::empty_like(input, at::MemoryFormat::Contiguous);
   at::Tensor mean = at::empty(stat_sizes, input.options().dtype(stat_dtype));
   at::Tensor rstd = at::empty(stat_sizes, input.options().dtype(stat_dtype));
   return {y, mean, rstd};
 }
 
-// cpu (layer_norm_kernel.cpp): dX, dgamma, dbeta as masked, then the contiguous copies of dY, and a
-// scratch buffer [threads, 2 * N] of X's dtype for the dgamma/dbeta partial sums.
+// cpu (layer_norm_backward_cpu, layer_norm_kernel.cpp): X's contiguous copy, dX, dgamma, dbeta as
+// masked, then dY's contiguous copy, and a scratch buffer [threads, 2 * N] of X's dtype for the
+// dgamma/dbeta partial sums (the profiler's memory events of a transposed input and gradient).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> NativeLayerNormBackwardMeta(
     const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean,
     const at::Tensor& rstd, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
     std::array<bool, 3> output_mask) {
   const bool has_weight = weight.has_value() && weight->defined();
   const bool has_bias = bias.has_value() && bias->defined();
+  const at::Tensor x = input.contiguous();
   at::Tensor dx, dgamma, dbeta;
   if (output_mask[0]) dx = at::empty_like(input, at::MemoryFormat::Contiguous);
   if (output_mask[1] && has_weight) dgamma = at::empty_like(*weight, at::MemoryFormat::Contiguous);
   if (output_mask[2] && has_bias) dbeta = at::empty_like(*bias, at::MemoryFormat::Contiguous);
-  at::Tensor dy = grad_out.contiguous();
-  at::Tensor x = input.contiguous();
+  const at::Tensor dy = grad_out.contiguous();
   if (dgamma.defined() || dbeta.defined()) {
     int64_t n = 1;
     for (const c10::SymInt& s : normalized_shape) n *= s.expect_int();

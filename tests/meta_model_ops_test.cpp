@@ -268,6 +268,24 @@ TEST(MetaModelOps, LayerNormGeluReluLinearAndEmbeddingOn4dActivationsAllocateAsO
   ExpectSameAllocations(MeasureOnBoth(CnnHeadOps));
 }
 
+// A ViT's tokens: a patch convolution's [batch, channels, tokens] output transposed to [batch,
+// tokens, channels] is not contiguous, and neither is anything added to it (a residual keeps the
+// strides), so cpu's layer norm copies its input in the forward and again in the backward, where the
+// gradient is transposed too. The copies raise the forward's peak by an activation.
+TEST(MetaModelOps, LayerNormOfTransposedTokensCopiesItsInputAsOnCpu) {
+  const Both m = MeasureOnBoth([](Context& ctx) {
+    Parameters p(ctx);
+    const at::Tensor w = p.Add({32}, 1.0), b = p.Add({32});
+    TrainAndEvaluate(ctx, p, [&](bool) {
+      const at::Tensor tokens = at::randn({4, 32, 16}, ctx.options()).transpose(1, 2);  // [4, 16, 32]
+      const at::Tensor y = at::layer_norm(tokens + tokens, {32}, w, b);
+      return (y * 2).sum();
+    });
+  });
+  ExpectSameAllocations(m);
+  EXPECT_TRUE(m.MetaRan("aten::native_layer_norm"));
+}
+
 // ---- attention ----
 
 struct AttentionCase {
