@@ -213,6 +213,37 @@ at::Tensor ArangeMeta(const at::Scalar& end, std::optional<at::ScalarType> dtype
   return ArangeStartStepMeta(0, end, 1, dtype, layout, device, pin_memory);
 }
 
+// cpu (mean_out, ReduceOps.cpp): a bf16 or fp16 mean is computed in float32: the result, a float32
+// result, the float32 copy of the input (freed after the sum), then the float32 result is copied into
+// the result and freed (the profiler's memory events of x.mean((2, 3)) on a bf16 x). Other dtypes: the
+// result only. The divisor is a host scalar (Note [Host scalars]).
+at::Tensor MeanDimMeta(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                       std::optional<at::ScalarType> dtype) {
+  const at::ScalarType out_dtype = dtype.value_or(self.scalar_type());
+  TORCH_CHECK(at::isFloatingType(out_dtype) || at::isComplexType(out_dtype),
+              "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
+              "Got: ",
+              self.scalar_type());
+  std::vector<bool> reduced(static_cast<size_t>(self.dim()), !dim.has_value() || dim->empty());
+  if (dim.has_value()) {
+    for (int64_t d : *dim) reduced[static_cast<size_t>(at::maybe_wrap_dim(d, self.dim()))] = true;
+  }
+  std::vector<int64_t> sizes;
+  for (int64_t i = 0; i < self.dim(); ++i) {
+    if (!reduced[static_cast<size_t>(i)]) {
+      sizes.push_back(self.size(i));
+    } else if (keepdim) {
+      sizes.push_back(1);
+    }
+  }
+  at::Tensor result = at::empty(sizes, self.options().dtype(out_dtype));
+  if (out_dtype == at::kHalf || out_dtype == at::kBFloat16) {
+    const at::Tensor result32 = at::empty(sizes, self.options().dtype(at::kFloat));
+    if (self.scalar_type() != at::kFloat) (void)at::empty(self.sizes(), self.options().dtype(at::kFloat));
+  }
+  return result;
+}
+
 // A GradScaler's step (workload/grad_scaler.h): the cpu kernels work in place on the gradients and the
 // scalars, allocating nothing; on meta there are no values to check, unscale or update.
 void AmpUnscaleMeta(at::TensorList grads, at::Tensor& found_inf, const at::Tensor& inv_scale) {
@@ -251,6 +282,7 @@ void RegisterMetaKernels() {
     lib->impl("arange", TORCH_FN(ArangeMeta));
     lib->impl("arange.start", TORCH_FN(ArangeStartMeta));
     lib->impl("arange.start_step", TORCH_FN(ArangeStartStepMeta));
+    lib->impl("mean.dim", TORCH_FN(MeanDimMeta));
     lib->impl("_amp_foreach_non_finite_check_and_unscale_", TORCH_FN(AmpUnscaleMeta));
     lib->impl("_amp_update_scale_", TORCH_FN(AmpUpdateScaleMeta));
     return lib;

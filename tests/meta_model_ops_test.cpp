@@ -286,6 +286,20 @@ TEST(MetaModelOps, LayerNormOfTransposedTokensCopiesItsInputAsOnCpu) {
   EXPECT_TRUE(m.MetaRan("aten::native_layer_norm"));
 }
 
+// A bf16 mean (a CNN's global average pool under autocast: adaptive_avg_pool2d(x, 1) is a mean) is
+// computed on cpu through a float32 result and a float32 copy of its input.
+TEST(MetaModelOps, Bf16MeanComputesInFloat32AsOnCpu) {
+  const Both m = MeasureOnBoth([](Context& ctx) {
+    Parameters p(ctx);
+    const at::Tensor w = p.Add({10, 16});
+    TrainAndEvaluate(ctx, p, [&](bool) {
+      const at::Tensor x = at::randn({8, 16, 4, 4}, ctx.options().dtype(at::kBFloat16));
+      return at::linear(x.mean({2, 3}), w.to(at::kBFloat16)).to(at::kFloat).sum();
+    });
+  });
+  ExpectSameAllocations(m);
+}
+
 // ---- attention ----
 
 struct AttentionCase {

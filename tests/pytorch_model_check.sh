@@ -14,9 +14,10 @@ python3 - cpu.json meta.json <<'PY'
 # that gradient's size, at no peak. Per iteration: the CNN's three BasicBlocks each feed their input
 # to conv1 and the shortcut ([32,16,16,16], [32,16,16,16], [32,32,8,8] floats); the decoder's two
 # blocks each add two residuals ([8, 64, 64] floats).
-# Under bf16 autocast (the *_autocast variants) some cpu kernels make float32 temporaries that meta's
-# kernels do not mirror yet (mean of bf16 casts its input to float32; layer norm and convolution
-# backward with bf16 inputs): the peak and every phase's peak agree, the allocation counts do not.
+# Under bf16 autocast (the *_autocast variants) the CNN's gradients meet in bf16: the same sums at half
+# the bytes. The decoder adds bf16 branches to its float32 residual stream, and cpu's TensorIterator
+# makes a float32 copy of a bf16 operand of a mixed-dtype elementwise op where meta's makes none: its
+# peak and every phase's peak agree, its allocation counts do not (not mirrored yet).
 import json, sys
 SUMS = {"pytorch-cnn": (3, 4 * (32 * 16 * 16 * 16 * 2 + 32 * 32 * 8 * 8)), "pytorch-gpt": (4, 4 * 4 * 8 * 64 * 64)}
 def numbers(path):
@@ -34,11 +35,14 @@ for key, (peak, phases, allocs, total, iterations) in cpu.items():
     sums, sum_bytes = SUMS[key[0]]
     same = peak == m_peak and phases == m_phases and m_allocs - allocs == sums * iterations and \
         m_total - total == sum_bytes * iterations
-    if "autocast" in key[1]:
+    if "autocast" in key[1] and key[0] == "pytorch-cnn":
+        same = peak == m_peak and phases == m_phases and m_allocs - allocs == sums * iterations and \
+            m_total - total == sum_bytes // 2 * iterations
+    elif "autocast" in key[1]:
         same = peak == m_peak and phases == m_phases
     failed += not same
     print(f"{key[0]}/{key[1]}: peak {peak} / {m_peak}, allocations {allocs} / {m_allocs} "
-          f"(meta +{sums} x {iterations} gradient sums{'; not compared under autocast' if 'autocast' in key[1] else ''}), "
+          f"(meta +{sums} x {iterations} gradient sums{'; not compared: mixed-dtype copies' if 'autocast' in key[1] and key[0] != 'pytorch-cnn' else ''}), "
           f"{'same' if same else 'DIFFERENT'}")
     if not same:
         print(f"  cpu  {phases}\n  meta {m_phases}")
