@@ -227,5 +227,25 @@ TEST(ClipGradNorm, AllocatesScalarsNotACopyOfTheGradients) {
   EXPECT_FALSE(unclipped.clip_grad_norm_bytes.has_value());
 }
 
+// Without an optimizer, clipping still runs (in an optimizer phase of its own); without either, a
+// step has no optimizer phase at all.
+TEST(ClipGradNorm, RunsWithoutAnOptimizerAndOtherwiseNoOptimizerPhaseAppears) {
+  at::set_num_threads(1);
+  const auto has_optimizer_phase = [](const VariantMeasurement& m) {
+    return std::any_of(m.ledger.phase_peaks.begin(), m.ledger.phase_peaks.end(),
+                       [](const PhasePeak& p) { return p.phase == "optimizer"; });
+  };
+  VariantSpec spec = Mlp("no_optimizer");
+  spec.loop.optimizer.kind = "none";
+  const VariantMeasurement plain = MeasureVariant(spec, VariantMeasureOptions{Backend::kCpu});
+  ASSERT_EQ(plain.outcome, VariantOutcome::Pass()) << plain.error;
+  EXPECT_FALSE(has_optimizer_phase(plain));
+  spec.loop.clip_grad_norm = 1.0;
+  const VariantMeasurement clipped = MeasureVariant(spec, VariantMeasureOptions{Backend::kCpu});
+  ASSERT_EQ(clipped.outcome, VariantOutcome::Pass()) << clipped.error;
+  EXPECT_TRUE(has_optimizer_phase(clipped));
+  EXPECT_EQ(clipped.clip_grad_norm_bytes, 8 * 4 + 8 * 4 + 4);
+}
+
 }  // namespace
 }  // namespace oomguard

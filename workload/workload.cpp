@@ -167,7 +167,8 @@ class VariantRun final : public MeasuredRun {
       m_.grad_bytes = grad_bytes;
       m_.grad_digest = GradDigest(grads, has_data_);
     }
-    if (spec_.loop.backward) Step(first);
+    // No optimizer, no scaler and no clipping: no optimizer phase, as before these knobs existed.
+    if (spec_.loop.backward && (optimizer_ || scaler_ || spec_.loop.clip_grad_norm > 0)) Step(first);
     if (first && !m_.optimizer_state_bytes) m_.optimizer_state_bytes = 0;  // no step, no state
     if (spec_.loop.eval.batches > 0) Evaluate();
   }
