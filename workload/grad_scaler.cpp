@@ -31,9 +31,10 @@ void GradScaler::Unscale(const std::vector<at::Tensor>& params) {
   inv_scale = inv_scale.reciprocal();
   inv_scale = inv_scale.to(at::kFloat);
   const at::Tensor found_inf = at::full({}, 0.0, scale_.options().dtype(at::kFloat));
-  // _MultiDeviceReplicator.get copies both to the gradients' device (copy=True), keeping found_inf's.
-  const at::Tensor device_inv_scale = inv_scale.clone();
+  // _MultiDeviceReplicator.get copies both to the gradients' device (copy=True), found_inf's first
+  // (the first argument of the call that unscales), and keeps found_inf's.
   found_inf_ = found_inf.clone();
+  const at::Tensor device_inv_scale = inv_scale.clone();
   std::vector<at::Tensor> grads;
   for (const at::Tensor& p : params) {
     if (p.grad().defined()) grads.push_back(p.grad());
