@@ -5,6 +5,7 @@
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Reduction.h>
+#include <ATen/native/ReduceOpsUtils.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -224,18 +225,9 @@ at::Tensor MeanDimMeta(const at::Tensor& self, at::OptionalIntArrayRef dim, bool
               "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
               "Got: ",
               self.scalar_type());
-  std::vector<bool> reduced(static_cast<size_t>(self.dim()), !dim.has_value() || dim->empty());
-  if (dim.has_value()) {
-    for (int64_t d : *dim) reduced[static_cast<size_t>(at::maybe_wrap_dim(d, self.dim()))] = true;
-  }
-  std::vector<int64_t> sizes;
-  for (int64_t i = 0; i < self.dim(); ++i) {
-    if (!reduced[static_cast<size_t>(i)]) {
-      sizes.push_back(self.size(i));
-    } else if (keepdim) {
-      sizes.push_back(1);
-    }
-  }
+  // The reduced shape as the structured mean computes it (ReduceOpsUtils.h).
+  const at::DimVector sizes =
+      at::native::shape_from_dim_mask(self, at::native::make_dim_mask(dim, self.dim()), keepdim);
   at::Tensor result = at::empty(sizes, self.options().dtype(out_dtype));
   if (out_dtype == at::kHalf || out_dtype == at::kBFloat16) {
     const at::Tensor result32 = at::empty(sizes, self.options().dtype(at::kFloat));

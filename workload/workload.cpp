@@ -1,403 +1,33 @@
 #include "workload/workload.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
-#include <torch/nn/utils/clip_grad.h>
-#include <torch/optim/optimizer.h>
 
-#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <new>
 #include <optional>
 
-#include "allocators/cpu_tracking_allocator.h"
 #include "allocators/cuda_model_feed.h"
 #include "allocators/install.h"
 #include "backends/backend.h"
 #include "backends/host_scalars.h"
-#include "backends/meta_item.h"
-#include "nn/autocast.h"
-#include "nn/checkpoint.h"
 #include "nn/layer_trace.h"
-#include "nn/net_sources.h"
-#include "nn/scalar_type.h"
 #include "nn/torchscript_net.h"
 #include "workload/error_category.h"
-#include "workload/grad_digest.h"
-#include "workload/grad_scaler.h"
 #include "workload/measured_run.h"
-#include "workload/optimizer.h"
-#include "workload/segment_knobs.h"
 #include "workload/transfer_counter.h"
 #include "workload/user_workload_run.h"
+#include "workload/variant_run.h"
 #include "workload/workload_registry.h"
 // The closed sets and the layer-kind table (model/).
 #include "base/check.h"
-#include "model/dtype.h"
 #include "model/layer_kinds.h"
 #include "model/phase.h"
 
 namespace oomguard {
 namespace {
-
-// The ledger books phases by name (Note [Phases as names in the ledger], model/phase.h).
-void SetPhase(Ledger& ledger, Phase phase) { ledger.SetPhase(Name(phase)); }
-
-int64_t Bytes(const at::Tensor& t) { return t.defined() ? static_cast<int64_t>(t.nbytes()) : 0; }
-
-// One variant's run: the loop of scenario.h's LoopSpec with the knobs of PitfallSpec.
-class VariantRun final : public MeasuredRun {
- public:
-  VariantRun(const VariantSpec& spec, const VariantMeasureOptions& options, const BackendSession& backend,
-             LayerTrace* trace, VariantMeasurement* m)
-      : spec_(spec), options_(options), ledger_(backend.account().ledger()), trace_(trace), m_(*m) {
-    device_options_ = at::TensorOptions().device(backend.device());
-    has_data_ = backend.traits().has_data;
-    if (spec.loop.autocast != "none") {
-      autocast_ = AutocastSetting{backend.device().type(), spec.loop.autocast == "float16" ? at::kHalf : at::kBFloat16};
-      if (spec.loop.autocast == "float16" && spec.loop.backward) scaler_.emplace();
-    }
-  }
-
-  void Run() override {
-    at::manual_seed(spec_.seed);
-    try {
-      net_ = MakeNet(spec_.model, device_options_.dtype(ScalarTypeOf(spec_.model.dtype)));
-      m_.module = net_->module_facts();
-      m_.warnings = net_->warnings();
-      m_.error = SegmentKnobError(spec_.model, spec_.pitfalls, *net_);
-    } catch (const ModelFileError& e) {
-      m_.error = e.what();
-    }
-    if (net_) {
-      params_ = net_->parameters();
-      for (const at::Tensor& p : params_) m_.param_bytes += Bytes(p);
-    }
-    if (!m_.error.empty()) {
-      // The scenario and its model disagree: bad input, not a measurement (the variant is UNRESOLVED).
-      m_.outcome = VariantOutcome::Error(ErrorCategory::kError);
-      m_.input_error = m_.error;
-      return;
-    }
-    net_->set_trace(trace_);
-    optimizer_ = MakeOptimizer(spec_.loop.optimizer, params_);
-    const int64_t iterations = options_.iterations > 0 ? options_.iterations : spec_.loop.iterations;
-    for (int64_t i = 1; i <= iterations; ++i) {
-      ledger_.TakeWindowPeak();
-      IterationMeasurement iteration;
-      try {
-        TrainIteration(i == 1, &iteration);
-      } catch (const ModelFileError& e) {  // a forward whose result holds no tensor
-        m_.outcome = VariantOutcome::Error(ErrorCategory::kError);
-        m_.error = m_.input_error = e.what();
-        return;
-      }
-      iteration.live_after_bytes = ledger_.live_bytes();
-      iteration.peak_bytes = std::max(window_peak_before_clip_, ledger_.TakeWindowPeak());
-      window_peak_before_clip_ = 0;
-      m_.iterations.push_back(iteration);  // only completed iterations count
-    }
-  }
-
-  // What was live when the refused allocation was asked for, by category (called after a failure).
-  LiveBreakdown Breakdown(int64_t live_at_refusal) const override {
-    LiveBreakdown b;
-    b.parameters_bytes = m_.param_bytes;
-    for (const at::Tensor& p : params_) b.gradients_bytes += Bytes(p.grad());
-    b.optimizer_state_bytes = m_.optimizer_state_bytes.value_or(0);
-    b.inputs_bytes = batch_bytes_;
-    b.activations_and_transient_bytes = live_at_refusal - b.parameters_bytes - b.gradients_bytes -
-                                        b.optimizer_state_bytes - b.inputs_bytes - history_bytes_;
-    b.layers = layer_bytes_;
-    return b;
-  }
-
- private:
-  struct Batch {
-    at::Tensor input;              // on the host when the transfer happens inside the first checkpoint segment
-    at::Tensor target;             // on the device (cross_entropy of a layer list only; a module's: see Loss)
-    std::vector<at::Tensor> more;  // data.inputs[1:], on the device
-  };
-
-  void TrainIteration(bool first, IterationMeasurement* iteration) {
-    SetPhase(ledger_, Phase::kZeroGrad);
-    ZeroGrad();
-    for (int64_t micro = 0; micro < spec_.loop.accumulate; ++micro) {
-      const bool first_step = first && micro == 0;
-      std::vector<at::Tensor> intermediates;
-      Batch batch = NextBatch(spec_.pitfalls.transfer == "inside" ? std::nullopt : std::optional(Phase::kTransfer));
-      SetPhase(ledger_, Phase::kForward);
-      const int64_t before_forward = ledger_.live_bytes();
-      at::Tensor output, loss;
-      {
-        std::optional<AutocastScope> autocast;  // the forward and the loss, as torch.autocast wraps them
-        if (autocast_) autocast.emplace(*autocast_);
-        output = Forward(batch, /*training=*/true, &intermediates);
-        if (first_step && m_.module) m_.module->output = net_->module_facts()->output;
-        if (trace_) trace_->EnterStage("the loss");
-        loss = Loss(output, batch.target);
-        if (trace_) trace_->Exit();
-      }
-      if (first_step) m_.forward_saved_bytes = ledger_.live_bytes() - before_forward;
-      KeepLoss(loss, "train");
-      if (spec_.loop.backward) {
-        SetPhase(ledger_, Phase::kBackward);
-        at::Tensor to_differentiate = spec_.loop.accumulate > 1 ? loss / spec_.loop.accumulate : loss;
-        if (scaler_) to_differentiate = scaler_->Scale(to_differentiate);
-        to_differentiate.backward({}, spec_.loop.retain_graph);
-      }
-      iteration->live_after_backward_bytes = ledger_.live_bytes();
-      if (first_step) {
-        int64_t retained = 0;
-        for (const at::Tensor& t : intermediates) retained += Bytes(t.grad());
-        m_.retained_grad_bytes = retained;
-      }
-    }
-    batch_bytes_ = 0;
-    if (first) {
-      std::vector<at::Tensor> grads;
-      int64_t grad_bytes = 0;
-      for (const at::Tensor& p : params_) {
-        grads.push_back(p.grad());
-        grad_bytes += Bytes(p.grad());
-      }
-      m_.grad_bytes = grad_bytes;
-      m_.grad_digest = GradDigest(grads, has_data_);
-    }
-    // No optimizer, no scaler and no clipping: no optimizer phase, as before these knobs existed.
-    if (spec_.loop.backward && (optimizer_ || scaler_ || spec_.loop.clip_grad_norm > 0)) Step(first);
-    if (first && !m_.optimizer_state_bytes) m_.optimizer_state_bytes = 0;  // no step, no state
-    if (spec_.loop.eval.batches > 0) Evaluate();
-  }
-
-  // The optimizer phase: unscale (float16), clip, step, update the scale, in the order PyTorch's AMP
-  // recipe gives them.
-  void Step(bool first) {
-    SetPhase(ledger_, Phase::kOptimizer);
-    if (scaler_) scaler_->Unscale(params_);
-    if (spec_.loop.clip_grad_norm > 0) ClipGradients(first);
-    if (optimizer_ && (!scaler_ || scaler_->FoundNoInf(has_data_))) {
-      const int64_t before = ledger_.live_bytes();
-      if (trace_) trace_->EnterStage("the optimizer step");
-      optimizer_->step();
-      if (trace_) trace_->Exit();
-      if (first) m_.optimizer_state_bytes = ledger_.live_bytes() - before;
-    } else if (optimizer_) {
-      ++skipped_steps_;
-      if (skipped_steps_ == 1) {
-        m_.warnings.push_back(
-            "the GradScaler skipped an optimizer step: float16 gradients overflowed at the loss scale (a meta run "
-            "cannot see values and never skips, so cpu and meta differ from that step on)");
-      }
-    }
-    if (scaler_) scaler_->Update();
-  }
-
-  // torch::nn::utils::clip_grad_norm_ itself; on meta its item() (the norm it returns) reads 0.
-  void ClipGradients(bool first) {
-    const int64_t before = ledger_.live_bytes();
-    const int64_t window_so_far = ledger_.TakeWindowPeak();
-    {
-      if (trace_) trace_->EnterStage("clip_grad_norm_");
-      MetaItemScope unknown_norm;
-      torch::nn::utils::clip_grad_norm_(params_, spec_.loop.clip_grad_norm);
-      if (trace_) trace_->Exit();
-    }
-    const int64_t clip_peak = ledger_.TakeWindowPeak();
-    window_peak_before_clip_ = std::max({window_peak_before_clip_, window_so_far, clip_peak});
-    if (first) m_.clip_grad_norm_bytes = clip_peak - before;
-  }
-
-  void ZeroGrad() {
-    const bool to_none = spec_.loop.zero_grad == "none";
-    if (optimizer_) {
-      optimizer_->zero_grad(to_none);
-      return;
-    }
-    for (at::Tensor p : params_) {
-      if (!p.grad().defined()) continue;
-      if (to_none) {
-        p.mutable_grad().reset();
-      } else {
-        p.mutable_grad().zero_();
-      }
-    }
-  }
-
-  // transfer_phase: the phase the host-to-device copy is booked under (kTransfer in training; eval
-  // books its own copies under kEval); none: the copy happens later (inside a checkpoint).
-  Batch NextBatch(std::optional<Phase> transfer_phase) {
-    const bool transfer_now = transfer_phase.has_value();
-    const DataSpec& d = spec_.data;
-    if (d.on_host && transfer_now) SetPhase(ledger_, *transfer_phase);  // the host draws are not booked
-    Batch batch;
-    batch.input = NextInput(d.shape, d.dtype, d.vocab, transfer_now);
-    for (const InputSpec& more : d.extra_inputs)
-      batch.more.push_back(NextInput(more.shape, more.dtype, more.vocab, transfer_now));
-    if (spec_.loop.loss == "cross_entropy" && spec_.model.torchscript.empty()) {
-      std::vector<int64_t> target_sizes = {d.batch};
-      target_sizes.insert(target_sizes.end(), d.shape.begin(), d.shape.end());
-      if (d.dtype != DType::kInt64) target_sizes.pop_back();
-      batch.target = at::randint(0, d.classes, target_sizes, device_options_.dtype(at::kLong));
-    }
-    const auto on_device = [&](const at::Tensor& t) { return t.is_cpu() && d.on_host && !transfer_now ? 0 : Bytes(t); };
-    batch_bytes_ = on_device(batch.input) + Bytes(batch.target);
-    for (const at::Tensor& t : batch.more) batch_bytes_ += on_device(t);
-    return batch;
-  }
-
-  // One input of a batch: drawn on the host and copied to the device (now, or later: inside the first
-  // checkpointed segment), or drawn on the device when data.on_host is false.
-  at::Tensor NextInput(const std::vector<int64_t>& shape, DType dtype, int64_t vocab, bool transfer_now) {
-    std::vector<int64_t> sizes = {spec_.data.batch};
-    sizes.insert(sizes.end(), shape.begin(), shape.end());
-    const at::ScalarType type = ScalarTypeOf(dtype);
-    if (!spec_.data.on_host) return Draw(sizes, type, vocab, device_options_);
-    at::Tensor host;
-    {
-      HostAllocationScope scope;
-      const at::TensorOptions cpu = at::TensorOptions().device(at::kCPU);
-      // Without data (meta) nothing reads the values, and drawing a large batch costs seconds: leave it
-      // unfilled.
-      host = has_data_ ? Draw(sizes, type, vocab, cpu) : at::empty(sizes, cpu.dtype(type));
-    }
-    return transfer_now ? ToDevice(host) : host;
-  }
-
-  // One input's values: ids in [0, vocab), masks all true (a mask that hides nothing), floats normal.
-  static at::Tensor Draw(const std::vector<int64_t>& sizes, at::ScalarType dtype, int64_t vocab,
-                         const at::TensorOptions& o) {
-    if (dtype == at::kLong) return at::randint(0, vocab, sizes, o.dtype(at::kLong));
-    if (dtype == at::kBool) return at::ones(sizes, o.dtype(at::kBool));
-    return at::randn(sizes, o.dtype(dtype));
-  }
-
-  at::Tensor ToDevice(const at::Tensor& host) const {
-    return at::empty(host.sizes(), device_options_.dtype(host.scalar_type())).copy_(host);
-  }
-
-  // The forward pass with the pitfall knobs: in-place edits, retain_grad, checkpoint segments. A net
-  // without segments runs whole (Run refused the knobs that need segments).
-  at::Tensor Forward(const Batch& batch, bool training, std::vector<at::Tensor>* intermediates) {
-    const at::Tensor& input = batch.input;
-    if (!batch.more.empty()) {  // several inputs: the whole forward (the loader refused segment knobs)
-      std::vector<at::Tensor> inputs = {input};
-      inputs.insert(inputs.end(), batch.more.begin(), batch.more.end());
-      return net_->ForwardInputs(inputs, training);
-    }
-    const PitfallSpec& p = spec_.pitfalls;
-    const size_t n = net_->segments();
-    layer_bytes_.clear();
-    if (training && p.inplace.target == "parameter") {
-      const size_t layer = static_cast<size_t>(p.inplace.layer);
-      at::Tensor w = net_->segment_parameters(layer, layer + 1).at(0);
-      w.mul_(1.0);  // an in-place edit of a leaf that requires grad, outside no_grad
-    }
-    int64_t live_before_layer = ledger_.live_bytes();
-    const AfterSegment after = [&](size_t i, at::Tensor out) {
-      if (training && p.inplace.target == "output" && static_cast<int64_t>(i) == p.inplace.layer) {
-        out = ApplyInplaceKnob(out);
-      }
-      if (training && i + 1 < n && (p.retain_grad || p.keep_intermediates)) {
-        if (p.retain_grad) out.retain_grad();
-        intermediates->push_back(out);
-      }
-      const int64_t live = ledger_.live_bytes();
-      layer_bytes_.emplace_back(net_->segment_name(i), live - live_before_layer);
-      live_before_layer = live;
-      return out;
-    };
-    if (n == 0 || !training || p.checkpoint.segments == 0) {
-      at::Tensor x = input.is_cpu() && spec_.data.on_host && p.transfer == "inside" ? ToDevice(input) : input;
-      return n == 0 ? net_->Forward(x, training) : net_->ForwardSegments(x, 0, n, training, after);
-    }
-    const size_t segments = static_cast<size_t>(p.checkpoint.segments);
-    at::Tensor x = input;
-    size_t begin = 0;
-    for (size_t s = 0; s < segments; ++s) {
-      const size_t end = begin + n / segments + (s < n % segments ? 1 : 0);
-      const bool transfer_inside = s == 0 && p.transfer == "inside" && spec_.data.on_host;
-      const Segment segment = [this, begin, end, transfer_inside, &after](const at::Tensor& in) {
-        return net_->ForwardSegments(transfer_inside ? ToDevice(in) : in, begin, end, /*training=*/true, after);
-      };
-      x = Checkpoint(segment, x, net_->segment_parameters(begin, end), p.checkpoint.preserve_rng_state);
-      begin = end;
-    }
-    return x;
-  }
-
-  at::Tensor ApplyInplaceKnob(const at::Tensor& out) const {
-    const std::string& op = spec_.pitfalls.inplace.op;
-    if (op == "mul_") return out.mul_(2.0);
-    if (op == "add_") return out.add_(1.0);
-    if (op == "mul") return out.mul(2.0);
-    return out.add(1.0);
-  }
-
-  // A module's cross_entropy targets are drawn here, shaped like its output without the class axis
-  // (a classifier's [batch], a language model's [batch, seq]), on the device.
-  at::Tensor Loss(const at::Tensor& output, const at::Tensor& target) const {
-    const std::string& loss = spec_.loop.loss;
-    if (loss == "cross_entropy") {
-      at::Tensor t = target;
-      if (!t.defined()) {
-        const std::vector<int64_t> sizes(output.sizes().begin(), output.sizes().end() - 1);
-        t = at::randint(0, spec_.data.classes, sizes, device_options_.dtype(at::kLong));
-      }
-      return at::cross_entropy_loss(output.reshape({-1, output.size(-1)}), t.reshape({-1}));
-    }
-    if (loss == "mse") return at::mse_loss(output, at::zeros_like(output));
-    return output.mean();
-  }
-
-  void KeepLoss(const at::Tensor& loss, const std::string& from) {
-    const LossHistorySpec& h = spec_.loop.loss_history;
-    if (h.from != from || h.keep == "none") return;
-    if (h.keep == "attached") history_.push_back(loss);
-    if (h.keep == "detached") history_.push_back(loss.detach());
-    if (h.keep == "item" && has_data_) items_.push_back(loss.item<double>());
-    if (h.keep != "item") history_bytes_ += Bytes(loss);
-  }
-
-  void Evaluate() {
-    SetPhase(ledger_, Phase::kEval);
-    std::vector<at::Tensor> outputs;
-    for (int64_t b = 0; b < spec_.loop.eval.batches; ++b) {
-      std::optional<at::NoGradGuard> no_grad;
-      if (spec_.loop.eval.no_grad) no_grad.emplace();
-      Batch batch = NextBatch(Phase::kEval);
-      std::optional<AutocastScope> autocast;
-      if (autocast_) autocast.emplace(*autocast_);
-      at::Tensor output = Forward(batch, /*training=*/false, nullptr);
-      if (spec_.loop.loss_history.from == "eval") KeepLoss(Loss(output, batch.target), "eval");
-      if (spec_.loop.eval.keep_outputs) outputs.push_back(output);
-    }
-    batch_bytes_ = 0;
-  }
-
-  const VariantSpec& spec_;
-  const VariantMeasureOptions& options_;
-  Ledger& ledger_;
-  bool has_data_ = true;  // the backend's tensors hold values (not meta)
-  LayerTrace* trace_;
-  VariantMeasurement& m_;
-  at::TensorOptions device_options_;
-  std::unique_ptr<Net> net_;
-  std::vector<at::Tensor> params_;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  std::vector<at::Tensor> history_;
-  std::vector<double> items_;  // loss.item() values: what a history of numbers holds (no tensor)
-  int64_t history_bytes_ = 0;
-  int64_t batch_bytes_ = 0;
-  std::vector<std::pair<std::string, int64_t>> layer_bytes_;
-  std::optional<AutocastSetting> autocast_;  // loop.autocast on the backend's device type
-  std::optional<GradScaler> scaler_;         // float16 autocast
-  int64_t skipped_steps_ = 0;
-  int64_t window_peak_before_clip_ = 0;  // the iteration's peak before clipping took a window of its own
-};
 
 CudaModelMeasurement CudaModelMeasurementOf(const CachingAllocatorModelStats& s) {
   return {s.allocated_bytes.peak, s.reserved_bytes.peak, s.requested_bytes.peak,
@@ -413,10 +43,6 @@ std::string AttentionImplementations(const ModelSpec& model) {
   }
   return out.empty() ? "none" : out;
 }
-
-}  // namespace
-
-namespace {
 
 // What the run of a variant is: the catalog's loop over its layers, or a workload's function.
 using MakeRun = std::function<std::unique_ptr<MeasuredRun>(const BackendSession&, LayerTrace*, VariantMeasurement*)>;
@@ -435,7 +61,7 @@ VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions&
   {
     ScopedLimits limits(account, options.limits);
     account.ledger().EnableTimeline(options.timeline_points);
-    SetPhase(account.ledger(), Phase::kSetup);
+    account.ledger().SetPhase(Name(Phase::kSetup));  // Note [Phases as names in the ledger]
     account.ledger().ResetStatistics();
     backend->BeginMeasurement();
     TransferCounter transfers;
@@ -499,7 +125,7 @@ VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions&
 VariantMeasurement MeasureVariant(const VariantSpec& spec, const VariantMeasureOptions& options) {
   if (spec.workload.empty()) {
     return Measure(spec, options, [&](const BackendSession& backend, LayerTrace* trace, VariantMeasurement* m) {
-      return std::make_unique<VariantRun>(spec, options, backend, trace, m);
+      return MakeVariantRun(spec, options, backend, trace, m);
     });
   }
   const WorkloadFunction* function = FindWorkload(spec.workload);
