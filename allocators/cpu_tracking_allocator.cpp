@@ -1,6 +1,9 @@
 #include "allocators/cpu_tracking_allocator.h"
 
 #include <c10/core/impl/alloc_cpu.h>
+#include <c10/util/Exception.h>
+
+#include <string>
 
 namespace oomguard {
 namespace {
@@ -9,8 +12,9 @@ constexpr size_t kHeaderBytes = 64;  // Note [Size header]
 
 struct BlockHeader {
   int64_t nbytes;
-  DeviceAccount* account;  // null: a host allocation, not charged (Note [Host memory on the cpu backend])
-  int origin;              // the phase it was allocated in (Note [Live bytes by origin], ledger.h)
+  DeviceAccount* account;
+  bool host;   // a host allocation, not in the ledger (Note [Host memory on the cpu backend])
+  int origin;  // the phase it was allocated in (Note [Live bytes by origin], ledger.h)
 };
 static_assert(sizeof(BlockHeader) <= kHeaderBytes);
 
@@ -20,7 +24,9 @@ void DeleteBlock(void* data) {
   if (data == nullptr) return;
   void* block = static_cast<char*>(data) - kHeaderBytes;
   const BlockHeader* header = static_cast<const BlockHeader*>(block);
-  if (header->account) {
+  if (header->host) {
+    header->account->RefundHost(header->nbytes);
+  } else {
     header->account->TraceFree(reinterpret_cast<uint64_t>(data), header->nbytes);
     header->account->Refund(header->nbytes, header->origin);
   }
@@ -35,25 +41,33 @@ HostAllocationScope::~HostAllocationScope() { t_host_scope = previous_; }
 bool IsHostAllocation(const c10::DataPtr& data) {
   if (data.get() == nullptr || data.get_deleter() != &DeleteBlock) return false;
   const auto* header = reinterpret_cast<const BlockHeader*>(static_cast<const char*>(data.get()) - kHeaderBytes);
-  return header->account == nullptr;
+  return header->host;
 }
 
 CpuTrackingAllocator::CpuTrackingAllocator(DeviceAccount& account) : account_(account) {}
 
 c10::DataPtr CpuTrackingAllocator::allocate(size_t nbytes) {
   if (nbytes == 0) return {nullptr, nullptr, &DeleteBlock, c10::Device(c10::DeviceType::CPU)};
-  DeviceAccount* account = t_host_scope ? nullptr : &account_;
-  const int origin = account ? account->Charge(static_cast<int64_t>(nbytes)) : Ledger::kNoOrigin;
+  const bool host = t_host_scope;
+  const auto size = static_cast<int64_t>(nbytes);
+  int origin = Ledger::kNoOrigin;
+  if (host) {
+    account_.ChargeHost(size);  // Note [Host memory is part of the cap]
+  } else {
+    origin = account_.Charge(size);
+  }
   void* block = nullptr;
   try {
     block = c10::alloc_cpu(nbytes + kHeaderBytes);
-  } catch (...) {
-    if (account) account->Refund(static_cast<int64_t>(nbytes), origin);
-    throw;
+  } catch (const c10::Error&) {
+    // The cap admitted it, but this host could not give it: out of memory, as on a card that is full.
+    host ? account_.RefundHost(size) : account_.Refund(size, origin);
+    account_.ThrowHostOutOfMemory(
+        size, std::string(host ? "host-side input" : "tensor memory") + ", which the system allocator refused");
   }
-  new (block) BlockHeader{static_cast<int64_t>(nbytes), account, origin};
+  new (block) BlockHeader{size, &account_, host, origin};
   void* data = static_cast<char*>(block) + kHeaderBytes;
-  if (account) account->TraceAlloc(reinterpret_cast<uint64_t>(data), static_cast<int64_t>(nbytes));
+  if (!host) account_.TraceAlloc(reinterpret_cast<uint64_t>(data), size);
   return {data, data, &DeleteBlock, c10::Device(c10::DeviceType::CPU)};
 }
 

@@ -18,7 +18,8 @@ namespace oomguard {
 // Note [Host memory on the cpu backend]: on a GPU, a batch that starts on the host lives in host
 // memory and only its copy occupies the device. On the cpu backend both are CPU memory, so allocations
 // made inside a HostAllocationScope are left out of the ledger (and their frees with them): the
-// cpu ledger then stands for device memory alone, as the cuda backend's does.
+// cpu ledger then stands for device memory alone, as the cuda backend's does. They are still bounded
+// by what the host has (DeviceAccount::ChargeHost, Note [Host memory is part of the cap]).
 class HostAllocationScope {
  public:
   HostAllocationScope();

@@ -38,7 +38,10 @@ int DeviceAccount::Charge(int64_t nbytes) {
 
 void DeviceAccount::CheckInjectedFault(int64_t nbytes) {
   if (FaultInjector* faults = faults_.load(std::memory_order_acquire)) {
-    if (auto injected = faults->Check(nbytes, ledger_.phase())) ThrowOutOfMemory(nbytes, &*injected);
+    if (auto injected = faults->Check(nbytes, ledger_.phase())) {
+      ledger_.CountRefusal();
+      ThrowOutOfMemory(nbytes, &*injected);
+    }
   }
 }
 
@@ -57,7 +60,31 @@ Limits DeviceAccount::ExchangeLimits(Limits next) {
   std::swap(limits_, next);
   cap_bytes_.store(limits_.cap_bytes, std::memory_order_relaxed);
   faults_.store(limits_.faults.get(), std::memory_order_release);
+  host_budget_bytes_.store(limits_.host_budget_bytes, std::memory_order_relaxed);
   return next;
+}
+
+void DeviceAccount::ChargeHost(int64_t nbytes) {
+  const int64_t budget = host_budget_bytes_.load(std::memory_order_relaxed);
+  const int64_t host = host_live_bytes_.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
+  if (budget <= 0 || host + ledger_.live_bytes() <= budget) return;
+  host_live_bytes_.fetch_sub(nbytes, std::memory_order_relaxed);
+  ThrowHostOutOfMemory(nbytes, "host-side input (data.on_host) with " + FormatBytes(host - nbytes) +
+                                   " of it already on the host and " + FormatBytes(ledger_.live_bytes()) +
+                                   " in tensors, and this host had " + FormatBytes(budget) +
+                                   " available when the variant began");
+}
+
+void DeviceAccount::ThrowHostOutOfMemory(int64_t nbytes, const std::string& what) {
+  ledger_.CountRefusal();
+  {
+    std::lock_guard<std::mutex> lock(refusal_mutex_);
+    last_refusal_ = {nbytes, ledger_.live_bytes(), ledger_.phase(), false};
+  }
+  C10_THROW_ERROR(OutOfMemoryError, "Host out of memory: tried to allocate " + FormatBytes(nbytes) + " of " + what +
+                                        ". The " + device_name_ +
+                                        " backend keeps tensors and host-side inputs in this host's memory: use "
+                                        "--backend meta (shapes only, any size), a smaller batch, or a smaller card.");
 }
 
 void DeviceAccount::RecordRefusal(int64_t requested_bytes) {

@@ -37,6 +37,10 @@ struct Limits {
   int64_t card_total_bytes = 0;            // the card's reported capacity, for messages (0: unknown)
   int64_t context_bytes = 0;               // the modelled CUDA context, for messages
   std::shared_ptr<FaultInjector> faults;   // null: no injected failures
+  // Note [Host memory is part of the cap]: on a backend whose device memory is this host's (cpu), what
+  // the host could give when the variant began; host-side allocations are refused with an OOM once
+  // they and the live tensors would pass it. 0: not bounded.
+  int64_t host_budget_bytes = 0;
 };
 
 // The cap of a card preset: its reported total minus the modelled CUDA context.
@@ -57,6 +61,12 @@ class DeviceAccount {
   // that do their own capping (the cuda caching allocator): Charge calls it first.
   void CheckInjectedFault(int64_t nbytes);
   void Refund(int64_t nbytes, int origin) { ledger_.Release(nbytes, origin); }
+  // A host-side allocation (HostAllocationScope, cpu_tracking_allocator.h): not booked in the ledger,
+  // but refused with c10::OutOfMemoryError past Limits::host_budget_bytes. RefundHost takes it back.
+  void ChargeHost(int64_t nbytes);
+  void RefundHost(int64_t nbytes) { host_live_bytes_.fetch_sub(nbytes, std::memory_order_relaxed); }
+  // The host could not give memory the cap admitted (the system allocator failed): an OOM, not an error.
+  [[noreturn]] void ThrowHostOutOfMemory(int64_t nbytes, const std::string& what);
 
   // The allocators report each block's address here, after Charge and before Refund; with the trace
   // off and no model feed this is two atomic loads (allocation_trace.h, cuda_model_feed.h).
@@ -103,6 +113,8 @@ class DeviceAccount {
   std::atomic<CudaModelFeed*> model_feed_{nullptr};  // not owned
   std::atomic<int64_t> cap_bytes_{Ledger::kUnlimited};
   std::atomic<FaultInjector*> faults_{nullptr};
+  std::atomic<int64_t> host_budget_bytes_{0};
+  std::atomic<int64_t> host_live_bytes_{0};
   mutable std::mutex refusal_mutex_;
   mutable Refusal last_refusal_;  // guarded by refusal_mutex_
   mutable std::mutex limits_mutex_;

@@ -1,9 +1,11 @@
 #include "allocators/fault_injection.h"
 
+#include <algorithm>
 #include <charconv>
 #include <random>
 
 #include "base/byte_size.h"
+#include "base/did_you_mean.h"
 
 namespace oomguard {
 namespace {
@@ -98,33 +100,50 @@ std::unique_ptr<FaultPolicy> AnyOf(std::vector<std::unique_ptr<FaultPolicy>> pol
   return std::make_unique<Combined>(std::move(policies), false);
 }
 
-std::unique_ptr<FaultPolicy> ParseFaultSpec(std::string_view spec, std::string* error) {
+std::unique_ptr<FaultPolicy> ParseFaultSpec(std::string_view spec, std::string* error,
+                                            const std::vector<std::string>& phases) {
   const std::string context = "invalid fault spec '" + std::string(spec) + "': ";
   const std::string accepted =
       "expected clauses joined by ',' from nth=N, min-size=SIZE, p=P, seed=S, phase=NAME "
       "(e.g. phase=backward,nth=2)";
-  std::vector<std::unique_ptr<FaultPolicy>> clauses;
+  // Note [Filters before counters]: phase= and min-size= are stateless filters; nth= and p= advance on
+  // each request they see. Evaluated in the written order, "nth=2,phase=backward" would count every
+  // request and then veto the 2nd unless it happened in backward: a spec that silently never fires.
+  // Filters go first, whatever the order written, so nth counts the requests the filters let through.
+  std::vector<std::unique_ptr<FaultPolicy>> filters, counters;
   std::optional<double> probability;
   std::optional<uint64_t> seed;
   size_t probability_slot = 0;
+  std::vector<std::string_view> keys_seen;
   std::string_view rest = spec;
-  while (!rest.empty()) {
+  bool more = !rest.empty();
+  while (more) {
     const size_t comma = rest.find(',');
     std::string_view clause = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    more = comma != std::string_view::npos;
+    rest = more ? rest.substr(comma + 1) : std::string_view();
+    if (clause.empty()) {
+      *error = context + "an empty clause (a ',' too many?); " + accepted;
+      return nullptr;
+    }
     const size_t eq = clause.find('=');
     if (eq == std::string_view::npos || eq == 0 || eq + 1 == clause.size()) {
       *error = context + "'" + std::string(clause) + "' is not KEY=VALUE; " + accepted;
       return nullptr;
     }
     std::string_view key = clause.substr(0, eq), value = clause.substr(eq + 1);
+    if (std::find(keys_seen.begin(), keys_seen.end(), key) != keys_seen.end()) {
+      *error = context + std::string(key) + " is given twice";
+      return nullptr;
+    }
+    keys_seen.push_back(key);
     if (key == "nth") {
       int64_t n = 0;
       if (!ParseNumber(value, &n) || n < 1) {
         *error = context + "nth must be a whole number >= 1, got '" + std::string(value) + "'";
         return nullptr;
       }
-      clauses.push_back(NthAllocation(n));
+      counters.push_back(NthAllocation(n));
     } else if (key == "min-size") {
       int64_t bytes = 0;
       std::string size_error;
@@ -132,16 +151,16 @@ std::unique_ptr<FaultPolicy> ParseFaultSpec(std::string_view spec, std::string* 
         *error = context + size_error;
         return nullptr;
       }
-      clauses.push_back(MinimumSize(bytes));
+      filters.push_back(MinimumSize(bytes));
     } else if (key == "p") {
       double p = -1;
-      if (!ParseNumber(value, &p) || p < 0 || p > 1) {
-        *error = context + "p must be a probability in [0, 1], got '" + std::string(value) + "'";
+      if (!ParseNumber(value, &p) || !(p > 0 && p <= 1)) {  // written so that nan fails too
+        *error = context + "p must be a probability in (0, 1], got '" + std::string(value) + "'";
         return nullptr;
       }
       probability = p;
-      probability_slot = clauses.size();
-      clauses.push_back(nullptr);  // filled below, once the seed is known
+      probability_slot = counters.size();
+      counters.push_back(nullptr);  // filled below, once the seed is known
     } else if (key == "seed") {
       uint64_t s = 0;
       if (!ParseNumber(value, &s)) {
@@ -150,7 +169,14 @@ std::unique_ptr<FaultPolicy> ParseFaultSpec(std::string_view spec, std::string* 
       }
       seed = s;
     } else if (key == "phase") {
-      clauses.push_back(InPhase(std::string(value)));
+      const std::string name(value);
+      if (!phases.empty() && std::find(phases.begin(), phases.end(), name) == phases.end()) {
+        const std::string near = ClosestMatch(name, phases);
+        *error = context + "unknown phase '" + name + "'" + (near.empty() ? "" : "; did you mean '" + near + "'?") +
+                 " (phases: " + JoinNames(phases, ", ") + ")";
+        return nullptr;
+      }
+      filters.push_back(InPhase(name));
     } else {
       *error = context + "unknown key '" + std::string(key) + "'; " + accepted;
       return nullptr;
@@ -160,7 +186,9 @@ std::unique_ptr<FaultPolicy> ParseFaultSpec(std::string_view spec, std::string* 
     *error = context + "seed is only meaningful with p=P";
     return nullptr;
   }
-  if (probability) clauses[probability_slot] = WithProbability(*probability, seed.value_or(0));
+  if (probability) counters[probability_slot] = WithProbability(*probability, seed.value_or(0));
+  std::vector<std::unique_ptr<FaultPolicy>> clauses = std::move(filters);
+  for (auto& counter : counters) clauses.push_back(std::move(counter));
   if (clauses.empty()) {
     *error = context + accepted;
     return nullptr;

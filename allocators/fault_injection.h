@@ -12,7 +12,7 @@
 // included (its generator is seeded).
 //
 // Spec strings (the CLI's --inject), one policy per string, clauses joined by ',' meaning "all of":
-//   nth=N          the Nth request reaching this clause (1-based)
+//   nth=N          the Nth request that the filters (phase, min-size) let through (1-based)
 //   min-size=SIZE  requests of at least SIZE bytes (byte_size.h syntax)
 //   p=P[,seed=S]   each request with probability P (seed S, default 0)
 //   phase=NAME     requests made while the ledger's phase is NAME
@@ -51,8 +51,12 @@ std::unique_ptr<FaultPolicy> InPhase(std::string phase);
 std::unique_ptr<FaultPolicy> AllOf(std::vector<std::unique_ptr<FaultPolicy>> policies);
 std::unique_ptr<FaultPolicy> AnyOf(std::vector<std::unique_ptr<FaultPolicy>> policies);
 
-// Parses one spec string (see the header comment). Returns nullptr and fills *error on bad input.
-std::unique_ptr<FaultPolicy> ParseFaultSpec(std::string_view spec, std::string* error);
+// Parses one spec string (see the header comment). Returns nullptr and fills *error on bad input: an
+// unknown key, a key given twice, an empty clause, a value out of range (p in (0, 1]), or, when `phases`
+// is not empty, a phase not among them. The filters (phase, min-size) are evaluated before nth and p,
+// whatever the written order: "nth=2,phase=backward" is the 2nd request made in backward.
+std::unique_ptr<FaultPolicy> ParseFaultSpec(std::string_view spec, std::string* error,
+                                            const std::vector<std::string>& phases = {});
 
 struct InjectedFailure {
   int64_t allocation_index;  // the request's index as the injector counted it (1-based)

@@ -51,7 +51,7 @@ struct LedgerStats {
   int64_t peak_bytes = 0;               // COUNT: highest live_bytes since ResetStatistics
   int64_t alloc_count = 0;              // SUM: successful allocations since ResetStatistics
   int64_t allocated_bytes_total = 0;    // SUM: bytes of those allocations
-  int64_t failed_count = 0;             // SUM: allocations refused by the limit
+  int64_t failed_count = 0;             // SUM: allocations refused by the limit or an injected fault
   std::string peak_phase;               // the phase that was current when peak_bytes was reached
   std::vector<PhasePeak> phase_peaks;   // phases entered since ResetStatistics, in order of first entry
   std::vector<TimelinePoint> timeline;  // empty unless EnableTimeline
@@ -78,6 +78,8 @@ class Ledger {
   // *origin (if given) receives the current phase's index: pass it back to Release, and the ledger
   // knows, at its peak, how many of the live bytes each phase allocated (Note [Live bytes by origin]).
   [[nodiscard]] bool TryCharge(int64_t nbytes, int64_t limit_bytes, int* origin = nullptr);
+  // A request refused before it reached TryCharge (an injected fault): counted in failed_count.
+  void CountRefusal() { failed_count_.fetch_add(1, std::memory_order_relaxed); }
   static constexpr int kNoOrigin = -1;
   void Release(int64_t nbytes, int origin = kNoOrigin);
 

@@ -1,6 +1,10 @@
 #include "base/atomic_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,27 +13,159 @@
 #include <cstring>
 
 namespace oomguard {
+namespace {
+
+std::string FolderOf(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string NameOf(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Note [Output paths]: where a write to `path` lands. A chain of symbolic links is followed to its end,
+// which may not exist yet (a dangling link names the file to create).
+std::string WriteTarget(const std::string& path) {
+  std::string target = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat info {};
+    if (lstat(target.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) return target;
+    char link[PATH_MAX];
+    const ssize_t n = readlink(target.c_str(), link, sizeof link - 1);
+    if (n < 0) return target;
+    link[n] = '\0';
+    target = link[0] == '/' ? std::string(link) : FolderOf(target) + "/" + link;
+  }
+  return target;  // a loop: the write fails with ELOOP and says so
+}
+
+bool SyncFolder(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = fsync(fd) == 0;
+  close(fd);
+  return ok;
+}
+
+// Removes ".NAME.tmp.PID" files in `dir` whose writer is gone (killed before its rename).
+void RemoveStaleTemporaries(const std::string& dir, const std::string& name) {
+  const std::string prefix = "." + name + ".tmp.";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (const dirent* entry = readdir(d)) {
+    const std::string file = entry->d_name;
+    if (file.rfind(prefix, 0) != 0) continue;
+    const std::string pid_text = file.substr(prefix.size());
+    if (pid_text.empty() || pid_text.size() > 9 || pid_text.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    if (pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) unlink((dir + "/" + file).c_str());
+  }
+  closedir(d);
+}
+
+bool WriteAll(int fd, std::string_view content) {
+  size_t written = 0;
+  while (written < content.size()) {
+    const ssize_t n = write(fd, content.data() + written, content.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    written += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The nearest folder at or above `dir` that exists; "" when a component is not a folder (*blocker).
+std::string ExistingAncestor(const std::string& dir, std::string* blocker) {
+  std::string at = dir;
+  while (true) {
+    struct stat info {};
+    if (stat(at.c_str(), &info) == 0) {
+      if (S_ISDIR(info.st_mode)) return at;
+      *blocker = at;
+      return "";
+    }
+    if (at == "/" || at == ".") return at;
+    at = FolderOf(at);
+  }
+}
+
+}  // namespace
 
 bool WriteFileAtomically(const std::string& path, std::string_view content, std::string* error) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  const std::string target = WriteTarget(path);
+  struct stat info {};
+  if (stat(target.c_str(), &info) == 0 && (S_ISFIFO(info.st_mode) || S_ISCHR(info.st_mode))) {
+    const int fd = open(target.c_str(), O_WRONLY | O_CLOEXEC);
+    const bool ok = fd >= 0 && WriteAll(fd, content);
+    const int saved_errno = errno;
+    if (fd >= 0) close(fd);
+    if (!ok) *error = "cannot write " + path + ": " + std::strerror(saved_errno);
+    return ok;
+  }
+  const std::string dir = FolderOf(target), name = NameOf(target);
+  if (!MakeDirectories(dir, error)) return false;
+  const std::string tmp = dir + "/." + name + ".tmp." + std::to_string(getpid());
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     *error = "cannot write " + path + ": " + std::strerror(errno);
     return false;
   }
-  size_t written = 0;
-  while (written < content.size()) {
-    const ssize_t n = write(fd, content.data() + written, content.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    written += static_cast<size_t>(n);
-  }
-  const bool ok = written == content.size() && fsync(fd) == 0;
+  const bool ok = WriteAll(fd, content) && fsync(fd) == 0;
   const int saved_errno = errno;
   close(fd);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (!ok || std::rename(tmp.c_str(), target.c_str()) != 0) {
     *error = "cannot write " + path + ": " + std::strerror(ok ? errno : saved_errno);
     std::remove(tmp.c_str());
+    return false;
+  }
+  SyncFolder(dir);  // the rename itself reaches the disk
+  RemoveStaleTemporaries(dir, name);
+  return true;
+}
+
+bool CheckWritablePath(const std::string& path, std::string* error) {
+  if (path.empty()) {
+    *error = "an empty path";
+    return false;
+  }
+  const std::string target = WriteTarget(path);
+  struct stat info {};
+  if (stat(target.c_str(), &info) == 0) {
+    if (S_ISDIR(info.st_mode)) {
+      *error = path + ": is a folder; expected a file name";
+      return false;
+    }
+    if (S_ISFIFO(info.st_mode) || S_ISCHR(info.st_mode)) return true;
+    if (!S_ISREG(info.st_mode)) {
+      *error = path + ": not a plain file";
+      return false;
+    }
+  } else if (errno == ELOOP) {
+    *error = path + ": " + std::strerror(ELOOP);
+    return false;
+  }
+  if (!CheckWritableFolder(FolderOf(target), error)) {
+    *error = path + ": " + *error;
+    return false;
+  }
+  return true;
+}
+
+bool CheckWritableFolder(const std::string& dir, std::string* error) {
+  std::string blocker;
+  const std::string existing = ExistingAncestor(dir, &blocker);
+  if (existing.empty()) {
+    *error = blocker + " is not a folder";
+    return false;
+  }
+  if (access(existing.c_str(), W_OK | X_OK) != 0) {
+    *error =
+        (existing == dir ? "cannot write in " : "cannot create folders in ") + existing + ": " + std::strerror(errno);
     return false;
   }
   return true;

@@ -84,7 +84,7 @@ bool ParseByteSize(std::string_view text, int64_t* bytes, std::string* error) {
 std::string FormatBytes(int64_t bytes) {
   char buffer[64];
   const double b = static_cast<double>(bytes);
-  const int64_t magnitude = bytes < 0 ? -bytes : bytes;
+  const uint64_t magnitude = bytes < 0 ? 0 - static_cast<uint64_t>(bytes) : static_cast<uint64_t>(bytes);
   if (magnitude <= 1024) {
     std::snprintf(buffer, sizeof buffer, "%lld bytes", static_cast<long long>(bytes));
   } else if (magnitude <= 1048576) {

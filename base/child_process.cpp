@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -43,13 +45,50 @@ int Spawn(const ChildSpec& spec, pid_t* pid) {
   return rc;
 }
 
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+void OnStopSignal(int signal) { g_stop_signal = signal; }
+
+// The stop signals' handlers while children run; the previous ones come back on destruction.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction action {};
+    action.sa_handler = OnStopSignal;
+    sigemptyset(&action.sa_mask);
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &action, &previous_[i]);
+  }
+  ~StopSignals() {
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> previous_{};
+};
+
 }  // namespace
 
-void RunChildren(const std::vector<ChildSpec>& specs, int max_running,
-                 const std::function<void(size_t index, const ChildExit& exit)>& on_done) {
+void RaiseDefault(int signal) {
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+  std::_Exit(128 + signal);  // a signal that is blocked or ignored by the parent
+}
+
+int RunChildren(const std::vector<ChildSpec>& specs, int max_running,
+                const std::function<void(size_t index, const ChildExit& exit)>& on_done) {
+  const StopSignals stop_signals;
   std::vector<Running> running;
   size_t next = 0;
   while (next < specs.size() || !running.empty()) {
+    if (const int signal = g_stop_signal; signal != 0) {
+      for (const Running& r : running) kill(r.pid, SIGKILL);
+      for (const Running& r : running) waitpid(r.pid, nullptr, 0);
+      return signal;
+    }
     while (next < specs.size() && static_cast<int>(running.size()) < std::max(max_running, 1)) {
       pid_t pid = 0;
       if (const int rc = Spawn(specs[next], &pid); rc != 0) {
@@ -87,6 +126,7 @@ void RunChildren(const std::vector<ChildSpec>& specs, int max_running,
     }
     if (!reaped && !running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  return 0;
 }
 
 std::string DescribeExit(const ChildExit& exit, double timeout_seconds) {

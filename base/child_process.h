@@ -30,9 +30,14 @@ struct ChildExit {
 };
 
 // Starts the specs in order, keeping at most max_running alive, and calls on_done on this thread as
-// each ends (in completion order; the index says which spec).
-void RunChildren(const std::vector<ChildSpec>& specs, int max_running,
-                 const std::function<void(size_t index, const ChildExit& exit)>& on_done);
+// each ends (in completion order; the index says which spec). While it runs, SIGINT, SIGTERM and
+// SIGHUP stop it: the running children are killed and reaped, no more start, and the signal is
+// returned (0 when every spec ran) for the caller to clean up and then die of it (RaiseDefault).
+int RunChildren(const std::vector<ChildSpec>& specs, int max_running,
+                const std::function<void(size_t index, const ChildExit& exit)>& on_done);
+
+// Ends the process with `signal` as its default action would (after a caller's clean-up).
+[[noreturn]] void RaiseDefault(int signal);
 
 // "signal 11 (Segmentation fault)", "exit code 3", "timed out after 300 s", or the spawn error.
 std::string DescribeExit(const ChildExit& exit, double timeout_seconds);

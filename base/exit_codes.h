@@ -1,5 +1,7 @@
 // The exit codes of every oomguard command, and of a measuring child: 0 success, 1 failures found
-// (a scenario failed or regressed), 2 usage or input error.
+// (a scenario failed or regressed), 2 usage or input error. `run` adds 4 when an output (a report, the
+// results JSON, a baseline update) could not be written after the run: 4 means the run passed, 5 that
+// it failed; the run's own verdict is never hidden by a disk that filled up.
 #pragma once
 
 namespace oomguard {
@@ -7,5 +9,6 @@ namespace oomguard {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailures = 1;
 inline constexpr int kExitUsage = 2;
+inline constexpr int kExitOutputFailed = 4;  // added to kExitOk or kExitFailures
 
 }  // namespace oomguard

@@ -1,30 +1,78 @@
 #include "base/files.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <string>
+
+#include "base/byte_size.h"
+#include "base/input_limits.h"
 
 namespace oomguard {
 
+namespace {
+
+std::string KindOfFile(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a plain file";
+}
+
+}  // namespace
+
 bool ReadFile(const std::string& path, std::string* content, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  const int open_errno = errno;
-  if (!in) {
-    *error = path + ": cannot read: " + std::strerror(open_errno);
-    return false;
-  }
-  std::stringstream text;
-  text << in.rdbuf();  // an empty file reads as ""
-  if (in.bad()) {
+  // O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever; fstat refuses it next.
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
     *error = path + ": cannot read: " + std::strerror(errno);
     return false;
   }
-  *content = text.str();
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    *error = path + ": not a regular file (" + KindOfFile(info.st_mode) + ")";
+    close(fd);
+    return false;
+  }
+  const std::string limit = "the limit for input files is " + FormatBytes(limits::kMaxInputFileBytes);
+  if (info.st_size > limits::kMaxInputFileBytes) {
+    *error = path + ": too large (" + FormatBytes(info.st_size) + "; " + limit + ")";
+    close(fd);
+    return false;
+  }
+  std::string text;
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *error = path + ": cannot read: " + std::strerror(errno);
+      close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+    if (static_cast<int64_t>(text.size()) > limits::kMaxInputFileBytes) {  // a file that grew while read
+      *error = path + ": too large (more than " + FormatBytes(limits::kMaxInputFileBytes) + "; " + limit + ")";
+      close(fd);
+      return false;
+    }
+  }
+  close(fd);
+  *content = std::move(text);  // an empty file reads as ""
   return true;
+}
+
+bool NothingAt(const std::string& path) {
+  struct stat info {};
+  return lstat(path.c_str(), &info) != 0 && errno == ENOENT;
 }
 
 std::string Stem(const std::string& path) {
@@ -43,6 +91,26 @@ void RemoveFolderOfFiles(const std::string& dir) {
     closedir(d);
   }
   rmdir(dir.c_str());
+}
+
+std::string MakeScratchFolder(const std::string& prefix) {
+  const std::string start = prefix + "-";
+  if (DIR* tmp = opendir("/tmp")) {
+    while (const dirent* entry = readdir(tmp)) {
+      const std::string name = entry->d_name;
+      if (name.rfind(start, 0) != 0) continue;
+      const size_t dash = name.find('-', start.size());
+      const std::string pid_text = name.substr(start.size(), dash == std::string::npos ? 0 : dash - start.size());
+      if (pid_text.empty() || pid_text.size() > 9 || pid_text.find_first_not_of("0123456789") != std::string::npos) {
+        continue;
+      }
+      const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+      if (pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) RemoveFolderOfFiles("/tmp/" + name);
+    }
+    closedir(tmp);
+  }
+  std::string dir = "/tmp/" + start + std::to_string(getpid()) + "-XXXXXX";
+  return mkdtemp(dir.data()) == nullptr ? "" : dir;
 }
 
 }  // namespace oomguard

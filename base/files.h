@@ -12,13 +12,23 @@
 
 namespace oomguard {
 
-// The whole file. False, with "PATH: cannot read: <strerror>", when it cannot be opened or read.
+// The whole file. False, with one line naming PATH, when it cannot be opened or read ("PATH: cannot read:
+// <strerror>"), is not a regular file ("PATH: not a regular file (a FIFO)"; a symbolic link is followed),
+// or is larger than limits::kMaxInputFileBytes. Never blocks on a FIFO and never reads more than the limit.
 [[nodiscard]] bool ReadFile(const std::string& path, std::string* content, std::string* error);
+
+// True when nothing at all is at `path` (not even a dangling symbolic link): "no file yet", as opposed
+// to a file that exists but cannot be read.
+bool NothingAt(const std::string& path);
 
 // "dir/name.json" -> "name"; a leading dot is part of the name (".hidden" stays).
 std::string Stem(const std::string& path);
 
 // Removes a folder that holds only plain files (a run's scratch folder), and the files in it.
 void RemoveFolderOfFiles(const std::string& dir);
+
+// Creates a scratch folder "/tmp/PREFIX-PID-XXXXXX" for this process, first removing the ones of
+// processes that are gone (killed with SIGKILL, crashed) so that none piles up. "" when it cannot.
+std::string MakeScratchFolder(const std::string& prefix);
 
 }  // namespace oomguard

@@ -2,12 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <tuple>
 
 #include "base/files.h"
+#include "base/json_text.h"
+#include "model/backend.h"
+#include "model/enum_names.h"
+#include "model/metric_names.h"
+#include "scenario/json_diagnostics.h"
 #include "scenario/json_document.h"
 
 namespace oomguard {
@@ -15,7 +19,11 @@ namespace oomguard {
 using nlohmann::json;
 
 int64_t Tolerance::Allowed(int64_t baseline) const {
-  return std::max(absolute_bytes, static_cast<int64_t>(std::floor(relative * static_cast<double>(baseline))));
+  const double share = std::floor(relative * static_cast<double>(baseline));
+  // 2^63 is the first double past int64's range; a cast beyond it would be undefined.
+  const int64_t relative_bytes =
+      share >= 9223372036854775808.0 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(share);
+  return std::max(absolute_bytes, relative_bytes);
 }
 
 const BaselineEntry* BaselineFile::Find(const std::string& variant, const std::string& backend,
@@ -53,64 +61,149 @@ namespace {
 
 json ToleranceToJson(const Tolerance& t) { return {{"relative", t.relative}, {"absolute_bytes", t.absolute_bytes}}; }
 
-Tolerance ToleranceFromJson(const OrderedJson& j) {
-  Tolerance t;
-  t.relative = j.value("relative", 0.0);
-  t.absolute_bytes = j.value("absolute_bytes", int64_t{0});
-  return t;
+// A metric a tolerance may name: the ones CompareWithBaseline compares (baseline_diff.cpp).
+bool IsComparedMetric(const std::string& metric) {
+  if (metric == "peak_bytes" || metric == "alloc_count") return true;
+  if (metric.starts_with("phase_peak.")) {
+    const std::string phase = metric.substr(11);
+    return std::find(kMetricPhases.begin(), kMetricPhases.end(), phase) != kMetricPhases.end();
+  }
+  if (metric.starts_with("live_after[") && metric.ends_with("]") && metric.size() > 12) {
+    const std::string n = metric.substr(11, metric.size() - 12);
+    return n.size() <= 9 && n.find_first_not_of("0123456789") == std::string::npos && n[0] != '0';
+  }
+  return false;
+}
+
+// Any string, "" included (a baseline of a plain --cap has no card name).
+FieldReader AnyStringField(std::string* out) {
+  return [out](const OrderedJson& v, const JsonPath& p, std::string* e) {
+    if (!v.is_string()) return Fail(p, "expected a string, got " + DescribeJson(v), e);
+    *out = v.get<std::string>();
+    return true;
+  };
+}
+
+// relative: a fraction of the baseline value, [0, 100]; absolute_bytes: >= 0. `metrics`, when given,
+// takes the per-metric tolerances, which have no "metrics" of their own.
+FieldReader ToleranceField(Tolerance* out, std::map<std::string, Tolerance>* metrics) {
+  return [out, metrics](const OrderedJson& value, const JsonPath& path, std::string* error) {
+    std::vector<Field> fields = {{"relative", NumberField(&out->relative, "a fraction in [0, 100] (0.01 is 1%)",
+                                                          [](double r) { return r >= 0 && r <= 100; })},
+                                 {"absolute_bytes", IntField(&out->absolute_bytes, 0)}};
+    if (metrics != nullptr) {
+      fields.push_back({"metrics", [metrics](const OrderedJson& v, const JsonPath& p, std::string* e) {
+                          if (!v.is_object())
+                            return Fail(p, "expected an object of metric tolerances, got " + DescribeJson(v), e);
+                          for (const auto& [metric, t] : v.items()) {
+                            if (!IsComparedMetric(metric)) {
+                              return Fail(p,
+                                          "unknown metric " + Quoted(metric) +
+                                              " (a baseline compares peak_bytes, alloc_count, "
+                                              "phase_peak.<phase> and live_after[N])",
+                                          e);
+                            }
+                            if (!ToleranceField(&(*metrics)[metric], nullptr)(t, p.Key(metric), e)) return false;
+                          }
+                          return true;
+                        }});
+    }
+    return ReadFields(value, path, fields, /*allow_null=*/false, error);
+  };
+}
+
+FieldReader EntryField(BaselineEntry* out) {
+  return [out](const OrderedJson& value, const JsonPath& path, std::string* error) {
+    const std::vector<std::string> backends = AllNames<Backend>();
+    const std::vector<Field> fields = {
+        {"variant", StringField(&out->variant)},
+        {"backend", EnumField(&out->backend, "backend", backends)},
+        {"card", AnyStringField(&out->card)},
+        {"cap_bytes", IntField(&out->cap_bytes, 1)},
+        {"peak_bytes", IntField(&out->peak_bytes, 0)},
+        {"phase_peaks",
+         [out](const OrderedJson& v, const JsonPath& p, std::string* e) {
+           if (!v.is_object()) return Fail(p, "expected an object of phase peaks, got " + DescribeJson(v), e);
+           for (const auto& [phase, bytes] : v.items()) {
+             if (std::find(kMetricPhases.begin(), kMetricPhases.end(), phase) == kMetricPhases.end()) {
+               return Fail(p, UnknownNameMessage("phase", phase, kMetricPhases, "phases"), e);
+             }
+             if (!IntField(&out->phase_peaks[phase], 0)(bytes, p.Key(phase), e)) return false;
+           }
+           return true;
+         }},
+        {"live_after",
+         [out](const OrderedJson& v, const JsonPath& p, std::string* e) {
+           if (!v.is_array()) return Fail(p, "expected an array of bytes per iteration, got " + DescribeJson(v), e);
+           out->live_after.assign(v.size(), 0);
+           for (size_t i = 0; i < v.size(); ++i) {
+             if (!IntField(&out->live_after[i], 0)(v[i], p.Index(static_cast<int64_t>(i)), e)) return false;
+           }
+           return true;
+         }},
+        {"alloc_count", IntField(&out->alloc_count, 0)}};
+    if (!ReadFields(value, path, fields, /*allow_null=*/false, error)) return false;
+    for (const char* key :
+         {"variant", "backend", "cap_bytes", "peak_bytes", "phase_peaks", "live_after", "alloc_count"}) {
+      if (!value.contains(key)) return Fail(path, std::string("missing required key \"") + key + "\"", error);
+    }
+    return true;
+  };
 }
 
 }  // namespace
 
 bool LoadBaselineFile(const std::string& path, BaselineFile* file, std::string* error) {
   *file = BaselineFile{};
-  std::string text, unreadable;
-  if (!ReadFile(path, &text, &unreadable)) return true;  // no baseline yet
-  OrderedJson j;
-  if (!ParseJsonDocument(text, path, &j, error)) return false;
-  std::string at = "top level";
-  try {
-    file->exists = true;
-    at = "scenario";
-    file->scenario = j.at("scenario").get<std::string>();
-    file->oomguard_version = j.value("oomguard_version", "");
-    file->libtorch_version = j.value("libtorch_version", "");
-    if (j.contains("tolerance")) {
-      at = "tolerance";
-      const OrderedJson& t = j.at("tolerance");
-      file->tolerance = ToleranceFromJson(t);
-      if (t.contains("metrics")) {
-        for (const auto& [metric, mt] : t.at("metrics").items())
-          file->metric_tolerances[metric] = ToleranceFromJson(mt);
-      }
+  std::string text;
+  if (!ReadFile(path, &text, error)) {
+    if (NothingAt(path)) {  // no baseline yet; anything else that cannot be read is an error, never overwritten
+      error->clear();
+      return true;
     }
-    at = "entries";
-    const OrderedJson& entries = j.at("entries");
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const std::string prefix = "entries[" + std::to_string(i) + "].";
-      const OrderedJson& e = entries.at(i);
-      // Each read names its field first, so an error points at it.
-      auto field = [&](const char* key) -> const OrderedJson& {
-        at = prefix + key;
-        return e.at(key);
-      };
-      BaselineEntry entry;
-      entry.variant = field("variant").get<std::string>();
-      entry.backend = field("backend").get<std::string>();
-      entry.card = e.value("card", "");
-      entry.cap_bytes = field("cap_bytes").get<int64_t>();
-      entry.peak_bytes = field("peak_bytes").get<int64_t>();
-      for (const auto& [phase, bytes] : field("phase_peaks").items()) entry.phase_peaks[phase] = bytes.get<int64_t>();
-      entry.live_after = field("live_after").get<std::vector<int64_t>>();
-      entry.alloc_count = field("alloc_count").get<int64_t>();
-      file->entries.push_back(std::move(entry));
-    }
-  } catch (const nlohmann::json::exception& e) {
-    std::string what = e.what();
-    if (size_t bracket = what.find("] "); bracket != std::string::npos) what = what.substr(bracket + 2);
-    *error = path + ": at " + at + ": " + what + " (a baseline file as --update-baselines writes it is expected)";
     return false;
   }
+  return LoadBaselineText(text, path, file, error);
+}
+
+bool LoadBaselineText(const std::string& text, const std::string& path, BaselineFile* file, std::string* error) {
+  *file = BaselineFile{};
+  OrderedJson j;
+  if (!ParseJsonDocument(text, path, &j, error)) return false;
+  BaselineFile read;
+  const std::vector<Field> fields = {{"scenario", StringField(&read.scenario)},
+                                     {"oomguard_version", AnyStringField(&read.oomguard_version)},
+                                     {"libtorch_version", AnyStringField(&read.libtorch_version)},
+                                     {"tolerance", ToleranceField(&read.tolerance, &read.metric_tolerances)},
+                                     {"entries", [&](const OrderedJson& v, const JsonPath& p, std::string* e) {
+                                        if (!v.is_array())
+                                          return Fail(p, "expected an array of entries, got " + DescribeJson(v), e);
+                                        for (size_t i = 0; i < v.size(); ++i) {
+                                          BaselineEntry entry;
+                                          const JsonPath at = p.Index(static_cast<int64_t>(i));
+                                          if (!EntryField(&entry)(v[i], at, e)) return false;
+                                          if (read.Find(entry.variant, entry.backend, entry.cap_bytes) != nullptr) {
+                                            return Fail(at,
+                                                        "a second entry for variant " + Quoted(entry.variant) +
+                                                            ", backend " + entry.backend + ", cap_bytes " +
+                                                            std::to_string(entry.cap_bytes) + " (each may appear once)",
+                                                        e);
+                                          }
+                                          read.entries.push_back(std::move(entry));
+                                        }
+                                        return true;
+                                      }}};
+  std::string what;
+  bool ok = ReadFields(j, JsonPath(), fields, /*allow_null=*/false, &what);
+  for (const char* key : {"scenario", "entries"}) {
+    if (ok && !j.contains(key)) ok = Fail(JsonPath(), std::string("missing required key \"") + key + "\"", &what);
+  }
+  if (!ok) {
+    *error = path + ": " + what + " (a baseline file as --update-baselines writes it is expected)";
+    return false;
+  }
+  read.exists = true;
+  *file = std::move(read);
   return true;
 }
 
@@ -140,7 +233,7 @@ std::string SerializeBaselineFile(const BaselineFile& file) {
                    {"alloc_count", e.alloc_count}});
   }
   j["entries"] = out;
-  return j.dump(2) + "\n";
+  return DumpJson(j, 2) + "\n";
 }
 
 BaselineEntry EntryFromMeasurement(const VariantMeasurement& m) {

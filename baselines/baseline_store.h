@@ -58,7 +58,12 @@ std::string BaselinePath(const std::string& dir, const std::string& scenario);
 // baselines/ beside the scenario file.
 std::string BaselineDirectory(const std::string& baselines_dir, const std::string& scenario_file);
 
+// Nothing at `path` is no baseline yet (file->exists false); a file that cannot be read, or holds a
+// value out of place or range, is an error naming the path and the JSON path.
 [[nodiscard]] bool LoadBaselineFile(const std::string& path, BaselineFile* file, std::string* error);
+// The same for text already in memory; `path` names it in messages.
+[[nodiscard]] bool LoadBaselineText(const std::string& text, const std::string& path, BaselineFile* file,
+                                    std::string* error);
 std::string SerializeBaselineFile(const BaselineFile& file);
 
 BaselineEntry EntryFromMeasurement(const VariantMeasurement& m);

@@ -7,6 +7,7 @@
 
 #include "base/atomic_file.h"
 #include "base/byte_size.h"
+#include "base/did_you_mean.h"
 #include "baselines/baseline_store.h"
 
 namespace oomguard {
@@ -32,12 +33,18 @@ std::string DescribeChange(const BaselineEntry& old, const BaselineEntry& now) {
 bool UpdateBaselines(const RunResults& report, const std::string& baselines_dir, std::ostream& out,
                      std::string* error) {
   int written = 0;
+  std::vector<std::string> failed;  // one scenario's unreadable baseline must not stop the others'
   for (const ScenarioResult& s : report.scenarios) {
     if (s.variants.empty()) continue;
     const std::string dir = BaselineDirectory(baselines_dir, s.file);
     const std::string path = BaselinePath(dir, s.name);
     BaselineFile file;
-    if (!LoadBaselineFile(path, &file, error)) return false;
+    std::string why;
+    if (!LoadBaselineFile(path, &file, &why)) {
+      out << "  not written " << s.name << ": " << why << "\n";
+      failed.push_back(s.name);
+      continue;
+    }
     const std::string before = file.exists ? SerializeBaselineFile(file) : "";
     file.scenario = s.name;
     file.oomguard_version = report.oomguard_version;
@@ -57,10 +64,21 @@ bool UpdateBaselines(const RunResults& report, const std::string& baselines_dir,
     }
     const std::string after = SerializeBaselineFile(file);
     if (after == before) continue;
-    if (!MakeDirectories(dir, error) || !WriteFileAtomically(path, after, error)) return false;
+    if (!MakeDirectories(dir, &why) || !WriteFileAtomically(path, after, &why)) {
+      out << "  not written " << s.name << ": " << why << "\n";
+      failed.push_back(s.name);
+      continue;
+    }
     ++written;
   }
-  out << "baselines: " << written << " file(s) written\n";
+  out << "baselines: " << written << " file(s) written";
+  if (!failed.empty()) out << ", " << failed.size() << " not (" << JoinNames(failed, ", ") << ")";
+  out << "\n";
+  if (!failed.empty()) {
+    *error = "--update-baselines: " + std::to_string(failed.size()) +
+             " baseline file(s) could not be written: " + JoinNames(failed, ", ");
+    return false;
+  }
   return true;
 }
 

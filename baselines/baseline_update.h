@@ -11,7 +11,8 @@
 
 namespace oomguard {
 
-// Returns false (and *error) when a file cannot be written; prints one line per change to `out`.
+// Prints one line per change to `out`. A scenario whose baseline file cannot be read or written is
+// passed over ("  not written NAME: why") and the others are still written; then false, naming them.
 // `baselines_dir`: --baselines DIR, or empty for baselines/ beside each scenario file.
 [[nodiscard]] bool UpdateBaselines(const RunResults& report, const std::string& baselines_dir, std::ostream& out,
                                    std::string* error);

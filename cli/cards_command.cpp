@@ -3,6 +3,7 @@
 #include "allocators/cards.h"
 #include "base/byte_size.h"
 #include "base/exit_codes.h"
+#include "base/json_text.h"
 #include "cli/command.h"
 #include "reports/report_format.h"
 
@@ -34,7 +35,7 @@ int ListCardsJson(std::ostream& out) {
                      {"context_bytes", card.context_bytes},
                      {"cap_bytes", card.allocator_cap_bytes()}});
   }
-  out << cards.dump(2) << "\n";
+  out << DumpJson(cards, 2) << "\n";
   return kExitOk;
 }
 

@@ -5,6 +5,7 @@
 #include "base/atomic_file.h"
 #include "base/exit_codes.h"
 #include "cli/command.h"
+#include "cli/run_flags.h"
 #include "compare/compared_run.h"
 #include "compare/comparison.h"
 #include "reports/compare_report.h"
@@ -63,7 +64,7 @@ class CompareCli : public Command {
     compare
         ->add_option("--tolerance", o_.tolerance_percent,
                      "Percent a peak may differ from the reference's and still agree (default 2)")
-        ->check(CLI::Range(0.0, 100.0));
+        ->check(FiniteRange(0.0, 100.0));
     compare->add_option("--md", o_.markdown_path, "Also write the table as Markdown to this file");
     return compare;
   }

@@ -14,6 +14,7 @@
 #include "base/byte_size.h"
 #include "base/did_you_mean.h"
 #include "base/exit_codes.h"
+#include "base/host_memory.h"
 #include "cli/command.h"
 #include "cli/run_flags.h"
 #include "fit/fit_search.h"
@@ -103,25 +104,13 @@ bool ResolveTargets(const FitOptions& options, std::vector<FitTarget>* targets, 
   return true;
 }
 
-// MemAvailable from /proc/meminfo; 0 when unknown.
-int64_t HostAvailableBytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
-  }
-  return 0;
-}
-
 // Note [cpu fits allocate for real]: a cpu trial computes, so a search towards a cap allocates up to
 // that cap in host memory, plus the host-side copy of each batch, which the ledger leaves out (Note [Host
 // memory on the cpu backend]). Past what the host has free the kernel's OOM killer, not the cap, would
 // end the search (and perhaps other work), so caps above half the available memory are refused.
 bool CheckHostMemory(Backend backend, const std::vector<FitTarget>& targets, std::string* error) {
   if (!TraitsOf(backend).allocates_host_memory) return true;
-  const int64_t available = HostAvailableBytes();
+  const int64_t available = ReadHostMemory().available_bytes;
   if (available == 0) return true;
   for (const FitTarget& t : targets) {
     if (t.cap_bytes <= available / 2) continue;

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "base/atomic_file.h"
 #include "base/exit_codes.h"
 #include "base/shard.h"
 #include "baselines/baseline_update.h"
@@ -15,15 +16,53 @@
 namespace oomguard {
 namespace {
 
+// Every output a run will write, with "{shard}" expanded: checked before the run, written after it.
+struct Output {
+  std::string spec;  // a --report's FORMAT=FILE; "" for --json
+  std::string path;
+};
+
+bool PlanOutputs(const RunOptions& options, std::vector<Output>* outputs, std::string* error) {
+  Shard shard;
+  if (!ResolveShard(options.shard, options.gtest_sharding, &shard, error)) return false;
+  if (!options.json_path.empty()) {
+    const std::string path = ShardPath(options.json_path, shard);
+    if (!CheckWritablePath(path, error)) {
+      *error = "--json " + *error;
+      return false;
+    }
+    outputs->push_back({"", path});
+  }
+  for (const std::string& pattern : options.reports) {
+    const std::string spec = ShardPath(pattern, shard);  // a format's name has no "{shard}"
+    if (!ValidateReportSpec(spec, error)) return false;
+    const std::string path = spec.substr(spec.find('=') + 1);
+    if (!CheckWritablePath(path, error)) {
+      *error = "--report " + spec.substr(0, spec.find('=') + 1) + *error;
+      return false;
+    }
+    outputs->push_back({spec, path});
+  }
+  if (!options.snapshot_dir.empty() && !CheckWritableFolder(options.snapshot_dir, error)) {
+    *error = "--snapshot-dir " + options.snapshot_dir + ": " + *error;
+    return false;
+  }
+  if (options.update_baselines && !options.baselines_dir.empty() &&
+      !CheckWritableFolder(options.baselines_dir, error)) {
+    *error = "--baselines " + options.baselines_dir + ": " + *error;
+    return false;
+  }
+  return true;
+}
+
 int RunAndReport(const RunOptions& options, const std::string& self_exe, std::ostream& out, std::ostream& err) {
   RunResults report;
   std::string error;
   const ConsoleStyle style = &out == &std::cout ? StyleFor(STDOUT_FILENO) : ConsoleStyle{};
-  for (const std::string& spec : options.reports) {
-    if (!ValidateReportSpec(spec, &error)) {  // before the run, not after minutes of it
-      err << "oomguard run: " << error << "\n";
-      return kExitUsage;
-    }
+  std::vector<Output> outputs;
+  if (!PlanOutputs(options, &outputs, &error)) {  // before the run, not after minutes of it
+    err << "oomguard run: " << error << "\n";
+    return kExitUsage;
   }
   const bool ok = RunScenarios(
       options, self_exe, [&](const ScenarioResult& s) { WriteScenarioBlock(s, out, style), out.flush(); }, &report,
@@ -33,37 +72,39 @@ int RunAndReport(const RunOptions& options, const std::string& self_exe, std::os
     return kExitUsage;
   }
   WriteRunSummary(report, out, style);
-  if (options.update_baselines) {
-    if (!UpdateBaselines(report, options.baselines_dir, out, &error)) {
-      err << "oomguard run: " << error << "\n";
-      return kExitUsage;
-    }
+  // Every output is attempted, whatever failed before it; a failure adds kExitOutputFailed to the code.
+  bool outputs_ok = true;
+  if (options.update_baselines && !UpdateBaselines(report, options.baselines_dir, out, &error)) {
+    err << "oomguard run: " << error << "\n";
+    outputs_ok = false;
   }
-  if (!options.json_path.empty()) {
-    const std::string path = ShardPath(options.json_path, report.shard.shard);
-    if (!WriteResultsJson(report, path, &error)) {
+  for (const Output& output : outputs) {
+    const bool written =
+        output.spec.empty() ? WriteResultsJson(report, output.path, &error) : WriteReport(output.spec, report, &error);
+    if (!written) {
       err << "oomguard run: " << error << "\n";
-      return kExitUsage;
+      outputs_ok = false;
+      continue;
     }
-    out << "results: " << path << "\n";
-  }
-  for (const std::string& pattern : options.reports) {
-    const std::string spec = ShardPath(pattern, report.shard.shard);  // a format's name has no "{shard}"
-    if (!WriteReport(spec, report, &error)) {
-      err << "oomguard run: " << error << "\n";
-      return kExitUsage;
-    }
-    out << "report: " << spec.substr(spec.find('=') + 1) << "\n";
+    out << (output.spec.empty() ? "results: " : "report: ") << output.path << "\n";
   }
   // Across every shard: a shard whose part --filter leaves empty passes, as an empty GoogleTest shard does.
   if (report.shard.selected_run_files == 0) {
-    err << "oomguard run: no scenario matches --filter '" << options.filter << "'\n";
+    err << "oomguard run: "
+        << (options.filter == "*" ? "no scenario files to run"
+                                  : "no scenario matches --filter '" + options.filter + "'")
+        << "\n";
     return kExitUsage;
   }
+  int code = kExitOk;
   for (const ScenarioResult& s : report.scenarios) {
-    if (IsFailure(s.code)) return kExitFailures;
+    if (IsFailure(s.code)) code = kExitFailures;
   }
-  return kExitOk;
+  if (!outputs_ok) {
+    err << "oomguard run: exit " << code + kExitOutputFailed << ": the run " << (code == kExitOk ? "passed" : "failed")
+        << ", and an output above could not be written\n";
+  }
+  return outputs_ok ? code : code + kExitOutputFailed;
 }
 
 class RunCommand : public Command {
@@ -77,7 +118,7 @@ class RunCommand : public Command {
     run->add_option("--jobs,-j", o_.jobs, "Variants measured at once, each in its own process")
         ->check(CLI::Range(1, 256));
     run->add_option("--timeout", o_.timeout_seconds, "Seconds a variant may take before it is killed")
-        ->check(CLI::Range(1.0, 86400.0));
+        ->check(FiniteRange(1.0, 86400.0));
     run->add_option("--json", o_.json_path, "Write every measured number to this file");
     std::string report_help = "Also write a report (repeatable):";
     for (const std::string& format : ReportFormatNames()) report_help += " " + format + "=FILE";

@@ -1,5 +1,9 @@
 #include "cli/run_flags.h"
 
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
 #include "base/did_you_mean.h"
 #include "model/backend.h"
 
@@ -31,6 +35,22 @@ void AddRunFlags(CLI::App* app, RunOptions* o) {
       ->needs(snapshot_dir);
   app->add_flag("--model-cuda", o->model_cuda,
                 "On cpu and meta: predict the CUDA caching allocator's allocated/reserved peaks, retries and OOMs");
+}
+
+CLI::Validator FiniteRange(double min, double max) {
+  std::ostringstream range;
+  range << "[" << min << ", " << max << "]";
+  const std::string text = range.str();
+  return CLI::Validator(
+      [min, max, text](std::string& input) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(input.c_str(), &end);
+        if (input.empty() || *end != '\0' || !std::isfinite(value) || value < min || value > max) {
+          return "expected a number in " + text + ", got '" + input + "'";
+        }
+        return "";
+      },
+      "NUMBER in " + text);
 }
 
 void AddShardFlag(CLI::App* app, RunOptions* o) {

@@ -19,6 +19,10 @@ std::string BackendChoicesText();
 // --backend, --card/--cap, --context, --inject, --iterations, --snapshot-dir/--snapshot-all, --model-cuda.
 void AddRunFlags(CLI::App* app, RunOptions* options);
 
+// A number in [min, max], as CLI::Range checks it, that also refuses nan and inf (which every comparison
+// in CLI::Range lets through: "--timeout nan" would turn the timeout off).
+CLI::Validator FiniteRange(double min, double max);
+
 // --shard INDEX/COUNT, and GoogleTest's sharding variables when it is not given: `run` only, since
 // explain and fit name what they measure.
 void AddShardFlag(CLI::App* app, RunOptions* options);

@@ -1,13 +1,34 @@
 #include "compare/compared_run.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
+#include "base/json_text.h"
 
 namespace oomguard {
+
+namespace {
+
+// A byte count as the results file writes it: an integer in [0, 2^63). A float such as 1e30 would
+// otherwise be cast to int64_t (undefined; it showed as a negative number).
+struct BadValue {
+  std::string what;
+};
+
+int64_t Bytes(const nlohmann::json& object, const char* key, const std::string& at) {
+  const nlohmann::json& v = object.at(key);
+  const bool fits = v.is_number_integer() &&
+                    (!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX)) &&
+                    v.get<int64_t>() >= 0;
+  if (!fits) throw BadValue{at + "." + key + ": expected a byte count (an integer >= 0), got " + DumpJson(v)};
+  return v.get<int64_t>();
+}
+
+}  // namespace
 
 bool LoadComparedRun(const std::string& path, ComparedRun* out, std::string* error) {
   std::string text;
@@ -24,19 +45,23 @@ bool LoadComparedRun(const std::string& path, ComparedRun* out, std::string* err
       for (const nlohmann::json& v : s.at("variants")) {
         ComparedRun::Entry e{s.at("name").get<std::string>(), v.at("name").get<std::string>(), std::nullopt};
         if (v.contains("measurement")) {
+          const std::string at = s.at("name").get<std::string>() + "/" + e.variant + ": measurement";
           const nlohmann::json& m = v.at("measurement");
-          e.peak_bytes = m.at("peak_bytes").get<int64_t>();
+          e.peak_bytes = Bytes(m, "peak_bytes", at);
           if (m.contains("cuda")) {
             const nlohmann::json& c = m.at("cuda");
-            e.cuda_allocated_peak = c.at("allocated_peak_bytes").get<int64_t>();
-            e.cuda_reserved_peak = c.at("reserved_peak_bytes").get<int64_t>();
-            if (c.contains("requested_peak_bytes")) e.cuda_requested_peak = c.at("requested_peak_bytes").get<int64_t>();
-            e.cuda_allocated_at_start = c.value("allocated_at_start_bytes", int64_t{0});
-            e.cuda_reserved_at_start = c.value("reserved_at_start_bytes", int64_t{0});
+            e.cuda_allocated_peak = Bytes(c, "allocated_peak_bytes", at + ".cuda");
+            e.cuda_reserved_peak = Bytes(c, "reserved_peak_bytes", at + ".cuda");
+            if (c.contains("requested_peak_bytes"))
+              e.cuda_requested_peak = Bytes(c, "requested_peak_bytes", at + ".cuda");
+            if (c.contains("allocated_at_start_bytes"))
+              e.cuda_allocated_at_start = Bytes(c, "allocated_at_start_bytes", at + ".cuda");
+            if (c.contains("reserved_at_start_bytes"))
+              e.cuda_reserved_at_start = Bytes(c, "reserved_at_start_bytes", at + ".cuda");
           }
           if (m.contains("cuda_model")) {
-            e.model_allocated_peak = m.at("cuda_model").at("allocated_peak_bytes").get<int64_t>();
-            e.model_reserved_peak = m.at("cuda_model").at("reserved_peak_bytes").get<int64_t>();
+            e.model_allocated_peak = Bytes(m.at("cuda_model"), "allocated_peak_bytes", at + ".cuda_model");
+            e.model_reserved_peak = Bytes(m.at("cuda_model"), "reserved_peak_bytes", at + ".cuda_model");
           }
         }
         out->entries.push_back(std::move(e));
@@ -44,6 +69,9 @@ bool LoadComparedRun(const std::string& path, ComparedRun* out, std::string* err
     }
   } catch (const nlohmann::json::exception& e) {
     *error = path + ": not an oomguard results file: " + e.what();
+    return false;
+  } catch (const BadValue& e) {
+    *error = path + ": " + e.what;
     return false;
   }
   return true;

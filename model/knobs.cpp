@@ -4,6 +4,8 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "base/json_text.h"
+
 namespace oomguard {
 
 bool IsKnobOrWorkloadName(const std::string& name) {
@@ -19,7 +21,7 @@ std::string KnobTypeName(const KnobValue& value) {
 }
 
 std::string FormatKnob(const KnobValue& value) {
-  return std::visit([](const auto& v) { return nlohmann::json(v).dump(); }, value);
+  return std::visit([](const auto& v) { return DumpJson(nlohmann::json(v)); }, value);
 }
 
 }  // namespace oomguard

@@ -112,11 +112,18 @@ struct VariantMeasurement {
   std::optional<int64_t> retained_grad_bytes;    // gradients held by intermediates (retain_grad)
   // loop.clip_grad_norm: what clipping the first step's gradients added, at its peak, to what was live.
   std::optional<int64_t> clip_grad_norm_bytes;
-  std::string grad_digest;                       // FNV-1a of every parameter gradient after the first backward
+  std::string grad_digest;  // FNV-1a of every parameter gradient after the first backward
   std::optional<OomDetail> oom;
   std::optional<CudaMeasurement> cuda;             // cuda backend only
   std::optional<CudaModelMeasurement> cuda_model;  // cpu and meta with --model-cuda
   std::vector<InjectedFailure> injected;
+  // --inject: the spec as the injector evaluates it and the allocation requests it saw; a variant in
+  // which it never fired fails (verdict.cpp), since a fault that never fires rehearses nothing.
+  struct Injection {
+    std::string spec;
+    int64_t requests_seen = 0;
+  };
+  std::optional<Injection> injection;
   // A registered workload and its scenario disagree (a knob missing, of another type or never read):
   // not a measurement but an input error; outcome is error:error. Not in the JSON: a child exits 2
   // with it, and the parent reports the variant UNRESOLVED.

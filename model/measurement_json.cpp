@@ -104,6 +104,7 @@ json MeasurementToJson(const VariantMeasurement& m) {
         {{"allocation_index", f.allocation_index}, {"bytes", f.bytes}, {"phase", f.phase}, {"policy", f.policy}});
   }
   j["injected_failures"] = injected;
+  if (m.injection) j["injection"] = {{"spec", m.injection->spec}, {"requests_seen", m.injection->requests_seen}};
   if (!m.snapshot.empty()) j["snapshot"] = m.snapshot;
   if (!m.snapshot_error.empty()) j["snapshot_error"] = m.snapshot_error;
   if (m.module) {
@@ -218,6 +219,10 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
     for (const json& f : j.at("injected_failures")) {
       m->injected.push_back({f.at("allocation_index").get<int64_t>(), f.at("bytes").get<int64_t>(),
                              f.at("phase").get<std::string>(), f.at("policy").get<std::string>()});
+    }
+    if (j.contains("injection")) {
+      m->injection = VariantMeasurement::Injection{j.at("injection").at("spec").get<std::string>(),
+                                                   j.at("injection").at("requests_seen").get<int64_t>()};
     }
     m->snapshot = j.value("snapshot", "");
     m->snapshot_error = j.value("snapshot_error", "");

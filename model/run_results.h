@@ -113,6 +113,7 @@ struct RunResults {
   ShardTally shard;
   bool compared_with_baselines = false;  // --baselines / the catalog's stored baselines were read
   bool strict = false;                   // --strict: a variant without a baseline fails
+  bool updating_baselines = false;       // --update-baselines: no writer suggests running it
   std::string oomguard_version;          // filled by the runner; fixed in report tests
   std::string libtorch_version;
   std::string backend;

@@ -267,6 +267,7 @@ void WriteRunSummary(const RunResults& report, std::ostream& out, const ConsoleS
       fresh += v.baseline.verdict == BaselineVerdict::kNew;
     }
   }
+  if (report.updating_baselines) return;  // the update itself says what it records
   if (improved > 0) {
     out << improved << " variant(s) use less memory than their baseline: record it with --update-baselines\n";
   }

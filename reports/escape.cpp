@@ -47,12 +47,16 @@ bool IsXmlChar(uint32_t cp) {
 std::string HtmlEscape(std::string_view text) {
   std::string out;
   for (char c : text) {
-    const std::string_view entity = c == '&'    ? "&amp;"
-                                    : c == '<'  ? "&lt;"
-                                    : c == '>'  ? "&gt;"
-                                    : c == '"'  ? "&quot;"
-                                    : c == '\'' ? "&#39;"
-                                                : std::string_view(&c, 1);
+    const std::string_view entity =
+        c == '&'    ? "&amp;"
+        : c == '<'  ? "&lt;"
+        : c == '>'  ? "&gt;"
+        : c == '"'  ? "&quot;"
+        : c == '\'' ? "&#39;"
+        // C0 controls other than whitespace are not allowed in HTML text
+        : (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r') || c == 0x7F
+            ? "\xEF\xBF\xBD"
+            : std::string_view(&c, 1);
     out += entity;
   }
   return out;

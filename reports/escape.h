@@ -12,7 +12,8 @@
 
 namespace oomguard {
 
-// & < > " ' as entities, for HTML and SVG text and double- or single-quoted attribute values.
+// & < > " ' as entities, for HTML and SVG text and double- or single-quoted attribute values; control
+// characters other than tab and line breaks (a terminal escape in an error message) as U+FFFD.
 std::string HtmlEscape(std::string_view text);
 
 // XML 1.0 element text, or a double-quoted attribute (where tabs and line breaks must be character

@@ -5,6 +5,7 @@
 
 #include "base/atomic_file.h"
 #include "base/byte_size.h"
+#include "base/json_text.h"
 #include "reports/report_format.h"
 
 namespace oomguard {
@@ -103,7 +104,7 @@ std::string FitJsonText(const FitResults& report) {
                     {"iterations", report.iterations > 0 ? json(report.iterations) : json(nullptr)},
                     {"duration_ms", report.duration_ms},
                     {"variants", variants}};
-  return json{{"schema_version", kFitSchemaVersion}, {"fit", fit}}.dump(2) + "\n";
+  return DumpJson(json{{"schema_version", kFitSchemaVersion}, {"fit", fit}}, 2) + "\n";
 }
 
 bool WriteFitJson(const FitResults& report, const std::string& path, std::string* error) {

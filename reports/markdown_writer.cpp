@@ -130,6 +130,7 @@ void WriteFailures(const RunResults& report, std::string* out) {
 }
 
 void WriteBaselineNotes(const RunResults& report, std::string* out) {
+  if (report.updating_baselines) return;  // the run records them
   std::vector<std::string> improved, fresh;
   for (const ScenarioResult& s : report.scenarios) {
     for (const VariantResult& v : s.variants) {

@@ -2,6 +2,7 @@
 
 #include "base/atomic_file.h"
 #include "base/did_you_mean.h"
+#include "base/json_text.h"
 #include "reports/csv_writer.h"
 #include "reports/html/html_writer.h"
 #include "reports/junit_writer.h"
@@ -13,7 +14,7 @@ namespace {
 
 using Renderer = std::string (*)(const RunResults&);
 
-std::string RenderJson(const RunResults& report) { return ResultsToJson(report).dump(2) + "\n"; }
+std::string RenderJson(const RunResults& report) { return DumpJson(ResultsToJson(report), 2) + "\n"; }
 
 struct Format {
   const char* name;

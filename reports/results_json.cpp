@@ -1,6 +1,7 @@
 #include "reports/results_json.h"
 
 #include "base/atomic_file.h"
+#include "base/json_text.h"
 #include "model/measurement_json.h"
 
 namespace oomguard {
@@ -94,7 +95,7 @@ json ResultsToJson(const RunResults& report) {
 }
 
 bool WriteResultsJson(const RunResults& report, const std::string& path, std::string* error) {
-  return WriteFileAtomically(path, ResultsToJson(report).dump(2) + "\n", error);
+  return WriteFileAtomically(path, DumpJson(ResultsToJson(report), 2) + "\n", error);
 }
 
 }  // namespace oomguard

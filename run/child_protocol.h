@@ -46,6 +46,7 @@ struct MeasureRequest {
   bool snapshot_all = false;        // --snapshot-all: write a snapshot whatever the outcome
   bool model_cuda = false;          // --model-cuda
   std::string out_path;             // --out (required): where the measurement JSON goes
+  int64_t parent_pid = 0;           // --parent-pid: the runner; the child dies with it (measure_child.cpp)
 
   bool operator==(const MeasureRequest&) const = default;
 };

@@ -1,11 +1,15 @@
 #include "run/measure_child.h"
 
 #include <ATen/Parallel.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <fstream>
 
 #include "base/did_you_mean.h"
 #include "base/exit_codes.h"
+#include "base/json_text.h"
 #include "model/backend.h"
 #include "model/measurement_json.h"
 #include "scenario/scenario_loader.h"
@@ -15,6 +19,12 @@
 namespace oomguard {
 
 int MeasureInChild(const MeasureRequest& request, std::ostream& err) {
+  // A child must not outlive its runner (killed with SIGKILL, say): the kernel kills it when the parent
+  // goes, and a parent gone before this line is caught by comparing the pids.
+  if (request.parent_pid != 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != static_cast<pid_t>(request.parent_pid)) return kExitUsage;
+  }
   // One intra-op thread: some kernels allocate per-thread buffers, and exact bytes must not depend on
   // the machine's core count.
   at::set_num_threads(1);
@@ -62,7 +72,7 @@ int MeasureInChild(const MeasureRequest& request, std::ostream& err) {
     return kExitUsage;
   }
   std::ofstream out(request.out_path);
-  out << MeasurementToJson(m).dump();
+  out << DumpJson(MeasurementToJson(m));
   return out.good() ? kExitOk : kExitUsage;
 }
 

@@ -6,8 +6,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "base/byte_size.h"
 #include "base/files.h"
+#include "base/host_memory.h"
 #include "base/shard.h"
+#include "model/backend.h"
 #include "scenario/catalog.h"
 #include "scenario/scenario_loader.h"
 #include "workload/workload_registry.h"
@@ -36,6 +39,29 @@ void NotRun(ResultCode code, const std::string& reason, PlannedScenario* p) {
   p->result.error = reason;
 }
 
+// Note [Host memory is part of the cap] (allocators/device_account.h): a backend that allocates what it
+// measures in this host's memory cannot stand for a card bigger than the host; the kernel's OOM killer,
+// not the cap, would end such a variant. `source` says where the cap came from, for the message.
+bool CapFitsHost(const std::string& backend, const Limits& limits, const std::string& source, std::string* why) {
+  const BackendTraits* traits = FindBackendTraits(backend);
+  if (traits == nullptr || !traits->allocates_host_memory || limits.cap_bytes == Ledger::kUnlimited) return true;
+  const HostMemory host = ReadHostMemory();
+  if (host.total_bytes == 0 || limits.cap_bytes <= host.total_bytes) return true;
+  *why = source + ": the cap of " + FormatBytes(limits.cap_bytes) + " is more than this host's " +
+         FormatBytes(host.total_bytes) + " of memory, and the " + backend +
+         " backend holds what it measures in host memory; use --backend meta (shapes only, any size), or a "
+         "smaller --card or --cap";
+  return false;
+}
+
+std::string CapSource(const RunOptions& options, const Scenario* scenario) {
+  if (!options.cap.empty()) return "--cap " + options.cap;
+  if (!options.card.empty()) return "--card " + options.card;
+  if (scenario != nullptr && !scenario->cap.empty()) return scenario->file + ": its cap " + scenario->cap;
+  return (scenario != nullptr ? scenario->file + ": its card " : std::string("the default card ")) +
+         (scenario != nullptr && !scenario->card.empty() ? scenario->card : kDefaultCard);
+}
+
 }  // namespace
 
 bool PlanRun(const RunOptions& options, const std::string& backend, const BackendCheck& available, RunPlan* plan,
@@ -44,6 +70,10 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
   if (!FindScenarioFiles(PathsOrCatalog(options.paths), &files, error)) return false;
   Limits probe;
   if (!ResolveLimits(options, kDefaultCard, &probe, error)) return false;  // bad flags fail before any work
+  if ((!options.card.empty() || !options.cap.empty()) &&
+      !CapFitsHost(backend, probe, CapSource(options, nullptr), error)) {
+    return false;
+  }
   *plan = RunPlan{};
   ShardTally& tally = plan->shard;
   if (!ResolveShard(options.shard, options.gtest_sharding, &tally.shard, error)) return false;
@@ -79,6 +109,7 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
     } else {
       if (!ScenarioLimits(options, p.scenario, &limits, &why)) {
         NotRun(ResultCode::kUnresolved, why, &p);
+
       } else if (!WorkloadsRegistered(p.scenario, &why)) {
         NotRun(ResultCode::kUnresolved, file + ": " + why, &p);
       } else if (const auto& listed = p.scenario.backends;
@@ -88,6 +119,8 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
                &p);
       } else if (!available(backend, &why)) {
         NotRun(ResultCode::kUnsupported, why, &p);
+      } else if (!CapFitsHost(backend, limits, CapSource(options, &p.scenario), &why)) {
+        NotRun(ResultCode::kUnresolved, why, &p);
       } else {
         p.runs = true;
       }

@@ -2,6 +2,8 @@
 
 #include "allocators/cards.h"
 #include "base/byte_size.h"
+#include "model/enum_names.h"
+#include "model/phase.h"
 
 namespace oomguard {
 
@@ -46,7 +48,7 @@ bool ResolveLimits(const RunOptions& options, const std::string& default_card, L
   if (!options.inject.empty()) {
     std::vector<std::unique_ptr<FaultPolicy>> policies;
     for (const std::string& spec : options.inject) {
-      auto policy = ParseFaultSpec(spec, error);
+      auto policy = ParseFaultSpec(spec, error, AllNames<Phase>());
       if (!policy) {
         *error = "--inject: " + *error;
         return false;

@@ -1,5 +1,6 @@
 #include "run/runner.h"
 
+#include <signal.h>
 #include <stdlib.h>
 
 #include <chrono>
@@ -7,8 +8,10 @@
 #include "backends/backend.h"
 #include "backends/version_info.h"
 #include "base/atomic_file.h"
+#include "base/byte_size.h"
 #include "base/child_process.h"
 #include "base/files.h"
+#include "base/host_memory.h"
 #include "baselines/baseline_diff.h"
 #include "model/measurement_json.h"
 #include "run/child_protocol.h"
@@ -42,10 +45,25 @@ void CompareWithBaselines(const RunOptions& options, const ScenarioResult& heade
     return;
   }
   for (VariantEvidence& e : evidence->variants) {
-    if (!e.measurement) continue;
+    // A variant that ended otherwise than expected (an OOM, an error) stopped part-way: its numbers
+    // are not comparable with a whole run's, so it is neither "improved" nor a regression.
+    if (!e.measurement || e.measurement->outcome != e.expectation.outcome) continue;
     e.baseline = CompareWithBaseline(file, path, *e.measurement);
     if (!options.update_baselines) e.baseline_failures = BaselineFailures(e.baseline, options.strict);
   }
+}
+
+// A child ended by SIGKILL that the runner did not send (no timeout): on Linux, almost always the
+// kernel's OOM killer; the cgroup's oom_kill count says so for sure where it can be read.
+std::string KilledFromOutside(int64_t oom_kills_before, int64_t cap_bytes) {
+  const int64_t now = CgroupOomKills();
+  const HostMemory host = ReadHostMemory();
+  const std::string memory = "; the cap was " + (cap_bytes == Ledger::kUnlimited ? "none" : FormatBytes(cap_bytes)) +
+                             ", and this host has " + FormatBytes(host.total_bytes) + " of memory (" +
+                             FormatBytes(host.available_bytes) +
+                             " available now): use --backend meta (shapes only, any size) or a smaller --card or --cap";
+  if (oom_kills_before >= 0 && now > oom_kills_before) return ": the kernel's OOM killer ended it" + memory;
+  return ": killed from outside oomguard, most likely by the kernel's OOM killer" + memory;
 }
 
 // A scenario that runs, while its children do.
@@ -91,14 +109,13 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
   report->iterations = options.iterations;
   report->compared_with_baselines = true;
   report->strict = options.strict;
+  report->updating_baselines = options.update_baselines;
 
-  char dir_template[] = "/tmp/oomguard-run-XXXXXX";
-  const char* tmp = mkdtemp(dir_template);
-  if (tmp == nullptr) {
+  const std::string tmp_dir = MakeScratchFolder("oomguard-run");
+  if (tmp_dir.empty()) {
     *error = "cannot create a temporary folder in /tmp";
     return false;
   }
-  const std::string tmp_dir = tmp;
 
   std::vector<Running> running;
   std::vector<Job> jobs;
@@ -130,7 +147,8 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
   for (const PlannedScenario& p : plan) {
     if (!p.runs && p.result.code != ResultCode::kSkipped && on_done) on_done(p.result);
   }
-  RunChildren(specs, report->jobs, [&](size_t index, const ChildExit& exit) {
+  const int64_t oom_kills_before = CgroupOomKills();
+  const int stopped_by = RunChildren(specs, report->jobs, [&](size_t index, const ChildExit& exit) {
     const Job& job = jobs[index];
     Running& r = running[job.running];
     VariantEvidence& e = r.evidence.variants[job.variant];
@@ -142,6 +160,8 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
     } else {
       e.timed_out = exit.timed_out;
       e.exit = DescribeExit(exit, options.timeout_seconds);
+      if (exit.signal == SIGKILL && !exit.timed_out)
+        e.exit += KilledFromOutside(oom_kills_before, r.planned->result.cap_bytes);
       e.diagnostics = Tail(ReadFileOrEmpty(job.stderr_path), 2000);
     }
     r.duration_ms += exit.wall_ms;
@@ -158,6 +178,7 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
     if (on_done) on_done(p.result);
   });
   RemoveFolderOfFiles(tmp_dir);
+  if (stopped_by != 0) RaiseDefault(stopped_by);  // interrupted: nothing is reported, nothing left behind
 
   for (PlannedScenario& p : plan) {
     (p.result.code == ResultCode::kSkipped && !p.runs ? report->skipped : report->scenarios)

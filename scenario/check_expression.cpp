@@ -1,5 +1,6 @@
 #include "scenario/check_expression.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -9,6 +10,7 @@
 
 #include "base/byte_size.h"
 #include "base/did_you_mean.h"
+#include "base/input_limits.h"
 #include "model/metric_names.h"
 
 namespace oomguard {
@@ -120,11 +122,18 @@ std::string RenderTree(const std::vector<Node>& nodes, int index, const std::fun
 class CheckExpressionParser {
  public:
   CheckExpressionParser(std::string_view text, bool relation_mode, std::string* error)
-      : tokens_(Tokenize(text)), error_(error) {
+      : tokens_(Tokenize(text.substr(0, std::min<size_t>(text.size(), limits::kMaxCheckExpressionChars + 1)))),
+        text_size_(text.size()),
+        error_(error) {
     expr_.relation_mode_ = relation_mode;
   }
 
   bool Parse(CheckExpression* out) {
+    if (text_size_ > static_cast<size_t>(limits::kMaxCheckExpressionChars)) {
+      return Fail(static_cast<size_t>(limits::kMaxCheckExpressionChars) + 1,
+                  "longer than " + std::to_string(limits::kMaxCheckExpressionChars) +
+                      " characters (the limit for one check expression; split it into several checks)");
+    }
     if (!ParseSide(&expr_.left_)) return false;
     if (Peek().type != Token::Type::kSymbol || !IsComparison(Peek().text)) {
       return Unexpected("expected an operator (== != < <= > >=), got " + Describe(Peek()) + UnitHint());
@@ -235,8 +244,15 @@ class CheckExpressionParser {
     }
     if (token.type == Token::Type::kIdent) return ParseRef(node);
     if (PeekSymbol("(")) {
+      if (nesting_ == limits::kMaxCheckNesting) {
+        return Fail(Peek().column, "parentheses nested more than " + std::to_string(limits::kMaxCheckNesting) +
+                                       " deep (the limit for check expressions)");
+      }
       const size_t open = Next().column;
-      if (!ParseSide(node)) return false;
+      ++nesting_;
+      const bool parsed = ParseSide(node);
+      --nesting_;
+      if (!parsed) return false;
       if (!PeekSymbol(")")) {
         return Unexpected("expected ')' to close the '(' at column " + std::to_string(open) + ", got " +
                           Describe(Peek()));
@@ -305,7 +321,9 @@ class CheckExpressionParser {
   }
 
   std::vector<Token> tokens_;
+  size_t text_size_;
   size_t pos_ = 0;
+  int nesting_ = 0;  // '(' open around the factor being parsed
   std::string* error_;
   CheckExpression expr_;
 };

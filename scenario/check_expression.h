@@ -27,6 +27,8 @@
 // the gradients and may only be compared with == or != to another grads ref (metric_names.h lists them).
 //
 // Comparisons are exact: values are doubles, which hold integer byte counts up to 2^53 exactly.
+// Limits (base/input_limits.h): an expression has at most 2000 characters and 32 parentheses inside one
+// another.
 //
 // Error policy: parsing returns false with a one-line message naming the 1-based column. Nothing here throws.
 #pragma once

@@ -24,6 +24,7 @@
 
 #include "base/check.h"
 #include "base/did_you_mean.h"
+#include "base/json_text.h"
 
 namespace oomguard {
 
@@ -81,13 +82,13 @@ inline bool IsWrittenIn(const OrderedJson& patch, const JsonPath& path) {
 
 // A value as error messages show it after "got": string "32", 2.5, true, null, an array, an object.
 inline std::string DescribeJson(const OrderedJson& value) {
-  if (value.is_string()) return "string " + value.dump();
-  if (value.is_array()) return "an array";
-  if (value.is_object()) return "an object";
-  return value.dump();
+  if (value.is_string()) return "string " + DumpJson(value);
+  if (value.is_array()) return value.empty() ? "an empty array" : "an array";
+  if (value.is_object()) return value.empty() ? "an empty object" : "an object";
+  return DumpJson(value);
 }
 
-inline std::string Quoted(const std::string& text) { return OrderedJson(text).dump(); }
+inline std::string Quoted(const std::string& text) { return DumpJson(OrderedJson(text)); }
 
 // `unknown key "no_grd"; did you mean "no_grad"? (valid keys: batches, no_grad, keep_outputs)`, with
 // `what` "key"; the same shape for "variant", "layer kind" and other names. `shown`, when given, is

@@ -12,11 +12,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "base/input_limits.h"
 #include "scenario/json_diagnostics.h"
 
 namespace oomguard {
@@ -64,9 +67,42 @@ class DuplicateKeyFinder {
   std::string first_;
 };
 
-inline std::string SyntaxError(const std::string& text, const std::string& label,
-                               const nlohmann::json::parse_error& e) {
-  std::string what = e.what();
+// Thrown by the parse callback to stop at the first array or object past limits::kMaxJsonDepth.
+struct TooDeep {};
+
+// Counts the characters the parser has consumed, so that errors nlohmann reports without a position
+// (a number out of range, the depth limit) get a line and column too.
+class CountingIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+  CountingIterator(const char* at, const char* begin, size_t* consumed) : at_(at), begin_(begin), consumed_(consumed) {}
+  reference operator*() const { return *at_; }
+  CountingIterator& operator++() {
+    ++at_;
+    *consumed_ = static_cast<size_t>(at_ - begin_);
+    return *this;
+  }
+  CountingIterator operator++(int) {
+    CountingIterator before = *this;
+    ++*this;
+    return before;
+  }
+  bool operator==(const CountingIterator& other) const { return at_ == other.at_; }
+  bool operator!=(const CountingIterator& other) const { return at_ != other.at_; }
+
+ private:
+  const char* at_;
+  const char* begin_;
+  size_t* consumed_;
+};
+
+// `what` is nlohmann's message; `byte` counts the characters read, the last of which is where the
+// parser stopped.
+inline std::string SyntaxError(const std::string& text, const std::string& label, std::string what, size_t byte) {
   const std::string marker = "syntax error while parsing ";
   if (size_t at = what.find(marker); at != std::string::npos) what = what.substr(at + marker.size());
   if (size_t dash = what.find(" - "); dash != std::string::npos) what = what.substr(dash + 3);
@@ -76,17 +112,40 @@ inline std::string SyntaxError(const std::string& text, const std::string& label
   }
   // e.byte counts the characters read; the last one is where the parser stopped. Whitespace (the end of
   // a line, the end of the file) is never the culprit: step back to what precedes it.
-  size_t pos = std::min<size_t>(e.byte, text.size());
+  size_t pos = std::min<size_t>(byte, text.size());
   pos = pos > 0 ? pos - 1 : 0;
   auto space = [&](size_t i) { return std::isspace(static_cast<unsigned char>(text[i])) != 0; };
   while (pos > 0 && space(pos)) --pos;
   auto word_char = [&](size_t i) { return !space(i) && std::strchr(",:[]{}", text[i]) == nullptr; };
-  if (what.rfind("invalid literal", 0) == 0 && pos < text.size()) {
+  auto number_char = [&](size_t i) { return std::strchr("0123456789.eE+-", text[i]) != nullptr; };
+  const std::string overflow = "number overflow parsing '";
+  if (pos < text.size() && text[pos] == '\0' && what.find("end of input") != std::string::npos) {
+    // nlohmann takes a NUL byte for the end of the text.
+    what = "a NUL byte (0x00), which JSON does not allow outside a string";
+  } else if (size_t at = what.find(overflow); at != std::string::npos) {
+    // The parser has read one character past the number: step back to its first digit.
+    while (pos > 0 && !number_char(pos)) --pos;
+    while (pos > 0 && number_char(pos - 1)) --pos;
+    size_t end = pos;
+    while (end < text.size() && number_char(end)) ++end;
+    what = "number " + text.substr(pos, end - pos) + " is out of range (a JSON number here must fit a double, " +
+           "at most about 1.8e308)";
+  } else if (what.rfind("invalid literal", 0) == 0 && pos < text.size()) {
     while (pos > 0 && word_char(pos - 1)) --pos;
     size_t end = pos;
     while (end < text.size() && word_char(end)) ++end;
-    what = "invalid literal " + text.substr(pos, end - pos) +
-           " (strings need double quotes; the literals are true, false and null)";
+    std::string literal;  // as written, but with control bytes shown as \xNN: it goes to a terminal
+    for (size_t i = pos; i < end && literal.size() < 80; ++i) {
+      const unsigned char c = static_cast<unsigned char>(text[i]);
+      if (c < 0x20 || c == 0x7F) {
+        char shown[8];
+        std::snprintf(shown, sizeof shown, "\\x%02X", c);
+        literal += shown;
+      } else {
+        literal += text[i];
+      }
+    }
+    what = "invalid literal " + literal + " (strings need double quotes; the literals are true, false and null)";
   } else if (what.rfind("unexpected string literal", 0) == 0 || what.rfind("unexpected number literal", 0) == 0) {
     // Point at the start of the literal, which usually follows a missing comma.
     const bool string = what[11] == 's';
@@ -99,7 +158,7 @@ inline std::string SyntaxError(const std::string& text, const std::string& label
       while (pos > 0 && !(text[pos - 1] == '"' && !escaped(pos - 1))) --pos;
       if (pos > 0) --pos;
     } else {
-      while (pos > 0 && std::strchr("0123456789.eE+-", text[pos - 1]) != nullptr) --pos;
+      while (pos > 0 && number_char(pos - 1)) --pos;
     }
     if (what.find("expected '}'") != std::string::npos || what.find("expected ']'") != std::string::npos) {
       what += " (a comma missing before it?)";
@@ -132,15 +191,31 @@ inline std::string SyntaxError(const std::string& text, const std::string& label
 [[nodiscard]] inline bool ParseJsonDocument(const std::string& text, const std::string& label, OrderedJson* out,
                                             std::string* error) {
   json_document::DuplicateKeyFinder duplicates;
+  size_t consumed = 0;
+  const json_document::CountingIterator begin(text.data(), text.data(), &consumed);
+  const json_document::CountingIterator end(text.data() + text.size(), text.data(), &consumed);
   try {
     *out = OrderedJson::parse(
-        text,
-        [&](int, nlohmann::detail::parse_event_t event, OrderedJson& parsed) {
+        begin, end,
+        [&](int depth, nlohmann::detail::parse_event_t event, OrderedJson& parsed) {
+          using Event = nlohmann::detail::parse_event_t;
+          if ((event == Event::object_start || event == Event::array_start) && depth >= limits::kMaxJsonDepth) {
+            throw json_document::TooDeep{};
+          }
           return duplicates.OnEvent(event, parsed);
         },
         /*allow_exceptions=*/true, /*ignore_comments=*/true);
+  } catch (const json_document::TooDeep&) {
+    *error = json_document::SyntaxError(text, label,
+                                        "arrays and objects nested more than " + std::to_string(limits::kMaxJsonDepth) +
+                                            " deep (the limit for JSON documents)",
+                                        consumed);
+    return false;
   } catch (const nlohmann::json::parse_error& e) {
-    *error = json_document::SyntaxError(text, label, e);
+    *error = json_document::SyntaxError(text, label, e.what(), e.byte);
+    return false;
+  } catch (const nlohmann::json::exception& e) {  // out_of_range.406: a number beyond a double
+    *error = json_document::SyntaxError(text, label, e.what(), consumed);
     return false;
   }
   if (!duplicates.first().empty()) {

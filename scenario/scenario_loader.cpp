@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -14,6 +15,8 @@
 #include "base/byte_size.h"
 #include "base/did_you_mean.h"
 #include "base/files.h"
+#include "base/input_limits.h"
+#include "base/json_text.h"
 #include "model/backend.h"
 #include "scenario/check_expression.h"
 #include "scenario/json_diagnostics.h"
@@ -54,11 +57,34 @@ FieldReader NameField(std::string* out) {
   };
 }
 
+// Text that reaches the console and every report as it is: control characters other than a line break
+// or a tab (a terminal escape, say) are refused rather than passed through.
+bool PlainText(const std::string& text, const JsonPath& path, std::string* error) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) {
+      char code[8];
+      std::snprintf(code, sizeof code, "U+%04X", c);
+      return Fail(path,
+                  std::string("a control character (") + code + ") at byte " + std::to_string(i + 1) +
+                      "; write plain text (escapes would reach the console and the reports as they are)",
+                  error);
+    }
+  }
+  return true;
+}
+
+FieldReader SummaryField(std::string* out) {
+  return [out](const Json& value, const JsonPath& path, std::string* error) {
+    return StringField(out)(value, path, error) && PlainText(*out, path, error);
+  };
+}
+
 FieldReader TeachField(std::string* out) {
   return [out](const Json& value, const JsonPath& path, std::string* error) {
     if (value.is_string()) {
       *out = value.get<std::string>();
-      return true;
+      return PlainText(*out, path, error);
     }
     if (!value.is_array())
       return Fail(path, "expected a string or an array of strings (lines), got " + DescribeJson(value), error);
@@ -66,6 +92,7 @@ FieldReader TeachField(std::string* out) {
     for (size_t i = 0; i < value.size(); ++i) {
       if (!value[i].is_string())
         return Fail(path.Index(static_cast<int64_t>(i)), "expected a string, got " + DescribeJson(value[i]), error);
+      if (!PlainText(value[i].get<std::string>(), path.Index(static_cast<int64_t>(i)), error)) return false;
       *out += (i > 0 ? "\n" : "") + value[i].get<std::string>();
     }
     return true;
@@ -104,7 +131,7 @@ FieldReader CapField(std::string* out) {
     if (!value.is_string() && !value.is_number_integer()) {
       return Fail(path, "expected a size such as \"12GiB\", got " + DescribeJson(value), error);
     }
-    const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+    const std::string text = value.is_string() ? value.get<std::string>() : DumpJson(value);
     int64_t bytes = 0;
     std::string size_error;
     if (!ParseByteSize(text, &bytes, &size_error)) return Fail(path, size_error, error);
@@ -122,6 +149,12 @@ FieldReader VariantsField(Patches* out) {
       return Fail(path,
                   "expected an object of named variants such as {\"pitfall\": {}, \"fixed\": {...}}, got " +
                       DescribeJson(value),
+                  error);
+    }
+    if (value.size() > static_cast<size_t>(limits::kMaxVariants)) {
+      return Fail(path,
+                  std::to_string(value.size()) + " variants, more than " + std::to_string(limits::kMaxVariants) +
+                      " (the limit for one scenario; split it into several files)",
                   error);
     }
     for (const auto& [name, patch] : value.items()) {
@@ -262,7 +295,7 @@ bool LoadDocument(const Json& root, Scenario* out, std::string* error) {
   Patches patches;
   const Json* expect = nullptr;
   const Json* checks = nullptr;
-  std::vector<Field> fields = {{"name", NameField(&out->name)},    {"summary", StringField(&out->summary)},
+  std::vector<Field> fields = {{"name", NameField(&out->name)},    {"summary", SummaryField(&out->summary)},
                                {"teach", TeachField(&out->teach)}, {"backends", BackendsField(&out->backends)},
                                {"card", CardField(&out->card)},    {"cap", CapField(&out->cap)}};
   for (Field& field : VariantConfigFields(&base_spec, /*patch=*/false)) fields.push_back(std::move(field));
@@ -375,13 +408,11 @@ bool FindScenarioFiles(const std::vector<std::string>& paths, std::vector<std::s
       return false;
     }
     const std::string prefix = path.back() == '/' ? path : path + "/";
+    // Every entry named *.json is taken, whatever it is: one that is not a readable file (a dangling
+    // link, a folder, a FIFO) then fails to load and shows as UNRESOLVED, rather than leaving CI unseen.
     while (const dirent* entry = readdir(dir)) {
       const std::string name = entry->d_name;
-      struct stat entry_info {};
-      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0 &&
-          stat((prefix + name).c_str(), &entry_info) == 0 && S_ISREG(entry_info.st_mode)) {
-        found.push_back(prefix + name);
-      }
+      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) found.push_back(prefix + name);
     }
     closedir(dir);
   }

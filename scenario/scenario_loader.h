@@ -37,7 +37,8 @@ namespace oomguard {
                                     std::string* error);
 
 // Expands `paths` into scenario files: a file is taken as it is; a folder gives every *.json directly
-// inside it (other files such as FORMAT.md are ignored; subfolders are not searched). The result is
+// inside it, whatever it is (a broken link or a folder named x.json is taken, and fails to load as UNRESOLVED;
+// other names such as FORMAT.md are ignored; subfolders are not searched). The result is
 // sorted and without duplicates. Fails for a path that does not exist: "PATH: no such file or folder".
 [[nodiscard]] bool FindScenarioFiles(const std::vector<std::string>& paths, std::vector<std::string>* files,
                                      std::string* error);

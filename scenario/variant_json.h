@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/input_limits.h"
 #include "model/dtype.h"
 #include "model/layer_kinds.h"
 #include "model/scenario.h"
@@ -65,7 +66,8 @@ inline bool ReadLayer(const Json& value, const JsonPath& path, LayerSpec* out, i
       if (!IntField(repeat, 1)(field_value, path.Key(key), error)) return false;
       continue;
     }
-    auto field = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
+    // `&key = key`: clang before 16 cannot capture a structured binding.
+    auto field = std::find_if(fields.begin(), fields.end(), [&, &key = key](const Field& f) { return f.key == key; });
     if (field != fields.end() && !kind.Takes(key)) {
       return Fail(path,
                   "layer kind " + kind.name + " takes no field " + Quoted(key) + " (it takes" +
@@ -105,8 +107,13 @@ inline FieldReader LayersField(std::vector<LayerSpec>* out) {
       LayerSpec layer;
       int64_t repeat = 1;
       if (!ReadLayer(value[i], path.Index(static_cast<int64_t>(i)), &layer, &repeat, error)) return false;
-      if (repeat > 100000)
-        return Fail(path.Index(static_cast<int64_t>(i)).Key("repeat"), "at most 100000 copies", error);
+      if (static_cast<int64_t>(out->size()) + repeat > limits::kMaxLayers) {
+        return Fail(path.Index(static_cast<int64_t>(i)).Key(repeat > 1 ? "repeat" : "kind"),
+                    "the model would have more than " + std::to_string(limits::kMaxLayers) + " layers (" +
+                        std::to_string(out->size()) + " before this entry, " + std::to_string(repeat) +
+                        " here; the limit for one model)",
+                    error);
+      }
       out->insert(out->end(), static_cast<size_t>(repeat), layer);
     }
     return true;
@@ -237,8 +244,7 @@ inline std::vector<Field> VariantConfigFields(VariantSpec* spec, bool patch) {
                {"zero_grad", EnumField(&loop->zero_grad, "zero_grad mode", {"none", "zero"})},
                {"accumulate", IntField(&loop->accumulate, 1)},
                {"autocast", EnumField(&loop->autocast, "autocast dtype", {"none", "bfloat16", "float16"})},
-               {"clip_grad_norm",
-                NumberField(&loop->clip_grad_norm, "a max norm > 0", [](double v) { return v > 0; })},
+               {"clip_grad_norm", NumberField(&loop->clip_grad_norm, "a max norm > 0", [](double v) { return v > 0; })},
                {"eval", Object({{"batches", IntField(&loop->eval.batches, 0)},
                                 {"no_grad", BoolField(&loop->eval.no_grad)},
                                 {"keep_outputs", BoolField(&loop->eval.keep_outputs)}},

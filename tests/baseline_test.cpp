@@ -1,11 +1,14 @@
 // Baselines: the store's file format, the comparison's verdicts, and atomic writes under SIGKILL.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -25,6 +28,20 @@ std::string Read(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// The temporary files WriteFileAtomically may have left beside `path`.
+std::vector<std::string> TemporariesBeside(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = path.substr(0, slash), prefix = "." + path.substr(slash + 1) + ".tmp.";
+  std::vector<std::string> found;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* entry = readdir(d)) {
+      if (std::string(entry->d_name).rfind(prefix, 0) == 0) found.push_back(entry->d_name);
+    }
+    closedir(d);
+  }
+  return found;
 }
 
 VariantMeasurement Measured(const std::string& variant, int64_t peak) {
@@ -78,9 +95,95 @@ TEST(BaselineStore, AMissingFileIsNoBaselineAndACorruptOneIsAnError) {
   std::ofstream(path) << R"({"scenario": "s", "entries": [{"variant": "v", "backend": "cpu", "cap_bytes": "big"}]})";
   EXPECT_FALSE(LoadBaselineFile(path, &file, &error));
   EXPECT_EQ(error, path +
-                       ": at entries[0].cap_bytes: type must be number, but is string (a baseline file as "
+                       ": at entries[0].cap_bytes: expected an integer >= 1, got string \"big\" (a baseline file as "
                        "--update-baselines writes it is expected)");
   unlink(path.c_str());
+}
+
+// D3, D12: every value of a baseline file is checked, as a scenario's are; nothing is truncated,
+// wrapped or ignored.
+TEST(BaselineStore, EveryValueIsValidated) {
+  const std::string path = TempPath("values.json");
+  const std::string entry =
+      R"({"variant": "v", "backend": "cpu", "card": "", "cap_bytes": 1000, "peak_bytes": 10, "phase_peaks": {"forward": 10}, "live_after": [4], "alloc_count": 2})";
+  auto error_of = [&](const std::string& text) {
+    std::ofstream(path) << text;
+    BaselineFile file;
+    std::string error;
+    EXPECT_FALSE(LoadBaselineFile(path, &file, &error)) << text;
+    const std::string prefix = path + ": ", suffix = " (a baseline file as --update-baselines writes it is expected)";
+    if (error.rfind(prefix, 0) == 0) error = error.substr(prefix.size());
+    if (error.ends_with(suffix)) error.resize(error.size() - suffix.size());
+    return error;
+  };
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string e = entry;
+    e.replace(e.find(from), from.size(), to);
+    return R"({"scenario": "s", "entries": [)" + e + "]}";
+  };
+  const std::string huge = with("\"peak_bytes\": 10", "\"peak_bytes\": 1e400");
+  std::ofstream(path) << huge;
+  BaselineFile file;
+  std::string error;
+  EXPECT_FALSE(LoadBaselineFile(path, &file, &error));  // was nlohmann's out_of_range.406, uncaught
+  EXPECT_EQ(error, path + ":1:" + std::to_string(huge.find("1e400") + 1) +
+                       ": JSON syntax error: number 1e400 is out of range (a JSON number here must fit a double, at "
+                       "most about 1.8e308)");
+  EXPECT_EQ(error_of(with("\"peak_bytes\": 10", "\"peak_bytes\": 18446744073709551615")),
+            "at entries[0].peak_bytes: expected an integer >= 0, got 18446744073709551615");
+  EXPECT_EQ(error_of(with("\"peak_bytes\": 10", "\"peak_bytes\": 10.5")),
+            "at entries[0].peak_bytes: expected an integer >= 0, got 10.5");
+  EXPECT_EQ(error_of(with("\"live_after\": [4]", "\"live_after\": [-4]")),
+            "at entries[0].live_after[0]: expected an integer >= 0, got -4");
+  EXPECT_EQ(error_of(with("\"forward\"", "\"forwad\"")),
+            "at entries[0].phase_peaks: unknown phase \"forwad\"; did you mean \"forward\"? (phases: setup, "
+            "transfer, forward, backward, optimizer, zero_grad, eval, step)");
+  EXPECT_EQ(error_of(with("\"alloc_count\"", "\"alloc_cout\"")),
+            "at entries[0]: unknown key \"alloc_cout\"; did you mean \"alloc_count\"? (valid keys: variant, backend, "
+            "card, cap_bytes, peak_bytes, phase_peaks, live_after, alloc_count)");
+  EXPECT_EQ(error_of(with("\"backend\": \"cpu\"", "\"backend\": \"gpu\"")),
+            "at entries[0].backend: unknown backend \"gpu\"; did you mean \"cpu\"? (valid values: cpu, meta, cuda)");
+  EXPECT_EQ(error_of(R"({"scenario": "s", "entries": [)" + entry + ", " + entry + "]}"),
+            "at entries[1]: a second entry for variant \"v\", backend cpu, cap_bytes 1000 (each may appear once)");
+  EXPECT_EQ(error_of(R"({"scenario": "s", "entries": [], "tolerance": {"relative": -0.5}})"),
+            "at tolerance.relative: expected a fraction in [0, 100] (0.01 is 1%), got -0.5");
+  EXPECT_EQ(error_of(R"({"scenario": "s", "entries": [], "tolerance": {"relative": 1e308}})"),
+            "at tolerance.relative: expected a fraction in [0, 100] (0.01 is 1%), got 1e+308");
+  EXPECT_EQ(error_of(R"({"scenario": "s", "entries": [], "tolerance": {"relativ": 0.1}})"),
+            "at tolerance: unknown key \"relativ\"; did you mean \"relative\"? (valid keys: relative, "
+            "absolute_bytes, metrics)");
+  EXPECT_EQ(error_of(R"({"scenario": "s", "entries": [], "tolerance": {"metrics": {"peak": {}}}})"),
+            "at tolerance.metrics: unknown metric \"peak\" (a baseline compares peak_bytes, alloc_count, "
+            "phase_peak.<phase> and live_after[N])");
+  EXPECT_EQ(error_of(R"({"scenario": "s"})"), "at top level: missing required key \"entries\"");
+  unlink(path.c_str());
+}
+
+// D11: only "nothing there" is "no baseline yet"; anything there that cannot be read is an error, so an
+// update never overwrites it.
+TEST(BaselineStore, OnlyAMissingFileIsNoBaseline) {
+  const std::string loop = TempPath("loop.json"), dangling = TempPath("dangling.json");
+  ASSERT_EQ(symlink(loop.c_str(), loop.c_str()), 0);
+  ASSERT_EQ(symlink("/nonexistent/target.json", dangling.c_str()), 0);
+  BaselineFile file;
+  std::string error;
+  EXPECT_FALSE(LoadBaselineFile(loop, &file, &error));
+  EXPECT_EQ(error, loop + ": cannot read: Too many levels of symbolic links");
+  EXPECT_FALSE(LoadBaselineFile(dangling, &file, &error));
+  EXPECT_EQ(error, dangling + ": cannot read: No such file or directory");
+  EXPECT_FALSE(LoadBaselineFile("/tmp", &file, &error));
+  EXPECT_EQ(error, "/tmp: not a regular file (a folder)");
+  unlink(loop.c_str());
+  unlink(dangling.c_str());
+}
+
+TEST(BaselineStore, ARelativeToleranceNeverOverflows) {
+  Tolerance t;
+  t.relative = 100;
+  EXPECT_EQ(t.Allowed(std::numeric_limits<int64_t>::max()), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(t.Allowed(1000), 100000);
+  t.relative = 0.015;
+  EXPECT_EQ(t.Allowed(1000), 15);
 }
 
 TEST(BaselineDiff, VerdictsFollowTheTolerance) {
@@ -141,7 +244,45 @@ TEST(AtomicFile, AKilledWriterNeverLeavesATornFile) {
     const std::string now = Read(path);
     EXPECT_TRUE(now == a || now == b) << "torn file of " << now.size() << " bytes in round " << round;
   }
+  // D14: a killed writer's temporary file may stay; the next write into the folder removes it.
+  ASSERT_TRUE(WriteFileAtomically(path, a, &error)) << error;
+  EXPECT_EQ(TemporariesBeside(path), std::vector<std::string>{});
   unlink(path.c_str());
+}
+
+// D16: a report path that is a symbolic link is written through, the link kept.
+TEST(AtomicFile, WritesThroughASymbolicLinkAndDirectlyToADevice) {
+  const std::string target = TempPath("target.md"), link = TempPath("link.md");
+  std::string error;
+  ASSERT_TRUE(WriteFileAtomically(target, "old", &error)) << error;
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  ASSERT_TRUE(WriteFileAtomically(link, "new", &error)) << error;
+  struct stat info {};
+  ASSERT_EQ(lstat(link.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISLNK(info.st_mode));
+  EXPECT_EQ(Read(target), "new");
+  EXPECT_TRUE(WriteFileAtomically("/dev/null", "anything", &error)) << error;
+  unlink(link.c_str());
+  unlink(target.c_str());
+}
+
+// D9: output paths are checked before a run, without writing anything.
+TEST(AtomicFile, ChecksAPathBeforeAnythingIsWritten) {
+  std::string error;
+  EXPECT_TRUE(CheckWritablePath(TempPath("fresh.xml"), &error)) << error;
+  EXPECT_TRUE(CheckWritablePath("/tmp/" + std::to_string(getpid()) + "-new/sub/x.xml", &error)) << error;
+  EXPECT_TRUE(CheckWritablePath("/dev/stdout", &error)) << error;
+  EXPECT_FALSE(CheckWritablePath("/tmp", &error));
+  EXPECT_EQ(error, "/tmp: is a folder; expected a file name");
+  EXPECT_FALSE(CheckWritablePath("/etc/hostname/x.xml", &error));
+  EXPECT_EQ(error, "/etc/hostname/x.xml: /etc/hostname is not a folder");
+  const std::string loop = TempPath("loop.xml");
+  ASSERT_EQ(symlink(loop.c_str(), loop.c_str()), 0);
+  EXPECT_FALSE(CheckWritablePath(loop, &error));
+  EXPECT_EQ(error, loop + ": Too many levels of symbolic links");
+  unlink(loop.c_str());
+  EXPECT_FALSE(CheckWritablePath("", &error));
+  EXPECT_EQ(error, "an empty path");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "run/child_protocol.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 namespace oomguard {
 namespace {
@@ -22,6 +23,7 @@ MeasureRequest EveryFieldSet() {
   r.snapshot_all = true;
   r.model_cuda = true;
   r.out_path = "/tmp/scratch/0.json";
+  r.parent_pid = getpid();  // what MeasureRequestFor sets: the runner
   return r;
 }
 
@@ -32,13 +34,20 @@ std::vector<std::string> ArgsAfterCommand(const std::vector<std::string>& argv) 
 TEST(ChildProtocol, EveryFieldSurvivesTheRoundTrip) {
   const MeasureRequest sent = EveryFieldSet();
   const std::vector<std::string> argv = ChildArgv("/bin/oomguard", sent);
-  EXPECT_EQ(argv, (std::vector<std::string>{
-                      "/bin/oomguard",   "__measure", "--scenario",     "/s/tiny.json", "--variant",
-                      "bad&name<\"x\">", "--backend", "meta",           "--out",        "/tmp/scratch/0.json",
-                      "--card",          "a100-80gb", "--cap",          "12GiB",        "--context",
-                      "500MiB",          "--inject",  "nth=5",          "--inject",     "p=0.01,seed=7",
-                      "--iterations",    "3",         "--snapshot-dir", "/tmp/scratch", "--snapshot-all",
-                      "--model-cuda"}));
+  EXPECT_EQ(argv, (std::vector<std::string>{"/bin/oomguard",  "__measure",
+                                            "--scenario",     "/s/tiny.json",
+                                            "--variant",      "bad&name<\"x\">",
+                                            "--backend",      "meta",
+                                            "--out",          "/tmp/scratch/0.json",
+                                            "--card",         "a100-80gb",
+                                            "--cap",          "12GiB",
+                                            "--context",      "500MiB",
+                                            "--inject",       "nth=5",
+                                            "--inject",       "p=0.01,seed=7",
+                                            "--iterations",   "3",
+                                            "--snapshot-dir", "/tmp/scratch",
+                                            "--snapshot-all", "--model-cuda",
+                                            "--parent-pid",   std::to_string(getpid())}));
   MeasureRequest received;
   std::string error;
   ASSERT_TRUE(ParseMeasureRequest(ArgsAfterCommand(argv), &received, &error)) << error;
@@ -48,6 +57,7 @@ TEST(ChildProtocol, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_EQ(received.iterations, 3);
   EXPECT_TRUE(received.snapshot_all);
   EXPECT_TRUE(received.model_cuda);
+  EXPECT_EQ(received.parent_pid, getpid());
 }
 
 TEST(ChildProtocol, DefaultsAreLeftOffTheCommandLine) {

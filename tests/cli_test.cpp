@@ -10,24 +10,17 @@
 #include <regex>
 #include <sstream>
 
+#include "tests/cli_result.h"
 #include "tests/scoped_environment.h"
 #include "tests/scratch_folder.h"
 
 namespace oomguard {
 namespace {
 
-struct CliResult {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-CliResult Cli(std::vector<std::string> args) {
-  args.insert(args.begin(), "oomguard");
-  std::ostringstream out, err;
-  const int code = RunCli(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using testing::Cli;
+using testing::CliResult;
+using testing::Contents;
+using testing::Exists;
 
 TEST(Cli, VersionNamesToolLibTorchCudaAndBackends) {
   CliResult r = Cli({"--version"});
@@ -175,18 +168,6 @@ TEST(Cli, ExplainAndFitTakeNoShard) {
     EXPECT_EQ(r.code, kExitUsage) << command;
     EXPECT_EQ(r.err.rfind("The following arguments were not expected: 1/2 --shard\n", 0), 0u) << r.err;
   }
-}
-
-std::string Contents(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0;
 }
 
 // The <testsuite> names of a JUnit file, in order.

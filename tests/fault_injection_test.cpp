@@ -97,13 +97,50 @@ TEST(FaultInjection, ParsesSpecStrings) {
   EXPECT_EQ(Describe("seed=7,p=0.5"), "p=0.5,seed=7");
   EXPECT_EQ(Describe("p=0.5"), "p=0.5,seed=0");
   EXPECT_EQ(Describe("phase=backward,nth=2"), "phase=backward,nth=2");
+  // Note [Filters before counters]: the written order does not matter.
+  EXPECT_EQ(Describe("nth=2,phase=backward"), "phase=backward,nth=2");
+  EXPECT_EQ(Describe("p=0.5,min-size=1KiB"), "min-size=1024,p=0.5,seed=0");
+}
+
+// D7: "nth=2,phase=backward" counted every request and then vetoed the 2nd unless it was in backward,
+// so it never fired; now it fails the 2nd request made in backward.
+TEST(FaultInjection, NthCountsTheRequestsTheFiltersLetThroughWhateverTheOrder) {
+  std::string error;
+  FaultInjector injector(ParseFaultSpec("nth=2,phase=backward", &error));
+  EXPECT_FALSE(injector.Check(8, "forward"));
+  EXPECT_FALSE(injector.Check(8, "forward"));
+  EXPECT_FALSE(injector.Check(8, "backward"));
+  EXPECT_FALSE(injector.Check(8, "optimizer"));
+  const auto failed = injector.Check(16, "backward");
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->allocation_index, 5);
+  EXPECT_EQ(failed->bytes, 16);
+  EXPECT_FALSE(injector.Check(16, "backward"));
+}
+
+// D7: specs that could never fire were accepted.
+TEST(FaultInjection, RejectsSpecsThatCouldNeverFire) {
+  const std::vector<std::string> phases = {"forward", "backward"};
+  std::string error;
+  EXPECT_FALSE(ParseFaultSpec("phase=bakward", &error, phases));
+  EXPECT_EQ(error,
+            "invalid fault spec 'phase=bakward': unknown phase 'bakward'; did you mean 'backward'? (phases: forward, "
+            "backward)");
+  EXPECT_TRUE(ParseFaultSpec("phase=backward", &error, phases)) << error;
+  EXPECT_EQ(SpecError("p=nan"), "invalid fault spec 'p=nan': p must be a probability in (0, 1], got 'nan'");
+  EXPECT_EQ(SpecError("p=0"), "invalid fault spec 'p=0': p must be a probability in (0, 1], got '0'");
+  const std::string accepted =
+      "expected clauses joined by ',' from nth=N, min-size=SIZE, p=P, seed=S, phase=NAME (e.g. phase=backward,nth=2)";
+  EXPECT_EQ(SpecError("nth=5,"), "invalid fault spec 'nth=5,': an empty clause (a ',' too many?); " + accepted);
+  EXPECT_EQ(SpecError(",nth=5"), "invalid fault spec ',nth=5': an empty clause (a ',' too many?); " + accepted);
+  EXPECT_EQ(SpecError("nth=2,nth=3"), "invalid fault spec 'nth=2,nth=3': nth is given twice");
 }
 
 TEST(FaultInjection, RejectsBadSpecsPrecisely) {
   const std::string accepted =
       "expected clauses joined by ',' from nth=N, min-size=SIZE, p=P, seed=S, phase=NAME (e.g. phase=backward,nth=2)";
   EXPECT_EQ(SpecError("nth=0"), "invalid fault spec 'nth=0': nth must be a whole number >= 1, got '0'");
-  EXPECT_EQ(SpecError("p=1.5"), "invalid fault spec 'p=1.5': p must be a probability in [0, 1], got '1.5'");
+  EXPECT_EQ(SpecError("p=1.5"), "invalid fault spec 'p=1.5': p must be a probability in (0, 1], got '1.5'");
   EXPECT_EQ(SpecError("seed=3"), "invalid fault spec 'seed=3': seed is only meaningful with p=P");
   EXPECT_EQ(SpecError("size=3"), "invalid fault spec 'size=3': unknown key 'size'; " + accepted);
   EXPECT_EQ(SpecError("nth"), "invalid fault spec 'nth': 'nth' is not KEY=VALUE; " + accepted);

@@ -88,7 +88,7 @@ TEST(ScenarioLoader, WrongTypesAndRangesSayWhatIsExpected) {
   EXPECT_EQ(LoadError(With(R"("data": {"shape": [4, -1]})")),
             "s.json: at data.shape[1]: expected an integer >= 1, got -1");
   EXPECT_EQ(LoadError(With(R"("data": {"shape": []})")),
-            "s.json: at data.shape: expected the shape of one sample, such as [512], got an array");
+            "s.json: at data.shape: expected the shape of one sample, such as [512], got an empty array");
   EXPECT_EQ(LoadError(With(R"("loop": {"backward": "yes"})")),
             "s.json: at loop.backward: expected true or false, got string \"yes\"");
   EXPECT_EQ(LoadError(With(R"("loop": {"optimizer": {"lr": 0}})")),
@@ -165,7 +165,7 @@ TEST(ScenarioLoader, ScenarioKeysAreValidated) {
   EXPECT_EQ(LoadError(With(R"("backends": ["cpu", "cpu"])")),
             "s.json: at backends[1]: backend \"cpu\" is listed twice");
   EXPECT_EQ(LoadError(With(R"("backends": [])")),
-            "s.json: at backends: expected an array of backends such as [\"cpu\", \"meta\"], got an array");
+            "s.json: at backends: expected an array of backends such as [\"cpu\", \"meta\"], got an empty array");
   EXPECT_EQ(LoadError(With(R"("card": "t4", "cap": "12GiB")")), "s.json: at cap: give either card or cap, not both");
   EXPECT_EQ(LoadError(With(R"("cap": "12XB")")),
             "s.json: at cap: invalid size '12XB': unknown unit 'XB'; expected a size such as 16GiB, 15.5GB, 512MiB, "
@@ -174,13 +174,13 @@ TEST(ScenarioLoader, ScenarioKeysAreValidated) {
   EXPECT_EQ(LoadError(With(R"("card": "t5")")).substr(0, 38), "s.json: at card: unknown card 't5'; kn");
   EXPECT_EQ(LoadError(With("", R"("variants": {})")),
             "s.json: at variants: expected an object of named variants such as {\"pitfall\": {}, \"fixed\": {...}}, "
-            "got an object");
+            "got an empty object");
   EXPECT_EQ(LoadError(With("", R"("variants": {"Fixed": {}})")),
             "s.json: at variants: invalid variant name \"Fixed\": use lowercase letters, digits and '_', not starting "
             "with a digit");
   EXPECT_EQ(LoadError(With("", R"("variants": {"a": []})")),
             "s.json: at variants.a: expected an object (a merge patch over the base; {} runs the base as it is), got "
-            "an array");
+            "an empty array");
 }
 
 }  // namespace

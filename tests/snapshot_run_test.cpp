@@ -108,8 +108,7 @@ TEST_F(SnapshotRunTest, AFolderThatCannotBeMadeIsAUsageError) {
   const std::string file = folder_.Write("plain-file", "x");
   const Result r = Run({"--snapshot-dir", file + "/snaps"});
   EXPECT_EQ(r.code, kExitUsage);
-  EXPECT_EQ(r.err,
-            "oomguard run: --snapshot-dir " + file + "/snaps: cannot create " + file + "/snaps: Not a directory\n");
+  EXPECT_EQ(r.err, "oomguard run: --snapshot-dir " + file + "/snaps: " + file + " is not a folder\n");
   EXPECT_EQ(r.out, "");
 }
 

@@ -30,7 +30,7 @@ std::string FormatNumber(double value) {
 // Bytes as FormatBytes prints them, or exactly ("12582913 bytes") when rounding would hide a difference.
 std::string FormatValue(double value, Unit unit, bool exact) {
   if (unit != Unit::kBytes) return FormatNumber(value);
-  if (exact || std::fabs(value) >= 9.2e18) return FormatNumber(value) + " bytes";
+  if (exact || !std::isfinite(value) || std::fabs(value) >= 9.2e18) return FormatNumber(value) + " bytes";
   return FormatBytes(std::llround(value));
 }
 

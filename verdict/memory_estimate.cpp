@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "model/dtype.h"
 #include "model/layer_kinds.h"
@@ -39,8 +40,12 @@ std::optional<MemoryEstimate> EstimateMemory(const Scenario& scenario, const Var
   e.activation_formula = std::to_string(spec.data.batch) + " x " + std::to_string(seq) + " x " +
                          std::to_string(hidden) + " x " + std::to_string(blocks) + " blocks x " +
                          std::to_string(dtype_bytes) + " bytes x " + factor_text;
-  const auto activations = static_cast<int64_t>(
-      std::llround(static_cast<double>(spec.data.batch * seq * hidden * blocks * dtype_bytes) * factor));
+  // In double: a batch of 2^62 would overflow the product in int64_t. Saturated at int64_t's largest.
+  const double product = static_cast<double>(spec.data.batch) * static_cast<double>(seq) *
+                         static_cast<double>(hidden) * static_cast<double>(blocks) *
+                         static_cast<double>(dtype_bytes) * factor;
+  const auto activations =
+      product >= 9.2e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(std::llround(product));
   const int64_t optimizer = n * OptimizerBytesPerParameter(spec.loop.optimizer);
 
   e.rows.push_back({"parameters", m.param_bytes, 4 * n});

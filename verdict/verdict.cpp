@@ -50,6 +50,11 @@ void JudgeMeasurement(const VariantExpectation& expectation, const VariantMeasur
       r->reasons.push_back("a leak is expected, but live bytes did not grow from iteration to iteration");
     }
   }
+  if (m.injection && m.injected.empty()) {
+    r->reasons.push_back("--inject " + m.injection->spec + " never fired: it saw " +
+                         std::to_string(m.injection->requests_seen) +
+                         " allocation requests and failed none (a fault that never fires tests nothing)");
+  }
   const MetricLookup lookup = [&m](const std::string&, const std::string& metric) { return LookupMetric(m, metric); };
   for (const std::string& text : expectation.checks) {
     CheckResult check = Evaluate(text, /*relation_mode=*/false, r->name, lookup, m.backend);

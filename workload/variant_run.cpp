@@ -92,8 +92,10 @@ class VariantRun final : public MeasuredRun {
     for (const at::Tensor& p : params_) b.gradients_bytes += Bytes(p.grad());
     b.optimizer_state_bytes = m_.optimizer_state_bytes.value_or(0);
     b.inputs_bytes = batch_bytes_;
-    b.activations_and_transient_bytes = live_at_refusal - b.parameters_bytes - b.gradients_bytes -
-                                        b.optimizer_state_bytes - b.inputs_bytes - history_bytes_;
+    // Kept losses (loop.loss_history) are tensors too, with the graphs they hold: they stay in this
+    // category, so that the categories add up to what was live.
+    b.activations_and_transient_bytes =
+        live_at_refusal - b.parameters_bytes - b.gradients_bytes - b.optimizer_state_bytes - b.inputs_bytes;
     b.layers = layer_bytes_;
     return b;
   }
@@ -131,6 +133,9 @@ class VariantRun final : public MeasuredRun {
         at::Tensor to_differentiate = spec_.loop.accumulate > 1 ? loss / spec_.loop.accumulate : loss;
         if (scaler_) to_differentiate = scaler_->Scale(to_differentiate);
         to_differentiate.backward({}, spec_.loop.retain_graph);
+        // What each layer's forward left live is freed now (or kept by a graph, which the activations
+        // category still counts): an OOM report after this point must not list it per layer.
+        layer_bytes_.clear();
       }
       iteration->live_after_backward_bytes = ledger_.live_bytes();
       if (first_step) {
@@ -340,7 +345,6 @@ class VariantRun final : public MeasuredRun {
     if (h.keep == "attached") history_.push_back(loss);
     if (h.keep == "detached") history_.push_back(loss.detach());
     if (h.keep == "item" && has_data_) items_.push_back(loss.item<double>());
-    if (h.keep != "item") history_bytes_ += Bytes(loss);
   }
 
   void Evaluate() {
@@ -371,7 +375,6 @@ class VariantRun final : public MeasuredRun {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::vector<at::Tensor> history_;
   std::vector<double> items_;  // loss.item() values: what a history of numbers holds (no tensor)
-  int64_t history_bytes_ = 0;
   int64_t batch_bytes_ = 0;
   std::vector<std::pair<std::string, int64_t>> layer_bytes_;
   std::optional<AutocastSetting> autocast_;  // loop.autocast on the backend's device type

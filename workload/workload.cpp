@@ -13,6 +13,7 @@
 #include "allocators/install.h"
 #include "backends/backend.h"
 #include "backends/host_scalars.h"
+#include "base/host_memory.h"
 #include "nn/layer_trace.h"
 #include "nn/torchscript_net.h"
 #include "workload/error_category.h"
@@ -59,7 +60,9 @@ VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions&
   DeviceAccount& account = backend->account();
   const auto start = std::chrono::steady_clock::now();
   {
-    ScopedLimits limits(account, options.limits);
+    Limits bounded = options.limits;
+    if (traits.allocates_host_memory) bounded.host_budget_bytes = ReadHostMemory().available_bytes;
+    ScopedLimits limits(account, std::move(bounded));
     account.ledger().EnableTimeline(options.timeline_points);
     account.ledger().SetPhase(Name(Phase::kSetup));  // Note [Phases as names in the ledger]
     account.ledger().ResetStatistics();
@@ -112,7 +115,11 @@ VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions&
     m.transfer_bytes = transfers.bytes();
     m.ledger = account.ledger().Snapshot();
     backend->Collect(&m);
-    if (options.limits.faults) m.injected = options.limits.faults->failures();
+    if (options.limits.faults) {
+      m.injected = options.limits.faults->failures();
+      m.injection =
+          VariantMeasurement::Injection{options.limits.faults->Describe(), options.limits.faults->requests_seen()};
+    }
     if (model_feed) m.cuda_model = CudaModelMeasurementOf(model_feed->stats());
     snapshot.Finish(&m);
   }
