@@ -1,10 +1,12 @@
-// Fuzzes the scenario loader (scenario/scenario_loader.h) and what a loaded scenario feeds. Invariants
-// from its header: failures are one message naming the file and never an internal error (an exception
-// the loader caught); a loaded scenario's checks parse and name its variants, its card and cap resolve.
-// Then its checks are evaluated and each variant's memory estimate computed, as a run would.
+// Fuzzes the scenario loader (scenario/scenario_loader.h) and what a loaded scenario feeds.
+// Invariants from its header: a failure is one message naming the file, never an internal error (an
+// exception the loader caught), and one the results file can hold; a loaded scenario's checks parse
+// and name its variants, its card and cap resolve. Then its checks are evaluated and each variant's
+// memory estimate computed, as a run would.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "allocators/cards.h"
@@ -32,6 +34,17 @@ CheckExpression ParsedCheck(const std::string& text, bool relation_mode, const S
   return check;
 }
 
+// A load error goes into the results file (reports/results_json.cpp), which nlohmann writes strictly:
+// invalid UTF-8 there throws.
+bool WritableToResults(const std::string& message) {
+  try {
+    (void)nlohmann::json(message).dump();
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
 // What the runner reports for a variant that ran: enough for the estimate's arithmetic.
 VariantMeasurement DummyMeasurement(const VariantSpec& spec) {
   VariantMeasurement m;
@@ -55,6 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!LoadScenarioText(text, "fuzz.json", &scenario, &error)) {
     OOMGUARD_CHECK(error.starts_with("fuzz.json:")) << error;
     OOMGUARD_CHECK(error.find(": internal error while loading: ") == std::string::npos) << error;
+    OOMGUARD_CHECK(WritableToResults(error)) << "not UTF-8, so no results file can hold it: " << error;
     OOMGUARD_CHECK(scenario.name.empty() && scenario.variants.empty()) << "a failed load changed *out";
     return 0;
   }
