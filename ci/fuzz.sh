@@ -17,7 +17,7 @@ export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
 generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
 cmake -S "$root" -B "$tree" "${generator[@]}" -DCMAKE_CXX_COMPILER=clang++ -DOOMGUARD_WITH_TORCH=OFF \
   -DOOMGUARD_FUZZERS=ON -DOOMGUARD_BUILD_TESTS=OFF -DOOMGUARD_INSTALL=OFF >/dev/null
-cmake --build "$tree" --parallel "$(nproc)"
+cmake --build "$tree" --target oomguard_fuzzers --parallel "$(nproc)"
 export UBSAN_OPTIONS="print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 
 found=0

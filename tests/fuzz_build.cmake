@@ -3,7 +3,7 @@
 # the Fuzz.* runs; fails when any step fails, clang or libFuzzer missing included (ci/bootstrap.sh).
 foreach(step
     "${CMAKE_COMMAND};-S;${SOURCE_DIR};-B;${BINARY_DIR};-G;${GENERATOR};-DCMAKE_CXX_COMPILER=${CXX_COMPILER};-DOOMGUARD_WITH_TORCH=OFF;-DOOMGUARD_FUZZERS=ON;-DOOMGUARD_BUILD_TESTS=OFF;-DOOMGUARD_INSTALL=OFF"
-    "${CMAKE_COMMAND};--build;${BINARY_DIR}")
+    "${CMAKE_COMMAND};--build;${BINARY_DIR};--target;oomguard_fuzzers")
   execute_process(COMMAND ${step} RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     string(REPLACE ";" " " shown "${step}")
