@@ -35,9 +35,9 @@ while IFS=$'\t' read -r name exe dict seeds max_len; do
     "$corpus" "$seeds" >"$log" 2>&1 || true
   # Fork mode's status lines: "#RUNS: cov: ... oom/timeout/crash: O/T/C time: ...".
   last="$(grep -E '^#[0-9]+: ' "$log" | tail -1 || true)"
-  runs="${last%%:*}"
+  runs="${last%%:*}" runs="${runs#\#}"
   after="$(ls "$findings" | wc -l)"
-  summary+=("$name: ${runs:-#0} inputs executed, corpus $(ls "$corpus" | wc -l) files, $((after - before)) new findings")
+  summary+=("$name: ${runs:-0} inputs executed, corpus $(ls "$corpus" | wc -l) files, $((after - before)) new findings")
   if ((after > before)); then
     found=1
     ls -t "$findings" | head -n $((after - before)) | sed "s|^|fuzz: $name found: $findings/|"
