@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything oomguard needs, idempotently: quiet and fast when all is present.
-#   - Debian packages: compiler toolchain pieces, CLI11, nlohmann/json, GoogleTest/Benchmark, ccache.
+#   - Debian packages: compiler toolchain pieces (clang and libFuzzer too), CLI11, nlohmann/json,
+#     GoogleTest/Benchmark, ccache.
 #   - PyPI torch==$TORCH_VERSION (ci/pins.env) in a venv outside the checkout, so every clone reuses it:
 #     ${OOMGUARD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/oomguard}/torch-$TORCH_VERSION
 # Prints the venv's python on the last line of stdout.
@@ -12,7 +13,8 @@ source "$here/pins.env"
 log() { echo "bootstrap: $*" >&2; }
 
 debs=(cmake g++ ninja-build ccache python3-venv libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-      libxml2-utils)  # xmllint: the JUnit report is validated against the JUnit schema in the tests
+      libxml2-utils   # xmllint: the JUnit report is validated against the JUnit schema in the tests
+      clang libclang-rt-dev)  # libFuzzer (libclang_rt.fuzzer) for fuzz/: CTest's Fuzz.* and ci/fuzz.sh
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,116 @@
+// Fuzzes the baseline reader (baselines/baseline_store.h) and the comparison that uses what it read
+// (baselines/baseline_diff.h). LoadBaselineFile reads a path, so each input goes through a file
+// (baseline_store.h has no text-level reader). Invariants: a file that loads round-trips through SerializeBaselineFile
+// to the same contents; a measurement equal to an entry finds that entry.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "base/check.h"
+#include "baselines/baseline_diff.h"
+#include "baselines/baseline_store.h"
+
+namespace oomguard {
+namespace {
+
+// A file of this process's own (fuzzing jobs run side by side), unlinked at once so that no crash
+// leaves it behind; the reader opens it by its /proc/self/fd path.
+class InputFile {
+ public:
+  InputFile() {
+    const char* dir = std::getenv("TMPDIR");
+    std::string name = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/oomguard-baseline-fuzz-XXXXXX";
+    fd_ = mkstemp(name.data());
+    OOMGUARD_CHECK(fd_ >= 0) << "cannot create " << name;
+    unlink(name.c_str());
+    path_ = "/proc/self/fd/" + std::to_string(fd_);
+  }
+  const std::string& Write(const void* data, size_t size) {
+    OOMGUARD_CHECK(ftruncate(fd_, 0) == 0 && pwrite(fd_, data, size, 0) == static_cast<ssize_t>(size)) << path_;
+    return path_;
+  }
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+bool Same(const Tolerance& a, const Tolerance& b) {
+  return a.relative == b.relative && a.absolute_bytes == b.absolute_bytes;
+}
+
+auto Key(const BaselineEntry& e) {
+  return std::tie(e.variant, e.backend, e.cap_bytes, e.card, e.peak_bytes, e.phase_peaks, e.live_after, e.alloc_count);
+}
+
+// Equal contents: the same entries in any order (the writer sorts them; equal keys may swap).
+bool SameContents(const BaselineFile& a, const BaselineFile& b) {
+  auto sorted = [](std::vector<BaselineEntry> entries) {
+    std::sort(entries.begin(), entries.end(), [](const auto& x, const auto& y) { return Key(x) < Key(y); });
+    return entries;
+  };
+  const std::vector<BaselineEntry> ea = sorted(a.entries), eb = sorted(b.entries);
+  return a.scenario == b.scenario && a.oomguard_version == b.oomguard_version &&
+         a.libtorch_version == b.libtorch_version && Same(a.tolerance, b.tolerance) &&
+         std::equal(a.metric_tolerances.begin(), a.metric_tolerances.end(), b.metric_tolerances.begin(),
+                    b.metric_tolerances.end(),
+                    [](const auto& x, const auto& y) { return x.first == y.first && Same(x.second, y.second); }) &&
+         ea.size() == eb.size() &&
+         std::equal(ea.begin(), ea.end(), eb.begin(), [](const auto& x, const auto& y) { return Key(x) == Key(y); });
+}
+
+// What a run measuring exactly `entry` reports.
+VariantMeasurement MeasurementOf(const BaselineEntry& entry) {
+  VariantMeasurement m;
+  m.variant = entry.variant;
+  m.backend = entry.backend;
+  m.cap_bytes = entry.cap_bytes;
+  m.ledger.peak_bytes = entry.peak_bytes;
+  m.ledger.alloc_count = entry.alloc_count;
+  for (const auto& [phase, bytes] : entry.phase_peaks) m.ledger.phase_peaks.push_back({phase, bytes});
+  for (const int64_t bytes : entry.live_after) m.iterations.push_back({.live_after_bytes = bytes});
+  return m;
+}
+
+}  // namespace
+}  // namespace oomguard
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace oomguard;
+  static InputFile input;
+  BaselineFile file;
+  std::string error;
+  if (!LoadBaselineFile(input.Write(data, size), &file, &error)) {
+    OOMGUARD_CHECK(!error.empty());
+    return 0;
+  }
+  OOMGUARD_CHECK(file.exists);
+
+  const std::string written = SerializeBaselineFile(file);
+  BaselineFile reread;
+  OOMGUARD_CHECK(LoadBaselineFile(input.Write(written.data(), written.size()), &reread, &error))
+      << "SerializeBaselineFile wrote what LoadBaselineFile refuses: " << error << "\n"
+      << written;
+  OOMGUARD_CHECK(SameContents(file, reread)) << "the round trip changed the file:\n" << written;
+
+  for (const BaselineEntry& entry : file.entries) {
+    const VariantMeasurement m = MeasurementOf(entry);
+    const BaselineComparison comparison = CompareWithBaseline(file, "fuzz.json", m);
+    OOMGUARD_CHECK(comparison.verdict != BaselineVerdict::kNew) << "no entry found for its own measurement";
+    BaselineFailures(comparison, /*strict=*/true);
+    // And what a typical run measures, against whatever the file holds.
+    VariantMeasurement typical = m;
+    typical.ledger.peak_bytes = 10 << 20;
+    for (PhasePeak& phase : typical.ledger.phase_peaks) phase.peak_bytes = 8 << 20;
+    for (IterationMeasurement& iteration : typical.iterations) iteration.live_after_bytes = 4 << 20;
+    typical.ledger.alloc_count = 200;
+    BaselineFailures(CompareWithBaseline(file, "fuzz.json", typical), /*strict=*/false);
+  }
+  return 0;
+}
