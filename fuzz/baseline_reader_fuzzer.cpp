@@ -1,9 +1,7 @@
 // Fuzzes the baseline reader (baselines/baseline_store.h) and the comparison that uses what it read
-// (baselines/baseline_diff.h). LoadBaselineFile reads a path, so each input goes through a file
-// (baseline_store.h has no text-level reader). Invariants: a file that loads round-trips through SerializeBaselineFile
+// (baselines/baseline_diff.h), through LoadBaselineText (LoadBaselineFile reads the file, then the
+// same). Invariants: a file that loads round-trips through SerializeBaselineFile
 // to the same contents; a measurement equal to an entry finds that entry.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -18,28 +16,6 @@
 
 namespace oomguard {
 namespace {
-
-// A file of this process's own (fuzzing jobs run side by side), unlinked at once so that no crash
-// leaves it behind; the reader opens it by its /proc/self/fd path.
-class InputFile {
- public:
-  InputFile() {
-    const char* dir = std::getenv("TMPDIR");
-    std::string name = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/oomguard-baseline-fuzz-XXXXXX";
-    fd_ = mkstemp(name.data());
-    OOMGUARD_CHECK(fd_ >= 0) << "cannot create " << name;
-    unlink(name.c_str());
-    path_ = "/proc/self/fd/" + std::to_string(fd_);
-  }
-  const std::string& Write(const void* data, size_t size) {
-    OOMGUARD_CHECK(ftruncate(fd_, 0) == 0 && pwrite(fd_, data, size, 0) == static_cast<ssize_t>(size)) << path_;
-    return path_;
-  }
-
- private:
-  int fd_ = -1;
-  std::string path_;
-};
 
 bool Same(const Tolerance& a, const Tolerance& b) {
   return a.relative == b.relative && a.absolute_bytes == b.absolute_bytes;
@@ -83,10 +59,9 @@ VariantMeasurement MeasurementOf(const BaselineEntry& entry) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace oomguard;
-  static InputFile input;
   BaselineFile file;
   std::string error;
-  if (!LoadBaselineFile(input.Write(data, size), &file, &error)) {
+  if (!LoadBaselineText(std::string(reinterpret_cast<const char*>(data), size), "fuzz.json", &file, &error)) {
     OOMGUARD_CHECK(!error.empty());
     return 0;
   }
@@ -94,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const std::string written = SerializeBaselineFile(file);
   BaselineFile reread;
-  OOMGUARD_CHECK(LoadBaselineFile(input.Write(written.data(), written.size()), &reread, &error))
+  OOMGUARD_CHECK(LoadBaselineText(written, "fuzz.json", &reread, &error))
       << "SerializeBaselineFile wrote what LoadBaselineFile refuses: " << error << "\n"
       << written;
   OOMGUARD_CHECK(SameContents(file, reread)) << "the round trip changed the file:\n" << written;

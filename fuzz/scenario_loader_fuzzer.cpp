@@ -12,6 +12,7 @@
 #include "allocators/cards.h"
 #include "base/byte_size.h"
 #include "base/check.h"
+#include "base/json_text.h"
 #include "fuzz/metric_lookup.h"
 #include "scenario/check_expression.h"
 #include "scenario/scenario_loader.h"
@@ -34,11 +35,11 @@ CheckExpression ParsedCheck(const std::string& text, bool relation_mode, const S
   return check;
 }
 
-// A load error goes into the results file (reports/results_json.cpp), which nlohmann writes strictly:
-// invalid UTF-8 there throws.
+// A load error goes into the results file (reports/results_json.cpp), written by DumpJson: whatever
+// bytes the message holds (an excerpt of a file that is not UTF-8), that must not throw.
 bool WritableToResults(const std::string& message) {
   try {
-    (void)nlohmann::json(message).dump();
+    (void)DumpJson(nlohmann::json(message));
     return true;
   } catch (const nlohmann::json::exception&) {
     return false;
@@ -68,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!LoadScenarioText(text, "fuzz.json", &scenario, &error)) {
     OOMGUARD_CHECK(error.starts_with("fuzz.json:")) << error;
     OOMGUARD_CHECK(error.find(": internal error while loading: ") == std::string::npos) << error;
-    OOMGUARD_CHECK(WritableToResults(error)) << "not UTF-8, so no results file can hold it: " << error;
+    OOMGUARD_CHECK(WritableToResults(error)) << "the results writer cannot hold it: " << error;
     OOMGUARD_CHECK(scenario.name.empty() && scenario.variants.empty()) << "a failed load changed *out";
     return 0;
   }
