@@ -3,14 +3,14 @@
 # fails. Usage:
 #   ci/sanitize.sh                 # the whole suite, with LibTorch (a build of its own: long on 2 cores)
 #   ci/sanitize.sh --libtorch-free # the LibTorch-free floors and their tests (the parsers, the writers)
-# Extra arguments after that go to ctest (e.g. -R Baseline). The build goes to build-sanitize/ (or
+# Extra arguments after that go to ctest (e.g. -R Baseline). The build goes to build/sanitize-MODE (or
 # $OOMGUARD_SANITIZE_DIR); ccache makes a second run fast.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 python="$("$root/ci/bootstrap.sh")"
 mode=full
 if [ "${1:-}" = "--libtorch-free" ]; then mode=free; shift; fi
-build="${OOMGUARD_SANITIZE_DIR:-$root/build-sanitize}-$mode"
+build="${OOMGUARD_SANITIZE_DIR:-$root/build/sanitize}-$mode"
 export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
 generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
 # vptr is left out: LibTorch is built without it, and its types cross into our code.
