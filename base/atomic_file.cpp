@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +10,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+
+#include "base/files.h"
 
 namespace oomguard {
 namespace {
@@ -58,12 +59,7 @@ void RemoveStaleTemporaries(const std::string& dir, const std::string& name) {
   while (const dirent* entry = readdir(d)) {
     const std::string file = entry->d_name;
     if (file.rfind(prefix, 0) != 0) continue;
-    const std::string pid_text = file.substr(prefix.size());
-    if (pid_text.empty() || pid_text.size() > 9 || pid_text.find_first_not_of("0123456789") != std::string::npos) {
-      continue;
-    }
-    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
-    if (pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) unlink((dir + "/" + file).c_str());
+    if (IsDeadProcess(file.substr(prefix.size()))) unlink((dir + "/" + file).c_str());
   }
   closedir(d);
 }

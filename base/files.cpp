@@ -93,6 +93,14 @@ void RemoveFolderOfFiles(const std::string& dir) {
   rmdir(dir.c_str());
 }
 
+bool IsDeadProcess(const std::string& pid_text) {
+  if (pid_text.empty() || pid_text.size() > 9 || pid_text.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+  return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
 std::string MakeScratchFolder(const std::string& prefix) {
   const std::string start = prefix + "-";
   if (DIR* tmp = opendir("/tmp")) {
@@ -101,11 +109,7 @@ std::string MakeScratchFolder(const std::string& prefix) {
       if (name.rfind(start, 0) != 0) continue;
       const size_t dash = name.find('-', start.size());
       const std::string pid_text = name.substr(start.size(), dash == std::string::npos ? 0 : dash - start.size());
-      if (pid_text.empty() || pid_text.size() > 9 || pid_text.find_first_not_of("0123456789") != std::string::npos) {
-        continue;
-      }
-      const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
-      if (pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) RemoveFolderOfFiles("/tmp/" + name);
+      if (IsDeadProcess(pid_text)) RemoveFolderOfFiles("/tmp/" + name);
     }
     closedir(tmp);
   }

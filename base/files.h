@@ -27,6 +27,10 @@ std::string Stem(const std::string& path);
 // Removes a folder that holds only plain files (a run's scratch folder), and the files in it.
 void RemoveFolderOfFiles(const std::string& dir);
 
+// Whether `pid_text` (the PID in a file's name) is a whole number naming another process that no
+// longer exists: what a killed or crashed process left, safe to remove.
+bool IsDeadProcess(const std::string& pid_text);
+
 // Creates a scratch folder "/tmp/PREFIX-PID-XXXXXX" for this process, first removing the ones of
 // processes that are gone (killed with SIGKILL, crashed) so that none piles up. "" when it cannot.
 std::string MakeScratchFolder(const std::string& prefix);

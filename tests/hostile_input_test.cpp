@@ -134,7 +134,10 @@ TEST(HostileInput, InvalidUtf8IsReplacedInJsonText) {
   EXPECT_EQ(DumpJson(nlohmann::json{{"file", "d/\xff\xfeok.json"}}),
             "{\"file\":\"d/\xef\xbf\xbd\xef\xbf\xbdok.json\"}");
   const std::string error = LoadError("{\"name\": \xff\xfe\xfd }");
-  EXPECT_EQ(DumpJson(nlohmann::json(error)).find("\xef\xbf\xbd") != std::string::npos, true) << error;
+  EXPECT_EQ(
+      DumpJson(nlohmann::json(error)),
+      "\"s.json:1:10: JSON syntax error: invalid literal \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd (strings need double "
+      "quotes; the literals are true, false and null)\"");
 }
 
 // D4: reads had no size limit and no file-type check.
