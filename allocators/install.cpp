@@ -2,6 +2,7 @@
 
 #include <c10/core/CPUAllocator.h>
 
+#include <cstdlib>
 #include <mutex>
 
 #include "allocators/cpu_tracking_allocator.h"
@@ -35,7 +36,24 @@ DeviceAccount& MetaAccount() {
   return *account;
 }
 
+void CapOneDnnIsa() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (std::getenv("ONEDNN_MAX_CPU_ISA") == nullptr && std::getenv("DNNL_MAX_CPU_ISA") == nullptr) {
+      setenv("ONEDNN_MAX_CPU_ISA", "AVX2", /*overwrite=*/0);
+    }
+  });
+}
+
+std::string OneDnnIsaCap() {
+  for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"}) {
+    if (const char* value = std::getenv(name)) return value;
+  }
+  return "";  // not capped: CapOneDnnIsa was not called
+}
+
 void InstallTrackingAllocators() {
+  CapOneDnnIsa();
   static std::once_flag once;
   std::call_once(once, [] {
     c10::SetCPUAllocator(&CpuAllocator(), kPriority);

@@ -51,7 +51,8 @@ namespace oomguard {
 using Segment = std::function<at::Tensor(const at::Tensor&)>;
 
 // Runs `segment` on `input`, keeping only `input` for the backward, which runs `segment` again with grad
-// enabled and routes gradients to `input` and `params`. Copies `segment` (it is called again later).
+// enabled and routes gradients to `input` and `params`. Copies `segment` (it is called again later, after
+// the caller may have returned: capture by value, never the caller's locals by reference).
 at::Tensor Checkpoint(const Segment& segment, const at::Tensor& input, const std::vector<at::Tensor>& params,
                       bool preserve_rng_state);
 

@@ -11,6 +11,7 @@
 #include "base/byte_size.h"
 #include "base/did_you_mean.h"
 #include "base/input_limits.h"
+#include "base/printable.h"
 #include "model/metric_names.h"
 
 namespace oomguard {
@@ -84,6 +85,10 @@ std::vector<Token> Tokenize(std::string_view text) {
       token.type = Token::Type::kSymbol;
       const bool two = (c == '=' || c == '!' || c == '<' || c == '>') && i + 1 < text.size() && text[i + 1] == '=';
       i += two ? 2 : 1;
+      // A UTF-8 character is one token: its lead byte and the continuation bytes after it.
+      if (static_cast<unsigned char>(c) >= 0xC0) {
+        while (i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) ++i;
+      }
       token.text = std::string(text.substr(start, i - start));
     }
     tokens.push_back(std::move(token));
@@ -94,8 +99,17 @@ std::vector<Token> Tokenize(std::string_view text) {
   return tokens;
 }
 
+// Quotes a token; a control byte or one outside ASCII (which the grammar never has) shows as \xNN, so
+// a newline or a broken UTF-8 character never reaches the message as it is. The typographic operators
+// a word processor writes are named, with what to write instead.
 std::string Describe(const Token& token) {
-  return token.type == Token::Type::kEnd ? "end of expression" : "'" + token.text + "'";
+  if (token.type == Token::Type::kEnd) return "end of expression";
+  static const std::map<std::string, std::string> kTypographic = {{"\u2264", "<="}, {"\u2265", ">="}, {"\u2260", "!="},
+                                                                  {"\u00D7", "*"},  {"\u2212", "-"},  {"\u2013", "-"}};
+  if (auto it = kTypographic.find(token.text); it != kTypographic.end()) {
+    return "'" + token.text + "' (write " + it->second + ")";
+  }
+  return "'" + ShowControlBytes(token.text, true) + "'";
 }
 
 }  // namespace

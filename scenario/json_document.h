@@ -12,14 +12,15 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/input_limits.h"
+#include "base/printable.h"
 #include "scenario/json_diagnostics.h"
 
 namespace oomguard {
@@ -134,17 +135,8 @@ inline std::string SyntaxError(const std::string& text, const std::string& label
     while (pos > 0 && word_char(pos - 1)) --pos;
     size_t end = pos;
     while (end < text.size() && word_char(end)) ++end;
-    std::string literal;  // as written, but with control bytes shown as \xNN: it goes to a terminal
-    for (size_t i = pos; i < end && literal.size() < 80; ++i) {
-      const unsigned char c = static_cast<unsigned char>(text[i]);
-      if (c < 0x20 || c == 0x7F) {
-        char shown[8];
-        std::snprintf(shown, sizeof shown, "\\x%02X", c);
-        literal += shown;
-      } else {
-        literal += text[i];
-      }
-    }
+    // As written, but with control bytes shown as \xNN: it goes to a terminal.
+    const std::string literal = ShowControlBytes(std::string_view(text).substr(pos, std::min<size_t>(end - pos, 80)));
     what = "invalid literal " + literal + " (strings need double quotes; the literals are true, false and null)";
   } else if (what.rfind("unexpected string literal", 0) == 0 || what.rfind("unexpected number literal", 0) == 0) {
     // Point at the start of the literal, which usually follows a missing comma.

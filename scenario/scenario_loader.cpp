@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -21,6 +20,7 @@
 #include "scenario/check_expression.h"
 #include "scenario/json_diagnostics.h"
 #include "scenario/json_document.h"
+#include "scenario/text_fields.h"
 #include "scenario/variant_json.h"
 #include "scenario/variant_rules.h"
 
@@ -53,48 +53,6 @@ FieldReader NameField(std::string* out) {
                   error);
     }
     *out = value.get<std::string>();
-    return true;
-  };
-}
-
-// Text that reaches the console and every report as it is: control characters other than a line break
-// or a tab (a terminal escape, say) are refused rather than passed through.
-bool PlainText(const std::string& text, const JsonPath& path, std::string* error) {
-  for (size_t i = 0; i < text.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) {
-      char code[8];
-      std::snprintf(code, sizeof code, "U+%04X", c);
-      return Fail(path,
-                  std::string("a control character (") + code + ") at byte " + std::to_string(i + 1) +
-                      "; write plain text (escapes would reach the console and the reports as they are)",
-                  error);
-    }
-  }
-  return true;
-}
-
-FieldReader SummaryField(std::string* out) {
-  return [out](const Json& value, const JsonPath& path, std::string* error) {
-    return StringField(out)(value, path, error) && PlainText(*out, path, error);
-  };
-}
-
-FieldReader TeachField(std::string* out) {
-  return [out](const Json& value, const JsonPath& path, std::string* error) {
-    if (value.is_string()) {
-      *out = value.get<std::string>();
-      return PlainText(*out, path, error);
-    }
-    if (!value.is_array())
-      return Fail(path, "expected a string or an array of strings (lines), got " + DescribeJson(value), error);
-    out->clear();
-    for (size_t i = 0; i < value.size(); ++i) {
-      if (!value[i].is_string())
-        return Fail(path.Index(static_cast<int64_t>(i)), "expected a string, got " + DescribeJson(value[i]), error);
-      if (!PlainText(value[i].get<std::string>(), path.Index(static_cast<int64_t>(i)), error)) return false;
-      *out += (i > 0 ? "\n" : "") + value[i].get<std::string>();
-    }
     return true;
   };
 }

@@ -210,6 +210,19 @@ TEST(CheckExpression, SyntaxErrorsNameTheColumn) {
             "at column 13: expected a metric name after 'phase_peak.', got '=='");
 }
 
+// A newline, an escape or a byte of a UTF-8 character is quoted as \xNN: the message goes to a terminal.
+TEST(CheckExpression, ControlAndNonAsciiBytesAreShownAsCodes) {
+  EXPECT_EQ(ParseError("peak\n>= 1", false), "at column 5: expected an operator (== != < <= > >=), got '\\x0A'");
+  EXPECT_EQ(ParseError("peak >= \x1b[2J", false), "at column 9: expected a number, a metric or '(', got '\\x1B'");
+  EXPECT_EQ(ParseError("peak \xc3\xa9 1", false),
+            "at column 6: expected an operator (== != < <= > >=), got '\\xC3\\xA9'");
+  EXPECT_EQ(ParseError("peak \xff 1", false), "at column 6: expected an operator (== != < <= > >=), got '\\xFF'");
+  EXPECT_EQ(ParseError("peak \u2264 12MiB", false),
+            "at column 6: expected an operator (== != < <= > >=), got '\u2264' (write <=)");
+  EXPECT_EQ(ParseError("peak <= 2 \u00d7 param_bytes", false),
+            "at column 11: expected end of expression, got '\u00d7' (write *)");
+}
+
 TEST(CheckExpression, ASlashSaysThereIsNoDivision) {
   constexpr const char* kNoDivision =
       "there is no division in check expressions; multiply the other side instead (a >= 2 * b, not a / b >= 2)";

@@ -25,7 +25,12 @@ import subprocess
 import sys
 import warnings
 
-import torch
+# As oomguard does (Note [One oneDNN ISA on every machine], allocators/install.h): oneDNN capped at
+# AVX2 before torch loads, so eager takes the kernels oomguard's cpu backend takes on this machine.
+if "ONEDNN_MAX_CPU_ISA" not in os.environ and "DNNL_MAX_CPU_ISA" not in os.environ:
+    os.environ["ONEDNN_MAX_CPU_ISA"] = "AVX2"
+
+import torch  # noqa: E402
 import torch.nn.functional as F
 from torch._C._profiler import _EventType
 from torch.profiler import ProfilerActivity, profile, record_function

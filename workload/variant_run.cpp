@@ -282,8 +282,13 @@ class VariantRun final : public MeasuredRun {
       at::Tensor w = net_->segment_parameters(layer, layer + 1).at(0);
       w.mul_(1.0);  // an in-place edit of a leaf that requires grad, outside no_grad
     }
-    int64_t live_before_layer = ledger_.live_bytes();
-    const AfterSegment after = [&](size_t i, at::Tensor out) {
+    // Note [The segment hook outlives the forward]: a checkpointed segment runs again in backward, after
+    // this function returned, so the hook holds copies and shared state, never references to locals.
+    // The recomputation repeats the knobs, as a user's checkpointed function repeats its own code; the
+    // layer bytes are the forward's alone.
+    const auto live_before_layer = std::make_shared<int64_t>(ledger_.live_bytes());
+    const AfterSegment after = [this, training, n, intermediates, live_before_layer](size_t i, at::Tensor out) {
+      const PitfallSpec& p = spec_.pitfalls;
       if (training && p.inplace.target == "output" && static_cast<int64_t>(i) == p.inplace.layer) {
         out = ApplyInplaceKnob(out);
       }
@@ -291,9 +296,10 @@ class VariantRun final : public MeasuredRun {
         if (p.retain_grad) out.retain_grad();
         intermediates->push_back(out);
       }
+      if (ledger_.phase() == Name(Phase::kBackward)) return out;  // recomputing
       const int64_t live = ledger_.live_bytes();
-      layer_bytes_.emplace_back(net_->segment_name(i), live - live_before_layer);
-      live_before_layer = live;
+      layer_bytes_.emplace_back(net_->segment_name(i), live - *live_before_layer);
+      *live_before_layer = live;
       return out;
     };
     if (n == 0 || !training || p.checkpoint.segments == 0) {
@@ -306,7 +312,7 @@ class VariantRun final : public MeasuredRun {
     for (size_t s = 0; s < segments; ++s) {
       const size_t end = begin + n / segments + (s < n % segments ? 1 : 0);
       const bool transfer_inside = s == 0 && p.transfer == "inside" && spec_.data.on_host;
-      const Segment segment = [this, begin, end, transfer_inside, &after](const at::Tensor& in) {
+      const Segment segment = [this, begin, end, transfer_inside, after](const at::Tensor& in) {
         return net_->ForwardSegments(transfer_inside ? ToDevice(in) : in, begin, end, /*training=*/true, after);
       };
       x = Checkpoint(segment, x, net_->segment_parameters(begin, end), p.checkpoint.preserve_rng_state);
