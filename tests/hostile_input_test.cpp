@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include "base/files.h"
 #include "base/input_limits.h"
@@ -16,6 +17,7 @@
 #include "scenario/json_document.h"
 #include "scenario/scenario_loader.h"
 #include "tests/scenario_text.h"
+#include "tests/scoped_environment.h"
 #include "tests/scratch_folder.h"
 
 namespace oomguard {
@@ -141,6 +143,24 @@ TEST(HostileInput, InvalidUtf8IsReplacedInJsonText) {
 }
 
 // D4: reads had no size limit and no file-type check.
+// Scratch folders go where TMPDIR says when it names an absolute folder (CI runners often point it at
+// a disk of their own), else to /tmp.
+TEST(HostileInput, ScratchFoldersGoToTmpdirWhenItNamesAFolder) {
+  testing::ScratchFolder folder("tmpdir");
+  testing::ScopedEnvironment env({"TMPDIR"});
+  EXPECT_EQ(TemporaryFolder(), "/tmp");
+  env.Set("TMPDIR", folder.path() + "//");
+  EXPECT_EQ(TemporaryFolder(), folder.path());
+  const std::string scratch = MakeScratchFolder("oomguard-run");
+  EXPECT_EQ(scratch.rfind(folder.path() + "/oomguard-run-" + std::to_string(getpid()) + "-", 0), 0u) << scratch;
+  RemoveFolderOfFiles(scratch);
+  for (const std::string& bad :
+       std::vector<std::string>{"relative/dir", "", folder.path() + "/missing", folder.Write("file", "x")}) {
+    env.Set("TMPDIR", bad);
+    EXPECT_EQ(TemporaryFolder(), "/tmp") << bad;
+  }
+}
+
 TEST(HostileInput, ReadFileTakesOnlyRegularFilesWithinTheLimit) {
   testing::ScratchFolder folder("hostile");
   std::string text, error;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "run/runner.h"
+#include "tests/scoped_environment.h"
 #include "tests/scratch_folder.h"
 
 namespace oomguard {
@@ -63,12 +64,13 @@ bool Alive(pid_t pid) {
   return stat.good() && fields.find(") Z ") == std::string::npos;
 }
 
-std::vector<std::string> ScratchFoldersOf(pid_t parent) {
+// The scratch folders of `parent` in `tmp` (its TMPDIR).
+std::vector<std::string> ScratchFoldersOf(pid_t parent, const std::string& tmp_folder) {
   std::vector<std::string> found;
   const std::string prefix = "oomguard-run-" + std::to_string(parent) + "-";
-  DIR* tmp = opendir("/tmp");
+  DIR* tmp = opendir(tmp_folder.c_str());
   while (const dirent* entry = readdir(tmp)) {
-    if (std::string(entry->d_name).rfind(prefix, 0) == 0) found.push_back(std::string("/tmp/") + entry->d_name);
+    if (std::string(entry->d_name).rfind(prefix, 0) == 0) found.push_back(tmp_folder + "/" + entry->d_name);
   }
   closedir(tmp);
   return found;
@@ -86,11 +88,15 @@ bool Within(std::chrono::milliseconds limit, Condition condition) {
 
 class InterruptedRunTest : public ::testing::Test {
  protected:
-  // Starts `oomguard run --jobs 2 slow.json` and waits for both of its children.
+  // Starts `oomguard run --jobs 2 slow.json` and waits for both of its children. The run has a TMPDIR
+  // of its own: any other oomguard run on the machine (a parallel test) removes a killed run's scratch
+  // folder from /tmp as soon as it starts, which is the point, but not what this test can then see.
   pid_t StartRun() {
     const std::string scenario = folder_.Write("slow.json", kSlowScenario);
+    mkdir(tmp_.c_str(), 0755);
     const pid_t pid = fork();
     if (pid == 0) {
+      setenv("TMPDIR", tmp_.c_str(), 1);
       const int null = open("/dev/null", O_WRONLY);
       dup2(null, STDOUT_FILENO);
       dup2(null, STDERR_FILENO);
@@ -102,6 +108,7 @@ class InterruptedRunTest : public ::testing::Test {
     return pid;
   }
   testing::ScratchFolder folder_{"interrupted"};
+  const std::string tmp_ = folder_.path() + "/tmp";
   std::vector<pid_t> children_;
 };
 
@@ -112,15 +119,17 @@ TEST_F(InterruptedRunTest, SigkillLeavesNoProcessAndTheNextRunRemovesTheScratchF
   int status = 0;
   ASSERT_EQ(waitpid(run, &status, 0), run);
   EXPECT_TRUE(Within(std::chrono::seconds(5), [&] { return !Alive(children_[0]) && !Alive(children_[1]); }));
-  ASSERT_EQ(ScratchFoldersOf(run).size(), 1u);  // nothing can clean up after SIGKILL, but the next run does
+  ASSERT_EQ(ScratchFoldersOf(run, tmp_).size(), 1u);  // nothing can clean up after SIGKILL, but the next run does
   RunOptions options;
   options.paths = {folder_.Write("tiny.json", R"({"name": "tiny", "summary": "s",
     "model": {"layers": [{"kind": "linear", "in": 4, "out": 2}]}, "data": {"batch": 1, "shape": [4]},
     "loop": {"iterations": 1, "loss": "mean"}, "variants": {"a": {}}})")};
   RunResults report;
   std::string error;
+  testing::ScopedEnvironment env({"TMPDIR"});
+  env.Set("TMPDIR", tmp_);
   ASSERT_TRUE(RunScenarios(options, OOMGUARD_EXE, nullptr, &report, &error)) << error;
-  EXPECT_EQ(ScratchFoldersOf(run), std::vector<std::string>{});
+  EXPECT_EQ(ScratchFoldersOf(run, tmp_), std::vector<std::string>{});
 }
 
 TEST_F(InterruptedRunTest, SigtermKillsTheChildrenRemovesTheScratchFolderAndEndsByTheSignal) {
@@ -132,7 +141,7 @@ TEST_F(InterruptedRunTest, SigtermKillsTheChildrenRemovesTheScratchFolderAndEnds
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
   EXPECT_FALSE(Alive(children_[0]));  // killed and reaped before the runner died
   EXPECT_FALSE(Alive(children_[1]));
-  EXPECT_EQ(ScratchFoldersOf(run), std::vector<std::string>{});
+  EXPECT_EQ(ScratchFoldersOf(run, tmp_), std::vector<std::string>{});
 }
 
 }  // namespace
