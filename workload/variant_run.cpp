@@ -284,19 +284,21 @@ class VariantRun final : public MeasuredRun {
     }
     // Note [The segment hook outlives the forward]: a checkpointed segment runs again in backward, after
     // this function returned, so the hook holds copies and shared state, never references to locals.
-    // The recomputation repeats the knobs, as a user's checkpointed function repeats its own code; the
-    // layer bytes are the forward's alone.
+    // The recomputation repeats the knobs, as a user's checkpointed function repeats its own code, but
+    // keeps nothing in `intermediates`: that list is the iteration's, and a graph kept past it (retain_graph
+    // with an accumulated loss) may recompute in a later one. The layer bytes are the forward's alone.
     const auto live_before_layer = std::make_shared<int64_t>(ledger_.live_bytes());
     const AfterSegment after = [this, training, n, intermediates, live_before_layer](size_t i, at::Tensor out) {
       const PitfallSpec& p = spec_.pitfalls;
+      const bool recomputing = ledger_.phase() == Name(Phase::kBackward);
       if (training && p.inplace.target == "output" && static_cast<int64_t>(i) == p.inplace.layer) {
         out = ApplyInplaceKnob(out);
       }
       if (training && i + 1 < n && (p.retain_grad || p.keep_intermediates)) {
         if (p.retain_grad) out.retain_grad();
-        intermediates->push_back(out);
+        if (!recomputing) intermediates->push_back(out);
       }
-      if (ledger_.phase() == Name(Phase::kBackward)) return out;  // recomputing
+      if (recomputing) return out;
       const int64_t live = ledger_.live_bytes();
       layer_bytes_.emplace_back(net_->segment_name(i), live - *live_before_layer);
       *live_before_layer = live;
