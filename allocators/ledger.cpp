@@ -108,6 +108,17 @@ void Ledger::SetPhase(std::string_view name) {
   }
 }
 
+std::string Ledger::PhaseName(int index) const {
+  std::lock_guard<std::mutex> lock(phases_mutex_);
+  return index >= 0 && static_cast<size_t>(index) < phase_names_.size() ? phase_names_[index] : std::string();
+}
+
+int64_t Ledger::CurrentPhaseStartEvent() const {
+  if (!timeline_enabled_.load(std::memory_order_relaxed)) return -1;
+  std::lock_guard<std::mutex> lock(timeline_mutex_);
+  return marks_.empty() ? 0 : marks_.back().event_index;
+}
+
 std::string Ledger::phase() const {
   std::lock_guard<std::mutex> lock(phases_mutex_);
   return phase_names_[current_phase_.load(std::memory_order_relaxed)];

@@ -93,6 +93,13 @@ class Ledger {
   using PhaseListener = std::function<void(const std::string& ending, const std::string& starting)>;
   void SetPhaseListener(PhaseListener listener) { phase_listener_ = std::move(listener); }
   std::string phase() const;
+  // The current phase as an index (cheap: one atomic load), and an index's name; for observers that
+  // tag what they see per event and name it later.
+  int phase_index() const { return current_phase_.load(std::memory_order_relaxed); }
+  std::string PhaseName(int index) const;
+  // The timeline's event index at which the current phase began (the last phase mark); -1 without a
+  // timeline.
+  int64_t CurrentPhaseStartEvent() const;
 
   // Keeps at most max_points (event index, live bytes) points; 0 turns the timeline off. When full,
   // neighbouring points merge (keeping the higher live bytes), so the whole run stays visible and
@@ -108,6 +115,7 @@ class Ledger {
   int64_t TakeWindowPeak();
 
   int64_t live_bytes() const { return live_bytes_.load(std::memory_order_relaxed); }
+  int64_t alloc_count() const { return alloc_count_.load(std::memory_order_relaxed); }  // SUM, since the reset
   int64_t peak_bytes() const { return peak_bytes_.load(std::memory_order_relaxed); }
   LedgerStats Snapshot() const;
 

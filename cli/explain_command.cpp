@@ -33,6 +33,8 @@ int Explain(const RunOptions& options, const std::string& name, const std::strin
   // Teaching: what the GPU's allocator would make of the same tensors (README, "Predicting the GPU's
   // allocator"); on cuda the allocator's own numbers are measured anyway.
   run.model_cuda = true;
+  // And what each pitfall found costs: every fix that is a knob of the model source, measured.
+  run.diagnose = true;
   RunResults report;
   const ConsoleStyle style{false, /*detailed=*/true};
   if (!RunScenarios(

@@ -35,6 +35,8 @@ void AddRunFlags(CLI::App* app, RunOptions* o) {
       ->needs(snapshot_dir);
   app->add_flag("--model-cuda", o->model_cuda,
                 "On cpu and meta: predict the CUDA caching allocator's allocated/reserved peaks, retries and OOMs");
+  app->add_flag("--diagnose", o->diagnose,
+                "Measure the fix of each pitfall found: rerun the variant with it applied (peak, live after)");
 }
 
 CLI::Validator FiniteRange(double min, double max) {

@@ -97,6 +97,34 @@ MeasurementMatcher DoesNotLeak() {
               });
 }
 
+namespace {
+
+std::string Found(const Measurement& m) {
+  if (m.diagnoses.empty()) return "the detectors found nothing";
+  std::string out = "the detectors found";
+  for (const Measurement::Diagnosis& d : m.diagnoses) out += "\n  " + d.kind + ": " + d.message + "\n    fix: " + d.fix;
+  return out;
+}
+
+}  // namespace
+
+MeasurementMatcher HasDiagnosis(const std::string& kind) {
+  return Make("is diagnosed with " + kind, [kind](const Measurement& m, std::string* why) {
+    *why = Found(m);
+    return m.diagnosis(kind) != nullptr;
+  });
+}
+
+MeasurementMatcher HasNoPitfalls() {
+  return Make("has no pitfall diagnosed", [](const Measurement& m, std::string* why) {
+    *why = Found(m);
+    for (const Measurement::Diagnosis& d : m.diagnoses) {
+      if (d.severity == "pitfall") return false;
+    }
+    return true;
+  });
+}
+
 MeasurementMatcher FitsCard(const std::string& card) {
   const int64_t cap = CardCapBytes(card);
   return Make("fits a " + card + " (" + DescribeBytes(cap) + " usable)",

@@ -10,6 +10,7 @@
 
 #include "allocators/fault_injection.h"
 #include "allocators/ledger.h"
+#include "model/diagnosis.h"
 #include "model/outcome.h"
 
 namespace oomguard {
@@ -132,6 +133,9 @@ struct VariantMeasurement {
   std::vector<std::string> warnings;        // what a reader should know before trusting the numbers
   std::string snapshot;                     // --snapshot-dir: the memory_viz snapshot written for this variant
   std::string snapshot_error;               // why it could not be written
+  // The pitfalls the run showed (diagnose/detectors.h), in a fixed order of kinds; empty: none found.
+  std::vector<Diagnosis> diagnoses;
+  bool diagnosed = false;  // the detectors watched this run (a run that ended early has none)
 };
 
 // (live after the last iteration - live after the first) / (iterations - 1); nullopt below 2 iterations.

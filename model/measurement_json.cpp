@@ -1,5 +1,7 @@
 #include "model/measurement_json.h"
 
+#include <stdexcept>
+
 namespace oomguard {
 
 using nlohmann::json;
@@ -10,6 +12,59 @@ namespace {
 json Optional(const std::optional<int64_t>& value) { return value ? json(*value) : json(nullptr); }
 std::optional<int64_t> OptionalFrom(const json& j) {
   return j.is_null() ? std::nullopt : std::optional<int64_t>(j.get<int64_t>());
+}
+
+json FixToJson(const MeasuredFix& f) {
+  return {
+      {"fix", f.fix},
+      {"outcome", f.outcome},
+      {"peak_bytes", f.peak_bytes},
+      {"live_after_bytes", f.live_after_bytes},
+      {"live_growth_per_iteration", f.live_growth_per_iteration ? json(*f.live_growth_per_iteration) : json(nullptr)}};
+}
+
+// fix_peak_bytes and fix_live_after_bytes are the best measured fix's (null: not measured), for a reader
+// that wants one number; fixes_measured has each fix tried.
+json DiagnosisToJson(const Diagnosis& d) {
+  json fixes = json::array();
+  for (const MeasuredFix& f : d.measured) fixes.push_back(FixToJson(f));
+  const MeasuredFix* best = d.measured.empty() ? nullptr : &d.measured.front();
+  return {{"kind", Name(d.kind)},
+          {"severity", Severity(d.kind)},
+          {"bytes", d.bytes},
+          {"per", Name(d.per)},
+          {"count", d.count},
+          {"phase", d.phase},
+          {"where", d.where},
+          {"message", d.message},
+          {"fix", d.fix},
+          {"fix_peak_bytes", best ? json(best->peak_bytes) : json(nullptr)},
+          {"fix_live_after_bytes", best ? json(best->live_after_bytes) : json(nullptr)},
+          {"fixes_measured", fixes},
+          {"event_index", d.event_index}};
+}
+
+Diagnosis DiagnosisFromJson(const json& j) {
+  Diagnosis d;
+  const std::string kind = j.at("kind").get<std::string>();
+  if (!Parse(kind, &d.kind)) throw std::invalid_argument("unknown diagnosis kind '" + kind + "'");
+  const std::string per = j.at("per").get<std::string>();
+  if (!Parse(per, &d.per)) throw std::invalid_argument("unknown diagnosis per '" + per + "'");
+  d.bytes = j.at("bytes").get<int64_t>();
+  d.count = j.at("count").get<int64_t>();
+  d.phase = j.at("phase").get<std::string>();
+  d.where = j.at("where").get<std::string>();
+  d.message = j.at("message").get<std::string>();
+  d.fix = j.at("fix").get<std::string>();
+  d.event_index = j.at("event_index").get<int64_t>();
+  for (const json& f : j.at("fixes_measured")) {
+    MeasuredFix fix{f.at("fix").get<std::string>(), f.at("outcome").get<std::string>(),
+                    f.at("peak_bytes").get<int64_t>(), f.at("live_after_bytes").get<int64_t>(), std::nullopt};
+    const json& growth = f.at("live_growth_per_iteration");
+    if (!growth.is_null()) fix.live_growth_per_iteration = growth.get<double>();
+    d.measured.push_back(std::move(fix));
+  }
+  return d;
 }
 
 }  // namespace
@@ -116,6 +171,11 @@ json MeasurementToJson(const VariantMeasurement& m) {
                    {"output", mod.output}};
   }
   if (!m.warnings.empty()) j["warnings"] = m.warnings;
+  if (m.diagnosed) {
+    json diagnoses = json::array();
+    for (const Diagnosis& d : m.diagnoses) diagnoses.push_back(DiagnosisToJson(d));
+    j["diagnoses"] = diagnoses;
+  }
   if (m.cuda_model) {
     const CudaModelMeasurement& c = *m.cuda_model;
     j["cuda_model"] = {{"allocated_peak_bytes", c.allocated_peak_bytes},
@@ -233,6 +293,10 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
                                     mod.at("output").get<std::string>()};
     }
     if (j.contains("warnings")) m->warnings = j.at("warnings").get<std::vector<std::string>>();
+    if (j.contains("diagnoses")) {  // absent: the detectors did not watch the run (or an older file)
+      m->diagnosed = true;
+      for (const json& d : j.at("diagnoses")) m->diagnoses.push_back(DiagnosisFromJson(d));
+    }
     if (j.contains("cuda_model")) {
       const json& c = j.at("cuda_model");
       m->cuda_model =
@@ -241,6 +305,9 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
                                c.at("alloc_retries").get<int64_t>(),        c.at("ooms").get<int64_t>()};
     }
   } catch (const json::exception& e) {
+    *error = std::string("malformed measurement: ") + e.what();
+    return false;
+  } catch (const std::invalid_argument& e) {
     *error = std::string("malformed measurement: ") + e.what();
     return false;
   }

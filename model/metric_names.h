@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/did_you_mean.h"
+#include "model/diagnosis.h"
 #include "model/phase.h"
 
 namespace oomguard {
@@ -56,7 +57,26 @@ inline constexpr const char* kMetricList =
     "live_after_backward[N], iteration_peak[N], "
     "live_growth_per_iteration, transfers, transfer_bytes, transfers_per_step, transfer_bytes_per_step, "
     "retained_grad_bytes, forward_saved_bytes, param_bytes, grad_bytes, optimizer_state_bytes, "
-    "clip_grad_norm_bytes, grads";
+    "clip_grad_norm_bytes, grads, diagnosis_bytes.<kind>, diagnosis_count.<kind>";
+
+// diagnosis_bytes.<kind> and diagnosis_count.<kind> name a diagnosis kind with '_' for '-' (a check
+// expression reads '-' as minus): diagnosis_bytes.retained_grad. The kind if `suffix` spells one.
+inline std::optional<DiagnosisKind> DiagnosisKindOfMetric(std::string suffix) {
+  std::replace(suffix.begin(), suffix.end(), '_', '-');
+  DiagnosisKind kind;
+  if (!Parse(suffix, &kind)) return std::nullopt;
+  return kind;
+}
+
+// The metric spelling of every kind: retained_grad, eval_keeps_graph, ...
+inline std::vector<std::string> DiagnosisMetricKinds() {
+  std::vector<std::string> out;
+  for (std::string name : AllNames<DiagnosisKind>()) {
+    std::replace(name.begin(), name.end(), '-', '_');
+    out.push_back(name);
+  }
+  return out;
+}
 
 // The kind of a metric by its base name ("phase_peak", not "phase_peak.eval"); nullopt if unknown.
 inline std::optional<MetricKind> FindMetricKind(std::string_view base_name) {
@@ -86,6 +106,17 @@ inline bool ValidateMetricName(const std::string& name, bool has_index, int64_t 
       return false;
     }
     *kind = MetricKind::kBytes;
+  } else if (name.rfind("diagnosis_bytes.", 0) == 0 || name.rfind("diagnosis_count.", 0) == 0) {
+    const std::string suffix = name.substr(name.find('.') + 1);
+    if (!DiagnosisKindOfMetric(suffix)) {
+      const std::vector<std::string> kinds = DiagnosisMetricKinds();
+      const std::string near = ClosestMatch(suffix, kinds);
+      *error = "unknown diagnosis kind '" + suffix + "' in " + quoted +
+               (near.empty() ? "" : "; did you mean '" + near + "'?") +
+               " (kinds, with _ for -: " + JoinNames(kinds, ", ") + ")";
+      return false;
+    }
+    *kind = name[10] == 'b' ? MetricKind::kBytes : MetricKind::kCount;
   } else if (std::optional<MetricKind> found = FindMetricKind(name)) {
     *kind = *found;
   } else {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "model/diagnosis.h"
 #include "model/dtype.h"
 #include "model/knobs.h"
 #include "model/outcome.h"
@@ -139,6 +140,8 @@ struct VariantExpectation {
   bool leak = false;                 // live bytes grow from iteration to iteration
   std::vector<std::string> checks;   // check expressions on this variant: "peak <= 12MiB"
   std::optional<std::string> xfail;  // known to fail, with the reason: FAIL becomes XFAIL, PASS XPASS
+  // The kinds the detectors must find, exactly, in any order ([]: none); absent: not checked.
+  std::optional<std::vector<DiagnosisKind>> diagnoses;
 };
 
 // The back-of-the-envelope estimate a scenario's teach text states, which reports compare the

@@ -78,6 +78,21 @@ struct CheckpointState : torch::CustomClassHolder {
   Segment segment;
   std::vector<RngState> rng;              // empty: do not replay
   std::vector<AutocastSetting> autocast;  // the forward's, replayed for the recomputation
+  bool preserve_rng_state = true;         // what the caller asked for (meta keeps no state either way)
+};
+
+thread_local int t_unseeded_recomputations = 0;
+
+// Marks a recomputation that does not replay the forward's RNG state, for RecomputingWithoutRngState.
+class UnseededRecomputation {
+ public:
+  explicit UnseededRecomputation(bool active) : active_(active) { t_unseeded_recomputations += active_ ? 1 : 0; }
+  ~UnseededRecomputation() { t_unseeded_recomputations -= active_ ? 1 : 0; }
+  UnseededRecomputation(const UnseededRecomputation&) = delete;
+  UnseededRecomputation& operator=(const UnseededRecomputation&) = delete;
+
+ private:
+  bool active_;
 };
 
 // Throws if the recomputed graph reaches a leaf requiring grad that is not among `named` (the gradient
@@ -107,6 +122,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
                             const Segment& segment, bool preserve_rng_state) {
     auto state = c10::make_intrusive<CheckpointState>();
     state->segment = segment;
+    state->preserve_rng_state = preserve_rng_state;
     if (preserve_rng_state) state->rng = SaveRng(RngDevices(input.device()));
     state->autocast = CurrentAutocast();
     at::Tensor output = segment(input);  // grad mode is off here: no graph, no saved activations
@@ -132,6 +148,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       if (!state->rng.empty()) replay.emplace(state->rng);
       c10::AutoGradMode grad_on(true);
       AutocastScope autocast(state->autocast);  // as PyTorch's checkpoint recomputes under the forward's autocast
+      UnseededRecomputation unseeded(!state->preserve_rng_state);
       output = state->segment(input);
     }
 
@@ -159,6 +176,8 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
 };
 
 }  // namespace
+
+bool RecomputingWithoutRngState() { return t_unseeded_recomputations > 0; }
 
 at::Tensor Checkpoint(const Segment& segment, const at::Tensor& input, const std::vector<at::Tensor>& params,
                       bool preserve_rng_state) {

@@ -56,4 +56,9 @@ using Segment = std::function<at::Tensor(const at::Tensor&)>;
 at::Tensor Checkpoint(const Segment& segment, const at::Tensor& input, const std::vector<at::Tensor>& params,
                       bool preserve_rng_state);
 
+// True on the thread that is recomputing a segment checkpointed without preserve_rng_state (on any
+// device, meta included, where no state is kept either way): a random op run now draws numbers the
+// forward did not (diagnose/run_observer.h counts them).
+bool RecomputingWithoutRngState();
+
 }  // namespace oomguard

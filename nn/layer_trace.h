@@ -36,6 +36,9 @@ class LayerTrace {
 
   // Where the most recent failure happened, as a phrase; empty when nothing is known.
   std::string Locate() const;
+  // Where the controlling thread is now, as Enter set it ("the forward of layer 2:linear", "the loss");
+  // empty between them. For observers that run on that thread (op callbacks of the forward).
+  const std::string& current() const { return current_; }
 
   // Told where the program is whenever that changes: on this thread at each Enter/Exit ("the forward
   // of layer 2:linear", "the loss", "" after Exit), and at the start of each backward node, on the

@@ -43,6 +43,12 @@ MeasurementMatcher PhasePeakIsAtMost(const std::string& phase, int64_t bytes);
 MeasurementMatcher PhasePeakIsAtMost(const std::string& phase, const std::string& size);
 // Passes with at least two iterations, and live bytes do not grow from the first to the last.
 MeasurementMatcher DoesNotLeak();
+
+// The detectors found a diagnosis of this kind ("eval-keeps-graph", "leak", ...: scenarios/FORMAT.md,
+// "Diagnoses"); HasNoPitfalls: they found none but advice (activations-dominate). On failure the message
+// lists what was found, with each one's bytes and fix.
+MeasurementMatcher HasDiagnosis(const std::string& kind);
+MeasurementMatcher HasNoPitfalls();
 // Passes, and the peak fits the card's usable bytes (CardCapBytes): measured without a cap or under
 // a larger one, the peak says; under the card's own cap, the outcome does.
 MeasurementMatcher FitsCard(const std::string& card);

@@ -87,13 +87,27 @@ struct Measurement {
             activations_and_transient_bytes = 0;
   };
   std::optional<Oom> oom;
+  // The pitfalls the run showed (oomguard's detectors watch every run; scenarios/FORMAT.md, "Diagnoses").
+  struct Diagnosis {
+    std::string kind;      // "eval-keeps-graph", "graph-kept-across-iterations", "retained-grad", "leak", ...
+    std::string severity;  // "pitfall", or "advice" (activations-dominate)
+    int64_t bytes = 0;     // what it accounts for; `per` says when: peak, iteration, step, phase_end, once
+    std::string per;
+    std::string phase;
+    std::string where;  // the layer, stage or autograd node, when known
+    std::string message;
+    std::string fix;
+  };
+  std::vector<Diagnosis> diagnoses;
 
   bool passed() const { return outcome == "pass"; }
   bool ran_out_of_memory() const { return outcome == "oom"; }
   // Live bytes grow from iteration to iteration: live_growth_per_iteration_bytes > 0.
   bool leaks() const { return live_growth_per_iteration_bytes && *live_growth_per_iteration_bytes > 0; }
+  // The diagnosis of that kind, or null.
+  const Diagnosis* diagnosis(const std::string& kind) const;
   // Several lines: outcome, peak and its phase, phase peaks, live at the peak by phase, iterations,
-  // and for an OOM the refused request and the live bytes by category. Matchers' messages use it.
+  // for an OOM the refused request and the live bytes by category, and the diagnoses. Matchers' messages use it.
   std::string Describe() const;
 };
 

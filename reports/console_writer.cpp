@@ -10,6 +10,7 @@
 #include "base/byte_size.h"
 #include "base/shard.h"
 #include "model/phase.h"
+#include "reports/diagnosis_text.h"
 #include "reports/report_format.h"
 
 namespace oomguard {
@@ -111,6 +112,18 @@ void WriteCudaModelLine(const CudaModelMeasurement& c, std::ostream& out) {
       << " predicted\n";
 }
 
+// Each diagnosis: what it found and costs, the fix in words, each fix measured (--diagnose, explain).
+// Advice gets its fix only in detail (explain) or when measured: a run's log stays about its pitfalls.
+void WriteDiagnoses(const VariantMeasurement& m, bool detailed, std::ostream& out) {
+  for (const Diagnosis& d : m.diagnoses) {
+    out << "              " << DiagnosisLabel(d) << " (" << DiagnosisAmount(d) << "): " << d.message << "\n";
+    if (detailed || !IsAdvice(d.kind) || !d.measured.empty()) out << "                fix: " << d.fix << "\n";
+    for (const MeasuredFix& f : d.measured) {
+      out << "                measured: " << MeasuredFixText(f, m.ledger.peak_bytes) << "\n";
+    }
+  }
+}
+
 }  // namespace
 
 ConsoleStyle StyleFor(int fd) {
@@ -162,6 +175,7 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
     }
     if (v.measurement) {
       for (const std::string& warning : v.measurement->warnings) out << "              warning: " << warning << "\n";
+      WriteDiagnoses(*v.measurement, detailed, out);
     }
     if (v.measurement && !v.measurement->snapshot.empty()) {
       out << "              snapshot: " << v.measurement->snapshot << " (open it in https://pytorch.org/memory_viz)\n";

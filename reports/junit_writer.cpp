@@ -8,6 +8,7 @@
 #include "base/byte_size.h"
 #include "base/shard.h"
 #include "model/metric_names.h"
+#include "reports/diagnosis_text.h"
 #include "reports/escape.h"
 #include "reports/report_format.h"
 
@@ -100,6 +101,18 @@ std::string Where(const ScenarioResult& s) {
   return limit.empty() ? s.backend : s.backend + ", " + limit;
 }
 
+// Each diagnosis as the console writes it: what was found, the fix, each fix measured.
+std::string DiagnosesBlock(const VariantResult& v) {
+  if (!v.measurement) return "";
+  std::string out;
+  for (const Diagnosis& d : v.measurement->diagnoses) {
+    out += DiagnosisLabel(d) + " (" + DiagnosisAmount(d) + "): " + d.message + "\n  fix: " + d.fix + "\n";
+    for (const MeasuredFix& f : d.measured)
+      out += "  measured: " + MeasuredFixText(f, v.measurement->ledger.peak_bytes) + "\n";
+  }
+  return out;
+}
+
 Case VariantCase(const ScenarioResult& s, const VariantResult& v) {
   Case c;
   c.name = v.name + " [" + Where(s) + "]";
@@ -110,8 +123,11 @@ Case VariantCase(const ScenarioResult& s, const VariantResult& v) {
   if (v.code == ResultCode::kXFail && !v.xfail_reason.empty()) c.message = "xfail: " + v.xfail_reason;
   c.body = Join(v.reasons);
   if (!v.diagnostics.empty()) c.body += "stderr: " + v.diagnostics + "\n";
-  if (c.kind == CaseKind::kFailure || c.kind == CaseKind::kError) c.body += BaselineBlock(v.baseline) + PeakBlock(v);
-  c.system_out = PeakBlock(v) + (v.measurement ? PhasePeaks(*v.measurement) : "") + BaselineBlock(v.baseline);
+  if (c.kind == CaseKind::kFailure || c.kind == CaseKind::kError) {
+    c.body += BaselineBlock(v.baseline) + PeakBlock(v) + DiagnosesBlock(v);
+  }
+  c.system_out =
+      PeakBlock(v) + (v.measurement ? PhasePeaks(*v.measurement) : "") + BaselineBlock(v.baseline) + DiagnosesBlock(v);
   // GitLab and Jenkins (junit-attachments) show a file named so as an attachment of the test case.
   if (v.measurement && !v.measurement->snapshot.empty()) {
     c.system_out += "memory_viz snapshot: [[ATTACHMENT|" + v.measurement->snapshot + "]]\n";

@@ -8,6 +8,7 @@
 
 #include "base/byte_size.h"
 #include "model/metric_names.h"
+#include "reports/diagnosis_text.h"
 #include "reports/escape.h"
 #include "reports/report_format.h"
 
@@ -129,6 +130,31 @@ void WriteFailures(const RunResults& report, std::string* out) {
   if (!items.empty()) *out += "\n### Failures\n\n" + items;
 }
 
+// What the detectors found, pitfalls before advice, each with its fix and the best measured one.
+void WriteDiagnoses(const RunResults& report, std::string* out) {
+  std::string rows;
+  for (bool advice : {false, true}) {
+    for (const ScenarioResult& s : report.scenarios) {
+      for (const VariantResult& v : s.variants) {
+        if (!v.measurement) continue;
+        for (const Diagnosis& d : v.measurement->diagnoses) {
+          if (IsAdvice(d.kind) != advice) continue;
+          const std::string measured =
+              d.measured.empty() ? "" : MeasuredFixText(d.measured.front(), v.measurement->ledger.peak_bytes);
+          rows += "| " + Label(s, v) + " | " + MarkdownText(s.backend) + " | " + MarkdownText(DiagnosisLabel(d)) +
+                  " | " + MarkdownText(DiagnosisAmount(d)) + " | " + MarkdownText(d.message) + " | " +
+                  MarkdownText(d.fix) + " | " + MarkdownText(measured) + " |\n";
+        }
+      }
+    }
+  }
+  if (rows.empty()) return;
+  *out +=
+      "\n### Diagnoses\n\n| variant | backend | diagnosis | bytes | found | fix | fix measured |\n"
+      "|---|---|---|---|---|---|---|\n" +
+      rows;
+}
+
 void WriteBaselineNotes(const RunResults& report, std::string* out) {
   if (report.updating_baselines) return;  // the run records them
   std::vector<std::string> improved, fresh;
@@ -192,6 +218,7 @@ std::string RenderMarkdown(const RunResults& report) {
   }
   WriteRegressions(rows, &out);
   WriteFailures(report, &out);
+  WriteDiagnoses(report, &out);
   WriteBaselineNotes(report, &out);
   return out;
 }

@@ -13,7 +13,7 @@ namespace {
 template <class Request, class Visit>
 void ForEachField(Request& request, Visit&& visit) {
   auto& [scenario_file, variant, backend, card, cap, context, inject, iterations, snapshot_dir, snapshot_all,
-         model_cuda, out_path, parent_pid] = request;
+         model_cuda, diagnose, out_path, parent_pid] = request;
   visit("--scenario", scenario_file);
   visit("--variant", variant);
   visit("--backend", backend);
@@ -26,6 +26,7 @@ void ForEachField(Request& request, Visit&& visit) {
   visit("--snapshot-dir", snapshot_dir);
   visit("--snapshot-all", snapshot_all);
   visit("--model-cuda", model_cuda);
+  visit("--diagnose", diagnose);
   visit("--parent-pid", parent_pid);
 }
 
@@ -103,6 +104,7 @@ MeasureRequest MeasureRequestFor(const RunOptions& options, const std::string& s
     r.snapshot_all = true;
   }
   r.model_cuda = options.model_cuda;
+  r.diagnose = options.diagnose;
   r.out_path = out_path;
   r.parent_pid = getpid();
   return r;

@@ -79,6 +79,10 @@ Measurement ToPublic(const VariantMeasurement& m) {
                                b.inputs_bytes,
                                b.activations_and_transient_bytes};
   }
+  for (const Diagnosis& d : m.diagnoses) {
+    out.diagnoses.push_back({std::string(Name(d.kind)), std::string(Severity(d.kind)), d.bytes,
+                             std::string(Name(d.per)), d.phase, d.where, d.message, d.fix});
+  }
   return out;
 }
 
@@ -138,6 +142,13 @@ std::string DescribeBytes(int64_t bytes) {
   return FormatBytes(bytes) + (bytes >= 1024 || bytes <= -1024 ? " (" + std::to_string(bytes) + " bytes)" : "");
 }
 
+const Measurement::Diagnosis* Measurement::diagnosis(const std::string& kind) const {
+  for (const Diagnosis& d : diagnoses) {
+    if (d.kind == kind) return &d;
+  }
+  return nullptr;
+}
+
 std::string Measurement::Describe() const {
   std::ostringstream out;
   out << "outcome " << outcome << " on " << backend
@@ -176,6 +187,10 @@ std::string Measurement::Describe() const {
         << ", optimizer state " << FormatBytes(oom->optimizer_state_bytes) << ", inputs "
         << FormatBytes(oom->inputs_bytes) << ", activations and transients "
         << FormatBytes(oom->activations_and_transient_bytes) << "\n";
+  }
+  for (const Diagnosis& d : diagnoses) {
+    out << "  " << (d.severity == "advice" ? "advice " : "diagnosis ") << d.kind << " (" << FormatBytes(d.bytes)
+        << " per " << d.per << "): " << d.message << "\n    fix: " << d.fix << "\n";
   }
   return out.str();
 }

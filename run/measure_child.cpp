@@ -12,6 +12,7 @@
 #include "base/json_text.h"
 #include "model/backend.h"
 #include "model/measurement_json.h"
+#include "run/measured_fix.h"
 #include "scenario/scenario_loader.h"
 #include "workload/snapshot_recorder.h"
 #include "workload/workload.h"
@@ -66,7 +67,8 @@ int MeasureInChild(const MeasureRequest& request, std::ostream& err) {
     measure.snapshot.source = {request.scenario_file, scenario.name, request.variant, request.backend,
                                limits.cap_bytes};
   }
-  const VariantMeasurement m = MeasureVariant(*spec, measure);
+  VariantMeasurement m = MeasureVariant(*spec, measure);
+  if (request.diagnose) MeasureFixes(*spec, measure, &m);
   if (!m.input_error.empty()) {  // the workload and its scenario disagree: the parent's UNRESOLVED
     err << request.scenario_file << ": " << m.input_error << "\n";
     return kExitUsage;

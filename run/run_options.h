@@ -34,6 +34,7 @@ struct RunOptions {
   std::string snapshot_dir;          // --snapshot-dir DIR: memory_viz snapshots of failing or OOM variants
   bool snapshot_all = false;         // --snapshot-all: of every variant
   bool model_cuda = false;           // --model-cuda: predict the CUDA caching allocator on cpu/meta
+  bool diagnose = false;             // --diagnose: rerun each variant with the fix of each diagnosis applied
 
   // `run` only: explain and fit name what they measure.
   std::optional<std::string> shard;  // --shard INDEX/COUNT: this job's part of the scenario files (base/shard.h)

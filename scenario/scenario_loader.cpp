@@ -18,6 +18,7 @@
 #include "base/json_text.h"
 #include "model/backend.h"
 #include "scenario/check_expression.h"
+#include "scenario/diagnoses_field.h"
 #include "scenario/json_diagnostics.h"
 #include "scenario/json_document.h"
 #include "scenario/text_fields.h"
@@ -198,10 +199,13 @@ bool ReadExpect(const Json& value, const JsonPath& path, const std::vector<std::
       e.xfail = reason;
       return true;
     };
-    if (!ReadFields(
-            expectation, at,
-            {{"outcome", OutcomeField(&e.outcome)}, {"leak", BoolField(&e.leak)}, {"checks", checks}, {"xfail", xfail}},
-            false, error)) {
+    if (!ReadFields(expectation, at,
+                    {{"outcome", OutcomeField(&e.outcome)},
+                     {"leak", BoolField(&e.leak)},
+                     {"checks", checks},
+                     {"xfail", xfail},
+                     {"diagnoses", DiagnosesField(&e.diagnoses)}},
+                    false, error)) {
       return false;
     }
   }

@@ -189,7 +189,7 @@ constexpr const char* kMetrics =
     "live_after_backward[N], iteration_peak[N], live_growth_per_iteration, transfers, transfer_bytes, "
     "transfers_per_step, transfer_bytes_per_step, "
     "retained_grad_bytes, forward_saved_bytes, param_bytes, grad_bytes, optimizer_state_bytes, "
-    "clip_grad_norm_bytes, grads)";
+    "clip_grad_norm_bytes, grads, diagnosis_bytes.<kind>, diagnosis_count.<kind>)";
 
 TEST(CheckExpression, SyntaxErrorsNameTheColumn) {
   EXPECT_EQ(ParseError("peak x 12MiB", false), "at column 6: expected an operator (== != < <= > >=), got 'x'");
@@ -234,6 +234,18 @@ TEST(CheckExpression, ASlashSaysThereIsNoDivision) {
   EXPECT_EQ(ParseError("a.peak / b.peak >= 2", true), std::string("at column 8: ") + kNoDivision);
   EXPECT_EQ(ParseError("a / b.peak >= 2", true), std::string("at column 3: ") + kNoDivision);
   EXPECT_EQ(ParseError("live_after[2/1] > 0", false), std::string("at column 13: ") + kNoDivision);
+}
+
+TEST(CheckExpression, DiagnosisMetricsNameAKindWithUnderscores) {
+  for (const char* text : {"diagnosis_bytes.retained_grad == 4", "diagnosis_count.graph_kept_across_iterations >= 1"}) {
+    CheckExpression expression;
+    std::string error;
+    EXPECT_TRUE(ParseCheckExpression(text, /*relation_mode=*/false, &expression, &error)) << error;
+  }
+  EXPECT_EQ(ParseError("diagnosis_bytes.retained_grads == 4", false),
+            "at column 1: unknown diagnosis kind 'retained_grads' in 'diagnosis_bytes.retained_grads'; did you mean "
+            "'retained_grad'? (kinds, with _ for -: eval_keeps_graph, graph_kept_across_iterations, retained_grad, "
+            "leak, transfer_in_recompute, inplace_on_saved, inplace_on_leaf, checkpoint_rng, activations_dominate)");
 }
 
 TEST(CheckExpression, UnknownMetricsAreRejectedWithASuggestion) {

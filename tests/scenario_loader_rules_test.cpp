@@ -94,9 +94,27 @@ TEST(ScenarioLoader, ExpectationsAndRelationsNameExistingVariants) {
             "s.json: at expect.fixed.xfail: expected a non-empty string, got string \"\"");
   EXPECT_EQ(LoadError(With(R"("expect": {"fixed": {"outcom": "oom"}})", two)),
             "s.json: at expect.fixed: unknown key \"outcom\"; did you mean \"outcome\"? (valid keys: outcome, leak, "
-            "checks, xfail)");
+            "checks, xfail, diagnoses)");
   Scenario s = Load(With(R"("checks": ["pitfall.peak >= 2 * fixed.peak", "pitfall.grads != fixed.grads"])", two));
   EXPECT_EQ(s.checks.size(), 2u);
+}
+
+TEST(ScenarioLoader, DiagnosesExpectationsNameKnownKindsOnce) {
+  const std::string two = R"("variants": {"pitfall": {}, "fixed": {}})";
+  EXPECT_EQ(LoadError(With(R"("expect": {"fixed": {"diagnoses": "leak"}})", two)),
+            "s.json: at expect.fixed.diagnoses: expected an array of diagnosis kinds such as [\"eval-keeps-graph\"] "
+            "([] for none), got string \"leak\"");
+  EXPECT_EQ(LoadError(With(R"("expect": {"fixed": {"diagnoses": ["leek"]}})", two)).substr(0, 89),
+            "s.json: at expect.fixed.diagnoses[0]: unknown diagnosis kind \"leek\"; did you mean \"leak\"?");
+  EXPECT_EQ(LoadError(With(R"("expect": {"fixed": {"diagnoses": ["leak", "leak"]}})", two)),
+            "s.json: at expect.fixed.diagnoses[1]: \"leak\" is listed twice");
+  Scenario s =
+      Load(With(R"("expect": {"pitfall": {"diagnoses": ["retained-grad", "leak"]}, "fixed": {"diagnoses": []}})", two));
+  EXPECT_EQ(s.expectations.at("pitfall").diagnoses,
+            (std::vector<DiagnosisKind>{DiagnosisKind::kRetainedGrad, DiagnosisKind::kLeak}));
+  EXPECT_EQ(s.expectations.at("fixed").diagnoses, std::vector<DiagnosisKind>{});
+  EXPECT_FALSE(Load(With("", two)).expectations.count("fixed") &&
+               Load(With("", two)).expectations.at("fixed").diagnoses.has_value());
 }
 
 }  // namespace

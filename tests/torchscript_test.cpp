@@ -204,5 +204,23 @@ TEST(TorchScript, AnOomInsideTheModuleIsAnOomWithTheUsersLine) {
   EXPECT_EQ(m.oom->phase, "forward");
 }
 
+// The pitfall is in the module's own code (keeps_history.pt appends each hidden activation to an attribute):
+// the same detectors find it, and the kept bytes are the growth the ledger measures, one train and one
+// eval activation (8 x 32 float32 each) per iteration.
+TEST(TorchScript, APitfallInTheModulesOwnCodeIsDiagnosed) {
+  for (Backend backend : {Backend::kCpu, Backend::kMeta}) {
+    VariantMeasureOptions options;
+    options.backend = backend;
+    const VariantMeasurement m = MeasureVariant(Module("keeps_history.pt"), options);
+    ASSERT_EQ(m.outcome.kind, Outcome::kPass) << m.error;
+    ASSERT_EQ(m.diagnoses.size(), 1u) << Name(backend);
+    const Diagnosis& d = m.diagnoses[0];
+    EXPECT_EQ(d.kind, DiagnosisKind::kGraphKeptAcrossIterations);
+    EXPECT_EQ(d.bytes, 2 * 8 * 32 * 4);
+    EXPECT_EQ(static_cast<double>(d.bytes), *LiveGrowthPerIteration(m));
+    EXPECT_NE(d.where.find("ReluBackward0"), std::string::npos) << d.where;
+  }
+}
+
 }  // namespace
 }  // namespace oomguard

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "scenario/scenario_loader.h"
+#include "tests/catalog_variant.h"
 #include "workload/workload.h"
 #include "workload/workload_registry.h"
 
@@ -20,18 +21,6 @@ namespace oomguard {
 namespace {
 
 using ::testing::HasSubstr;
-
-VariantSpec CatalogVariant(const std::string& scenario, const std::string& variant) {
-  Scenario s;
-  std::string error;
-  EXPECT_TRUE(LoadScenarioFile(std::string(OOMGUARD_SOURCE_DIR) + "/scenarios/" + scenario + ".json", &s, &error))
-      << error;
-  for (const VariantSpec& v : s.variants) {
-    if (v.name == variant) return v;
-  }
-  ADD_FAILURE() << "no variant " << variant;
-  return {};
-}
 
 int64_t PeakIn(const VariantMeasurement& m, const std::string& phase) {
   for (const PhasePeak& p : m.ledger.phase_peaks) {

@@ -118,6 +118,31 @@ TEST(Verdict, TheScenarioIsTheWorstOfItsFinalVariantCodesAndRelations) {
   EXPECT_EQ(corrupt.error, "corrupt baseline: b.json: not JSON");
 }
 
+TEST(Verdict, DiagnosesMustBeExactlyTheExpectedKinds) {
+  VariantEvidence e = Evidence("v", /*xfail=*/false);
+  e.expectation.diagnoses = std::vector<DiagnosisKind>{DiagnosisKind::kRetainedGrad};
+  Diagnosis found;
+  found.kind = DiagnosisKind::kRetainedGrad;
+  e.measurement->diagnosed = true;
+  e.measurement->diagnoses = {found};
+  EXPECT_EQ(JudgeVariant(e).code, ResultCode::kPass);
+  Diagnosis extra;
+  extra.kind = DiagnosisKind::kLeak;
+  extra.message = "live bytes grow by 4 bytes per iteration";
+  e.measurement->diagnoses = {found, extra};
+  VariantResult r = JudgeVariant(e);
+  EXPECT_EQ(r.code, ResultCode::kFail);
+  EXPECT_EQ(r.reasons, std::vector<std::string>{"unexpected diagnosis leak (expected [retained-grad]): live bytes grow "
+                                                "by 4 bytes per iteration"});
+  e.measurement->diagnoses = {};
+  r = JudgeVariant(e);
+  EXPECT_EQ(r.reasons, std::vector<std::string>{"expected diagnosis retained-grad was not found (found [])"});
+  e.expectation.diagnoses = std::vector<DiagnosisKind>{};
+  EXPECT_EQ(JudgeVariant(e).code, ResultCode::kPass);  // [] expects none, and none was found
+  e.measurement->diagnosed = false;                    // the detectors did not watch: the expectation cannot hold
+  EXPECT_EQ(JudgeVariant(e).code, ResultCode::kFail);
+}
+
 TEST(VerdictDeathTest, AScenarioIsJudgedOnce) {
   Scenario scenario;
   ScenarioResult header;

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "model/metric_names.h"
+
 namespace oomguard {
 namespace {
 
@@ -44,6 +46,14 @@ std::optional<MetricValue> LookupMetric(const VariantMeasurement& m, const std::
     const std::string phase = base.substr(11);
     for (const PhasePeak& p : m.ledger.phase_peaks) {
       if (p.phase == phase) return Number(static_cast<double>(p.peak_bytes));
+    }
+    return std::nullopt;
+  }
+  if (base.rfind("diagnosis_bytes.", 0) == 0 || base.rfind("diagnosis_count.", 0) == 0) {
+    // Not found is not measured: a check on a diagnosis that did not happen fails, never reads 0.
+    const std::optional<DiagnosisKind> kind = DiagnosisKindOfMetric(base.substr(base.find('.') + 1));
+    for (const Diagnosis& d : m.diagnoses) {
+      if (kind && d.kind == *kind) return Number(static_cast<double>(base[10] == 'b' ? d.bytes : d.count));
     }
     return std::nullopt;
   }

@@ -1,5 +1,7 @@
 #include "verdict/verdict.h"
 
+#include <algorithm>
+
 #include "base/byte_size.h"
 #include "base/check.h"
 #include "model/backend.h"
@@ -32,7 +34,36 @@ CheckResult Evaluate(const std::string& text, bool relation_mode, const std::str
   return result;
 }
 
-// Why a measured variant misses its expectation: its outcome, a leak, its checks, one line each.
+std::string KindList(const std::vector<DiagnosisKind>& kinds) {
+  std::string out = "[";
+  for (size_t i = 0; i < kinds.size(); ++i) out += (i ? ", " : "") + std::string(Name(kinds[i]));
+  return out + "]";
+}
+
+// The "diagnoses" expectation: exactly these kinds, in any order (Note [What each detector counts]).
+void JudgeDiagnoses(const std::vector<DiagnosisKind>& expected, const VariantMeasurement& m,
+                    std::vector<std::string>* reasons) {
+  if (!m.diagnosed) {
+    reasons->push_back("diagnoses " + KindList(expected) + " are expected, but the detectors did not watch this run");
+    return;
+  }
+  std::vector<DiagnosisKind> found;
+  for (const Diagnosis& d : m.diagnoses) found.push_back(d.kind);
+  for (const Diagnosis& d : m.diagnoses) {
+    if (std::find(expected.begin(), expected.end(), d.kind) == expected.end()) {
+      reasons->push_back("unexpected diagnosis " + std::string(Name(d.kind)) + " (expected " + KindList(expected) +
+                         "): " + d.message);
+    }
+  }
+  for (DiagnosisKind kind : expected) {
+    if (std::find(found.begin(), found.end(), kind) == found.end()) {
+      reasons->push_back("expected diagnosis " + std::string(Name(kind)) + " was not found (found " + KindList(found) +
+                         ")");
+    }
+  }
+}
+
+// Why a measured variant misses its expectation: its outcome, a leak, its checks, its diagnoses, one line each.
 void JudgeMeasurement(const VariantExpectation& expectation, const VariantMeasurement& m, VariantResult* r) {
   if (m.outcome != expectation.outcome) {
     r->reasons.push_back("expected outcome " + Name(expectation.outcome) + ", got " + Name(m.outcome) +
@@ -55,6 +86,7 @@ void JudgeMeasurement(const VariantExpectation& expectation, const VariantMeasur
                          std::to_string(m.injection->requests_seen) +
                          " allocation requests and failed none (a fault that never fires tests nothing)");
   }
+  if (expectation.diagnoses) JudgeDiagnoses(*expectation.diagnoses, m, &r->reasons);
   const MetricLookup lookup = [&m](const std::string&, const std::string& metric) { return LookupMetric(m, metric); };
   for (const std::string& text : expectation.checks) {
     CheckResult check = Evaluate(text, /*relation_mode=*/false, r->name, lookup, m.backend);

@@ -1,8 +1,9 @@
 // Counts host-to-device copies as the operator stream shows them, not as a scenario claims them.
 //
-//   oomguard::TransferCounter counter;          // installs a RecordFunction callback on aten::copy_
+//   oomguard::TransferCounter counter(&ledger);  // installs a RecordFunction callback on aten::copy_
 //   ... run a training step ...
 //   counter.count(); counter.bytes();           // copies whose source is host memory
+//   counter.backward_count();                   // of those, the ones made while the ledger's phase was backward
 //
 // Note [What counts as a transfer]: a copy_ whose source is a CPU tensor allocated as host memory
 // (inside a HostAllocationScope, cpu_tracking_allocator.h) into any tensor, or, on the cuda backend,
@@ -17,17 +18,22 @@
 
 #include <cstdint>
 
+#include "allocators/ledger.h"
+
 namespace oomguard {
 
 class TransferCounter {
  public:
-  TransferCounter();
+  // `ledger` (optional) tells the phase each copy is made in.
+  explicit TransferCounter(const Ledger* ledger = nullptr);
   ~TransferCounter();
   TransferCounter(const TransferCounter&) = delete;
   TransferCounter& operator=(const TransferCounter&) = delete;
 
   int64_t count() const;
   int64_t bytes() const;
+  int64_t backward_count() const;
+  int64_t backward_bytes() const;
 
  private:
   uint64_t handle_;

@@ -1,6 +1,7 @@
 #include "workload/user_workload_run.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
@@ -54,18 +55,23 @@ std::optional<int64_t> OptimizerStateBytes(torch::optim::Optimizer& optimizer) {
 // what the function told it to track.
 struct Context::State {
   State(const VariantSpec& spec, const VariantMeasureOptions& options, const BackendSession& backend,
-        VariantMeasurement& m)
+        RunObserver* observer, VariantMeasurement& m)
       : spec(spec),
         backend(backend),
         ledger(backend.account().ledger()),
+        observer(observer),
         m(m),
-        iterations(options.iterations > 0 ? options.iterations : spec.loop.iterations) {}
+        iterations(options.iterations > 0 ? options.iterations : spec.loop.iterations),
+        eval_no_grad(options.eval_no_grad) {}
 
   const VariantSpec& spec;
   const BackendSession& backend;
   Ledger& ledger;
+  RunObserver* observer;  // may be null
   VariantMeasurement& m;
   const int64_t iterations;
+  const bool eval_no_grad;
+  std::optional<bool> grad_mode_before_eval;  // eval_no_grad: what an eval phase switched off
 
   oomguard::Phase phase = oomguard::Phase::kSetup;
   int64_t iteration = 0;  // the one running: 1..iterations; 0 before the loop (or without one)
@@ -83,9 +89,20 @@ struct Context::State {
 
   void SwitchPhase(oomguard::Phase next, bool unwinding) {
     if (!unwinding) EndPhase();
+    if (eval_no_grad) ForceNoGradInEval(next);
     phase = next;
     phase_start_live = ledger.live_bytes();
     ledger.SetPhase(Name(next));
+  }
+
+  void ForceNoGradInEval(oomguard::Phase next) {
+    if (next == oomguard::Phase::kEval && !grad_mode_before_eval) {
+      grad_mode_before_eval = c10::GradMode::is_enabled();
+      c10::GradMode::set_enabled(false);
+    } else if (next != oomguard::Phase::kEval && grad_mode_before_eval) {
+      c10::GradMode::set_enabled(*grad_mode_before_eval);
+      grad_mode_before_eval.reset();
+    }
   }
 
   // Note [A workload's numbers], user_workload_run.h.
@@ -96,7 +113,9 @@ struct Context::State {
     if (phase == oomguard::Phase::kBackward) {
       current.live_after_backward_bytes = live;
       if (first() && !m.grad_bytes) TakeGradients();
+      if (observer) observer->BackwardDone();
     }
+    if (phase == oomguard::Phase::kEval && observer) observer->EvalDone();
     if (phase == oomguard::Phase::kOptimizer && first() && !optimizer_phase_growth)
       optimizer_phase_growth = live - phase_start_live;
   }
@@ -120,6 +139,7 @@ struct Context::State {
     current = {};
     inputs_bytes = 0;
     ledger.TakeWindowPeak();
+    if (observer) observer->BeginIteration(index);
   }
 
   void EndIteration() {
@@ -133,6 +153,7 @@ struct Context::State {
     current.peak_bytes = ledger.TakeWindowPeak();
     m.iterations.push_back(current);  // only completed iterations count
     inputs_bytes = 0;
+    if (observer) observer->EndIteration();
   }
 
   void TakeOptimizerState() {
@@ -350,8 +371,8 @@ at::Tensor Context::ToDevice(const at::Tensor& host) {
 
 UserWorkloadRun::UserWorkloadRun(const WorkloadFunction& function, const VariantSpec& spec,
                                  const VariantMeasureOptions& options, const BackendSession& backend,
-                                 VariantMeasurement* m)
-    : function_(function), state_(std::make_unique<Context::State>(spec, options, backend, *m)) {}
+                                 RunObserver* observer, VariantMeasurement* m)
+    : function_(function), state_(std::make_unique<Context::State>(spec, options, backend, observer, *m)) {}
 
 UserWorkloadRun::~UserWorkloadRun() = default;
 
@@ -359,6 +380,13 @@ void UserWorkloadRun::Run() {
   Context::State& state = *state_;
   at::manual_seed(state.spec.seed);
   Context context(&state);
+  // A phase left current when the function returns or throws: grad mode goes back as it was.
+  struct RestoreGradMode {
+    Context::State& state;
+    ~RestoreGradMode() {
+      if (state.grad_mode_before_eval) c10::GradMode::set_enabled(*state.grad_mode_before_eval);
+    }
+  } restore{state};
   try {
     function_(context);
     state.CheckEveryKnobRead();

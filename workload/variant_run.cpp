@@ -35,8 +35,13 @@ int64_t Bytes(const at::Tensor& t) { return t.defined() ? static_cast<int64_t>(t
 class VariantRun final : public MeasuredRun {
  public:
   VariantRun(const VariantSpec& spec, const VariantMeasureOptions& options, const BackendSession& backend,
-             LayerTrace* trace, VariantMeasurement* m)
-      : spec_(spec), options_(options), ledger_(backend.account().ledger()), trace_(trace), m_(*m) {
+             LayerTrace* trace, RunObserver* observer, VariantMeasurement* m)
+      : spec_(spec),
+        options_(options),
+        ledger_(backend.account().ledger()),
+        trace_(trace),
+        observer_(observer),
+        m_(*m) {
     device_options_ = at::TensorOptions().device(backend.device());
     has_data_ = backend.traits().has_data;
     if (spec.loop.autocast != "none") {
@@ -71,6 +76,7 @@ class VariantRun final : public MeasuredRun {
     for (int64_t i = 1; i <= iterations; ++i) {
       ledger_.TakeWindowPeak();
       IterationMeasurement iteration;
+      if (observer_) observer_->BeginIteration(i);
       try {
         TrainIteration(i == 1, &iteration);
       } catch (const ModelFileError& e) {  // a forward whose result holds no tensor
@@ -82,6 +88,7 @@ class VariantRun final : public MeasuredRun {
       iteration.peak_bytes = std::max(window_peak_before_clip_, ledger_.TakeWindowPeak());
       window_peak_before_clip_ = 0;
       m_.iterations.push_back(iteration);  // only completed iterations count
+      if (observer_) observer_->EndIteration();
     }
   }
 
@@ -138,6 +145,7 @@ class VariantRun final : public MeasuredRun {
         layer_bytes_.clear();
       }
       iteration->live_after_backward_bytes = ledger_.live_bytes();
+      if (observer_ && spec_.loop.backward) observer_->BackwardDone();  // the micro-batch's locals still alive
       if (first_step) {
         int64_t retained = 0;
         for (const at::Tensor& t : intermediates) retained += Bytes(t.grad());
@@ -368,6 +376,7 @@ class VariantRun final : public MeasuredRun {
       if (spec_.loop.loss_history.from == "eval") KeepLoss(Loss(output, batch.target), "eval");
       if (spec_.loop.eval.keep_outputs) outputs.push_back(output);
     }
+    if (observer_) observer_->EvalDone();  // what the evaluation keeps is still alive here
     batch_bytes_ = 0;
   }
 
@@ -376,6 +385,7 @@ class VariantRun final : public MeasuredRun {
   Ledger& ledger_;
   bool has_data_ = true;  // the backend's tensors hold values (not meta)
   LayerTrace* trace_;
+  RunObserver* observer_;  // may be null
   VariantMeasurement& m_;
   at::TensorOptions device_options_;
   std::unique_ptr<Net> net_;
@@ -394,8 +404,9 @@ class VariantRun final : public MeasuredRun {
 }  // namespace
 
 std::unique_ptr<MeasuredRun> MakeVariantRun(const VariantSpec& spec, const VariantMeasureOptions& options,
-                                            const BackendSession& backend, LayerTrace* trace, VariantMeasurement* m) {
-  return std::make_unique<VariantRun>(spec, options, backend, trace, m);
+                                            const BackendSession& backend, LayerTrace* trace, RunObserver* observer,
+                                            VariantMeasurement* m) {
+  return std::make_unique<VariantRun>(spec, options, backend, trace, observer, m);
 }
 
 }  // namespace oomguard

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "backends/backend.h"
+#include "diagnose/run_observer.h"
 #include "model/measurement.h"
 #include "model/scenario.h"
 #include "nn/layer_trace.h"
@@ -16,7 +17,9 @@
 
 namespace oomguard {
 
+// `observer` (may be null) is told where the loop is (diagnose/run_observer.h).
 std::unique_ptr<MeasuredRun> MakeVariantRun(const VariantSpec& spec, const VariantMeasureOptions& options,
-                                            const BackendSession& backend, LayerTrace* trace, VariantMeasurement* m);
+                                            const BackendSession& backend, LayerTrace* trace, RunObserver* observer,
+                                            VariantMeasurement* m);
 
 }  // namespace oomguard

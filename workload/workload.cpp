@@ -14,6 +14,8 @@
 #include "backends/backend.h"
 #include "backends/host_scalars.h"
 #include "base/host_memory.h"
+#include "diagnose/detectors.h"
+#include "diagnose/run_observer.h"
 #include "nn/layer_trace.h"
 #include "nn/torchscript_net.h"
 #include "workload/error_category.h"
@@ -46,7 +48,8 @@ std::string AttentionImplementations(const ModelSpec& model) {
 }
 
 // What the run of a variant is: the catalog's loop over its layers, or a workload's function.
-using MakeRun = std::function<std::unique_ptr<MeasuredRun>(const BackendSession&, LayerTrace*, VariantMeasurement*)>;
+using MakeRun =
+    std::function<std::unique_ptr<MeasuredRun>(const BackendSession&, LayerTrace*, RunObserver*, VariantMeasurement*)>;
 
 VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions& options, const MakeRun& make_run) {
   VariantMeasurement m;
@@ -67,8 +70,10 @@ VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions&
     account.ledger().SetPhase(Name(Phase::kSetup));  // Note [Phases as names in the ledger]
     account.ledger().ResetStatistics();
     backend->BeginMeasurement();
-    TransferCounter transfers;
+    TransferCounter transfers(&account.ledger());
     LayerTrace trace;
+    std::optional<RunObserver> observer;  // Note [What each detector counts], diagnose/detectors.h
+    if (options.diagnose) observer.emplace(account.ledger(), &trace, backend->device().type());
     SnapshotRecorder snapshot(options.snapshot, *backend, trace);
     // Declared before the run, so the run's tensors are freed while it is still attached.
     std::optional<CudaModelFeed> model_feed;
@@ -79,7 +84,7 @@ VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions&
     }
     std::optional<HostScalarCopies> host_scalars;  // Note [Host scalars]
     if (traits.books_host_scalars) host_scalars.emplace();
-    const std::unique_ptr<MeasuredRun> run = make_run(*backend, &trace, &m);
+    const std::unique_ptr<MeasuredRun> run = make_run(*backend, &trace, observer ? &*observer : nullptr, &m);
     // Note [What a variant catches]: the failures scenarios are about, and nothing else. LibTorch's
     // errors (c10::Error: out of memory, autograd's checks, kernels' argument checks, a missing Meta
     // kernel) and the host running out of memory become the outcome; anything else is a harness bug
@@ -114,6 +119,10 @@ VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions&
     m.transfers = transfers.count();
     m.transfer_bytes = transfers.bytes();
     m.ledger = account.ledger().Snapshot();
+    if (observer) {
+      m.diagnoses = Diagnose(m, observer->observations(), {transfers.backward_count(), transfers.backward_bytes()});
+      m.diagnosed = true;
+    }
     backend->Collect(&m);
     if (options.limits.faults) {
       m.injected = options.limits.faults->failures();
@@ -131,9 +140,10 @@ VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions&
 
 VariantMeasurement MeasureVariant(const VariantSpec& spec, const VariantMeasureOptions& options) {
   if (spec.workload.empty()) {
-    return Measure(spec, options, [&](const BackendSession& backend, LayerTrace* trace, VariantMeasurement* m) {
-      return MakeVariantRun(spec, options, backend, trace, m);
-    });
+    return Measure(spec, options,
+                   [&](const BackendSession& backend, LayerTrace* trace, RunObserver* observer, VariantMeasurement* m) {
+                     return MakeVariantRun(spec, options, backend, trace, observer, m);
+                   });
   }
   const WorkloadFunction* function = FindWorkload(spec.workload);
   if (function == nullptr) {
@@ -153,9 +163,10 @@ VariantMeasurement MeasureVariant(const VariantSpec& spec, const VariantMeasureO
 
 VariantMeasurement MeasureWorkload(const WorkloadFunction& function, const VariantSpec& spec,
                                    const VariantMeasureOptions& options) {
-  return Measure(spec, options, [&](const BackendSession& backend, LayerTrace*, VariantMeasurement* m) {
-    return std::make_unique<UserWorkloadRun>(function, spec, options, backend, m);
-  });
+  return Measure(spec, options,
+                 [&](const BackendSession& backend, LayerTrace*, RunObserver* observer, VariantMeasurement* m) {
+                   return std::make_unique<UserWorkloadRun>(function, spec, options, backend, observer, m);
+                 });
 }
 
 }  // namespace oomguard

@@ -39,6 +39,11 @@ struct VariantMeasureOptions {
   size_t timeline_points = 2000;
   SnapshotOptions snapshot = {};  // path set: record the allocation history, write it for a failure
   bool model_cuda = false;        // cpu/meta: feed a CachingAllocatorModel (m.cuda_model); ignored on cuda
+  // Watch the run for the catalog's pitfalls (diagnose/detectors.h): m.diagnoses, m.diagnosed.
+  bool diagnose = true;
+  // A registered workload's eval phases run under no_grad, whatever its code does: how the fix of
+  // eval-keeps-graph is measured for a workload (run/measured_fix.h). The catalog's loop has its knob.
+  bool eval_no_grad = false;
 };
 
 // spec.workload empty: the catalog's loop over spec.model's layers; else the registered workload of

@@ -1,6 +1,7 @@
 // The example's workload: train the classifier with Adam, then evaluate it, summing the evaluation
-// loss as a tensor. Knob "eval_no_grad" false is the pitfall: without torch::NoGradGuard every
-// evaluation batch's graph (its activations) stays alive in the running sum until evaluation ends.
+// loss as a tensor that is read once evaluation is over. Knob "eval_no_grad" false is the pitfall:
+// without torch::NoGradGuard every evaluation batch's graph (its activations) stays alive in the
+// running sum, and oomguard diagnoses eval-keeps-graph.
 #include "classifier.h"
 
 #include <oomguard/workload.h>
@@ -79,14 +80,20 @@ OOMGUARD_WORKLOAD(classifier_adam) {
       auto phase = ctx.Phase("optimizer");
       adam.step();
     }
-    auto phase = ctx.Phase("eval");
-    model->eval();
-    std::optional<torch::NoGradGuard> no_grad;
-    if (eval_no_grad) no_grad.emplace();
-    torch::Tensor total = torch::zeros({}, ctx.options());
-    for (int64_t b = 0; b < eval_batches; ++b) {
-      auto [images, labels] = next_batch();
-      total = total + F::cross_entropy(model->forward(images), labels);
+    torch::Tensor eval_loss;  // the evaluation's summed loss, read once it is over (for a log line)
+    {
+      auto phase = ctx.Phase("eval");
+      model->eval();
+      std::optional<torch::NoGradGuard> no_grad;
+      if (eval_no_grad) no_grad.emplace();
+      eval_loss = torch::zeros({}, ctx.options());
+      for (int64_t b = 0; b < eval_batches; ++b) {
+        auto [images, labels] = next_batch();
+        eval_loss = eval_loss + F::cross_entropy(model->forward(images), labels);
+      }
+    }
+    if (ctx.has_data()) {  // the mean evaluation loss, as a training loop logs it (meta has no values to read)
+      [[maybe_unused]] const double mean_eval_loss = eval_loss.item<double>() / static_cast<double>(eval_batches);
     }
   }
 }

@@ -41,6 +41,9 @@ TEST(ClassifierMemory, EvaluationWithoutNoGradKeepsEveryBatchsGraph) {
   // has no dropout mask to save): over four training forwards' worth in all.
   EXPECT_GE(pitfall.phase_peak_bytes.at("eval") - fixed.phase_peak_bytes.at("eval"), 4 * *pitfall.forward_saved_bytes);
   EXPECT_THAT(pitfall, ::testing::Not(oomguard::PhasePeakIsAtMost("eval", fixed.phase_peak_bytes.at("eval"))));
+  // oomguard's detectors name the pitfall; the fix has none.
+  EXPECT_THAT(pitfall, oomguard::HasDiagnosis("eval-keeps-graph"));
+  EXPECT_THAT(fixed, oomguard::HasNoPitfalls());
 }
 
 TEST(ClassifierMemory, ABatchOf524288RunsOutOfMemoryOnAT4) {

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "base/byte_size.h"
+#include "reports/diagnosis_text.h"
 #include "reports/escape.h"
 #include "reports/html/svg_timeline.h"
 #include "reports/report_format.h"
@@ -88,6 +89,18 @@ std::string ReasonsCell(const VariantResult& v) {
   for (const std::string& reason : v.reasons) items += "<li>" + HtmlEscape(reason) + "</li>";
   std::string out = items.empty() ? "" : "<ul>" + items + "</ul>";
   if (!v.diagnostics.empty()) out += "<pre>" + HtmlEscape(v.diagnostics) + "</pre>";
+  if (v.measurement && !v.measurement->diagnoses.empty()) {
+    out += "<ul class=\"diagnoses\">";
+    for (const Diagnosis& d : v.measurement->diagnoses) {
+      out += "<li><b>" + HtmlEscape(DiagnosisLabel(d)) + "</b> (" + HtmlEscape(DiagnosisAmount(d)) +
+             "): " + HtmlEscape(d.message) + "<br>fix: " + HtmlEscape(d.fix);
+      for (const MeasuredFix& f : d.measured) {
+        out += "<br>measured: " + HtmlEscape(MeasuredFixText(f, v.measurement->ledger.peak_bytes));
+      }
+      out += "</li>";
+    }
+    out += "</ul>";
+  }
   return out;
 }
 

@@ -264,6 +264,23 @@ class Chart {
     s_ += "</g>\n";
   }
 
+  // Each diagnosis with a known event: a triangle on the plot's top edge where the phase that allocated
+  // its bytes began, the kind as its label and the message as its tooltip.
+  void Diagnoses() {
+    for (size_t index : plotted_) {
+      const VariantMeasurement& m = *scenario_.variants[index].measurement;
+      const std::string colour(VariantColour(index));
+      for (const Diagnosis& d : m.diagnoses) {
+        if (d.event_index < 0) continue;
+        const double x = f_.X(d.event_index), y = f_.plot_top;
+        s_ += "<path class=\"diagnosis\" d=\"M" + Num(x - 5) + " " + Num(y) + "L" + Num(x + 5) + " " + Num(y) + "L" +
+              Num(x) + " " + Num(y + 8) + "Z\" fill=\"" + colour + "\"><title>" +
+              HtmlEscape(std::string(Name(d.kind)) + ": " + d.message) + "</title></path>\n";
+        labels_.push_back({x + 7, y + 9, std::string(Name(d.kind)), false, VariantColour(index)});
+      }
+    }
+  }
+
   // Peak dots (and OOM crosses), their labels kept apart from each other and from the cap's.
   void Peaks() {
     const size_t fixed = labels_.size();
@@ -288,6 +305,7 @@ class Chart {
             {ox - 7, oy + 15, m.oom ? "OOM asking " + FormatBytes(m.oom->requested_bytes) : "OOM", true, colour});
       }
     }
+    Diagnoses();
     Unclutter(labels_, fixed);
     for (const Label& l : labels_) {
       s_ += Text(l.x, l.y,

@@ -57,6 +57,24 @@ class NoTensor(nn.Module):
         return x.shape
 
 
+class KeepsHistory(nn.Module):
+    """A pitfall in the user's own code: the forward keeps every hidden activation for later analysis,
+    with its autograd graph (tests/diagnose_test.cpp's TorchScript case)."""
+
+    history: List[torch.Tensor]
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(16, 32)
+        self.last = nn.Linear(32, 4)
+        self.history = []
+
+    def forward(self, x):
+        h = torch.relu(self.first(x))
+        self.history.append(h)
+        return self.last(h)
+
+
 def seq_mlp():
     return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
 
@@ -72,6 +90,7 @@ def main():
         "dict_output.pt": torch.jit.script(DictOutput()),
         "two_inputs.pt": torch.jit.script(TwoInputs()),
         "no_tensor.pt": torch.jit.script(NoTensor()),
+        "keeps_history.pt": torch.jit.script(KeepsHistory()),
         "traced_dropout.pt": torch.jit.trace(nn.Sequential(nn.Linear(16, 4), nn.Dropout(0.5)).train(),
                                              torch.randn(2, 16), check_trace=False),
     }

@@ -1,0 +1,318 @@
+#include "diagnose/run_observer.h"
+
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "allocators/cpu_tracking_allocator.h"
+#include "base/check.h"
+#include "nn/checkpoint.h"
+
+namespace oomguard {
+
+struct RunObserver::State {
+  State(const Ledger& ledger, const LayerTrace* trace, RunObservations* out) : ledger(ledger), trace(trace), out(out) {}
+
+  struct StorageEntry {
+    c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+    int64_t iteration;
+    int phase;
+    int location;
+  };
+  struct NodeEntry {
+    std::weak_ptr<torch::autograd::Node> node;
+    int64_t iteration;
+    int phase;
+    int location;
+  };
+  struct GradTensor {
+    c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> tensor;
+    int location;
+  };
+
+  const Ledger& ledger;
+  const LayerTrace* trace;
+  RunObservations* out;
+  std::mutex mutex;  // guards everything below
+  c10::DeviceType device = c10::DeviceType::CPU;
+  int64_t iteration = 0;
+  std::unordered_map<const c10::StorageImpl*, StorageEntry> storages;
+  std::unordered_map<const torch::autograd::Node*, NodeEntry> nodes;
+  std::vector<GradTensor> grad_tensors;  // non-leaf outputs since the last backward
+  std::vector<std::string> locations{""};
+  std::unordered_map<std::string, int> location_index{{"", 0}};
+  std::map<int64_t, int64_t> iteration_start_event;
+  // What the running evaluation (this iteration, this phase) made and still holds; nodes 0: no graph.
+  EvalFinding EvalNow(int phase) {
+    EvalFinding finding;
+    finding.iteration = iteration;
+    const int64_t it = iteration;
+    finding.nodes = AliveNodes([&](const NodeEntry& e) { return e.iteration == it && e.phase == phase; }, &finding.root,
+                               &finding.where);
+    if (finding.nodes == 0) return finding;
+    finding.bytes = AliveBytes([&](const StorageEntry& e) { return e.iteration == it && e.phase == phase; }, nullptr);
+    finding.event_index = ledger.CurrentPhaseStartEvent();
+    return finding;
+  }
+
+  int Location() {
+    const std::string& where = trace ? trace->current() : locations[0];
+    auto [it, inserted] = location_index.try_emplace(where, static_cast<int>(locations.size()));
+    if (inserted) locations.push_back(where);
+    return it->second;
+  }
+
+  bool PhaseIs(int index, std::string_view name) const { return ledger.PhaseName(index) == name; }
+
+  // `allocated`: the op allocated on the device while it ran. A storage is the iteration's, phase's and
+  // layer's whose op allocated it: a view (w.t()) or an in-place result names an older storage, and a
+  // parameter's first view must not make the parameter the forward's.
+  void Saw(const at::Tensor& t, int phase, int location, bool allocated) {
+    if (!t.defined() || !t.has_storage() || t.device().type() != device) return;
+    if (t.unsafeGetTensorImpl()->is_wrapped_number()) return;
+    const c10::Storage& storage = t.storage();
+    if (allocated && !t.is_view() && storage.nbytes() > 0 && !IsHostAllocation(storage.data_ptr())) {
+      const c10::StorageImpl* key = storage.unsafeGetStorageImpl();
+      auto found = storages.find(key);
+      if (found == storages.end() || found->second.storage.expired()) {
+        storages.insert_or_assign(key, StorageEntry{storage.getWeakStorageImpl(), iteration, phase, location});
+      }
+    }
+    const std::shared_ptr<torch::autograd::Node>& node = t.grad_fn();
+    if (!node) return;
+    auto seen = nodes.find(node.get());
+    if (seen == nodes.end() || seen->second.node.expired()) {
+      nodes.insert_or_assign(node.get(), NodeEntry{node, iteration, phase, location});
+    }
+    grad_tensors.push_back(
+        {c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(t.getIntrusivePtr()), location});
+  }
+
+  // The newest alive node among those `keep` selects: its name and where it was made.
+  template <typename Keep>
+  int64_t AliveNodes(Keep keep, std::string* root, std::string* where) {
+    int64_t count = 0;
+    uint64_t newest = 0;
+    for (const auto& [key, entry] : nodes) {
+      if (!keep(entry)) continue;
+      const std::shared_ptr<torch::autograd::Node> node = entry.node.lock();
+      if (!node) continue;
+      ++count;
+      if (count == 1 || node->sequence_nr() >= newest) {
+        newest = node->sequence_nr();
+        *root = node->name();
+        *where = locations[entry.location];
+      }
+    }
+    return count;
+  }
+
+  template <typename Keep>
+  int64_t AliveBytes(Keep keep, std::vector<AliveGroup>* groups) {
+    std::map<std::pair<int, int>, int64_t> by_place;
+    int64_t bytes = 0;
+    for (const auto& [key, entry] : storages) {
+      if (!keep(entry)) continue;
+      const c10::intrusive_ptr<c10::StorageImpl> storage = entry.storage.lock();
+      if (!storage) continue;
+      const auto n = static_cast<int64_t>(storage->nbytes());
+      bytes += n;
+      by_place[{entry.phase, entry.location}] += n;
+    }
+    if (groups != nullptr) {
+      for (const auto& [place, n] : by_place)
+        groups->push_back({ledger.PhaseName(place.first), locations[place.second], n});
+      std::stable_sort(groups->begin(), groups->end(),
+                       [](const AliveGroup& a, const AliveGroup& b) { return a.bytes > b.bytes; });
+    }
+    return bytes;
+  }
+
+  void Prune() {
+    std::erase_if(storages, [](const auto& kv) { return kv.second.storage.expired(); });
+    std::erase_if(nodes, [](const auto& kv) { return kv.second.node.expired(); });
+  }
+};
+
+namespace {
+
+std::atomic<RunObserver::State*> g_state{nullptr};
+thread_local int t_random_depth = 0;  // random ops nest (dropout -> bernoulli_): count the outermost
+
+constexpr size_t kMaxInplaceOps = 256;
+
+bool EndsWithUnderscore(std::string_view name) {
+  return name.size() > 1 && name.back() == '_' && name[name.size() - 2] != '_';
+}
+
+// The ops that draw random numbers. Composites that may draw (dropout, feature_dropout, rrelu) are not
+// listed: with p = 0 or in eval they draw nothing, and when they draw it is through one of these.
+bool IsRandomOp(std::string_view name) {
+  static const std::unordered_set<std::string_view> kRandom = {
+      "aten::bernoulli",  "aten::bernoulli_", "aten::native_dropout", "aten::rand",         "aten::rand_like",
+      "aten::randn",      "aten::randn_like", "aten::randint",        "aten::randint_like", "aten::randperm",
+      "aten::normal",     "aten::normal_",    "aten::uniform_",       "aten::random_",      "aten::exponential_",
+      "aten::geometric_", "aten::cauchy_",    "aten::log_normal_",    "aten::multinomial",  "aten::rrelu_with_noise"};
+  return kRandom.count(name) != 0;
+}
+
+template <typename Visit>
+void ForEachTensor(const std::vector<c10::IValue>& values, Visit visit) {
+  for (const c10::IValue& v : values) {
+    if (v.isTensor()) {
+      visit(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) visit(t);
+    } else if (v.isTuple()) {
+      for (const c10::IValue& e : v.toTupleRef().elements()) {
+        if (e.isTensor()) visit(e.toTensor());
+      }
+    }
+  }
+}
+
+// The ledger's allocation count when an op started: the end callback tells whether it allocated.
+struct OpStart : at::ObserverContext {
+  explicit OpStart(int64_t allocations) : allocations(allocations) {}
+  int64_t allocations;
+};
+
+std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
+  RunObserver::State* state = g_state.load(std::memory_order_acquire);
+  if (state == nullptr) return nullptr;
+  auto start = std::make_unique<OpStart>(state->ledger.alloc_count());
+  const std::string_view name = fn.name();
+  if (IsRandomOp(name)) ++t_random_depth;
+  if (EndsWithUnderscore(name)) {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->out->last_inplace_started = name;
+    state->out->last_inplace_started_location = state->trace ? state->trace->current() : "";
+  }
+  return start;
+}
+
+void OnEnd(const at::RecordFunction& fn, at::ObserverContext* context) {
+  RunObserver::State* state = g_state.load(std::memory_order_acquire);
+  if (state == nullptr) return;
+  const auto* start = static_cast<const OpStart*>(context);
+  const bool allocated = start == nullptr || state->ledger.alloc_count() != start->allocations;
+  const std::string_view name = fn.name();
+  const bool random = IsRandomOp(name);
+  const bool outermost_random = random && t_random_depth == 1;
+  if (random && t_random_depth > 0) --t_random_depth;
+  const int phase = state->ledger.phase_index();
+  std::lock_guard<std::mutex> lock(state->mutex);
+  const int location = state->Location();
+  ForEachTensor(fn.outputs(), [&](const at::Tensor& t) { state->Saw(t, phase, location, allocated); });
+  if (EndsWithUnderscore(name) && !fn.outputs().empty() && fn.outputs()[0].isTensor()) {
+    const at::Tensor& self = fn.outputs()[0].toTensor();
+    if (self.defined() && self.requires_grad()) {
+      std::vector<InplaceOp>& ops = state->out->inplace;
+      if (ops.size() >= kMaxInplaceOps) ops.erase(ops.begin(), ops.begin() + kMaxInplaceOps / 2);
+      ops.push_back({std::string(name), state->ledger.PhaseName(phase), state->locations[location], self.sizes().vec(),
+                     static_cast<int64_t>(self.nbytes())});
+    }
+  }
+  if (outermost_random && RecomputingWithoutRngState()) {
+    RunObservations& out = *state->out;
+    ++out.unseeded_recompute_draws;
+    ForEachTensor(fn.outputs(), [&](const at::Tensor& t) {
+      if (t.defined()) out.unseeded_recompute_bytes += static_cast<int64_t>(t.nbytes());
+    });
+    if (out.unseeded_recompute_where.empty()) out.unseeded_recompute_where = state->locations[location];
+  }
+}
+
+}  // namespace
+
+RunObserver::RunObserver(const Ledger& ledger, const LayerTrace* trace, c10::DeviceType device)
+    : state_(std::make_unique<State>(ledger, trace, &observations_)) {
+  state_->device = device;
+  RunObserver::State* expected = nullptr;
+  OOMGUARD_CHECK(g_state.compare_exchange_strong(expected, state_.get())) << "only one RunObserver may exist at a time";
+  handle_ = at::addGlobalCallback(
+      at::RecordFunctionCallback(&OnStart, &OnEnd).needsOutputs(true).scopes({at::RecordScope::FUNCTION}));
+}
+
+RunObserver::~RunObserver() {
+  at::removeCallback(handle_);
+  g_state.store(nullptr, std::memory_order_release);
+}
+
+void RunObserver::BeginIteration(int64_t iteration) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->iteration = iteration;
+  state_->grad_tensors.clear();
+  state_->iteration_start_event[iteration] = state_->ledger.CurrentPhaseStartEvent();
+}
+
+void RunObserver::BackwardDone() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  RetainedGradFinding finding;
+  finding.iteration = state_->iteration;
+  std::unordered_set<const c10::StorageImpl*> counted;
+  int64_t largest = 0;
+  for (const State::GradTensor& g : state_->grad_tensors) {
+    c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> impl = g.tensor.lock();
+    if (!impl) continue;
+    const at::Tensor t(std::move(impl));
+    if (t.is_leaf() || !t.retains_grad()) continue;
+    const at::Tensor& grad = t.grad();
+    if (!grad.defined() || !grad.has_storage()) continue;
+    if (!counted.insert(grad.storage().unsafeGetStorageImpl()).second) continue;
+    const auto n = static_cast<int64_t>(grad.storage().nbytes());
+    ++finding.tensors;
+    finding.bytes += n;
+    if (n > largest) {
+      largest = n;
+      finding.where = state_->locations[g.location];
+    }
+  }
+  state_->grad_tensors.clear();
+  if (finding.tensors > 0) observations_.retained.push_back(std::move(finding));
+}
+
+void RunObserver::EvalDone() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  EvalFinding finding = state_->EvalNow(state_->ledger.phase_index());
+  if (finding.nodes > 0) observations_.evals.push_back(std::move(finding));
+}
+
+void RunObserver::EndIteration() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  State& s = *state_;
+  s.grad_tensors.clear();
+  ++observations_.iterations;
+  if (s.iteration >= 2) {
+    const int64_t previous = s.iteration - 1;
+    KeptFinding kept;
+    kept.iteration = previous;
+    kept.nodes =
+        s.AliveNodes([&](const State::NodeEntry& e) { return e.iteration == previous; }, &kept.root, &kept.root_where);
+    // What the optimizer and the backward make (state, gradients) may rightly outlive the iteration.
+    std::vector<bool> state_phase(Ledger::kMaxPhases);
+    for (int i = 0; i < Ledger::kMaxPhases; ++i) {
+      state_phase[i] = s.PhaseIs(i, "backward") || s.PhaseIs(i, "optimizer") || s.PhaseIs(i, "zero_grad");
+    }
+    kept.bytes = s.AliveBytes(
+        [&](const State::StorageEntry& e) {
+          return e.iteration == previous && e.phase >= 0 && e.phase < Ledger::kMaxPhases && !state_phase[e.phase];
+        },
+        &kept.groups);
+    auto start = s.iteration_start_event.find(previous);
+    if (start != s.iteration_start_event.end()) kept.event_index = start->second;
+    observations_.kept.push_back(std::move(kept));
+  }
+  s.Prune();
+}
+
+}  // namespace oomguard
