@@ -180,16 +180,14 @@ void ForEachTensor(const std::vector<c10::IValue>& values, Visit visit) {
   }
 }
 
-// The ledger's allocation count when an op started: the end callback tells whether it allocated.
-struct OpStart : at::ObserverContext {
-  explicit OpStart(int64_t allocations) : allocations(allocations) {}
-  int64_t allocations;
-};
+// The ledger's allocation count when each running op started, innermost last (ops nest, and start and
+// end run on one thread): the end callback tells whether its op allocated. No heap allocation per op.
+thread_local std::vector<int64_t> t_allocations_at_start;
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   RunObserver::State* state = g_state.load(std::memory_order_acquire);
   if (state == nullptr) return nullptr;
-  auto start = std::make_unique<OpStart>(state->ledger.alloc_count());
+  t_allocations_at_start.push_back(state->ledger.alloc_count());
   const std::string_view name = fn.name();
   if (IsRandomOp(name)) ++t_random_depth;
   if (EndsWithUnderscore(name)) {
@@ -197,14 +195,14 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
     state->out->last_inplace_started = name;
     state->out->last_inplace_started_location = state->trace ? state->trace->current() : "";
   }
-  return start;
+  return nullptr;
 }
 
-void OnEnd(const at::RecordFunction& fn, at::ObserverContext* context) {
+void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   RunObserver::State* state = g_state.load(std::memory_order_acquire);
-  if (state == nullptr) return;
-  const auto* start = static_cast<const OpStart*>(context);
-  const bool allocated = start == nullptr || state->ledger.alloc_count() != start->allocations;
+  if (state == nullptr || t_allocations_at_start.empty()) return;  // started before the observer
+  const bool allocated = state->ledger.alloc_count() != t_allocations_at_start.back();
+  t_allocations_at_start.pop_back();
   const std::string_view name = fn.name();
   const bool random = IsRandomOp(name);
   const bool outermost_random = random && t_random_depth == 1;
@@ -237,6 +235,7 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext* context) {
 RunObserver::RunObserver(const Ledger& ledger, const LayerTrace* trace, c10::DeviceType device)
     : state_(std::make_unique<State>(ledger, trace, &observations_)) {
   state_->device = device;
+  t_allocations_at_start.clear();  // an op a previous observer saw start but not end
   RunObserver::State* expected = nullptr;
   OOMGUARD_CHECK(g_state.compare_exchange_strong(expected, state_.get())) << "only one RunObserver may exist at a time";
   handle_ = at::addGlobalCallback(

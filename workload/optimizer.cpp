@@ -1,10 +1,17 @@
 #include "workload/optimizer.h"
 
+#include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
 
 namespace oomguard {
+namespace {
+
+int64_t Bytes(const at::Tensor& t) { return t.defined() ? static_cast<int64_t>(t.nbytes()) : 0; }
+
+}  // namespace
 
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& s, const std::vector<at::Tensor>& params) {
   if (s.kind == "sgd") {
@@ -18,6 +25,29 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& s, c
     return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(s.lr).weight_decay(s.weight_decay));
   }
   return nullptr;
+}
+
+// The bytes of the tensors in an optimizer's state, for the kinds LibTorch ships that keep tensors;
+// nullopt for another kind (the caller falls back to what its step left live).
+std::optional<int64_t> OptimizerStateBytes(torch::optim::Optimizer& optimizer) {
+  int64_t total = 0;
+  for (const auto& [key, state] : optimizer.state()) {
+    const torch::optim::OptimizerParamState* s = state.get();
+    if (const auto* adam = dynamic_cast<const torch::optim::AdamParamState*>(s)) {
+      total += Bytes(adam->exp_avg()) + Bytes(adam->exp_avg_sq()) + Bytes(adam->max_exp_avg_sq());
+    } else if (const auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(s)) {
+      total += Bytes(adamw->exp_avg()) + Bytes(adamw->exp_avg_sq()) + Bytes(adamw->max_exp_avg_sq());
+    } else if (const auto* sgd = dynamic_cast<const torch::optim::SGDParamState*>(s)) {
+      total += Bytes(sgd->momentum_buffer());
+    } else if (const auto* rms = dynamic_cast<const torch::optim::RMSpropParamState*>(s)) {
+      total += Bytes(rms->square_avg()) + Bytes(rms->momentum_buffer()) + Bytes(rms->grad_avg());
+    } else if (const auto* adagrad = dynamic_cast<const torch::optim::AdagradParamState*>(s)) {
+      total += Bytes(adagrad->sum());
+    } else {
+      return std::nullopt;
+    }
+  }
+  return total;
 }
 
 }  // namespace oomguard
