@@ -1,7 +1,9 @@
 // A fixed RunResults for the report writers' golden tests: no machine, time or version enters it.
 // It has a passing scenario with a baseline (unchanged and improved variants), a failing scenario
 // whose name needs escaping in every format (`bad&name<"x">`) with a regression and a failed check,
-// an unresolved file and an unsupported scenario.
+// an unresolved file and an unsupported scenario. Diagnoses: the pitfall variant has one with a measured
+// fix and one without an event; the regressed variant has advice whose words need escaping and whose
+// measured fix ran out of memory.
 #pragma once
 
 #include "model/run_results.h"
@@ -66,6 +68,28 @@ inline RunResults SampleReport() {
   fixed.baseline = {BaselineVerdict::kImproved,
                     {{"peak_bytes", 10 * 1048576, 9 * 1048576, -1048576, -10.0, BaselineVerdict::kImproved}},
                     "scenarios/baselines/forgotten-no-grad.json"};
+  Diagnosis kept;
+  kept.kind = DiagnosisKind::kEvalKeepsGraph;
+  kept.bytes = 18 * 1048576;
+  kept.per = DiagnosisPer::kPhaseEnd;
+  kept.count = 64;
+  kept.phase = "eval";
+  kept.where = "fc2";
+  kept.message = "64 tensors with a grad function made in eval are alive at its end (18.00 MiB)";
+  kept.fix = "run the evaluation under torch::NoGradGuard";
+  kept.event_index = 10;
+  kept.measured = {{"loop.eval.no_grad: true", "pass", 9 * 1048576, 1048576, 0.0}};
+  Diagnosis retained;
+  retained.kind = DiagnosisKind::kRetainedGrad;
+  retained.bytes = 2 * 1048576;
+  retained.per = DiagnosisPer::kOnce;
+  retained.count = 4;
+  retained.phase = "backward";
+  retained.message = "4 non-leaf tensors hold a .grad after backward (2.00 MiB)";
+  retained.fix = "call retain_grad() only on the tensors you inspect";
+  pitfall.measurement->diagnosed = true;
+  pitfall.measurement->diagnoses = {kept, retained};
+  fixed.measurement->diagnosed = true;  // watched, nothing found
   pass.variants = {pitfall, fixed};
   pass.checks = {{"pitfall.phase_peak.eval >= 3 * fixed.phase_peak.eval", true, true, false,
                   "pitfall.phase_peak.eval >= 3 * fixed.phase_peak.eval: 27.00 MiB >= 3 * 9.00 MiB (27.00 MiB)"}};
@@ -89,6 +113,19 @@ inline RunResults SampleReport() {
                         {{"peak_bytes", 16986931, 18874368, 1887437, 11.111, BaselineVerdict::kRegressed},
                          {"phase_peak.backward", 16986931, 18874368, 1887437, 11.111, BaselineVerdict::kRegressed}},
                         "scenarios/baselines/bad&name.json"};
+  Diagnosis advice;
+  advice.kind = DiagnosisKind::kActivationsDominate;
+  advice.bytes = 13 * 1048576;
+  advice.per = DiagnosisPer::kPeak;
+  advice.phase = "forward";
+  advice.where = "blocks.<0>&|1|";
+  advice.message = "activations are 72% of the peak: <b>13.00 MiB</b> | \"saved\" & kept";
+  advice.fix = "checkpoint segments, bf16 autocast or a smaller batch";
+  advice.event_index = 20;
+  advice.measured = {{"autocast: bf16", "pass", 12 * 1048576, 2 * 1048576, 4096.0},
+                     {"batch: 32, accumulate: 2", "oom", 20 * 1048576, 0, std::nullopt}};
+  regressed.measurement->diagnosed = true;
+  regressed.measurement->diagnoses = {advice};
   VariantResult fresh;
   fresh.name = "new_variant";
   fresh.code = ResultCode::kPass;
@@ -113,6 +150,21 @@ inline RunResults SampleReport() {
   unsupported.error = "runs on cuda, not cpu";
 
   report.scenarios = {pass, fail, unresolved, unsupported};
+  return report;
+}
+
+// A report whose strings hold what XML 1.0 cannot carry and what Markdown would render as markup.
+inline RunResults HostileReport() {
+  RunResults report = SampleReport();
+  report.scenarios.resize(1);
+  ScenarioResult& s = report.scenarios[0];
+  s.name = "ctl\x01\x1b name\xff";
+  s.code = ResultCode::kFail;
+  s.variants.resize(1);
+  VariantResult& v = s.variants[0];
+  v.name = "x|y`z*_\n<b>&$\xc3\xa9";
+  v.code = ResultCode::kFail;
+  v.reasons = {"line1\nline2\ttab\r|pipe", "second"};
   return report;
 }
 

@@ -1,10 +1,9 @@
-// Golden-file tests of the JUnit XML and Markdown writers, plus exact checks of what CI relies on.
+// Golden-file tests of the JUnit XML writer, plus exact checks of what CI relies on.
 //
-// The golden files are tests/golden/sample.junit.xml and tests/golden/sample.md, rendered from
-// oomguard::testing::SampleReport() and compared byte for byte. After an intended change of format,
-// rewrite them with
+// The golden file is tests/golden/sample.junit.xml, rendered from oomguard::testing::SampleReport() and
+// compared byte for byte. After an intended change of format, rewrite it with
 //
-//   OOMGUARD_UPDATE_GOLDEN=1 build/tests/oomguard_tests --gtest_filter='JUnit*:Markdown*'
+//   OOMGUARD_UPDATE_GOLDEN=1 build/tests/oomguard_plain_tests --gtest_filter='JUnit*'
 //
 // and review the diff. The XML is also checked by a small structural reader here (well-formed, the
 // attributes CI reporters require, counts that add up) and, where xmllint (Debian libxml2-utils) is
@@ -23,7 +22,6 @@
 #include <vector>
 
 #include "reports/junit_writer.h"
-#include "reports/markdown_writer.h"
 #include "tests/golden_file.h"
 #include "tests/report_fixture.h"
 
@@ -200,21 +198,6 @@ int Xmllint(const std::string& args, const std::string& xml) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// A report whose strings hold what XML 1.0 cannot carry and what Markdown would render as markup.
-RunResults HostileReport() {
-  RunResults report = testing::SampleReport();
-  report.scenarios.resize(1);
-  ScenarioResult& s = report.scenarios[0];
-  s.name = "ctl\x01\x1b name\xff";
-  s.code = ResultCode::kFail;
-  s.variants.resize(1);
-  VariantResult& v = s.variants[0];
-  v.name = "x|y`z*_\n<b>&$\xc3\xa9";
-  v.code = ResultCode::kFail;
-  v.reasons = {"line1\nline2\ttab\r|pipe", "second"};
-  return report;
-}
-
 TEST(JUnit, SampleMatchesGoldenFile) {
   const std::string xml = RenderJUnit(testing::SampleReport());
   testing::ExpectMatchesGolden("sample.junit.xml", xml);
@@ -346,7 +329,7 @@ TEST(JUnit, AShardIsNamedOnTheRootAndAPropertyOfEverySuite) {
 }
 
 TEST(JUnit, CharactersXmlCannotCarryAreReplaced) {
-  const std::string xml = RenderJUnit(HostileReport());
+  const std::string xml = RenderJUnit(testing::HostileReport());
   EXPECT_NE(xml.find("<testsuite name=\"ctl\xEF\xBF\xBD\xEF\xBF\xBD name\xEF\xBF\xBD\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("name=\"x|y`z*_&#10;&lt;b&gt;&amp;$\xc3\xa9 [cpu, NVIDIA T4 16GB]\""), std::string::npos);
   EXPECT_NE(xml.find("<failure message=\"line1&#10;line2&#9;tab&#13;|pipe\" type=\"FAIL\">line1\nline2\ttab&#13;|pipe\n"
@@ -367,67 +350,6 @@ TEST(JUnit, XmllintAcceptsGoldenFileAgainstTheJUnitSchema) {
   const std::string golden = "'" + GoldenPath("sample.junit.xml") + "'";
   EXPECT_EQ(std::system(("xmllint --noout " + golden).c_str()), 0);
   EXPECT_EQ(std::system(("xmllint --noout --schema '" + GoldenPath("junit-10.xsd") + "' " + golden).c_str()), 0);
-}
-
-TEST(Markdown, SampleMatchesGoldenFile) {
-  const std::string md = RenderMarkdown(testing::SampleReport());
-  testing::ExpectMatchesGolden("sample.md", md);
-}
-
-TEST(Markdown, VerdictIsTheFirstLine) {
-  const std::string md = RenderMarkdown(testing::SampleReport());
-  EXPECT_EQ(md.substr(0, md.find('\n')), "**oomguard: FAIL** — 2 of 4 scenarios failing, 1 memory regression");
-  RunResults passing = testing::SampleReport();
-  passing.scenarios.resize(1);
-  const std::string pass = RenderMarkdown(passing);
-  EXPECT_EQ(pass.substr(0, pass.find('\n')), "**oomguard: PASS** — 1 scenario, none failing, no memory regressions");
-}
-
-TEST(Markdown, RegressionRowComesFirstThenFailuresThenReportOrder) {
-  std::istringstream md(RenderMarkdown(testing::SampleReport()));
-  std::string line;
-  while (std::getline(md, line) && line.rfind("|---|", 0) != 0) {
-  }
-  std::vector<std::string> rows;
-  while (std::getline(md, line) && line.rfind("| ", 0) == 0) rows.push_back(line);
-  ASSERT_EQ(rows.size(), 6u);
-  EXPECT_EQ(
-      rows[0],
-      "| bad&amp;name&lt;\"x\"&gt; | a&lt;b&gt;&amp;c | cpu | NVIDIA T4 16GB | **FAIL** (regressed) | 18.00 MiB | "
-      "16.20 MiB | +1.80 MiB | +11.1% | backward |");
-  EXPECT_EQ(rows[1], "| broken | — | cpu | — | **UNRESOLVED** | — | — | — | — | — |");
-  EXPECT_EQ(rows[2].rfind("| forgotten-no-grad | pitfall |", 0), 0u) << rows[2];
-  EXPECT_EQ(
-      rows[3],
-      "| forgotten-no-grad | fixed | cpu | NVIDIA T4 16GB | PASS (improved) | 9.00 MiB | 10.00 MiB | -1024.00 KiB | "
-      "-10.0% | backward |");
-  EXPECT_EQ(rows[4].rfind("| bad&amp;name&lt;\"x\"&gt; | new\\_variant |", 0), 0u) << rows[4];
-  EXPECT_EQ(rows[5], "| gpu-only | — | cpu | — | UNSUPPORTED | — | — | — | — | — |");
-}
-
-TEST(Markdown, SuggestsUpdatingBaselinesAndNotesStrict) {
-  const std::string md = RenderMarkdown(testing::SampleReport());
-  EXPECT_NE(md.find("\n1 variant improved beyond tolerance: forgotten-no-grad / fixed (peak\\_bytes -1024.00 KiB, "
-                    "-10.0%). Run `oomguard run --update-baselines` to record the new figures.\n"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("\n1 variant without a stored baseline: bad&amp;name&lt;\"x\"&gt; / new\\_variant. They pass for "
-                    "now; `--strict` makes them fail, and `oomguard run --update-baselines` records one.\n"),
-            std::string::npos);
-  EXPECT_NE(md.find("\n### Failures\n\n- **bad&amp;name&lt;\"x\"&gt; / a&lt;b&gt;&amp;c**: FAIL\n"
-                    "  - regression: peak\\_bytes 18.00 MiB vs baseline 16.20 MiB (+1.80 MiB, +11.11%)\n"
-                    "  - check failed: peak &lt;= 16MiB: 18.00 MiB &lt;= 16MiB\n"
-                    "- **bad&amp;name&lt;\"x\"&gt;**, checks between variants: FAIL\n"
-                    "  - a.peak &gt; 2 \\* new\\_variant.peak: 18.00 MiB &gt; 2 \\* 9.00 MiB (18.00 MiB)\n"
-                    "- **broken**: UNRESOLVED\n"),
-            std::string::npos);
-}
-
-TEST(Markdown, CellsCannotBreakTheTableOrRenderAsMarkup) {
-  const std::string md = RenderMarkdown(HostileReport());
-  EXPECT_NE(md.find("| ctl   name\xff | x\\|y\\`z\\*\\_ &lt;b&gt;&amp;\\$\xc3\xa9 | cpu |"), std::string::npos) << md;
-  EXPECT_NE(md.find("  - line1 line2 tab \\|pipe\n  - second\n"), std::string::npos);
-  for (const char* raw : {"<b>", "a<b>&c", "x|y"}) EXPECT_EQ(md.find(raw), std::string::npos) << raw;
 }
 
 }  // namespace
