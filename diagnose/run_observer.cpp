@@ -51,6 +51,18 @@ struct RunObserver::State {
   std::vector<std::string> locations{""};
   std::unordered_map<std::string, int> location_index{{"", 0}};
   std::map<int64_t, int64_t> iteration_start_event;
+  // Entries of freed storages, nodes and tensors are dropped at each iteration's end, and when the
+  // maps double between ends: a run without iterations (a long evaluation) stays bounded.
+  static constexpr size_t kMinPruneAt = 4096;
+  size_t prune_at = kMinPruneAt;
+
+  size_t Tracked() const { return storages.size() + nodes.size() + grad_tensors.size(); }
+
+  void PruneIfDoubled() {
+    if (Tracked() < prune_at) return;
+    Prune();
+    prune_at = std::max(kMinPruneAt, 2 * Tracked());
+  }
   // What the running evaluation (this iteration, this phase) made and still holds; nodes 0: no graph.
   EvalFinding EvalNow(int phase) {
     EvalFinding finding;
@@ -140,6 +152,7 @@ struct RunObserver::State {
   void Prune() {
     std::erase_if(storages, [](const auto& kv) { return kv.second.storage.expired(); });
     std::erase_if(nodes, [](const auto& kv) { return kv.second.node.expired(); });
+    std::erase_if(grad_tensors, [](const GradTensor& g) { return g.tensor.expired(); });
   }
 };
 
@@ -211,6 +224,7 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   std::lock_guard<std::mutex> lock(state->mutex);
   const int location = state->Location();
   ForEachTensor(fn.outputs(), [&](const at::Tensor& t) { state->Saw(t, phase, location, allocated); });
+  state->PruneIfDoubled();
   if (EndsWithUnderscore(name) && !fn.outputs().empty() && fn.outputs()[0].isTensor()) {
     const at::Tensor& self = fn.outputs()[0].toTensor();
     if (self.defined() && self.requires_grad()) {
@@ -312,6 +326,12 @@ void RunObserver::EndIteration() {
     observations_.kept.push_back(std::move(kept));
   }
   s.Prune();
+  s.prune_at = std::max(State::kMinPruneAt, 2 * s.Tracked());
+}
+
+size_t RunObserver::tracked() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->Tracked();
 }
 
 }  // namespace oomguard

@@ -107,6 +107,8 @@ class RunObserver {
   void EndIteration();
 
   const RunObservations& observations() const { return observations_; }
+  // Entries it holds (storages, nodes, non-leaf tensors, most of them weak): bounded by what is alive.
+  size_t tracked() const;
 
   // For the callback.
   struct State;

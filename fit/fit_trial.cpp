@@ -110,6 +110,7 @@ TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Bac
     options.limits = LimitsForTarget(target);
     options.iterations = iterations;
     options.timeline_points = 0;  // only the peak is needed
+    options.diagnose = false;     // and a trial's pitfalls are the variant's: `oomguard run` reports them
     const Ledger& ledger = GetBackend(backend).account().ledger();
     const int64_t live_before = ledger.live_bytes();
     const VariantMeasurement m = MeasureOnFreshThread(measure, WithKnob(spec, knob, value), options);

@@ -9,6 +9,8 @@
 
 #include <optional>
 
+#include "allocators/ledger.h"
+#include "diagnose/run_observer.h"
 #include "run/measured_fix.h"
 #include "scenario/scenario_loader.h"
 #include "tests/catalog_variant.h"
@@ -213,6 +215,20 @@ TEST(Diagnose, TheDetectorsCanBeLeftOut) {
   const VariantMeasurement m = MeasureVariant(CatalogVariant("retained-grads", "pitfall"), options);
   EXPECT_FALSE(m.diagnosed);
   EXPECT_TRUE(m.diagnoses.empty());
+}
+
+// A run that never ends an iteration (an evaluation of many batches, a workload without ctx.Step)
+// must not make the observer hold an entry per op it ever saw: it drops the freed when its maps double.
+TEST(Diagnose, TheObserverStaysBoundedWithoutIterations) {
+  const Ledger ledger;
+  RunObserver observer(ledger, nullptr, c10::DeviceType::CPU);
+  const at::Tensor w = at::ones({4}).requires_grad_();
+  for (int i = 0; i < 20000; ++i) {
+    const at::Tensor y = w * 2;  // a node and a non-leaf tensor, freed at once
+  }
+  EXPECT_LE(observer.tracked(), 8192u);
+  const at::Tensor kept = w * 3;
+  EXPECT_GE(observer.tracked(), 1u);  // what is alive stays watched
 }
 
 }  // namespace
