@@ -1,5 +1,6 @@
 #include "base/child_process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -7,10 +8,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <iostream>
 #include <thread>
 
 extern char** environ;
@@ -28,8 +33,50 @@ struct Running {
   bool killed = false;
 };
 
+// In a forked child: stdin, stdout and stderr as a spawned child has them, or false.
+bool RedirectStandardStreams(const ChildSpec& spec) {
+  const int in = open("/dev/null", O_RDONLY);
+  const int out = open(spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int err = open(spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (in < 0 || out < 0 || err < 0) return false;
+  return dup2(in, STDIN_FILENO) >= 0 && dup2(out, STDOUT_FILENO) >= 0 && dup2(err, STDERR_FILENO) >= 0 &&
+         close(in) == 0 && close(out) == 0 && close(err) == 0;
+}
+
+// The forked child's whole life: what exec would have reset, then the body, then _exit.
+[[noreturn]] void RunBody(const ChildSpec& spec) {
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) std::signal(signal, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (!RedirectStandardStreams(spec)) _exit(127);  // as a command that cannot start
+  int code = 0;
+  try {
+    code = spec.body();
+  } catch (...) {
+    // As in a spawned child: the exception's type and what() on stderr, then SIGABRT. It must not
+    // unwind further, into the parent's stack that the fork copied.
+    std::terminate();
+  }
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  _exit(code);
+}
+
 // Starts one child; returns 0 and sets *pid, or an errno value.
 int Spawn(const ChildSpec& spec, pid_t* pid) {
+  if (spec.body) {
+    // What the parent buffered must not be written again by the child.
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    const pid_t child = fork();
+    if (child < 0) return errno;
+    if (child == 0) RunBody(spec);
+    *pid = child;
+    return 0;
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
@@ -72,6 +119,15 @@ class StopSignals {
 
 }  // namespace
 
+bool ThisProcessHasOneThread() {
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return false;  // cannot tell: do not fork
+  int count = 0;
+  while (const dirent* entry = readdir(tasks)) count += entry->d_name[0] != '.';
+  closedir(tasks);
+  return count == 1;
+}
+
 void RaiseDefault(int signal) {
   std::signal(signal, SIG_DFL);
   std::raise(signal);
@@ -93,7 +149,8 @@ int RunChildren(const std::vector<ChildSpec>& specs, int max_running,
       pid_t pid = 0;
       if (const int rc = Spawn(specs[next], &pid); rc != 0) {
         ChildExit exit;
-        exit.spawn_error = "could not start " + specs[next].argv[0] + ": " + std::strerror(rc);
+        exit.spawn_error = std::string("could not start ") +
+                           (specs[next].body ? "a forked child" : specs[next].argv[0]) + ": " + std::strerror(rc);
         on_done(next++, exit);
         continue;
       }

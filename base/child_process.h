@@ -4,6 +4,12 @@
 //   std::vector<oomguard::ChildSpec> specs = ...;  // argv, where stdout/stderr go, timeout
 //   oomguard::RunChildren(specs, /*max_running=*/2, [](size_t i, const oomguard::ChildExit& exit) { ... });
 //
+// A child is either a command (argv, started with posix_spawn) or a function of this program run in a
+// forked copy of it, with no exec (`body`): it starts warm, with what the parent loaded and parsed, and
+// is isolated the same way (its own process, its own memory; a crash, a hang or a kill is its exit).
+// Fork only from a process with one thread (ThisProcessHasOneThread): a lock another thread held at
+// the fork would stay held in the child forever.
+//
 // Children's output goes to files, never pipes, so a chatty child cannot block on a full pipe.
 // Error policy: a child that cannot be started is reported through ChildExit::spawn_error; nothing throws.
 #pragma once
@@ -15,7 +21,12 @@
 namespace oomguard {
 
 struct ChildSpec {
-  std::vector<std::string> argv;  // argv[0] is the executable's path
+  std::vector<std::string> argv;  // argv[0] is the executable's path; ignored when body is set
+  // Set: run in a forked child, whose exit code it returns (an exception that escapes it terminates the
+  // child, as an uncaught exception ends a spawned one: SIGABRT, its what() on stderr). The child has the stop signals'
+  // default actions, stdin /dev/null, stdout and stderr in the files below, and ends with _exit: the parent's atexit
+  // handlers and static destructors never run in it.
+  std::function<int()> body;
   std::string stdout_path;
   std::string stderr_path;
   double timeout_seconds = 300;
@@ -35,6 +46,9 @@ struct ChildExit {
 // returned (0 when every spec ran) for the caller to clean up and then die of it (RaiseDefault).
 int RunChildren(const std::vector<ChildSpec>& specs, int max_running,
                 const std::function<void(size_t index, const ChildExit& exit)>& on_done);
+
+// Whether this process runs one thread now (Linux: /proc/self/task), so that a fork is safe.
+bool ThisProcessHasOneThread();
 
 // Ends the process with `signal` as its default action would (after a caller's clean-up).
 [[noreturn]] void RaiseDefault(int signal);

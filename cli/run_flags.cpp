@@ -37,6 +37,8 @@ void AddRunFlags(CLI::App* app, RunOptions* o) {
                 "On cpu and meta: predict the CUDA caching allocator's allocated/reserved peaks, retries and OOMs");
   app->add_flag("--diagnose", o->diagnose,
                 "Measure the fix of each pitfall found: rerun the variant with it applied (peak, live after)");
+  const char* spawn = std::getenv("OOMGUARD_SPAWN_CHILDREN");
+  o->spawn_children = spawn != nullptr && *spawn != '\0' && std::string(spawn) != "0";
 }
 
 CLI::Validator FiniteRange(double min, double max) {

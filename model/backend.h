@@ -48,14 +48,18 @@ struct BackendTraits {
   // The CUDA libraries' workspaces are taken outside the ledger before a variant (Note [Library
   // workspaces on cuda], allocators/cuda/cuda_warm_up.h).
   bool has_library_workspaces;
+  // Variants may run in children forked from the runner, warm (Note [Warm children], run/runner.cpp):
+  // nothing of the backend lives in the parent. cuda's children exec afresh: a CUDA context cannot
+  // cross a fork, and asking whether a GPU is there already makes one in the parent.
+  bool forks_warm;
 };
 
 // One row per backend, in enum order (checked below).
 inline constexpr std::array<BackendTraits, 3> kBackendTraits = {{
-    // backend    shares has_data host_scalars host_memory caching workspaces
-    {Backend::kCpu, false, true, true, true, false, false},
-    {Backend::kMeta, false, false, false, false, false, false},
-    {Backend::kCuda, true, true, false, false, true, true},
+    // backend    shares has_data host_scalars host_memory caching workspaces forks_warm
+    {Backend::kCpu, false, true, true, true, false, false, true},
+    {Backend::kMeta, false, false, false, false, false, false, true},
+    {Backend::kCuda, true, true, false, false, true, true, false},
 }};
 
 static_assert([] {

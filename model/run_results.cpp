@@ -1,5 +1,7 @@
 #include "model/run_results.h"
 
+#include <algorithm>
+
 namespace oomguard {
 namespace {
 
@@ -45,5 +47,19 @@ const MetricDiff* PeakDiff(const BaselineComparison& comparison) {
 }
 
 BaselineVerdict WorseBaselineVerdict(BaselineVerdict a, BaselineVerdict b) { return Severity(b) > Severity(a) ? b : a; }
+
+RunOverhead OverheadOf(const RunResults& report) {
+  RunOverhead o;
+  o.wall_ms = report.duration_ms;
+  o.jobs = std::max(report.jobs, 1);
+  for (const ScenarioResult& s : report.scenarios) {
+    o.children_ms += s.duration_ms;
+    for (const VariantResult& v : s.variants) {
+      if (v.measurement) o.measured_ms += v.measurement->duration_ms;
+    }
+  }
+  if (o.measured_ms > 0) o.wall_per_measured = o.wall_ms / (o.measured_ms / o.jobs);
+  return o;
+}
 
 }  // namespace oomguard

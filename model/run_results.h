@@ -119,7 +119,22 @@ struct RunResults {
   std::string backend;
   int jobs = 1;
   int64_t iterations = 0;  // 0: each scenario's own
-  double duration_ms = 0;
+  double duration_ms = 0;  // the run's wall time
+  // How its variants' processes started (Note [Warm children], run/runner.cpp): "forked" from the
+  // runner, warm, or "spawned" afresh, with the reason in children_reason. Empty: not a runner's run.
+  std::string children;
+  std::string children_reason;
 };
+
+// Where a run's time went: its wall time against what its variants' processes and their measurements
+// took, per job. wall_per_measured is 1.0 when the run costs only its measurements.
+struct RunOverhead {
+  double wall_ms = 0;
+  double children_ms = 0;  // the variants' processes, start to exit, summed
+  double measured_ms = 0;  // their measurements (measurement.duration_ms), summed
+  int jobs = 1;
+  double wall_per_measured = 0;  // wall_ms / (measured_ms / jobs); 0 when nothing was measured
+};
+RunOverhead OverheadOf(const RunResults& report);
 
 }  // namespace oomguard

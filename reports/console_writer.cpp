@@ -274,6 +274,14 @@ void WriteRunSummary(const RunResults& report, std::ostream& out, const ConsoleS
   if (const ShardTally& t = report.shard; t.shard.Sharded()) {
     out << "shard " << ShardName(t.shard) << ": " << t.files << " of " << t.run_files << " scenario files\n";
   }
+  // Where the time went: what the measurements needed per job against the wall (Note [Warm children]).
+  if (const RunOverhead o = OverheadOf(report); !report.children.empty() && o.measured_ms > 0) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.2fx", o.wall_per_measured);
+    out << "time: " << FormatSeconds(o.wall_ms) << " wall for " << FormatSeconds(o.measured_ms) << " of measurement at "
+        << o.jobs << (o.jobs == 1 ? " job: " : " jobs: ") << ratio << " what the measurements take (children "
+        << report.children << (report.children_reason.empty() ? "" : ": " + report.children_reason) << ")\n";
+  }
   int improved = 0, fresh = 0;
   for (const ScenarioResult& s : report.scenarios) {
     for (const VariantResult& v : s.variants) {

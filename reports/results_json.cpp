@@ -44,6 +44,14 @@ json ResultsToJson(const RunResults& report) {
   j["jobs"] = report.jobs;
   j["iterations_override"] = report.iterations;
   j["duration_ms"] = report.duration_ms;
+  j["children"] = report.children;
+  j["children_reason"] = report.children_reason;
+  const RunOverhead overhead = OverheadOf(report);
+  j["overhead"] = {{"wall_ms", overhead.wall_ms},
+                   {"children_ms", overhead.children_ms},
+                   {"measured_ms", overhead.measured_ms},
+                   {"jobs", overhead.jobs},
+                   {"wall_per_measured", overhead.wall_per_measured}};
   j["compared_with_baselines"] = report.compared_with_baselines;
   j["strict"] = report.strict;
   json totals = json::object();

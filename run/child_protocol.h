@@ -12,8 +12,9 @@
 // flag, through a structured binding of the whole struct: a field added to MeasureRequest but not to
 // that list does not compile, and the writer and the reader both walk the list, so a child cannot miss
 // a flag its parent set. A run flag a child needs is one field here plus one line in
-// MeasureRequestFor. The command line (rather than a request file) keeps a child reproducible by hand:
-// `ps` shows what it was asked.
+// MeasureRequestFor. The command line (rather than a request file) keeps a spawned child reproducible
+// by hand: `ps` shows what it was asked. A child forked warm (Note [Warm children], run/runner.cpp)
+// gets the same request as a value, with its variant already resolved, and parses nothing.
 //
 // Spelling: a string is `--flag VALUE`, left out when empty; an integer `--flag N`, left out when 0;
 // a bool `--flag`, left out when false; a list `--flag VALUE` once per element.

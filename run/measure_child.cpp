@@ -19,30 +19,23 @@
 
 namespace oomguard {
 
-int MeasureInChild(const MeasureRequest& request, std::ostream& err) {
-  // A child must not outlive its runner (killed with SIGKILL, say): the kernel kills it when the parent
-  // goes, and a parent gone before this line is caught by comparing the pids.
-  if (request.parent_pid != 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != static_cast<pid_t>(request.parent_pid)) return kExitUsage;
-  }
+namespace {
+
+// A child must not outlive its runner (killed with SIGKILL, say): the kernel kills it when the parent
+// goes, and a parent gone before this line is caught by comparing the pids.
+bool DieWithParent(int64_t parent_pid) {
+  if (parent_pid == 0) return true;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  return getppid() == static_cast<pid_t>(parent_pid);
+}
+
+// Both ways in, once the variant is resolved.
+int MeasureResolvedVariant(const Scenario& scenario, const VariantSpec& variant, const MeasureRequest& request,
+                           std::ostream& err) {
+  std::string error;
   // One intra-op thread: some kernels allocate per-thread buffers, and exact bytes must not depend on
   // the machine's core count.
   at::set_num_threads(1);
-  Scenario scenario;
-  std::string error;
-  if (!LoadScenarioFile(request.scenario_file, &scenario, &error)) {
-    err << error << "\n";
-    return kExitUsage;
-  }
-  const VariantSpec* spec = nullptr;
-  for (const VariantSpec& v : scenario.variants) {
-    if (v.name == request.variant) spec = &v;
-  }
-  if (spec == nullptr) {
-    err << "no variant '" << request.variant << "' in " << request.scenario_file << "\n";
-    return kExitUsage;
-  }
   RunOptions flags;
   flags.card = request.card;
   flags.cap = request.cap;
@@ -67,8 +60,8 @@ int MeasureInChild(const MeasureRequest& request, std::ostream& err) {
     measure.snapshot.source = {request.scenario_file, scenario.name, request.variant, request.backend,
                                limits.cap_bytes};
   }
-  VariantMeasurement m = MeasureVariant(*spec, measure);
-  if (request.diagnose) MeasureFixes(*spec, measure, &m);
+  VariantMeasurement m = MeasureVariant(variant, measure);
+  if (request.diagnose) MeasureFixes(variant, measure, &m);
   if (!m.input_error.empty()) {  // the workload and its scenario disagree: the parent's UNRESOLVED
     err << request.scenario_file << ": " << m.input_error << "\n";
     return kExitUsage;
@@ -76,6 +69,33 @@ int MeasureInChild(const MeasureRequest& request, std::ostream& err) {
   std::ofstream out(request.out_path);
   out << DumpJson(MeasurementToJson(m));
   return out.good() ? kExitOk : kExitUsage;
+}
+
+}  // namespace
+
+int MeasureInChild(const MeasureRequest& request, std::ostream& err) {
+  if (!DieWithParent(request.parent_pid)) return kExitUsage;
+  Scenario scenario;
+  std::string error;
+  if (!LoadScenarioFile(request.scenario_file, &scenario, &error)) {
+    err << error << "\n";
+    return kExitUsage;
+  }
+  const VariantSpec* spec = nullptr;
+  for (const VariantSpec& v : scenario.variants) {
+    if (v.name == request.variant) spec = &v;
+  }
+  if (spec == nullptr) {
+    err << "no variant '" << request.variant << "' in " << request.scenario_file << "\n";
+    return kExitUsage;
+  }
+  return MeasureResolvedVariant(scenario, *spec, request, err);
+}
+
+int MeasureForkedVariant(const Scenario& scenario, const VariantSpec& spec, const MeasureRequest& request,
+                         std::ostream& err) {
+  if (!DieWithParent(request.parent_pid)) return kExitUsage;
+  return MeasureResolvedVariant(scenario, spec, request, err);
 }
 
 }  // namespace oomguard

@@ -35,6 +35,9 @@ struct RunOptions {
   bool snapshot_all = false;         // --snapshot-all: of every variant
   bool model_cuda = false;           // --model-cuda: predict the CUDA caching allocator on cpu/meta
   bool diagnose = false;             // --diagnose: rerun each variant with the fix of each diagnosis applied
+  // OOMGUARD_SPAWN_CHILDREN=1: every variant in a fresh process (exec), even where a warm fork would
+  // do (Note [Warm children], run/runner.cpp); for comparing the two, or a platform where fork misbehaves.
+  bool spawn_children = false;
 
   // `run` only: explain and fit name what they measure.
   std::optional<std::string> shard;  // --shard INDEX/COUNT: this job's part of the scenario files (base/shard.h)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <chrono>
+#include <iostream>
 
 #include "backends/backend.h"
 #include "backends/version_info.h"
@@ -15,6 +16,7 @@
 #include "baselines/baseline_diff.h"
 #include "model/measurement_json.h"
 #include "run/child_protocol.h"
+#include "run/measure_child.h"
 #include "run/plan.h"
 #include "run/snapshot_keeper.h"
 #include "verdict/memory_estimate.h"
@@ -64,6 +66,34 @@ std::string KilledFromOutside(int64_t oom_kills_before, int64_t cap_bytes) {
                              " available now): use --backend meta (shapes only, any size) or a smaller --card or --cap";
   if (oom_kills_before >= 0 && now > oom_kills_before) return ": the kernel's OOM killer ended it" + memory;
   return ": killed from outside oomguard, most likely by the kernel's OOM killer" + memory;
+}
+
+// Note [Warm children]
+// A variant runs in a process of its own, so that a crash, a hang, an OOM kill or a leak ends that
+// variant alone, and no variant sees another's memory or state. Spawning `oomguard __measure` gave
+// that at the price of a LibTorch start-up per variant (0.5 s and 460 MiB on the 2-core machine) and of
+// parsing its scenario file again. On cpu and meta the runner instead forks itself: the child is a
+// copy of a process that has loaded LibTorch and registered every kernel, parsed and resolved the
+// variant, and measured nothing (the runner never runs a tensor op), and it calls the measurement
+// directly (MeasureForkedVariant) with no exec. Its isolation is the spawned child's: its own process
+// and memory, the same timeout, exit codes, signals and stderr file, PR_SET_PDEATHSIG.
+// It forks only while the runner has one thread: a lock another thread held (an intra-op pool, a CUDA
+// driver thread) would stay held in the child. Otherwise (a test binary that ran tensor ops, cuda,
+// OOMGUARD_SPAWN_CHILDREN=1) each variant is spawned as before; the results say which
+// (RunResults::children) and why.
+
+// How this run's children start, and why when not forked.
+std::string ChildrenStart(const RunOptions& options, const BackendDriver& driver, std::string* why) {
+  if (options.spawn_children) {
+    *why = "OOMGUARD_SPAWN_CHILDREN is set";
+  } else if (!driver.traits().forks_warm) {
+    *why = "a " + driver.name() + " child needs a fresh process (CUDA cannot cross a fork)";
+  } else if (!ThisProcessHasOneThread()) {
+    *why = "this process runs more than one thread, so a fork could inherit a held lock";
+  } else {
+    return "forked";
+  }
+  return "spawned";
 }
 
 // A scenario that runs, while its children do.
@@ -117,6 +147,9 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
     return false;
   }
 
+  report->children = ChildrenStart(options, driver, &report->children_reason);
+  const bool fork_children = report->children == "forked";
+
   std::vector<Running> running;
   std::vector<Job> jobs;
   std::vector<ChildSpec> specs;
@@ -129,8 +162,15 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
       const std::string& name = p.scenario.variants[v].name;
       const std::string base = tmp_dir + "/" + std::to_string(specs.size());
       ChildSpec spec;
-      spec.argv =
-          ChildArgv(self_exe, MeasureRequestFor(options, p.result.file, name, backend, tmp_dir, base + ".json"));
+      const MeasureRequest request = MeasureRequestFor(options, p.result.file, name, backend, tmp_dir, base + ".json");
+      if (fork_children) {
+        const Scenario* scenario = &p.scenario;
+        spec.body = [scenario, v, request] {
+          return MeasureForkedVariant(*scenario, scenario->variants[v], request, std::cerr);
+        };
+      } else {
+        spec.argv = ChildArgv(self_exe, request);
+      }
       spec.stdout_path = base + ".out";
       spec.stderr_path = base + ".err";
       spec.timeout_seconds = options.timeout_seconds;

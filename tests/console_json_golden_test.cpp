@@ -74,6 +74,28 @@ TEST(ConsoleReport, AShardSaysHowManyOfTheRunsFilesItTook) {
   EXPECT_EQ(plain.str().find("shard"), std::string::npos);
 }
 
+// Where the run's time went: its wall time against its measurements' per job, and how children started.
+TEST(ConsoleReport, TheTimeLineComparesTheWallWithTheMeasurementsPerJob) {
+  RunResults report = testing::SampleReport();
+  report.jobs = 2;
+  report.children = "spawned";
+  report.children_reason = "OOMGUARD_SPAWN_CHILDREN is set";
+  const RunOverhead o = OverheadOf(report);
+  EXPECT_EQ(o.measured_ms, 1000.0);  // four measurements of 250 ms
+  EXPECT_EQ(o.children_ms, 2400.0);  // the scenarios' 1.5 s and 0.9 s
+  EXPECT_EQ(o.wall_per_measured, 4200.0 / (1000.0 / 2));
+  std::ostringstream out;
+  WriteRunSummary(report, out, {});
+  EXPECT_NE(out.str().find("\ntime: 4.2 s wall for 1.0 s of measurement at 2 jobs: 8.40x what the measurements take "
+                           "(children spawned: OOMGUARD_SPAWN_CHILDREN is set)\n"),
+            std::string::npos)
+      << out.str();
+  report.children.clear();  // not a runner's run (an in-process Measure): no line
+  std::ostringstream none;
+  WriteRunSummary(report, none, {});
+  EXPECT_EQ(none.str().find("time: "), std::string::npos);
+}
+
 // The results file holds what ran: the SKIPPED scenarios are left out.
 TEST(ResultsJson, LeavesSkippedScenariosOut) {
   RunResults report = testing::SampleReport();

@@ -35,22 +35,24 @@ constexpr const char* kSlowScenario = R"({
   "variants": {"a": {}, "b": {}}
 })";
 
-// The measuring children of `parent`: processes whose command line has "--parent-pid PARENT".
+// The measuring children of `parent`: its child processes (forked warm, so they have its command line).
 std::vector<pid_t> ChildrenOf(pid_t parent) {
   std::vector<pid_t> children;
   DIR* proc = opendir("/proc");
   while (const dirent* entry = readdir(proc)) {
     const std::string name = entry->d_name;
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in("/proc/" + name + "/cmdline");
-    std::stringstream text;
-    text << in.rdbuf();
-    std::string cmdline = text.str();
-    for (char& c : cmdline) c = c == '\0' ? ' ' : c;
-    if (cmdline.find(" __measure ") != std::string::npos &&
-        cmdline.find("--parent-pid " + std::to_string(parent) + " ") != std::string::npos) {
+    std::ifstream in("/proc/" + name + "/stat");
+    std::string stat;
+    std::getline(in, stat);
+    // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses, so read after the last ')'.
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 1));
+    std::string state;
+    long ppid = 0;
+    if (fields >> state >> ppid && ppid == parent && state != "Z")
       children.push_back(static_cast<pid_t>(std::stol(name)));
-    }
   }
   closedir(proc);
   return children;

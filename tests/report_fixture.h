@@ -44,6 +44,7 @@ inline RunResults SampleReport() {
   report.compared_with_baselines = true;
   report.oomguard_version = "0.0.0-test";
   report.libtorch_version = "2.11.0";
+  report.children = "forked";
 
   ScenarioResult pass;
   pass.name = "forgotten-no-grad";
