@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything oomguard needs, idempotently: quiet and fast when all is present.
 #   - Debian packages: compiler toolchain pieces (clang and libFuzzer too), CLI11, nlohmann/json,
-#     GoogleTest/Benchmark, ccache.
+#     GoogleTest/Benchmark, ccache, valgrind.
 #   - PyPI torch==$TORCH_VERSION (ci/pins.env) in a venv outside the checkout, so every clone reuses it:
 #     ${OOMGUARD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/oomguard}/torch-$TORCH_VERSION
 # Prints the venv's python on the last line of stdout.
@@ -14,6 +14,7 @@ log() { echo "bootstrap: $*" >&2; }
 
 debs=(cmake g++ ninja-build ccache python3-venv libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
       libxml2-utils   # xmllint: the JUnit report is validated against the JUnit schema in the tests
+      valgrind        # callgrind and its header: the benchmarks' instruction counts (ci/instructions.sh)
       clang libclang-rt-dev)  # libFuzzer (libclang_rt.fuzzer) for fuzz/: CTest's Fuzz.* and ci/fuzz.sh
 missing=()
 for p in "${debs[@]}"; do

@@ -44,8 +44,15 @@ struct MainOptions {
 // Serves the command line in argv (argv[0] is the program) and returns the exit code.
 int Main(int argc, char** argv, const MainOptions& options = {});
 
+// Ends the process with `code` once stdout and stderr are flushed, without the static destructors:
+// LibTorch deregisters every operator at exit, about 0.2 s of a short command's 0.4 s on 2 cores.
+// OOMGUARD_MAIN() ends so; a main of your own may too, when nothing of yours needs a destructor at
+// exit (`oomguard::ExitNow(oomguard::Main(argc, argv, options));`). Under AddressSanitizer it exits
+// normally, so that leaks are still reported.
+[[noreturn]] void ExitNow(int code);
+
 }  // namespace oomguard
 
 // A main() that is oomguard::Main with no options.
 #define OOMGUARD_MAIN() \
-  int main(int argc, char** argv) { return ::oomguard::Main(argc, argv); }
+  int main(int argc, char** argv) { ::oomguard::ExitNow(::oomguard::Main(argc, argv)); }

@@ -37,4 +37,4 @@ OOMGUARD_WORKLOAD(misbehaves) {
   }
 }
 
-int main(int argc, char** argv) { return oomguard::Main(argc, argv, {}); }
+OOMGUARD_MAIN()
