@@ -5,31 +5,15 @@
 #include "allocators/install.h"
 #include "backends/backend.h"
 #include "bench/bench_util.h"
-#include "scenario/scenario_loader.h"
+#include "bench/catalog_steps.h"
 #include "workload/workload.h"
-
-#ifndef OOMGUARD_CATALOG_DIR
-#error "the bench target defines OOMGUARD_CATALOG_DIR"
-#endif
 
 namespace oomguard::bench {
 namespace {
 
-VariantSpec VariantOf(const std::string& scenario_name, const std::string& variant) {
-  Scenario scenario;
-  std::string error;
-  if (!LoadScenarioFile(std::string(OOMGUARD_CATALOG_DIR) + "/" + scenario_name + ".json", &scenario, &error)) {
-    throw std::runtime_error(error);
-  }
-  for (const VariantSpec& v : scenario.variants) {
-    if (v.name == variant) return v;
-  }
-  throw std::runtime_error(scenario_name + " has no variant named " + variant);
-}
-
 void BM_Diagnose(benchmark::State& state, const std::string& scenario, const std::string& variant, Backend backend) {
   InstallTrackingAllocators();
-  const VariantSpec spec = VariantOf(scenario, variant);
+  const VariantSpec spec = CatalogVariant(scenario, variant);
   VariantMeasureOptions watched;
   watched.backend = backend;
   watched.iterations = 1;

@@ -14,7 +14,6 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/adam.h>
-#include <torch/optim/adamw.h>
 #include <valgrind/callgrind.h>
 #include <valgrind/valgrind.h>
 
@@ -26,14 +25,8 @@
 #include "allocators/install.h"
 #include "backends/backend.h"
 #include "bench/bench_util.h"
-#include "nn/layer_net.h"
-#include "nn/scalar_type.h"
-#include "scenario/scenario_loader.h"
+#include "bench/catalog_steps.h"
 #include "workload/workload.h"
-
-#ifndef OOMGUARD_CATALOG_DIR
-#error "the bench target defines OOMGUARD_CATALOG_DIR"
-#endif
 
 namespace oomguard::bench {
 namespace {
@@ -45,18 +38,6 @@ void Region(const std::string& name, F&& f) {
   f();
   CALLGRIND_TOGGLE_COLLECT;
   CALLGRIND_DUMP_STATS_AT(name.c_str());
-}
-
-VariantSpec VariantOf(const std::string& scenario_name, const std::string& variant) {
-  Scenario scenario;
-  std::string error;
-  if (!LoadScenarioFile(std::string(OOMGUARD_CATALOG_DIR) + "/" + scenario_name + ".json", &scenario, &error)) {
-    throw std::runtime_error(error);
-  }
-  for (const VariantSpec& v : scenario.variants) {
-    if (v.name == variant) return v;
-  }
-  throw std::runtime_error(scenario_name + " has no variant named " + variant);
 }
 
 // alloc/SIZE/{default,tracking}: 1000 allocate+free pairs, after 100 of each to warm both up.
@@ -109,21 +90,13 @@ void MlpSteps(CpuTrackingAllocator& tracking) {
 void MetaSteps() {
   const BackendDriver& meta = GetBackend(Backend::kMeta);
   const std::unique_ptr<BackendSession> session = meta.Open(Limits{});  // registers the Meta kernels
-  const VariantSpec spec = VariantOf("llm-7b", "step");
+  const VariantSpec spec = CatalogVariant("llm-7b", "step");
   VariantMeasureOptions watched;
   watched.backend = Backend::kMeta;
   watched.iterations = 1;
   VariantMeasureOptions bare = watched;
   bare.diagnose = false;
-  auto plain = [&] {
-    const at::TensorOptions options = at::TensorOptions().device(meta.device()).dtype(ScalarTypeOf(spec.model.dtype));
-    LayerNet net(spec.model, options);
-    torch::optim::AdamW adamw(net.parameters(), torch::optim::AdamWOptions(1e-4));
-    const at::Tensor ids = at::empty({spec.data.batch, spec.data.shape.at(0)}, options.dtype(at::kLong));
-    const at::Tensor logits = net.Forward(ids, /*training=*/true);
-    at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), ids.reshape({-1})).backward();
-    adamw.step();
-  };
+  auto plain = [&] { PlainStep(spec, meta.device()); };
   plain();
   (void)MeasureVariant(spec, watched);
   Region("meta_7b/plain", plain);
@@ -134,7 +107,7 @@ void MetaSteps() {
 // cpu_mlp_variant/{bare,watched}: a catalog variant (peak-location/mlp_adam, one iteration) measured
 // without and with the detectors.
 void CpuVariant() {
-  const VariantSpec spec = VariantOf("peak-location", "mlp_adam");
+  const VariantSpec spec = CatalogVariant("peak-location", "mlp_adam");
   VariantMeasureOptions watched;
   watched.backend = Backend::kCpu;
   watched.iterations = 1;
