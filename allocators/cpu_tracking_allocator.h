@@ -11,6 +11,9 @@
 
 #include <c10/core/Allocator.h>
 
+#include <cstdint>
+#include <functional>
+
 #include "allocators/device_account.h"
 
 namespace oomguard {
@@ -33,6 +36,16 @@ class HostAllocationScope {
 
 // Whether `data` is the data pointer of a CPU block allocated inside a HostAllocationScope.
 bool IsHostAllocation(const c10::DataPtr& data);
+
+// Note [Watching while host blocks live]: on cpu and meta a transfer's source is a host block, and the
+// transfer counter needs every operator's inputs boxed to see one (workload/transfer_counter.h); so it
+// watches only while a host block is alive, told here when their number goes from none to some and
+// back. `listener` is called at once with the state now, then at each change, on the thread that made
+// it (inside the allocation or the free); an empty function clears it. One listener at a time.
+using HostBlocksListener = std::function<void(bool any_alive)>;
+void SetHostBlocksListener(HostBlocksListener listener);
+// Host blocks allocated and not yet freed, in this process.
+int64_t LiveHostBlocks();
 
 class CpuTrackingAllocator final : public c10::Allocator {
  public:

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "ops/op_stream.h"
 
 namespace oomguard {
 namespace {
@@ -26,7 +27,7 @@ std::mutex g_mutex;
 std::vector<std::pair<std::unique_ptr<Event>, std::unique_ptr<Event>>> g_copies;  // guarded by g_mutex
 bool g_active = false;
 
-std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
+std::unique_ptr<at::ObserverContext> TimeCopy(const at::RecordFunction& fn) {
   const char* name = fn.name();
   if (name == nullptr || std::strcmp(name, "aten::copy_") != 0) return nullptr;
   const auto inputs = fn.inputs();
@@ -41,7 +42,7 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   return copy;
 }
 
-void OnEnd(const at::RecordFunction&, at::ObserverContext* context) {
+void CopyEnded(at::ObserverContext* context) {
   auto* copy = static_cast<TimedCopy*>(context);
   if (copy == nullptr || !copy->start) return;
   auto end = std::make_unique<Event>(cudaEventDefault);
@@ -52,6 +53,13 @@ void OnEnd(const at::RecordFunction&, at::ObserverContext* context) {
 
 }  // namespace
 
+struct CudaTransferTimer::Watch final : OpObserver {
+  Watch() : subscription(this, {.op_starts = true, .op_ends = true, .inputs = true}) {}
+  std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) override { return TimeCopy(fn); }
+  void OnOpEnd(const at::RecordFunction&, at::ObserverContext* context) override { CopyEnded(context); }
+  OpSubscription subscription;
+};
+
 CudaTransferTimer::CudaTransferTimer() {
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -59,12 +67,11 @@ CudaTransferTimer::CudaTransferTimer() {
     g_active = true;
     g_copies.clear();
   }
-  handle_ = at::addGlobalCallback(
-      at::RecordFunctionCallback(&OnStart, &OnEnd).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
+  watch_ = std::make_unique<Watch>();
 }
 
 CudaTransferTimer::~CudaTransferTimer() {
-  at::removeCallback(handle_);
+  watch_.reset();
   std::lock_guard<std::mutex> lock(g_mutex);
   g_copies.clear();
   g_active = false;

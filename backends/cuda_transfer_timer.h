@@ -9,11 +9,12 @@
 // destination device, so the time is the copies' own, queued work excluded. Copies from a wrapped number
 // (a kernel argument) are not transfers (Note [What counts as a transfer], transfer_counter.h).
 //
-// One timer at a time per process (the callback is global); construct and destroy it on the controlling
-// thread. Needs a GPU; compiles and links without one.
+// One timer at a time per process (it subscribes to ops/op_stream.h with static state); construct and destroy it on the
+// controlling thread. Needs a GPU; compiles and links without one.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 namespace oomguard {
 
@@ -27,8 +28,10 @@ class CudaTransferTimer {
   int64_t copies() const;
   double TotalMilliseconds() const;
 
+  struct Watch;
+
  private:
-  uint64_t handle_;
+  std::unique_ptr<Watch> watch_;
 };
 
 }  // namespace oomguard

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "allocators/cpu_tracking_allocator.h"
+#include "ops/op_stream.h"
 
 namespace oomguard {
 namespace {
@@ -46,26 +47,30 @@ struct WholeOpScope final : at::ObserverContext {
 };
 struct UntilNestedScope final : at::ObserverContext {};
 
-std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
-  t_until_nested.reset();
-  if (CastsWrappedNumber(fn)) return std::make_unique<WholeOpScope>();
-  if (!WrapsScalar(fn)) return nullptr;
-  t_until_nested.emplace();
-  return std::make_unique<UntilNestedScope>();
-}
-
-void OnEnd(const at::RecordFunction&, at::ObserverContext* context) {
-  if (dynamic_cast<UntilNestedScope*>(context) != nullptr) t_until_nested.reset();
-}
-
 }  // namespace
 
-HostScalarCopies::HostScalarCopies()
-    : handle_(at::addGlobalCallback(
-          at::RecordFunctionCallback(&OnStart, &OnEnd).needsInputs(true).scopes({at::RecordScope::FUNCTION}))) {}
+struct HostScalarCopies::Watch final : OpObserver {
+  Watch() : subscription(this, {.op_starts = true, .op_ends = true, .inputs = true}) {}
+
+  std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) override {
+    t_until_nested.reset();
+    if (CastsWrappedNumber(fn)) return std::make_unique<WholeOpScope>();
+    if (!WrapsScalar(fn)) return nullptr;
+    t_until_nested.emplace();
+    return std::make_unique<UntilNestedScope>();
+  }
+
+  void OnOpEnd(const at::RecordFunction&, at::ObserverContext* context) override {
+    if (dynamic_cast<UntilNestedScope*>(context) != nullptr) t_until_nested.reset();
+  }
+
+  OpSubscription subscription;
+};
+
+HostScalarCopies::HostScalarCopies() : watch_(std::make_unique<Watch>()) {}
 
 HostScalarCopies::~HostScalarCopies() {
-  at::removeCallback(handle_);
+  watch_.reset();
   t_until_nested.reset();
 }
 

@@ -1,6 +1,6 @@
 // Books the cpu copies of wrapped numbers as host memory on the cpu backend.
 //
-//   oomguard::HostScalarCopies host_scalars;  // installs a RecordFunction callback on aten::_to_copy
+//   oomguard::HostScalarCopies host_scalars;  // watches aten::_to_copy and the Scalar ops (ops/op_stream.h)
 //   ... run a training step on the cpu backend ...
 //
 // Note [Host scalars]: `t / 2.0`, `exp_avg.mul_(beta)` and the like wrap the number in a 0-dim cpu
@@ -12,7 +12,7 @@
 // One at a time per process, constructed and destroyed on the controlling thread.
 #pragma once
 
-#include <cstdint>
+#include <memory>
 
 namespace oomguard {
 
@@ -23,8 +23,10 @@ class HostScalarCopies {
   HostScalarCopies(const HostScalarCopies&) = delete;
   HostScalarCopies& operator=(const HostScalarCopies&) = delete;
 
+  struct Watch;
+
  private:
-  uint64_t handle_;
+  std::unique_ptr<Watch> watch_;
 };
 
 }  // namespace oomguard

@@ -16,6 +16,7 @@
 #include "allocators/cpu_tracking_allocator.h"
 #include "base/check.h"
 #include "nn/checkpoint.h"
+#include "ops/op_stream.h"
 
 namespace oomguard {
 
@@ -50,6 +51,8 @@ struct RunObserver::State {
   std::vector<GradTensor> grad_tensors;  // non-leaf outputs since the last backward
   std::vector<std::string> locations{""};
   std::unordered_map<std::string, int> location_index{{"", 0}};
+  uint64_t location_moves = ~uint64_t{0};  // trace->moves() when location_now was looked up
+  int location_now = 0;
   std::map<int64_t, int64_t> iteration_start_event;
   // Entries of freed storages, nodes and tensors are dropped at each iteration's end, and when the
   // maps double between ends: a run without iterations (a long evaluation) stays bounded.
@@ -76,11 +79,16 @@ struct RunObserver::State {
     return finding;
   }
 
+  // The index of where the controlling thread is now; looked up again only when the trace moved.
   int Location() {
-    const std::string& where = trace ? trace->current() : locations[0];
-    auto [it, inserted] = location_index.try_emplace(where, static_cast<int>(locations.size()));
-    if (inserted) locations.push_back(where);
-    return it->second;
+    if (trace == nullptr) return 0;
+    const uint64_t moves = trace->moves();
+    if (moves == location_moves) return location_now;
+    auto [it, inserted] = location_index.try_emplace(trace->current(), static_cast<int>(locations.size()));
+    if (inserted) locations.push_back(trace->current());
+    location_moves = moves;
+    location_now = it->second;
+    return location_now;
   }
 
   bool PhaseIs(int index, std::string_view name) const { return ledger.PhaseName(index) == name; }
@@ -169,13 +177,34 @@ bool EndsWithUnderscore(std::string_view name) {
 
 // The ops that draw random numbers. Composites that may draw (dropout, feature_dropout, rrelu) are not
 // listed: with p = 0 or in eval they draw nothing, and when they draw it is through one of these.
+// Asked once per operator, so a switch on the first letter, not a hash of the name.
 bool IsRandomOp(std::string_view name) {
-  static const std::unordered_set<std::string_view> kRandom = {
-      "aten::bernoulli",  "aten::bernoulli_", "aten::native_dropout", "aten::rand",         "aten::rand_like",
-      "aten::randn",      "aten::randn_like", "aten::randint",        "aten::randint_like", "aten::randperm",
-      "aten::normal",     "aten::normal_",    "aten::uniform_",       "aten::random_",      "aten::exponential_",
-      "aten::geometric_", "aten::cauchy_",    "aten::log_normal_",    "aten::multinomial",  "aten::rrelu_with_noise"};
-  return kRandom.count(name) != 0;
+  constexpr std::string_view kAten = "aten::";
+  if (!name.starts_with(kAten)) return false;
+  const std::string_view op = name.substr(kAten.size());
+  switch (op.empty() ? '\0' : op[0]) {
+    case 'b':
+      return op == "bernoulli" || op == "bernoulli_";
+    case 'c':
+      return op == "cauchy_";
+    case 'e':
+      return op == "exponential_";
+    case 'g':
+      return op == "geometric_";
+    case 'l':
+      return op == "log_normal_";
+    case 'm':
+      return op == "multinomial";
+    case 'n':
+      return op == "native_dropout" || op == "normal" || op == "normal_";
+    case 'r':
+      return op == "rand" || op == "rand_like" || op == "randn" || op == "randn_like" || op == "randint" ||
+             op == "randint_like" || op == "randperm" || op == "random_" || op == "rrelu_with_noise";
+    case 'u':
+      return op == "uniform_";
+    default:
+      return false;
+  }
 }
 
 template <typename Visit>
@@ -193,17 +222,24 @@ void ForEachTensor(const std::vector<c10::IValue>& values, Visit visit) {
   }
 }
 
-// The ledger's allocation count when each running op started, innermost last (ops nest, and start and
-// end run on one thread): the end callback tells whether its op allocated. No heap allocation per op.
-thread_local std::vector<int64_t> t_allocations_at_start;
+// Each running op, innermost last (ops nest, and start and end run on one thread): the ledger's
+// allocation count when it started, so the end tells whether it allocated, and what its name says,
+// worked out once. No heap allocation per op.
+struct OpFrame {
+  int64_t allocations_at_start;
+  bool random;
+  bool inplace;
+};
+thread_local std::vector<OpFrame> t_running;
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   RunObserver::State* state = g_state.load(std::memory_order_acquire);
   if (state == nullptr) return nullptr;
-  t_allocations_at_start.push_back(state->ledger.alloc_count());
   const std::string_view name = fn.name();
-  if (IsRandomOp(name)) ++t_random_depth;
-  if (EndsWithUnderscore(name)) {
+  const OpFrame frame{state->ledger.alloc_count(), IsRandomOp(name), EndsWithUnderscore(name)};
+  t_running.push_back(frame);
+  if (frame.random) ++t_random_depth;
+  if (frame.inplace) {
     std::lock_guard<std::mutex> lock(state->mutex);
     state->out->last_inplace_started = name;
     state->out->last_inplace_started_location = state->trace ? state->trace->current() : "";
@@ -213,31 +249,31 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
 
 void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   RunObserver::State* state = g_state.load(std::memory_order_acquire);
-  if (state == nullptr || t_allocations_at_start.empty()) return;  // started before the observer
-  const bool allocated = state->ledger.alloc_count() != t_allocations_at_start.back();
-  t_allocations_at_start.pop_back();
-  const std::string_view name = fn.name();
-  const bool random = IsRandomOp(name);
-  const bool outermost_random = random && t_random_depth == 1;
-  if (random && t_random_depth > 0) --t_random_depth;
+  if (state == nullptr || t_running.empty()) return;  // started before the observer
+  const OpFrame frame = t_running.back();
+  t_running.pop_back();
+  const bool allocated = state->ledger.alloc_count() != frame.allocations_at_start;
+  const bool outermost_random = frame.random && t_random_depth == 1;
+  if (frame.random && t_random_depth > 0) --t_random_depth;
   const int phase = state->ledger.phase_index();
   std::lock_guard<std::mutex> lock(state->mutex);
   const int location = state->Location();
-  ForEachTensor(fn.outputs(), [&](const at::Tensor& t) { state->Saw(t, phase, location, allocated); });
+  const std::vector<c10::IValue>& outputs = fn.outputs();
+  ForEachTensor(outputs, [&](const at::Tensor& t) { state->Saw(t, phase, location, allocated); });
   state->PruneIfDoubled();
-  if (EndsWithUnderscore(name) && !fn.outputs().empty() && fn.outputs()[0].isTensor()) {
-    const at::Tensor& self = fn.outputs()[0].toTensor();
+  if (frame.inplace && !outputs.empty() && outputs[0].isTensor()) {
+    const at::Tensor& self = outputs[0].toTensor();
     if (self.defined() && self.requires_grad()) {
       std::vector<InplaceOp>& ops = state->out->inplace;
       if (ops.size() >= kMaxInplaceOps) ops.erase(ops.begin(), ops.begin() + kMaxInplaceOps / 2);
-      ops.push_back({std::string(name), state->ledger.PhaseName(phase), state->locations[location], self.sizes().vec(),
-                     static_cast<int64_t>(self.nbytes())});
+      ops.push_back({std::string(fn.name()), state->ledger.PhaseName(phase), state->locations[location],
+                     self.sizes().vec(), static_cast<int64_t>(self.nbytes())});
     }
   }
   if (outermost_random && RecomputingWithoutRngState()) {
     RunObservations& out = *state->out;
     ++out.unseeded_recompute_draws;
-    ForEachTensor(fn.outputs(), [&](const at::Tensor& t) {
+    ForEachTensor(outputs, [&](const at::Tensor& t) {
       if (t.defined()) out.unseeded_recompute_bytes += static_cast<int64_t>(t.nbytes());
     });
     if (out.unseeded_recompute_where.empty()) out.unseeded_recompute_where = state->locations[location];
@@ -246,18 +282,24 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
 
 }  // namespace
 
+struct RunObserver::Watch final : OpObserver {
+  Watch() : subscription(this, {.op_starts = true, .op_ends = true, .outputs = true}) {}
+  std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) override { return OnStart(fn); }
+  void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* context) override { OnEnd(fn, context); }
+  OpSubscription subscription;
+};
+
 RunObserver::RunObserver(const Ledger& ledger, const LayerTrace* trace, c10::DeviceType device)
     : state_(std::make_unique<State>(ledger, trace, &observations_)) {
   state_->device = device;
-  t_allocations_at_start.clear();  // an op a previous observer saw start but not end
+  t_running.clear();  // an op a previous observer saw start but not end
   RunObserver::State* expected = nullptr;
   OOMGUARD_CHECK(g_state.compare_exchange_strong(expected, state_.get())) << "only one RunObserver may exist at a time";
-  handle_ = at::addGlobalCallback(
-      at::RecordFunctionCallback(&OnStart, &OnEnd).needsOutputs(true).scopes({at::RecordScope::FUNCTION}));
+  watch_ = std::make_unique<Watch>();
 }
 
 RunObserver::~RunObserver() {
-  at::removeCallback(handle_);
+  watch_.reset();
   g_state.store(nullptr, std::memory_order_release);
 }
 

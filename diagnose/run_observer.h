@@ -1,7 +1,7 @@
 // Watches a run's operators for what the detectors need (diagnose/detectors.h), whatever wrote the run:
 // a layer list, a TorchScript module or a registered workload. It never reads a scenario's knobs.
 //
-//   oomguard::RunObserver observer(ledger, &layer_trace, at::kCPU);  // one RecordFunction callback
+//   oomguard::RunObserver observer(ledger, &layer_trace, at::kCPU);  // watches every op (ops/op_stream.h)
 //   observer.BeginIteration(1);
 //   ... forward ...; observer.BackwardDone();   // right after backward, the step's locals still alive
 //   ... eval ...;    observer.EvalDone();       // at the end of an evaluation, its locals still alive
@@ -21,7 +21,7 @@
 // -on-leaf name it) and counts random draws a checkpoint recomputes without its RNG state
 // (checkpoint-rng, nn/checkpoint.h).
 //
-// One observer at a time per process (the callback is global); construct and destroy it on the
+// One observer at a time per process (its state is global, for the callback); construct and destroy it on the
 // controlling thread. Callbacks may come from other threads (the autograd engine's): one mutex.
 #pragma once
 
@@ -112,11 +112,12 @@ class RunObserver {
 
   // For the callback.
   struct State;
+  struct Watch;
 
  private:
   std::unique_ptr<State> state_;
   RunObservations observations_;
-  uint64_t handle_ = 0;
+  std::unique_ptr<Watch> watch_;
 };
 
 }  // namespace oomguard

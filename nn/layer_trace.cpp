@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "base/check.h"
+#include "ops/op_stream.h"
 
 namespace oomguard {
 namespace {
@@ -18,16 +19,25 @@ int64_t g_node_sequence_nr = -1;  // guarded by g_node_mutex
 std::atomic<bool> g_active{false};
 std::atomic<const LayerTrace*> g_listening{nullptr};  // the trace with a location listener, if any
 
-std::unique_ptr<at::ObserverContext> OnBackwardNode(const at::RecordFunction& fn) {
-  {
-    std::lock_guard<std::mutex> lock(g_node_mutex);
-    g_node_name = fn.name();
-    g_node_sequence_nr = fn.seqNr();
+}  // namespace
+
+struct LayerTrace::BackwardNodes final : OpObserver {
+  BackwardNodes() : subscription(this, {.backward_nodes = true}) {}
+
+  void OnBackwardNode(const at::RecordFunction& fn) override {
+    {
+      std::lock_guard<std::mutex> lock(g_node_mutex);
+      g_node_name = fn.name();
+      g_node_sequence_nr = fn.seqNr();
+    }
+    if (const LayerTrace* trace = g_listening.load(std::memory_order_acquire))
+      trace->ReportBackwardNode(fn.name(), fn.seqNr());
   }
-  if (const LayerTrace* trace = g_listening.load(std::memory_order_acquire))
-    trace->ReportBackwardNode(fn.name(), fn.seqNr());
-  return nullptr;
-}
+
+  OpSubscription subscription;
+};
+
+namespace {
 
 std::string BackwardPhrase(const std::string& owner, const std::string& node) {
   return owner.empty() ? "the backward node " + node : "the backward of " + owner + ", node " + node;
@@ -45,13 +55,12 @@ LayerTrace::LayerTrace() {
     g_node_name.clear();
     g_node_sequence_nr = -1;
   }
-  handle_ =
-      at::addGlobalCallback(at::RecordFunctionCallback(&OnBackwardNode).scopes({at::RecordScope::BACKWARD_FUNCTION}));
+  backward_nodes_ = std::make_unique<BackwardNodes>();
 }
 
 LayerTrace::~LayerTrace() {
   g_listening = nullptr;
-  at::removeCallback(handle_);
+  backward_nodes_.reset();
   g_active = false;
 }
 
@@ -60,6 +69,7 @@ void LayerTrace::EnterStage(const std::string& stage) { Enter(stage, /*is_layer=
 
 void LayerTrace::Enter(std::string what, bool is_layer) {
   current_ = (is_layer ? "the forward of " : "") + what;
+  moves_.fetch_add(1, std::memory_order_release);
   if (starts_.size() >= kMaxStarts) starts_.erase(starts_.begin(), starts_.begin() + kMaxStarts / 2);
   starts_.push_back({at::sequence_number::peek(), std::move(what)});
   {
@@ -72,6 +82,7 @@ void LayerTrace::Enter(std::string what, bool is_layer) {
 
 void LayerTrace::Exit() {
   current_.clear();
+  moves_.fetch_add(1, std::memory_order_release);
   if (listener_) listener_(current_);
 }
 

@@ -1,7 +1,7 @@
 // Which layer a failing op belongs to, for error messages: the layer whose forward was running, or,
 // in backward, the layer whose forward created the autograd node that was running.
 //
-//   oomguard::LayerTrace trace;                 // watches backward nodes (a RecordFunction callback)
+//   oomguard::LayerTrace trace;                 // watches backward nodes (ops/op_stream.h)
 //   net.set_trace(&trace);                      // the net's forward reports each segment it enters
 //   ... an op throws ...
 //   trace.Locate();                              // "in the backward of layer 0:embedding, node EmbeddingBackward0"
@@ -13,8 +13,10 @@
 // controlling thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -39,6 +41,9 @@ class LayerTrace {
   // Where the controlling thread is now, as Enter set it ("the forward of layer 2:linear", "the loss");
   // empty between them. For observers that run on that thread (op callbacks of the forward).
   const std::string& current() const { return current_; }
+  // How many times current() has changed: an observer that keeps what it made of current() asks
+  // again only when this moved.
+  uint64_t moves() const { return moves_.load(std::memory_order_acquire); }
 
   // Told where the program is whenever that changes: on this thread at each Enter/Exit ("the forward
   // of layer 2:linear", "the loss", "" after Exit), and at the start of each backward node, on the
@@ -49,6 +54,8 @@ class LayerTrace {
   // For the backward-node callback only: tells the listener that node `name` started.
   void ReportBackwardNode(const std::string& name, int64_t sequence_nr) const;
 
+  struct BackwardNodes;
+
  private:
   struct Start {
     uint64_t first_sequence_nr;
@@ -57,8 +64,9 @@ class LayerTrace {
   void Enter(std::string what, bool is_layer);
   std::string OwnerOfNode(int64_t sequence_nr) const;
 
-  uint64_t handle_;
-  std::string current_;        // "the forward of layer 2:linear", "the loss"; empty between them
+  std::unique_ptr<BackwardNodes> backward_nodes_;
+  std::string current_;  // "the forward of layer 2:linear", "the loss"; empty between them
+  std::atomic<uint64_t> moves_{0};
   std::vector<Start> starts_;  // in order of entry, so by sequence number
   LocationListener listener_;
 };

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <vector>
 
 #include "allocators/cards.h"
 #include "allocators/cpu_tracking_allocator.h"
@@ -195,6 +196,68 @@ TEST_F(CpuAllocatorTest, ConcurrentAllocationFromSeveralThreadsBalances) {
   EXPECT_EQ(stats.alloc_count, kThreads * kRounds);
   EXPECT_EQ(stats.allocated_bytes_total, int64_t{kThreads} * kRounds * 1024);
   EXPECT_LE(stats.peak_bytes - base_, kThreads * 1024);
+}
+
+// Note [Small blocks]: a freed small block is handed out again, and the ledger still sees each
+// request's own bytes.
+TEST_F(CpuAllocatorTest, HandsOutAFreedSmallBlockAgainAndChargesTheRequestedBytes) {
+  const void* first = nullptr;
+  {
+    at::Tensor a = at::empty({16}, at::kFloat);  // 64 bytes
+    first = a.data_ptr();
+    EXPECT_EQ(Live(), 64);
+  }
+  EXPECT_EQ(Live(), 0);
+  at::Tensor b = at::empty({13}, at::kFloat);  // 52 bytes: the same size class, the same block
+  EXPECT_EQ(b.data_ptr(), first);
+  EXPECT_EQ(Live(), 52);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data_ptr()) % 64, 0u);
+  at::Tensor c = at::empty({257}, at::kByte);  // past the small classes: a block of its own
+  EXPECT_NE(c.data_ptr(), first);
+  EXPECT_EQ(Live(), 52 + 257);
+  b.reset();
+  c.reset();
+  EXPECT_EQ(Live(), 0);
+  EXPECT_EQ(ledger().Snapshot().allocated_bytes_total, 64 + 52 + 257);
+}
+
+TEST_F(CpuAllocatorTest, SmallBlocksOfEveryClassKeepTheirBytesApart) {
+  // Each size from 1 to 256 bytes, all alive at once, written end to end: no two share memory.
+  std::vector<at::Tensor> tensors;
+  int64_t total = 0;
+  for (int64_t n = 1; n <= 256; ++n) {
+    tensors.push_back(at::full({n}, static_cast<int>(n % 251), at::kByte));
+    total += n;
+  }
+  EXPECT_EQ(Live(), total);
+  for (int64_t n = 1; n <= 256; ++n) {
+    const at::Tensor& t = tensors[static_cast<size_t>(n - 1)];
+    EXPECT_EQ(t.eq(static_cast<int>(n % 251)).all().item<bool>(), true) << n << " bytes";
+  }
+  tensors.clear();
+  EXPECT_EQ(Live(), 0);
+}
+
+TEST_F(CpuAllocatorTest, CountsLiveHostBlocksAndTellsTheListenerOfEachChange) {
+  std::vector<bool> told;
+  SetHostBlocksListener([&told](bool any_alive) { told.push_back(any_alive); });
+  {
+    at::Tensor first, second;
+    {
+      HostAllocationScope scope;
+      first = at::empty({8}, at::kFloat);
+      second = at::empty({8}, at::kFloat);
+    }
+    EXPECT_EQ(LiveHostBlocks(), 2);
+    at::Tensor device = at::empty({8}, at::kFloat);  // not a host block
+    EXPECT_EQ(LiveHostBlocks(), 2);
+    first.reset();
+    EXPECT_EQ(LiveHostBlocks(), 1);
+  }
+  EXPECT_EQ(LiveHostBlocks(), 0);
+  SetHostBlocksListener({});
+  // At once (none alive), at the first block, after the last.
+  EXPECT_EQ(told, (std::vector<bool>{false, true, false}));
 }
 
 TEST_F(CpuAllocatorTest, IntraOpThreadsAllocateThroughTheLedger) {

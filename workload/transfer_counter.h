@@ -1,6 +1,6 @@
 // Counts host-to-device copies as the operator stream shows them, not as a scenario claims them.
 //
-//   oomguard::TransferCounter counter(&ledger);  // installs a RecordFunction callback on aten::copy_
+//   oomguard::TransferCounter counter(&ledger, at::kCPU);  // watches aten::copy_ (ops/op_stream.h)
 //   ... run a training step ...
 //   counter.count(); counter.bytes();           // copies whose source is host memory
 //   counter.backward_count();                   // of those, the ones made while the ledger's phase was backward
@@ -12,11 +12,19 @@
 // counted: it calls copy_, which is. Not transfers: copies from a wrapped number (a kernel argument,
 // Note [Host scalars]) and copies into host memory.
 //
-// One counter at a time per process (the callback is global and uses static counters); construct and
-// destroy it on the controlling thread.
+// Seeing a copy's source needs every operator's inputs boxed (Note [One op dispatch]). On cpu and meta
+// a transfer's source is a host block, so the counter watches only while one is alive (Note [Watching
+// while host blocks live], cpu_tracking_allocator.h): a run that keeps no batch on the host pays
+// nothing. On cuda it watches throughout.
+//
+// One counter at a time per process (it uses static counters); construct and destroy it on the
+// controlling thread.
 #pragma once
 
+#include <c10/core/DeviceType.h>
+
 #include <cstdint>
+#include <memory>
 
 #include "allocators/ledger.h"
 
@@ -24,8 +32,8 @@ namespace oomguard {
 
 class TransferCounter {
  public:
-  // `ledger` (optional) tells the phase each copy is made in.
-  explicit TransferCounter(const Ledger* ledger = nullptr);
+  // `ledger` (optional) tells the phase each copy is made in; `device` is the backend's.
+  TransferCounter(const Ledger* ledger, c10::DeviceType device);
   ~TransferCounter();
   TransferCounter(const TransferCounter&) = delete;
   TransferCounter& operator=(const TransferCounter&) = delete;
@@ -35,8 +43,10 @@ class TransferCounter {
   int64_t backward_count() const;
   int64_t backward_bytes() const;
 
+  struct Watch;
+
  private:
-  uint64_t handle_;
+  std::unique_ptr<Watch> watch_;
 };
 
 }  // namespace oomguard

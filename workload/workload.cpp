@@ -70,7 +70,7 @@ VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions&
     account.ledger().SetPhase(Name(Phase::kSetup));  // Note [Phases as names in the ledger]
     account.ledger().ResetStatistics();
     backend->BeginMeasurement();
-    TransferCounter transfers(&account.ledger());
+    TransferCounter transfers(&account.ledger(), backend->device().type());
     LayerTrace trace;
     std::optional<RunObserver> observer;  // Note [What each detector counts], diagnose/detectors.h
     if (options.diagnose) observer.emplace(account.ledger(), &trace, backend->device().type());
