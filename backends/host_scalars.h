@@ -6,7 +6,7 @@
 // Note [Host scalars]: `t / 2.0`, `exp_avg.mul_(beta)` and the like wrap the number in a 0-dim cpu
 // tensor, and TensorIterator casts it to the op's dtype with a 4-byte `_to_copy`. On a GPU (and on
 // meta) those scalars stay on the host, beside the kernel launch; on the cpu backend they would be
-// charged to the simulated device. Inside a `_to_copy` of a wrapped number this callback holds a
+// charged to the simulated device. Inside a `_to_copy` of a wrapped number this observer holds a
 // HostAllocationScope, so the cpu ledger leaves them out and the cpu and meta peaks agree to the byte.
 //
 // One at a time per process, constructed and destroyed on the controlling thread.
