@@ -9,6 +9,8 @@
 #include <string>
 #include <utility>
 
+#include "base/sanitizers.h"
+
 namespace oomguard {
 namespace {
 
@@ -31,17 +33,7 @@ thread_local bool t_host_scope = false;
 // freeing thread (at most kKeptPerClass per class) to be handed out again. The ledger is charged the
 // requested size all the same; what is kept is bounded (32 KiB a thread) and freed at thread exit.
 // Under AddressSanitizer nothing is kept, so that a use after free of a small tensor is still caught.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kKeepSmallBlocks = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kKeepSmallBlocks = false;
-#else
-constexpr bool kKeepSmallBlocks = true;
-#endif
-#else
-constexpr bool kKeepSmallBlocks = true;
-#endif
+constexpr bool kKeepSmallBlocks = !kUnderAddressSanitizer;
 constexpr size_t kSmallClassBytes = 64;
 constexpr size_t kSmallClasses = 4;
 constexpr size_t kSmallBlockBytes = kSmallClassBytes * kSmallClasses;
@@ -90,10 +82,15 @@ std::atomic<bool> g_has_host_listener{false};
 std::mutex g_host_listener_mutex;
 HostBlocksListener g_host_listener;  // guarded by g_host_listener_mutex
 
-// The count is read again under the lock, so listeners told of racing changes end on the true state.
+// With g_host_listener_mutex held. The count is read again under the lock, so listeners told of
+// racing changes end on the true state.
+void TellHostListenerLocked() {
+  if (g_host_listener) g_host_listener(g_live_host_blocks.load(std::memory_order_acquire) > 0);
+}
+
 void TellHostListener() {
   std::lock_guard<std::mutex> lock(g_host_listener_mutex);
-  if (g_host_listener) g_host_listener(g_live_host_blocks.load(std::memory_order_acquire) > 0);
+  TellHostListenerLocked();
 }
 
 void HostBlockAllocated() {
@@ -139,7 +136,7 @@ void SetHostBlocksListener(HostBlocksListener listener) {
   std::lock_guard<std::mutex> lock(g_host_listener_mutex);
   g_host_listener = std::move(listener);
   g_has_host_listener.store(static_cast<bool>(g_host_listener), std::memory_order_release);
-  if (g_host_listener) g_host_listener(g_live_host_blocks.load(std::memory_order_acquire) > 0);
+  TellHostListenerLocked();
 }
 
 int64_t LiveHostBlocks() { return g_live_host_blocks.load(std::memory_order_acquire); }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "allocators/install.h"
+#include "base/sanitizers.h"
 #include "cli/cli.h"
 #include "oomguard/main.h"
 #include "scenario/catalog.h"
@@ -20,24 +21,13 @@ int Main(int argc, char** argv, const MainOptions& options) {
   return RunCli(std::vector<std::string>(argv, argv + argc), std::cout, std::cerr);
 }
 
-// Leak reports need the normal exit (LeakSanitizer runs from an atexit handler).
-#if defined(__SANITIZE_ADDRESS__)
-#define OOMGUARD_NORMAL_EXIT 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define OOMGUARD_NORMAL_EXIT 1
-#endif
-#endif
-
 void ExitNow(int code) {
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
-#ifdef OOMGUARD_NORMAL_EXIT
-  std::exit(code);
-#else
+  // Leak reports need the normal exit (LeakSanitizer runs from an atexit handler).
+  if (kUnderAddressSanitizer) std::exit(code);
   std::_Exit(code);
-#endif
 }
 
 }  // namespace oomguard

@@ -68,11 +68,6 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext* context) {
   });
 }
 
-bool SameNeeds(const OpInterests& a, const OpInterests& b) {
-  return a.op_starts == b.op_starts && a.op_ends == b.op_ends && a.inputs == b.inputs && a.outputs == b.outputs &&
-         a.backward_nodes == b.backward_nodes;
-}
-
 // Publishes the masks of the active slots and registers the callback their union needs, if it
 // changed. Called with g_mutex held.
 void Publish() {
@@ -99,7 +94,7 @@ void Publish() {
   g_end_mask.store(ends, std::memory_order_release);
   g_backward_mask.store(backward, std::memory_order_release);
   const bool wanted = functions || needs.backward_nodes;
-  if (g_registered == wanted && (!wanted || SameNeeds(needs, g_needs))) return;
+  if (g_registered == wanted && (!wanted || needs == g_needs)) return;
   // Remove, then add: on this thread no operator runs in between, and one that is running (this may
   // be called from inside one, by the allocator) ends through the same static OnEnd.
   if (g_registered) at::removeCallback(g_handle);

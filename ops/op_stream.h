@@ -41,6 +41,8 @@ struct OpInterests {
   bool inputs = false;          // fn.inputs() in OnOpStart: every operator's arguments are boxed
   bool outputs = false;         // fn.outputs() in OnOpEnd: every operator's results are captured
   bool backward_nodes = false;  // OnBackwardNode as each autograd node starts (RecordScope::BACKWARD_FUNCTION)
+
+  bool operator==(const OpInterests&) const = default;
 };
 
 class OpObserver {
