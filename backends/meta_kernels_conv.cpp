@@ -4,11 +4,11 @@
 // The mirror takes cpu's own backend choice (at::native::select_conv_backend, asked of data-less cpu
 // stand-ins of the meta tensors, since it reads only shapes, strides, dtypes and flags) and follows
 // that backend: Mkldnn (most float convolutions: batches, grouped, strided or dilated ones) through
-// oneDNN, whose buffers it sizes by asking oneDNN (Note [oneDNN on meta], backends/onednn_query.h), or
+// oneDNN (backends/meta_kernels_conv_onednn.h, which sizes its buffers by asking oneDNN), or
 // Slow2d (im2col and a gemm: unstrided 1x1 convolutions of small batches on one thread, small single
 // images, float64). Other cpu backends (SlowDilated2d for the dilated convolutions oneDNN does not get,
-// transposed, 3-d) fail with the backend's name. The steps below follow ATen/native/Convolution.cpp, mkldnn/Conv.cpp
-// with ideep's convolution (ideep/operators/conv.hpp) and ConvolutionMM2d.cpp, in their order.
+// transposed, 3-d) fail with the backend's name. The steps below follow ATen/native/Convolution.cpp and
+// ConvolutionMM2d.cpp, in their order.
 #include <ATen/native/ConvUtils.h>
 #include <c10/core/TensorImpl.h>
 
@@ -17,26 +17,12 @@
 #include <tuple>
 #include <vector>
 
+#include "backends/meta_kernels_conv_onednn.h"
 #include "backends/meta_kernels_internal.h"
 #include "backends/onednn_query.h"
 
 namespace oomguard::meta_kernels {
 namespace {
-
-using onednn::Arg;
-using onednn::MemoryDesc;
-using onednn::Primitive;
-
-// Convolution parameters after Convolution.cpp's 1-d -> 2-d expansion.
-struct Params {
-  std::vector<int64_t> stride, padding, dilation;
-  int64_t groups = 1;
-  std::vector<int64_t> OnednnDilates() const {  // oneDNN counts dilation from 0
-    std::vector<int64_t> d = dilation;
-    for (int64_t& x : d) --x;
-    return d;
-  }
-};
 
 std::vector<int64_t> Expand(c10::SymIntArrayRef values, int64_t dims) {
   std::vector<int64_t> out;
@@ -47,7 +33,7 @@ std::vector<int64_t> Expand(c10::SymIntArrayRef values, int64_t dims) {
 }
 
 // ConvParams::view1d_as_2d: a conv1d runs as a conv2d over [N, C, 1, L].
-void View1dAs2d(Params& p) {
+void View1dAs2d(ConvParams& p) {
   p.stride.insert(p.stride.begin(), 1);
   p.padding.insert(p.padding.begin(), 0);
   p.dilation.insert(p.dilation.begin(), 1);
@@ -70,7 +56,7 @@ std::vector<c10::SymInt> Sym(const std::vector<int64_t>& v) { return {v.begin(),
 // The backend cpu would run, and its memory format. need_backward (GradMode and a tensor that requires
 // grad) matters only for the inference-only backends; backward passes true, as cpu's backward does.
 std::pair<at::native::ConvBackend, at::MemoryFormat> CpuBackend(const at::Tensor& input, const at::Tensor& weight,
-                                                                const at::Tensor& bias, const Params& p,
+                                                                const at::Tensor& bias, const ConvParams& p,
                                                                 bool need_backward) {
   at::Tensor in = CpuStandIn(input), w = CpuStandIn(weight);
   std::optional<at::Tensor> b;
@@ -111,200 +97,16 @@ std::string BackendName(at::native::ConvBackend backend) {
               "this convolution on cpu");
 }
 
-// ---- oneDNN (ideep) ----
-
-// A meta block of `bytes` standing for a buffer ideep allocates through c10's cpu allocator.
-at::Tensor Block(int64_t bytes, const at::Tensor& like) {
-  if (bytes <= 0) return {};
-  return at::empty({bytes}, like.options().dtype(at::kByte));
-}
-
-MemoryDesc PlainDesc(const at::Tensor& t) {
-  return MemoryDesc::Strided(t.sizes().vec(), t.strides().vec(), t.scalar_type());
-}
-
-// [G, O/G, I/G, kh, kw] for grouped weights, as ideep's make_grouped_weights and to_grouped shape them.
-std::vector<int64_t> WeightDims(at::IntArrayRef weight_sizes, int64_t groups) {
-  std::vector<int64_t> dims = weight_sizes.vec();
-  if (groups <= 1) return dims;
-  dims[0] /= groups;
-  dims.insert(dims.begin(), groups);
-  return dims;
-}
-
-// The weights as ideep sees them: a view of the dense tensor, regrouped with default strides.
-MemoryDesc WeightDesc(const at::Tensor& weight, int64_t groups) {
-  return groups > 1 ? MemoryDesc::Contiguous(WeightDims(weight.sizes(), groups), weight.scalar_type())
-                    : PlainDesc(weight);
-}
-
-MemoryDesc Query(const std::vector<int64_t>& dims, at::ScalarType dtype, bool channels_last) {
-  return channels_last ? MemoryDesc::ChannelsLast(dims, dtype) : MemoryDesc::Any(dims, dtype);
-}
-
-// ideep's reorder_to: the reorder's scratchpad, freed when it has run.
-void ReorderScratchpad(const MemoryDesc& from, const MemoryDesc& to, const at::Tensor& like) {
-  (void)Block(Primitive::Reorder(from, to).Bytes(Arg::kScratchpad), like);
-}
-
-// ideep's reorder_if_differ_in: a buffer in the layout the primitive wants when the tensor's differs.
-at::Tensor ReorderIfDiffer(const MemoryDesc& actual, const MemoryDesc& expected, const at::Tensor& like) {
-  if (actual == expected) return {};
-  at::Tensor buffer = Block(expected.bytes(), like);
-  ReorderScratchpad(actual, expected, like);
-  return buffer;
-}
-
-// mkldnn_to_dense of an ideep tensor in `desc` with logical sizes `sizes`: a dense tensor the reorder
-// fills; a plain desc keeps its strides there (to_public), and contiguous() then copies them into a
-// second dense tensor unless they already are contiguous (the first dies).
-at::Tensor ToDense(const MemoryDesc& desc, at::IntArrayRef sizes, const at::Tensor& like) {
-  at::Tensor dense = at::empty(sizes, like.options());
-  const bool plain = desc.plain();
-  const MemoryDesc pub = plain ? desc : MemoryDesc::Contiguous(desc.dims(), like.scalar_type());
-  ReorderScratchpad(desc, pub, like);
-  if (!plain) return dense;
-  std::vector<int64_t> strides = desc.strides();
-  if (strides.size() == sizes.size() + 1) strides.erase(strides.begin());  // grouped weights: [G, O/G] -> O
-  return dense.as_strided(sizes, strides).contiguous();
-}
-
-// mkldnn_convolution (_mkldnn_convolution with ideep's convolution_forward::compute_v3): channels-last
-// output allocated first; then the scratchpad, reordered input and weights when the implementation wants
-// other layouts, the output in its layout; the reorders and the scratchpad die, and a non-channels-last
-// output is made dense. oneDNN's fpmath mode stays strict, as cpu's does unless mkldnn convolutions'
-// float32 precision is set to bf16 (then cpu's choice of implementation may differ from this one).
-at::Tensor MkldnnConvolution(const at::Tensor& input_t, const at::Tensor& weight_t, const at::Tensor& bias,
-                             const Params& p) {
-  const bool channels_last = at::native::mkldnn_conv_use_channels_last(input_t, weight_t);
-  const at::MemoryFormat format = !channels_last       ? at::MemoryFormat::Contiguous
-                                  : input_t.dim() == 4 ? at::MemoryFormat::ChannelsLast
-                                                       : at::MemoryFormat::ChannelsLast3d;
-  const std::vector<int64_t> output_sizes =
-      at::native::conv_output_size(input_t.sizes(), weight_t.sizes(), p.padding, p.stride, p.dilation);
-  at::Tensor output;
-  if (channels_last) output = at::empty(output_sizes, input_t.options().memory_format(format));
-  const at::Tensor input = input_t.contiguous(format), weight = weight_t.contiguous(format);
-  const at::ScalarType dtype = input.scalar_type();
-  const Primitive pd = Primitive::ConvForward(
-      Query(input.sizes().vec(), dtype, channels_last), MemoryDesc::Any(WeightDims(weight.sizes(), p.groups), dtype),
-      bias.defined() ? MemoryDesc::Any(bias.sizes().vec(), dtype) : MemoryDesc(),
-      Query(output_sizes, dtype, channels_last), p.stride, p.OnednnDilates(), p.padding, p.padding);
-  at::Tensor scratchpad = Block(pd.Bytes(Arg::kScratchpad), input);
-  at::Tensor src = ReorderIfDiffer(PlainDesc(input), pd.Desc(Arg::kSrc), input);
-  at::Tensor weights = ReorderIfDiffer(WeightDesc(weight, p.groups), pd.Desc(Arg::kWeights), input);
-  const MemoryDesc dst_desc = pd.Desc(Arg::kDst);
-  at::Tensor dst;
-  if (!channels_last) {
-    dst = Block(dst_desc.bytes(), input);
-  } else if (PlainDesc(output) != dst_desc) {
-    at::Tensor expected_dst = Block(dst_desc.bytes(), input);
-    ReorderScratchpad(dst_desc, PlainDesc(output), input);
-  }
-  weights.reset();
-  src.reset();
-  scratchpad.reset();
-  if (channels_last) return output;
-  at::Tensor dense = ToDense(dst_desc, output_sizes, input);
-  dst.reset();
-  return dense;
-}
-
-// mkldnn_convolution_backward_input (ideep's convolution_backward_data::compute_v2): a channels-last
-// grad_input first; then reordered grad_output and weights, grad_input in the implementation's layout
-// and the scratchpad; the scratchpad and reorders die, and grad_input is made dense.
-at::Tensor MkldnnBackwardInput(at::IntArrayRef input_size, const at::Tensor& grad_output, const at::Tensor& weight,
-                               const Params& p, bool channels_last, at::MemoryFormat format) {
-  at::Tensor grad_input;
-  if (channels_last) grad_input = at::empty(input_size, grad_output.options().memory_format(format));
-  const at::ScalarType dtype = grad_output.scalar_type();
-  const MemoryDesc diff_dst = Query(grad_output.sizes().vec(), dtype, channels_last);
-  const MemoryDesc weights = MemoryDesc::Any(WeightDims(weight.sizes(), p.groups), dtype);
-  const MemoryDesc diff_src = Query(input_size.vec(), dtype, channels_last);
-  const Primitive hint = Primitive::ConvForward(diff_src, weights, MemoryDesc(), diff_dst, p.stride, p.OnednnDilates(),
-                                                p.padding, p.padding, /*user_scratchpad=*/false);
-  const Primitive pd =
-      Primitive::ConvBackwardData(diff_src, weights, diff_dst, p.stride, p.OnednnDilates(), p.padding, p.padding, hint);
-  at::Tensor expected_diff_dst = ReorderIfDiffer(PlainDesc(grad_output), pd.Desc(Arg::kDiffDst), grad_output);
-  at::Tensor expected_weights = ReorderIfDiffer(WeightDesc(weight, p.groups), pd.Desc(Arg::kWeights), grad_output);
-  const MemoryDesc diff_src_desc = pd.Desc(Arg::kDiffSrc);
-  at::Tensor grad_x;
-  if (!channels_last || PlainDesc(grad_input) != diff_src_desc) grad_x = Block(diff_src_desc.bytes(), grad_output);
-  at::Tensor scratchpad = Block(pd.Bytes(Arg::kScratchpad), grad_output);
-  scratchpad.reset();
-  expected_weights.reset();
-  expected_diff_dst.reset();
-  if (channels_last) return grad_input;
-  at::Tensor dense = ToDense(diff_src_desc, input_size, grad_output);
-  grad_x.reset();
-  return dense;
-}
-
-// mkldnn_convolution_backward_weights (ideep's convolution_backward_weights::compute_v2): reordered
-// grad_output and input, grad_weight in the implementation's layout, the scratchpad, grad_bias; then
-// dense grad_bias and grad_weight (arguments evaluate right to left), each ideep tensor dying after.
-std::tuple<at::Tensor, at::Tensor> MkldnnBackwardWeights(at::IntArrayRef weight_size, const at::Tensor& grad_output,
-                                                         const at::Tensor& input, const Params& p, bool bias_defined,
-                                                         bool channels_last, at::MemoryFormat format) {
-  const at::ScalarType dtype = grad_output.scalar_type();
-  const MemoryDesc diff_weights = MemoryDesc::Any(WeightDims(weight_size, p.groups), dtype);
-  const MemoryDesc diff_dst = Query(grad_output.sizes().vec(), dtype, channels_last);
-  const MemoryDesc src = Query(input.sizes().vec(), dtype, channels_last);
-  const MemoryDesc diff_bias = bias_defined ? MemoryDesc::Any({grad_output.size(1)}, dtype) : MemoryDesc();
-  const Primitive hint =
-      Primitive::ConvForward(src, diff_weights, diff_bias, diff_dst, p.stride, p.OnednnDilates(), p.padding, p.padding);
-  const Primitive pd = Primitive::ConvBackwardWeights(src, diff_weights, diff_bias, diff_dst, p.stride,
-                                                      p.OnednnDilates(), p.padding, p.padding, hint);
-  at::Tensor expected_diff_dst = ReorderIfDiffer(PlainDesc(grad_output), pd.Desc(Arg::kDiffDst), grad_output);
-  at::Tensor expected_src = ReorderIfDiffer(PlainDesc(input), pd.Desc(Arg::kSrc), grad_output);
-  const MemoryDesc grad_w_desc = pd.Desc(Arg::kDiffWeights);
-  at::Tensor grad_w = Block(grad_w_desc.bytes(), grad_output);
-  at::Tensor scratchpad = Block(pd.Bytes(Arg::kScratchpad), grad_output);
-  const MemoryDesc grad_b_desc = bias_defined ? pd.Desc(Arg::kDiffBias) : MemoryDesc();
-  at::Tensor grad_b = Block(grad_b_desc.bytes(), grad_output);
-  scratchpad.reset();
-  expected_src.reset();
-  expected_diff_dst.reset();
-  at::Tensor dense_b = bias_defined ? ToDense(grad_b_desc, {grad_output.size(1)}, grad_output) : at::Tensor();
-  at::Tensor dense_w = ToDense(grad_w_desc, weight_size, grad_output);
-  at::Tensor result_w = channels_last ? dense_w.to(format) : dense_w;
-  dense_w.reset();
-  grad_w.reset();
-  grad_b.reset();
-  return {result_w, dense_b};
-}
-
-// mkldnn_convolution_backward: grad_output, input and weight contiguous in the convolution's format,
-// then grad_input, then grad_weight and grad_bias.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> MkldnnConvolutionBackward(const at::Tensor& input_t,
-                                                                         const at::Tensor& grad_output_t,
-                                                                         const at::Tensor& weight_t, const Params& p,
-                                                                         std::array<bool, 3> mask) {
-  const bool channels_last = at::native::mkldnn_conv_use_channels_last(input_t, weight_t);
-  const at::MemoryFormat format = !channels_last       ? at::MemoryFormat::Contiguous
-                                  : input_t.dim() == 4 ? at::MemoryFormat::ChannelsLast
-                                                       : at::MemoryFormat::ChannelsLast3d;
-  const at::Tensor grad_output = grad_output_t.contiguous(format);
-  const at::Tensor input = input_t.contiguous(format), weight = weight_t.contiguous(format);
-  at::Tensor grad_input, grad_weight, grad_bias;
-  if (mask[0]) grad_input = MkldnnBackwardInput(input.sizes(), grad_output, weight, p, channels_last, format);
-  if (mask[1] || mask[2]) {
-    std::tie(grad_weight, grad_bias) =
-        MkldnnBackwardWeights(weight.sizes(), grad_output, input, p, mask[2], channels_last, format);
-  }
-  return {grad_input, grad_weight, grad_bias};
-}
-
 // ---- Slow2d (ConvolutionMM2d.cpp) ----
 
-bool UnitKernel(at::IntArrayRef kernel, const Params& p) {
+bool UnitKernel(at::IntArrayRef kernel, const ConvParams& p) {
   return kernel[0] == 1 && kernel[1] == 1 && p.stride[0] == 1 && p.stride[1] == 1 && p.padding[0] == 0 &&
          p.padding[1] == 0;
 }
 
 // compute_columns2d: im2col's [N, C*kh*kw, oh*ow] (channels last [N, oh*ow, kh*kw*C]); a view of the
 // input for an unstrided, unpadded 1x1 kernel.
-at::Tensor Columns(const at::Tensor& input, at::IntArrayRef kernel, const Params& p, bool channels_last) {
+at::Tensor Columns(const at::Tensor& input, at::IntArrayRef kernel, const ConvParams& p, bool channels_last) {
   if (UnitKernel(kernel, p)) return {};
   const int64_t oh = (input.size(2) + 2 * p.padding[0] - kernel[0]) / p.stride[0] + 1;
   const int64_t ow = (input.size(3) + 2 * p.padding[1] - kernel[1]) / p.stride[1] + 1;
@@ -323,7 +125,7 @@ at::MemoryFormat ThnnFormat(const at::Tensor& input, const at::Tensor& weight) {
 
 // slow_conv2d_forward_cpu: weight and input contiguous in the format, the columns, then the output
 // (the columns die).
-at::Tensor Slow2dForward(const at::Tensor& input_t, const at::Tensor& weight_t, const Params& p) {
+at::Tensor Slow2dForward(const at::Tensor& input_t, const at::Tensor& weight_t, const ConvParams& p) {
   const at::IntArrayRef kernel = weight_t.sizes().slice(2);
   const at::MemoryFormat format = ThnnFormat(input_t, weight_t);
   const at::Tensor weight = weight_t.contiguous(format), input = input_t.contiguous(format);
@@ -337,7 +139,7 @@ at::Tensor Slow2dForward(const at::Tensor& input_t, const at::Tensor& weight_t, 
 // grad_bias, then grad_weight and the columns of its gemm.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> Slow2dBackward(const at::Tensor& grad_output_t,
                                                               const at::Tensor& input_t, const at::Tensor& weight_t,
-                                                              const Params& p, std::array<bool, 3> mask) {
+                                                              const ConvParams& p, std::array<bool, 3> mask) {
   const at::IntArrayRef kernel = weight_t.sizes().slice(2);
   at::Tensor grad_input, grad_weight, grad_bias;
   if (mask[0]) {
@@ -365,7 +167,7 @@ at::Tensor Subtensor(const at::Tensor& tensor, int64_t dim, int64_t groups, int6
 
 // _convolution's backends without groups, run group by group: each group's input, weight and bias
 // (copies where the narrowing is not contiguous), its output, then the outputs concatenated.
-at::Tensor Slow2dGroupedForward(const at::Tensor& input, const at::Tensor& weight, const Params& p) {
+at::Tensor Slow2dGroupedForward(const at::Tensor& input, const at::Tensor& weight, const ConvParams& p) {
   if (p.groups == 1) return Slow2dForward(input, weight, p);
   std::vector<at::Tensor> outputs(p.groups);
   for (int64_t g = 0; g < p.groups; ++g) {
@@ -378,7 +180,7 @@ at::Tensor Slow2dGroupedForward(const at::Tensor& input, const at::Tensor& weigh
 // convolution_backward's backends without groups, group by group, then each gradient concatenated.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> Slow2dGroupedBackward(const at::Tensor& grad_output,
                                                                      const at::Tensor& input, const at::Tensor& weight,
-                                                                     const Params& p, std::array<bool, 3> mask) {
+                                                                     const ConvParams& p, std::array<bool, 3> mask) {
   if (p.groups == 1) return Slow2dBackward(grad_output, input, weight, p, mask);
   std::vector<at::Tensor> grad_inputs(p.groups), grad_weights(p.groups), grad_biases(p.groups);
   for (int64_t g = 0; g < p.groups; ++g) {
@@ -408,7 +210,7 @@ at::Tensor ConvolutionMirror(const at::Tensor& input_r, const at::Tensor& weight
   TORCH_CHECK(!transposed, "convolution on meta: transposed convolutions have no Meta kernel in oomguard");
   const int64_t k = weight_r.dim();
   TORCH_CHECK(k == 3 || k == 4, "convolution on meta: oomguard mirrors 1-d and 2-d convolutions, not ", k - 2, "-d");
-  Params p{Expand(stride, k - 2), Expand(padding, k - 2), Expand(dilation, k - 2), groups.expect_int()};
+  ConvParams p{Expand(stride, k - 2), Expand(padding, k - 2), Expand(dilation, k - 2), groups.expect_int()};
   at::Tensor input = input_r, weight = weight_r;
   at::Tensor bias = bias_opt.has_value() ? *bias_opt : at::Tensor();
   if (k == 3) {
@@ -463,7 +265,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> ConvolutionBackwardMeta(
   const int64_t k = weight_r.dim();
   TORCH_CHECK(k == 3 || k == 4, "convolution_backward on meta: oomguard mirrors 1-d and 2-d convolutions, not ", k - 2,
               "-d");
-  Params p{Expand(stride, k - 2), Expand(padding, k - 2), Expand(dilation, k - 2), groups.expect_int()};
+  ConvParams p{Expand(stride, k - 2), Expand(padding, k - 2), Expand(dilation, k - 2), groups.expect_int()};
   at::Tensor grad_output = grad_output_r, input = input_r, weight = weight_r;
   if (k == 3) {
     input = input.contiguous();

@@ -38,6 +38,8 @@ struct LayerSpec {
   std::string attention = "math";   // attention, transformer_block: math (explicit softmax(q k^T) v, keeps
                                     // the seq x seq scores) or flash (the fused kernel: keeps output and
                                     // logsumexp only); see SelfAttention in layers.h
+
+  bool operator==(const LayerSpec&) const = default;
 };
 
 struct ModelSpec {
@@ -49,6 +51,8 @@ struct ModelSpec {
   // Source "torchscript": the module file (torch.jit.save), as the loader resolved it against the
   // scenario file's folder.
   std::string torchscript;
+
+  bool operator==(const ModelSpec&) const = default;
 };
 
 // One input of a model's forward beyond the first (data.inputs[1:]; the first is DataSpec's own
@@ -57,6 +61,8 @@ struct InputSpec {
   std::vector<int64_t> shape;     // per sample
   DType dtype = DType::kFloat32;  // int64: ids from [0, vocab); bool: all true; floats: normal
   int64_t vocab = 0;
+
+  bool operator==(const InputSpec&) const = default;
 };
 
 struct DataSpec {
@@ -67,6 +73,8 @@ struct DataSpec {
   bool on_host = true;                  // the batch starts on the host and is transferred to the device
   int64_t classes = 0;                  // cross_entropy targets: [batch] ids in [0, classes)
   std::vector<InputSpec> extra_inputs;  // data.inputs[1:], for a forward that takes several
+
+  bool operator==(const DataSpec&) const = default;
 };
 
 struct OptimizerSpec {
@@ -74,17 +82,23 @@ struct OptimizerSpec {
   double lr = 1e-3;
   double momentum = 0.0;  // sgd
   double weight_decay = 0.0;
+
+  bool operator==(const OptimizerSpec&) const = default;
 };
 
 struct EvalSpec {
   int64_t batches = 0;  // 0: no evaluation
   bool no_grad = true;
   bool keep_outputs = false;  // keep every batch's output until the evaluation ends
+
+  bool operator==(const EvalSpec&) const = default;
 };
 
 struct LossHistorySpec {
   std::string from = "train";  // train | eval: whose losses are kept
   std::string keep = "none";   // none | item (a double) | detached (a tensor) | attached (with its graph)
+
+  bool operator==(const LossHistorySpec&) const = default;
 };
 
 struct LoopSpec {
@@ -101,17 +115,23 @@ struct LoopSpec {
   // backend's device type (nn/autocast.h): none | bfloat16 | float16 (with a GradScaler's loss scaling).
   std::string autocast = "none";
   double clip_grad_norm = 0;  // > 0: the max norm of torch::nn::utils::clip_grad_norm_ before each step
+
+  bool operator==(const LoopSpec&) const = default;
 };
 
 struct InplaceSpec {
   std::string target = "none";  // none | output (of layer `layer`) | parameter (first parameter of `layer`)
   int64_t layer = 0;
   std::string op = "mul_";  // mul_ add_ (in place) or mul add (the out-of-place fix)
+
+  bool operator==(const InplaceSpec&) const = default;
 };
 
 struct CheckpointSpec {
   int64_t segments = 0;  // 0: no activation checkpointing; else split the layers into N segments
   bool preserve_rng_state = true;
+
+  bool operator==(const CheckpointSpec&) const = default;
 };
 
 struct PitfallSpec {
@@ -120,6 +140,8 @@ struct PitfallSpec {
   bool keep_intermediates = false;  // keep every intermediate output until the iteration ends
   CheckpointSpec checkpoint;
   std::string transfer = "outside";  // outside | inside (the first checkpointed segment)
+
+  bool operator==(const PitfallSpec&) const = default;
 };
 
 struct VariantSpec {
@@ -133,6 +155,11 @@ struct VariantSpec {
   LoopSpec loop;
   PitfallSpec pitfalls;
   int64_t seed = 0;
+  // This variant alone as a scenario file's text, written by the loader (Note [Parse once],
+  // scenario/variant_resolution.h): what a spawned child parses. Empty for a spec made in code.
+  std::string document;
+
+  bool operator==(const VariantSpec&) const = default;
 };
 
 struct VariantExpectation {

@@ -12,10 +12,11 @@ namespace {
 // Note [One list of fields]: the binding must name every member, so a new one fails to compile here.
 template <class Request, class Visit>
 void ForEachField(Request& request, Visit&& visit) {
-  auto& [scenario_file, variant, backend, card, cap, context, inject, iterations, snapshot_dir, snapshot_all,
-         model_cuda, diagnose, out_path, parent_pid] = request;
+  auto& [scenario_file, variant, variant_file, backend, card, cap, context, inject, iterations, snapshot_dir,
+         snapshot_all, model_cuda, diagnose, out_path, parent_pid] = request;
   visit("--scenario", scenario_file);
   visit("--variant", variant);
+  visit("--variant-file", variant_file);
   visit("--backend", backend);
   visit("--out", out_path);
   visit("--card", card);

@@ -3,6 +3,7 @@
 //
 //   // the parent (run/runner.cpp)
 //   const MeasureRequest request = MeasureRequestFor(options, file, "base", "cpu", scratch, scratch + "/0.json");
+//   request.variant_file = scratch + "/0.variant.json";  // VariantSpec::document, written by the runner
 //   spec.argv = ChildArgv(self_exe, request);  // SELF __measure --scenario FILE --variant base ...
 //   // the child (cli's `__measure`, run/measure_child.h)
 //   MeasureRequest request;
@@ -13,7 +14,8 @@
 // that list does not compile, and the writer and the reader both walk the list, so a child cannot miss
 // a flag its parent set. A run flag a child needs is one field here plus one line in
 // MeasureRequestFor. The command line (rather than a request file) keeps a spawned child reproducible
-// by hand: `ps` shows what it was asked. A child forked warm (Note [Warm children], run/runner.cpp)
+// by hand: `ps` shows what it was asked, and without --variant-file (a scratch file gone once the run
+// ends) it loads --scenario as a user would. A child forked warm (Note [Warm children], run/runner.cpp)
 // gets the same request as a value, with its variant already resolved, and parses nothing.
 //
 // Spelling: a string is `--flag VALUE`, left out when empty; an integer `--flag N`, left out when 0;
@@ -35,8 +37,12 @@ namespace oomguard {
 inline constexpr const char* kMeasureCommand = "__measure";
 
 struct MeasureRequest {
-  std::string scenario_file;        // --scenario (required)
-  std::string variant;              // --variant (required)
+  std::string scenario_file;  // --scenario (required)
+  std::string variant;        // --variant (required)
+  // --variant-file: the variant as the runner resolved it, a scenario of that variant alone
+  // (VariantSpec::document, Note [Parse once]); the child loads this, and --scenario then only names the
+  // scenario file in messages and snapshots. Empty: the child loads --scenario and finds --variant.
+  std::string variant_file;
   std::string backend;              // --backend (required): a Name(Backend), already resolved
   std::string card;                 // --card: the run's --card (empty: the scenario's default)
   std::string cap;                  // --cap: the run's --cap

@@ -75,9 +75,11 @@ int MeasureResolvedVariant(const Scenario& scenario, const VariantSpec& variant,
 
 int MeasureInChild(const MeasureRequest& request, std::ostream& err) {
   if (!DieWithParent(request.parent_pid)) return kExitUsage;
+  // Note [Parse once]: the runner's resolved variant when it gave one, else the file, as a user would.
+  const std::string& file = request.variant_file.empty() ? request.scenario_file : request.variant_file;
   Scenario scenario;
   std::string error;
-  if (!LoadScenarioFile(request.scenario_file, &scenario, &error)) {
+  if (!LoadScenarioFile(file, &scenario, &error)) {
     err << error << "\n";
     return kExitUsage;
   }
@@ -86,7 +88,7 @@ int MeasureInChild(const MeasureRequest& request, std::ostream& err) {
     if (v.name == request.variant) spec = &v;
   }
   if (spec == nullptr) {
-    err << "no variant '" << request.variant << "' in " << request.scenario_file << "\n";
+    err << "no variant '" << request.variant << "' in " << file << "\n";
     return kExitUsage;
   }
   return MeasureResolvedVariant(scenario, *spec, request, err);

@@ -10,8 +10,9 @@
 // load, has no such variant, its limits are bad, or the output cannot be written. The parent reports a
 // child that did not exit kExitOk as UNRESOLVED with the end of its stderr.
 //
-// Two ways in: a spawned child (`oomguard __measure`, MeasureInChild) loads the scenario file and finds
-// its variant; a forked one (MeasureForkedVariant, run/runner.cpp) was given both, resolved by the
+// Two ways in: a spawned child (`oomguard __measure`, MeasureInChild) loads its variant alone from
+// the runner's --variant-file (Note [Parse once]), or, run by hand without one, the scenario file; a
+// forked one (MeasureForkedVariant, run/runner.cpp) was given both, resolved by the
 // parent before the fork, and parses nothing.
 #pragma once
 

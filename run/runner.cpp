@@ -76,7 +76,9 @@ std::string KilledFromOutside(int64_t oom_kills_before, int64_t cap_bytes) {
 // copy of a process that has loaded LibTorch and registered every kernel, parsed and resolved the
 // variant, and measured nothing (the runner never runs a tensor op), and it calls the measurement
 // directly (MeasureForkedVariant) with no exec. Its isolation is the spawned child's: its own process
-// and memory, the same timeout, exit codes, signals and stderr file, PR_SET_PDEATHSIG.
+// and memory, the same timeout, exit codes, signals and stderr file, PR_SET_PDEATHSIG. A spawned child
+// (cuda) is given its variant resolved, as a scenario of that variant alone (Note [Parse once],
+// scenario/variant_resolution.h).
 // It forks only while the runner has one thread: a lock another thread held (an intra-op pool, a CUDA
 // driver thread) would stay held in the child. Otherwise (a test binary that ran tensor ops, cuda,
 // OOMGUARD_SPAWN_CHILDREN=1) each variant is spawned as before; the results say which
@@ -162,13 +164,20 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
       const std::string& name = p.scenario.variants[v].name;
       const std::string base = tmp_dir + "/" + std::to_string(specs.size());
       ChildSpec spec;
-      const MeasureRequest request = MeasureRequestFor(options, p.result.file, name, backend, tmp_dir, base + ".json");
+      MeasureRequest request = MeasureRequestFor(options, p.result.file, name, backend, tmp_dir, base + ".json");
       if (fork_children) {
         const Scenario* scenario = &p.scenario;
         spec.body = [scenario, v, request] {
           return MeasureForkedVariant(*scenario, scenario->variants[v], request, std::cerr);
         };
       } else {
+        // Note [Parse once]: the child loads its variant alone. Should the scratch file not be
+        // written (a full /tmp), it loads the scenario file instead, as a child run by hand does.
+        const std::string& document = p.scenario.variants[v].document;
+        std::string ignored;
+        if (!document.empty() && WriteFileAtomically(base + ".variant.json", document, &ignored)) {
+          request.variant_file = base + ".variant.json";
+        }
         spec.argv = ChildArgv(self_exe, request);
       }
       spec.stdout_path = base + ".out";

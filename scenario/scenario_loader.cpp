@@ -23,7 +23,7 @@
 #include "scenario/json_document.h"
 #include "scenario/text_fields.h"
 #include "scenario/variant_json.h"
-#include "scenario/variant_rules.h"
+#include "scenario/variant_resolution.h"
 
 namespace oomguard {
 namespace {
@@ -232,25 +232,6 @@ FieldReader EstimateField(std::optional<EstimateSpec>* out) {
   };
 }
 
-// model.torchscript is relative to the scenario file's folder; the file must exist and be a file.
-bool ResolveModelFile(const std::string& scenario_file, std::string* path, std::string* problem) {
-  if (!path->starts_with("/")) {
-    const size_t slash = scenario_file.rfind('/');
-    if (slash != std::string::npos) *path = scenario_file.substr(0, slash + 1) + *path;
-  }
-  struct stat info {};
-  if (stat(path->c_str(), &info) != 0) {
-    *problem = "no such file: " + *path + " (a path relative to the scenario file's folder; write it with " +
-               "torch.jit.script(model).save(...))";
-    return false;
-  }
-  if (!S_ISREG(info.st_mode)) {
-    *problem = *path + " is not a file (expected a TorchScript module saved with torch.jit.save)";
-    return false;
-  }
-  return true;
-}
-
 bool LoadDocument(const Json& root, Scenario* out, std::string* error) {
   if (!root.is_object()) return Fail(JsonPath(), "expected an object, got " + DescribeJson(root), error);
   VariantSpec base_spec;  // only to validate the base where it is written
@@ -278,38 +259,13 @@ bool LoadDocument(const Json& root, Scenario* out, std::string* error) {
     return Fail(JsonPath().Key("cap"), "give either card or cap, not both", error);
 
   Json base = Json::object();
-  for (const char* key : {"model", "data", "loop", "pitfalls", "seed", "workload", "knobs"}) {
+  for (const char* key : kVariantKeys) {
     if (root.contains(key)) base[key] = root[key];
   }
   std::vector<std::string> names;
-  std::string problem_text;
   for (const auto& [name, patch] : patches) {
-    Json merged = base;
-    merged.merge_patch(patch);
     VariantSpec spec;
-    const JsonPath at = JsonPath().Key("variants").Key(name);
-    if (!ReadFields(merged, at, VariantConfigFields(&spec, /*patch=*/false), false, error)) return false;
-    spec.name = name;
-    std::optional<WorkloadRuleProblem> key_problem = FindWorkloadRuleProblem(merged);
-    if (!key_problem) key_problem = FindModelKeyProblem(merged);
-    if (std::optional<WorkloadRuleProblem> problem = key_problem) {
-      if (IsWrittenIn(patch, problem->path)) return Fail(at.Append(problem->path), problem->message, error);
-      return Fail(problem->path, problem->message + " (variant " + name + ")", error);
-    }
-    if (!spec.model.torchscript.empty()) {
-      const JsonPath file_at = JsonPath().Key("model").Key("torchscript");
-      if (!ResolveModelFile(out->file, &spec.model.torchscript, &problem_text)) {
-        if (IsWrittenIn(patch, file_at)) return Fail(at.Append(file_at), problem_text, error);
-        return Fail(file_at, problem_text + " (variant " + name + ")", error);
-      }
-      spec.model.source = "torchscript";
-    }
-    // A workload's model, data and loop are code: the layer-list rules apply to the others only.
-    std::optional<SpecProblem> problem = spec.workload.empty() ? FindSpecProblem(spec) : std::nullopt;
-    if (problem) {
-      if (IsWrittenIn(patch, problem->path)) return Fail(at.Append(problem->path), problem->message, error);
-      return Fail(problem->path, problem->message + " (variant " + name + ")", error);
-    }
+    if (!ResolveVariant(*out, base, name, patch, &spec, error)) return false;
     out->variants.push_back(std::move(spec));
     out->expectations[name] = VariantExpectation();
     names.push_back(name);

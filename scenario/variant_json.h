@@ -7,7 +7,7 @@
 //
 // Key names are the member names of scenario.h. Each field is checked as it is read: type, range,
 // enumeration value, and the fields a layer kind takes; rules relating fields are in variant_rules.h.
-// Error policy as in json_diagnostics.h. Header-only: included by the loader alone.
+// Error policy as in json_diagnostics.h. Header-only: included by the loader and variant_resolution.cpp.
 #pragma once
 
 #include <algorithm>

@@ -5,7 +5,7 @@
 //
 //   {"workload": "mlp_adam", "knobs": {"batch": 64, "eval_no_grad": true}, "loop": {"iterations": 3}}
 //
-// Error policy as in json_diagnostics.h. Header-only: included by the loader alone.
+// Error policy as in json_diagnostics.h. Header-only: included by the loader and variant_resolution.cpp.
 #pragma once
 
 #include <cstdint>

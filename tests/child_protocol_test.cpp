@@ -5,6 +5,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "base/exit_codes.h"
+#include "run/measure_child.h"
+#include "scenario/scenario_loader.h"
+#include "tests/cli_result.h"
+#include "tests/scratch_folder.h"
+
 namespace oomguard {
 namespace {
 
@@ -13,6 +22,7 @@ MeasureRequest EveryFieldSet() {
   MeasureRequest r;
   r.scenario_file = "/s/tiny.json";
   r.variant = "bad&name<\"x\">";
+  r.variant_file = "/tmp/scratch/0.variant.json";
   r.backend = "meta";
   r.card = "a100-80gb";
   r.cap = "12GiB";
@@ -37,6 +47,7 @@ TEST(ChildProtocol, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_EQ(argv, (std::vector<std::string>{"/bin/oomguard",  "__measure",
                                             "--scenario",     "/s/tiny.json",
                                             "--variant",      "bad&name<\"x\">",
+                                            "--variant-file", "/tmp/scratch/0.variant.json",
                                             "--backend",      "meta",
                                             "--out",          "/tmp/scratch/0.json",
                                             "--card",         "a100-80gb",
@@ -86,9 +97,11 @@ TEST(ChildProtocol, TheRunsFlagsBecomeTheRequest) {
   options.model_cuda = true;
   options.filter = "t*";  // the parent's alone: filter, jobs, timeout, reports, baselines
   options.jobs = 4;
+  MeasureRequest expected = EveryFieldSet();
+  expected.variant_file.clear();  // the runner's to write, when it spawns the child
   EXPECT_EQ(
       MeasureRequestFor(options, "/s/tiny.json", "bad&name<\"x\">", "meta", "/tmp/scratch", "/tmp/scratch/0.json"),
-      EveryFieldSet());
+      expected);
   options.snapshot_dir.clear();
   const MeasureRequest plain = MeasureRequestFor(options, "f", "v", "cpu", "/tmp/scratch", "o");
   EXPECT_EQ(plain.snapshot_dir, "");
@@ -110,6 +123,34 @@ TEST(ChildProtocol, ACommandLineItDoesNotUnderstandIsRefused) {
     EXPECT_FALSE(ParseMeasureRequest(args, &request, &error)) << message;
     EXPECT_EQ(error, message);
   }
+}
+
+// Note [Parse once]: given its variant resolved, a spawned child measures it without the scenario file,
+// which here does not even exist; without it, the child loads the file a user named.
+TEST(ChildProtocol, AChildGivenItsVariantFileNeverReadsTheScenarioFile) {
+  testing::ScratchFolder folder("child-protocol");
+  Scenario tiny;
+  std::string error;
+  ASSERT_TRUE(LoadScenarioText(R"({"name": "tiny", "summary": "s",
+    "model": {"layers": [{"kind": "linear", "in": 4, "out": 8}, {"kind": "relu"}, {"kind": "linear", "in": 8, "out": 2}]},
+    "data": {"batch": 3, "shape": [4], "on_host": false},
+    "variants": {"base": {}, "wider": {"data": {"batch": 6}}}})",
+                               "tiny.json", &tiny, &error))
+      << error;
+  MeasureRequest request;
+  request.scenario_file = folder.path() + "/gone.json";
+  request.variant = "wider";
+  request.variant_file = folder.Write("1.variant.json", tiny.variants[1].document);
+  request.backend = "cpu";
+  request.out_path = folder.path() + "/1.json";
+  std::ostringstream err;
+  ASSERT_EQ(MeasureInChild(request, err), kExitOk) << err.str();
+  const nlohmann::json m = nlohmann::json::parse(testing::Contents(request.out_path));
+  EXPECT_EQ(m["param_bytes"], (4 * 8 + 8 + 8 * 2 + 2) * 4);
+
+  request.variant_file.clear();
+  EXPECT_EQ(MeasureInChild(request, err), kExitUsage);
+  EXPECT_NE(err.str().find(request.scenario_file + ": cannot read"), std::string::npos) << err.str();
 }
 
 TEST(ChildProtocolDeathTest, ARequestWithoutItsRequiredFieldsIsABug) {

@@ -103,6 +103,23 @@ TEST(Cli, FlagMisuseIsAUsageError) {
             "oomguard run: --context only applies with --card (a --cap is already what tensors may use)\n");
 }
 
+// A mistyped flag or command gets what scenario names and knobs get: the near spelling.
+TEST(Cli, AMistypedFlagOrCommandGetsADidYouMean) {
+  CliResult r = Cli({"run", "--bakend", "meta"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err,
+            "The following argument was not expected: --bakend (--bakend: did you mean --backend?)\n"
+            "Run with --help for more information.\n");
+  const std::string fit = Cli({"fit", "x.json", "--knbo=batch"}).err;
+  EXPECT_NE(fit.find("not expected: --knbo=batch (--knbo=batch: did you mean --knob?)"), std::string::npos) << fit;
+  EXPECT_EQ(Cli({"rnu"}).err,
+            "The following argument was not expected: rnu (rnu: did you mean run?)\n"
+            "Run with --help for more information.\n");
+  // Nothing near: CLI11's message as it was.
+  EXPECT_EQ(Cli({"run", "--frobnicate"}).err,
+            "The following argument was not expected: --frobnicate\nRun with --help for more information.\n");
+}
+
 TEST(Cli, HelpIsNotAnError) {
   CliResult r = Cli({"--help"});
   EXPECT_EQ(r.code, kExitOk);

@@ -1,137 +1,23 @@
 // The ops a CNN, a conv1d net, a GroupNorm/SiLU block and an attention block use run forward and
 // backward on meta with exactly the cpu backend's allocations: peak, phase peaks, allocation count,
 // total bytes allocated, what each phase left live. Each family also has one exact byte count whose
-// arithmetic is known, so both backends cannot agree by being equally wrong.
+// arithmetic is known (meta_op_bytes_test.cpp), so both backends cannot agree by being equally wrong.
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
-#include <ATen/core/grad_mode.h>
-#include <ATen/record_function.h>
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <optional>
-#include <set>
 #include <string>
-#include <vector>
 
-#include "oomguard/workload.h"
-#include "tests/same_bytes.h"
-#include "workload/workload.h"
+#include "tests/meta_ops_harness.h"
 
 namespace oomguard {
 namespace {
 
-// A model's parameters: plain tensors that require grad, made with ctx.options() (on meta, torch::nn
-// modules cannot be built; see Context::Build), drawn in place so setup makes no temporaries. Each is
-// used once per step: two uses sum two gradients, which cpu does in place and meta out of place (Note
-// [Gradient sums on meta], meta_coverage_test.cpp), one allocation more on meta.
-class Parameters {
- public:
-  explicit Parameters(Context& ctx) : ctx_(ctx) {}
-  at::Tensor Add(at::IntArrayRef sizes, double value = 0.0) {
-    at::Tensor p = at::empty(sizes, ctx_.options());
-    {
-      at::NoGradGuard no_grad;
-      value == 0.0 ? p.uniform_(-0.1, 0.1) : p.fill_(value);
-    }
-    all_.push_back(p.requires_grad_(true));
-    return p;
-  }
-  at::Tensor Buffer(at::IntArrayRef sizes, double value) { return at::full(sizes, value, ctx_.options()); }
-  // zero_grad(set_to_none): each backward makes fresh gradients (accumulating into existing ones is such
-  // a sum too).
-  void ZeroGrad() {
-    for (at::Tensor& p : all_) p.mutable_grad().reset();
-  }
-  const std::vector<at::Tensor>& all() const { return all_; }
-
- private:
-  Context& ctx_;
-  std::vector<at::Tensor> all_;
-};
-
-// One training step per iteration: forward (a batch and the loss), backward, then an evaluation forward
-// without gradients.
-using Forward = std::function<at::Tensor(bool training)>;
-void TrainAndEvaluate(Context& ctx, Parameters& params, const Forward& forward) {
-  ctx.Track(params.all());
-  for (int64_t iteration : ctx.Iterations()) {
-    (void)iteration;
-    {
-      auto phase = ctx.Phase("zero_grad");
-      params.ZeroGrad();
-    }
-    at::Tensor loss;
-    {
-      auto phase = ctx.Phase("forward");
-      loss = forward(true);
-    }
-    {
-      auto phase = ctx.Phase("backward");
-      loss.backward();
-    }
-    auto phase = ctx.Phase("eval");
-    at::NoGradGuard no_grad;
-    at::Tensor eval_loss = forward(false);
-  }
-}
-
-// The kernels a backend ran, by their RecordFunction names.
-class KernelNames {
- public:
-  KernelNames()
-      : handle_(at::addGlobalCallback(
-            at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-              if (active_ != nullptr) active_->insert(fn.name());
-              return nullptr;
-            }).scopes({at::RecordScope::FUNCTION}))) {
-    active_ = &names_;
-  }
-  ~KernelNames() {
-    at::removeCallback(handle_);
-    active_ = nullptr;
-  }
-  const std::set<std::string>& names() const { return names_; }
-
- private:
-  static inline std::set<std::string>* active_ = nullptr;
-  std::set<std::string> names_;
-  at::CallbackHandle handle_;
-};
-
-struct Both {
-  VariantMeasurement cpu, meta;
-  std::set<std::string> cpu_kernels, meta_kernels;
-  bool CpuRan(const std::string& op) const { return cpu_kernels.count(op) > 0; }
-  bool MetaRan(const std::string& op) const { return meta_kernels.count(op) > 0; }
-};
-
-// As in the runner's children: one intra-op thread (scratch buffers are per thread).
-Both MeasureOnBoth(const WorkloadFunction& workload) {
-  at::set_num_threads(1);
-  VariantSpec spec;
-  spec.name = "model_ops";
-  spec.loop.iterations = 2;
-  Both both;
-  VariantMeasureOptions options;
-  {
-    KernelNames names;
-    options.backend = Backend::kCpu;
-    both.cpu = MeasureWorkload(workload, spec, options);
-    both.cpu_kernels = names.names();
-  }
-  KernelNames names;
-  options.backend = Backend::kMeta;
-  both.meta = MeasureWorkload(workload, spec, options);
-  both.meta_kernels = names.names();
-  return both;
-}
-
-void ExpectSameAllocations(const Both& m) {
-  ASSERT_EQ(Name(m.cpu.outcome), "pass") << m.cpu.error;
-  ASSERT_EQ(Name(m.meta.outcome), "pass") << m.meta.error;
-  testing::ExpectSameBytes(m.cpu, m.meta);
-}
+using testing::Both;
+using testing::ExpectSameAllocations;
+using testing::MeasureOnBoth;
+using testing::Parameters;
+using testing::TrainAndEvaluate;
 
 // ---- the models ----
 
@@ -354,102 +240,6 @@ INSTANTIATE_TEST_SUITE_P(MetaModelOps, MetaAttention,
                                            AttentionCase{"dropout_causal", 0, 0.25, true, false},
                                            AttentionCase{"dropout_bool_mask", 1, 0.25, false, false}),
                          [](const ::testing::TestParamInfo<AttentionCase>& info) { return info.param.name; });
-
-// ---- exact bytes ----
-
-// One op on leaf inputs made in setup: forward keeps the op's output, what its backward node saves of
-// the op's own outputs, and the 4-byte loss; the same number on cpu and meta.
-using Op = std::function<at::Tensor()>;
-using MakeOp = std::function<Op(Parameters&)>;  // makes the inputs (in setup) and returns the op
-
-int64_t ForwardSavedBytes(Backend backend, const MakeOp& make_op) {
-  at::set_num_threads(1);
-  VariantSpec spec;
-  spec.loop.iterations = 1;
-  VariantMeasureOptions options;
-  options.backend = backend;
-  const VariantMeasurement m = MeasureWorkload(
-      [&](Context& ctx) {
-        Parameters p(ctx);
-        const Op op = make_op(p);
-        ctx.Track(p.all());
-        for (int64_t i : ctx.Iterations()) {
-          (void)i;
-          at::Tensor y, loss;
-          {
-            auto phase = ctx.Phase("forward");
-            y = op();
-            loss = y.sum();
-          }
-          auto phase = ctx.Phase("backward");
-          loss.backward();
-        }
-      },
-      spec, options);
-  EXPECT_EQ(Name(m.outcome), "pass") << m.error;
-  return m.forward_saved_bytes.value_or(-1);
-}
-
-void ExpectForwardSavedBytes(int64_t expected, const MakeOp& make_op) {
-  EXPECT_EQ(ForwardSavedBytes(Backend::kCpu, make_op), expected) << "cpu";
-  EXPECT_EQ(ForwardSavedBytes(Backend::kMeta, make_op), expected) << "meta";
-}
-
-constexpr int64_t kLoss = 4;
-
-TEST(MetaModelOpsBytes, Conv2dAndConv1dKeepTheirOutput) {
-  // [2, 4, 8, 8] floats; the node saves the (leaf) input and weight.
-  ExpectForwardSavedBytes(2 * 4 * 8 * 8 * 4 + kLoss, [](Parameters& p) -> Op {
-    const at::Tensor x = p.Add({2, 3, 8, 8}), w = p.Add({4, 3, 3, 3}), b = p.Add({4});
-    return [=] { return at::conv2d(x, w, b, {1, 1}, {1, 1}); };
-  });
-  // [2, 6, 16]: a view of cpu's [2, 6, 1, 16] output.
-  ExpectForwardSavedBytes(2 * 6 * 16 * 4 + kLoss, [](Parameters& p) -> Op {
-    const at::Tensor x = p.Add({2, 4, 16}), w = p.Add({6, 4, 3}), b = p.Add({6});
-    return [=] { return at::conv1d(x, w, b, {1}, {1}); };
-  });
-}
-
-TEST(MetaModelOpsBytes, BatchNormKeepsItsOutputAndTheBatchStatistics) {
-  // [4, 6, 5, 5] floats and save_mean, save_invstd [6].
-  ExpectForwardSavedBytes(4 * 6 * 5 * 5 * 4 + 2 * 6 * 4 + kLoss, [](Parameters& p) -> Op {
-    const at::Tensor x = p.Add({4, 6, 5, 5}), w = p.Add({6}, 1.0), b = p.Add({6});
-    const at::Tensor mean = p.Buffer({6}, 0.0), var = p.Buffer({6}, 1.0);
-    return [=] { return at::batch_norm(x, w, b, mean, var, true, 0.1, 1e-5, false); };
-  });
-}
-
-TEST(MetaModelOpsBytes, PoolingKeepsItsOutputAndMaxPoolingItsIndices) {
-  // [2, 3, 4, 4] floats and int64 indices.
-  ExpectForwardSavedBytes(2 * 3 * 4 * 4 * (4 + 8) + kLoss, [](Parameters& p) -> Op {
-    const at::Tensor x = p.Add({2, 3, 8, 8});
-    return [=] { return at::max_pool2d(x, {2, 2}); };
-  });
-  ExpectForwardSavedBytes(2 * 3 * 2 * 2 * 4 + kLoss, [](Parameters& p) -> Op {
-    const at::Tensor x = p.Add({2, 3, 8, 8});
-    return [=] { return at::adaptive_avg_pool2d(x, {2, 2}); };
-  });
-}
-
-TEST(MetaModelOpsBytes, GroupNormKeepsItsOutputAndTheGroupStatisticsAndSiluItsOutput) {
-  // [2, 6, 4, 4] floats and mean, rstd [2, 3].
-  ExpectForwardSavedBytes(2 * 6 * 4 * 4 * 4 + 2 * 2 * 3 * 4 + kLoss, [](Parameters& p) -> Op {
-    const at::Tensor x = p.Add({2, 6, 4, 4}), w = p.Add({6}, 1.0), b = p.Add({6});
-    return [=] { return at::group_norm(x, 3, w, b); };
-  });
-  ExpectForwardSavedBytes(2 * 6 * 4 * 4 * 4 + kLoss, [](Parameters& p) -> Op {
-    const at::Tensor x = p.Add({2, 6, 4, 4});
-    return [=] { return at::silu(x); };
-  });
-}
-
-TEST(MetaModelOpsBytes, FlashAttentionKeepsItsOutputAndTheLogsumexp) {
-  // [2, 2, 8, 4] floats and the logsumexp [2, 2, 8] floats.
-  ExpectForwardSavedBytes(2 * 2 * 8 * 4 * 4 + 2 * 2 * 8 * 4 + kLoss, [](Parameters& p) -> Op {
-    const at::Tensor q = p.Add({2, 2, 8, 4}), k = p.Add({2, 2, 8, 4}), v = p.Add({2, 2, 8, 4});
-    return [=] { return at::scaled_dot_product_attention(q, k, v, {}, 0.0, true); };
-  });
-}
 
 }  // namespace
 }  // namespace oomguard

@@ -14,7 +14,9 @@
 #include "base/atomic_file.h"
 #include "baselines/baseline_store.h"
 #include "baselines/baseline_update.h"
+#include "cli_result.h"
 #include "reports/results_json.h"
+#include "scenario/scenario_loader.h"
 #include "scratch_folder.h"
 
 namespace oomguard {
@@ -176,6 +178,37 @@ TEST_F(RunnerTest, ACrashingChildIsUnresolvedAndTheRunCompletes) {
     EXPECT_EQ(v.code, ResultCode::kUnresolved);
     ASSERT_EQ(v.reasons.size(), 1u);
     EXPECT_EQ(v.reasons[0], "crashed with signal 11 (Segmentation fault)");
+  }
+}
+
+// Note [Parse once]: a spawned child is handed its variant resolved, as a file of that variant alone,
+// and --scenario only to name the file. The child here is a script that keeps what it was given.
+TEST_F(RunnerTest, ASpawnedChildIsGivenItsVariantAloneAlreadyResolved) {
+  RunOptions options;
+  const std::string scenario_file = Write("tiny.json", kTinyScenario);
+  options.paths = {scenario_file};
+  options.spawn_children = true;
+  std::string script = R"(#!/bin/sh
+while [ $# -gt 0 ]; do
+  [ "$1" = --variant ] && variant=$2
+  [ "$1" = --scenario ] && scenario=$2
+  [ "$1" = --variant-file ] && cp "$2" "DIR/given-$variant.json"
+  shift
+done
+echo "$scenario" > "DIR/scenario-$variant.txt"
+exit 3
+)";
+  for (size_t at; (at = script.find("DIR")) != std::string::npos;) script.replace(at, 3, dir_);
+  const std::string keeper = Write("keep.sh", script, /*executable=*/true);
+  const RunResults report = Run(options, keeper);
+  EXPECT_EQ(report.scenarios[0].code, ResultCode::kUnresolved);
+  Scenario tiny;
+  std::string error;
+  ASSERT_TRUE(LoadScenarioFile(scenario_file, &tiny, &error)) << error;
+  ASSERT_EQ(tiny.variants.size(), 2u);
+  for (const VariantSpec& v : tiny.variants) {
+    EXPECT_EQ(testing::Contents(dir_ + "/given-" + v.name + ".json"), v.document) << v.name;
+    EXPECT_EQ(testing::Contents(dir_ + "/scenario-" + v.name + ".txt"), scenario_file + "\n");
   }
 }
 

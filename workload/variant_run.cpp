@@ -9,7 +9,6 @@
 #include <memory>
 #include <optional>
 
-#include "allocators/cpu_tracking_allocator.h"
 #include "backends/meta_item.h"
 #include "model/dtype.h"
 #include "model/phase.h"
@@ -18,6 +17,7 @@
 #include "nn/net_sources.h"
 #include "nn/scalar_type.h"
 #include "nn/torchscript_net.h"
+#include "workload/batch_maker.h"
 #include "workload/grad_digest.h"
 #include "workload/grad_scaler.h"
 #include "workload/optimizer.h"
@@ -41,9 +41,10 @@ class VariantRun final : public MeasuredRun {
         ledger_(backend.account().ledger()),
         trace_(trace),
         observer_(observer),
-        m_(*m) {
-    device_options_ = at::TensorOptions().device(backend.device());
-    has_data_ = backend.traits().has_data;
+        m_(*m),
+        device_options_(at::TensorOptions().device(backend.device())),
+        has_data_(backend.traits().has_data),
+        batches_(spec, device_options_, has_data_) {
     if (spec.loop.autocast != "none") {
       autocast_ = AutocastSetting{backend.device().type(), spec.loop.autocast == "float16" ? at::kHalf : at::kBFloat16};
       if (spec.loop.autocast == "float16" && spec.loop.backward) scaler_.emplace();
@@ -108,12 +109,6 @@ class VariantRun final : public MeasuredRun {
   }
 
  private:
-  struct Batch {
-    at::Tensor input;              // on the host when the transfer happens inside the first checkpoint segment
-    at::Tensor target;             // on the device (cross_entropy of a layer list only; a module's: see Loss)
-    std::vector<at::Tensor> more;  // data.inputs[1:], on the device
-  };
-
   void TrainIteration(bool first, IterationMeasurement* iteration) {
     SetPhase(ledger_, Phase::kZeroGrad);
     ZeroGrad();
@@ -225,52 +220,10 @@ class VariantRun final : public MeasuredRun {
   // books its own copies under kEval); none: the copy happens later (inside a checkpoint).
   Batch NextBatch(std::optional<Phase> transfer_phase) {
     const bool transfer_now = transfer_phase.has_value();
-    const DataSpec& d = spec_.data;
-    if (d.on_host && transfer_now) SetPhase(ledger_, *transfer_phase);  // the host draws are not booked
-    Batch batch;
-    batch.input = NextInput(d.shape, d.dtype, d.vocab, transfer_now);
-    for (const InputSpec& more : d.extra_inputs)
-      batch.more.push_back(NextInput(more.shape, more.dtype, more.vocab, transfer_now));
-    if (spec_.loop.loss == "cross_entropy" && spec_.model.torchscript.empty()) {
-      std::vector<int64_t> target_sizes = {d.batch};
-      target_sizes.insert(target_sizes.end(), d.shape.begin(), d.shape.end());
-      if (d.dtype != DType::kInt64) target_sizes.pop_back();
-      batch.target = at::randint(0, d.classes, target_sizes, device_options_.dtype(at::kLong));
-    }
-    const auto on_device = [&](const at::Tensor& t) { return t.is_cpu() && d.on_host && !transfer_now ? 0 : Bytes(t); };
-    batch_bytes_ = on_device(batch.input) + Bytes(batch.target);
-    for (const at::Tensor& t : batch.more) batch_bytes_ += on_device(t);
+    if (spec_.data.on_host && transfer_now) SetPhase(ledger_, *transfer_phase);  // the host draws are not booked
+    Batch batch = batches_.Next(transfer_now);
+    batch_bytes_ = batches_.DeviceBytes(batch, transfer_now);
     return batch;
-  }
-
-  // One input of a batch: drawn on the host and copied to the device (now, or later: inside the first
-  // checkpointed segment), or drawn on the device when data.on_host is false.
-  at::Tensor NextInput(const std::vector<int64_t>& shape, DType dtype, int64_t vocab, bool transfer_now) {
-    std::vector<int64_t> sizes = {spec_.data.batch};
-    sizes.insert(sizes.end(), shape.begin(), shape.end());
-    const at::ScalarType type = ScalarTypeOf(dtype);
-    if (!spec_.data.on_host) return Draw(sizes, type, vocab, device_options_);
-    at::Tensor host;
-    {
-      HostAllocationScope scope;
-      const at::TensorOptions cpu = at::TensorOptions().device(at::kCPU);
-      // Without data (meta) nothing reads the values, and drawing a large batch costs seconds: leave it
-      // unfilled.
-      host = has_data_ ? Draw(sizes, type, vocab, cpu) : at::empty(sizes, cpu.dtype(type));
-    }
-    return transfer_now ? ToDevice(host) : host;
-  }
-
-  // One input's values: ids in [0, vocab), masks all true (a mask that hides nothing), floats normal.
-  static at::Tensor Draw(const std::vector<int64_t>& sizes, at::ScalarType dtype, int64_t vocab,
-                         const at::TensorOptions& o) {
-    if (dtype == at::kLong) return at::randint(0, vocab, sizes, o.dtype(at::kLong));
-    if (dtype == at::kBool) return at::ones(sizes, o.dtype(at::kBool));
-    return at::randn(sizes, o.dtype(dtype));
-  }
-
-  at::Tensor ToDevice(const at::Tensor& host) const {
-    return at::empty(host.sizes(), device_options_.dtype(host.scalar_type())).copy_(host);
   }
 
   // The forward pass with the pitfall knobs: in-place edits, retain_grad, checkpoint segments. A net
@@ -313,7 +266,7 @@ class VariantRun final : public MeasuredRun {
       return out;
     };
     if (n == 0 || !training || p.checkpoint.segments == 0) {
-      at::Tensor x = input.is_cpu() && spec_.data.on_host && p.transfer == "inside" ? ToDevice(input) : input;
+      at::Tensor x = input.is_cpu() && spec_.data.on_host && p.transfer == "inside" ? batches_.ToDevice(input) : input;
       return n == 0 ? net_->Forward(x, training) : net_->ForwardSegments(x, 0, n, training, after);
     }
     const size_t segments = static_cast<size_t>(p.checkpoint.segments);
@@ -323,7 +276,8 @@ class VariantRun final : public MeasuredRun {
       const size_t end = begin + n / segments + (s < n % segments ? 1 : 0);
       const bool transfer_inside = s == 0 && p.transfer == "inside" && spec_.data.on_host;
       const Segment segment = [this, begin, end, transfer_inside, after](const at::Tensor& in) {
-        return net_->ForwardSegments(transfer_inside ? ToDevice(in) : in, begin, end, /*training=*/true, after);
+        return net_->ForwardSegments(transfer_inside ? batches_.ToDevice(in) : in, begin, end, /*training=*/true,
+                                     after);
       };
       x = Checkpoint(segment, x, net_->segment_parameters(begin, end), p.checkpoint.preserve_rng_state);
       begin = end;
@@ -383,11 +337,12 @@ class VariantRun final : public MeasuredRun {
   const VariantSpec& spec_;
   const VariantMeasureOptions& options_;
   Ledger& ledger_;
-  bool has_data_ = true;  // the backend's tensors hold values (not meta)
   LayerTrace* trace_;
   RunObserver* observer_;  // may be null
   VariantMeasurement& m_;
   at::TensorOptions device_options_;
+  bool has_data_;  // the backend's tensors hold values (not meta)
+  BatchMaker batches_;
   std::unique_ptr<Net> net_;
   std::vector<at::Tensor> params_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
