@@ -20,7 +20,7 @@ struct BlockHeader {
   int64_t nbytes;
   DeviceAccount* account;
   bool host;   // a host allocation, not in the ledger (Note [Host memory on the cpu backend])
-  int origin;  // the phase it was allocated in (Note [Live bytes by origin], ledger.h)
+  int origin;  // the phase and epoch it was allocated in (Note [Live bytes by origin], ledger.h)
 };
 static_assert(sizeof(BlockHeader) <= kHeaderBytes);
 

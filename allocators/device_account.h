@@ -54,7 +54,7 @@ class DeviceAccount {
   DeviceAccount& operator=(const DeviceAccount&) = delete;
 
   // Admits and records an allocation of nbytes, or throws c10::OutOfMemoryError. Hot path. Returns
-  // the allocation's origin (the phase it was made in), which Refund takes back.
+  // the allocation's origin (the phase and epoch it was made in), which Refund takes back.
   int Charge(int64_t nbytes);
   // Asks the fault injector (if any) about a request of nbytes in the current phase and throws
   // c10::OutOfMemoryError, recorded as an injected refusal, when it fails the request. For allocators

@@ -50,15 +50,16 @@ bool Ledger::TryCharge(int64_t nbytes, int64_t limit_bytes, int* origin) {
   alloc_count_.fetch_add(1, std::memory_order_relaxed);
   allocated_bytes_total_.fetch_add(nbytes, std::memory_order_relaxed);
   const int phase = current_phase_.load(std::memory_order_relaxed);
-  live_by_origin_[phase].fetch_add(nbytes, std::memory_order_relaxed);
-  if (origin != nullptr) *origin = phase;
+  const int from = current_epoch_.load(std::memory_order_relaxed) * kMaxPhases + phase;
+  live_by_origin_[from].fetch_add(nbytes, std::memory_order_relaxed);
+  if (origin != nullptr) *origin = from;
   RaisePeaks(live);
   if (timeline_enabled_.load(std::memory_order_relaxed)) RecordEvent(live);
   return true;
 }
 
 void Ledger::Release(int64_t nbytes, int origin) {
-  if (origin >= 0 && origin < kMaxPhases) live_by_origin_[origin].fetch_sub(nbytes, std::memory_order_relaxed);
+  if (origin >= 0 && origin < kMaxOrigins) live_by_origin_[origin].fetch_sub(nbytes, std::memory_order_relaxed);
   const int64_t live = live_bytes_.fetch_sub(nbytes, std::memory_order_relaxed) - nbytes;
   if (!timeline_enabled_.load(std::memory_order_relaxed)) return;
   if (release_batch_depth == 0) {
@@ -82,8 +83,23 @@ void Ledger::RaisePeaks(int64_t live) {
 void Ledger::CopyOriginsToPeak() {
   const int phases = phase_count_.load(std::memory_order_relaxed);
   for (int i = 0; i < phases; ++i) {
-    peak_by_origin_[i].store(live_by_origin_[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    int64_t bytes = 0;
+    for (int epoch = 0; epoch < kEpochs; ++epoch) {
+      bytes += live_by_origin_[epoch * kMaxPhases + i].load(std::memory_order_relaxed);
+    }
+    peak_by_origin_[i].store(bytes, std::memory_order_relaxed);
   }
+}
+
+void Ledger::SetEpoch(int epoch) {
+  OOMGUARD_CHECK(epoch >= 0 && epoch < kEpochs) << "epoch " << epoch << " is not below " << kEpochs;
+  current_epoch_.store(epoch, std::memory_order_relaxed);
+}
+
+int64_t Ledger::LiveBytesFrom(int phase, int epoch) const {
+  OOMGUARD_CHECK(phase >= 0 && phase < kMaxPhases && epoch >= 0 && epoch < kEpochs)
+      << "no origin for phase " << phase << " in epoch " << epoch;
+  return live_by_origin_[epoch * kMaxPhases + phase].load(std::memory_order_relaxed);
 }
 
 int64_t Ledger::TakeWindowPeak() { return window_peak_bytes_.exchange(live_bytes(), std::memory_order_relaxed); }

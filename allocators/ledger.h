@@ -67,6 +67,8 @@ class Ledger {
  public:
   static constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
   static constexpr int kMaxPhases = 32;
+  static constexpr int kEpochs = 7;  // Note [Epochs]
+  static constexpr int kMaxOrigins = kEpochs * kMaxPhases;
   static constexpr std::string_view kInitialPhase = "setup";
 
   Ledger();
@@ -75,8 +77,9 @@ class Ledger {
 
   // Charges nbytes when live + nbytes <= limit_bytes and returns true; otherwise charges nothing,
   // counts a failure and returns false. A limit is exact: reaching it is allowed, one byte more is not.
-  // *origin (if given) receives the current phase's index: pass it back to Release, and the ledger
+  // *origin (if given) receives the current phase and epoch: pass it back to Release, and the ledger
   // knows, at its peak, how many of the live bytes each phase allocated (Note [Live bytes by origin]).
+  // It is below kMaxOrigins.
   [[nodiscard]] bool TryCharge(int64_t nbytes, int64_t limit_bytes, int* origin = nullptr);
   // A request refused before it reached TryCharge (an injected fault): counted in failed_count.
   void CountRefusal() { failed_count_.fetch_add(1, std::memory_order_relaxed); }
@@ -97,6 +100,18 @@ class Ledger {
   // tag what they see per event and name it later.
   int phase_index() const { return current_phase_.load(std::memory_order_relaxed); }
   std::string PhaseName(int index) const;
+
+  // Note [Epochs]: allocations are tagged with the epoch current when they were made as well as the
+  // phase, so an observer that moves to a new epoch at each iteration can ask, without watching any
+  // operator, what bytes an earlier iteration made and still holds (diagnose/run_observer.h). Epoch 0
+  // is what came before. An observer alternates two more, since what an iteration older than the
+  // previous one left alive was alive, and seen, at the previous one's end; it takes a pair that holds
+  // no live bytes, of three, so that tensors an earlier run of the process left alive (a test's static)
+  // are not taken for its own.
+  void SetEpoch(int epoch);
+  int epoch() const { return current_epoch_.load(std::memory_order_relaxed); }
+  // Bytes allocated under `phase` (an index) in `epoch`, and not yet freed.
+  int64_t LiveBytesFrom(int phase, int epoch) const;
   // The timeline's event index at which the current phase began (the last phase mark); -1 without a
   // timeline.
   int64_t CurrentPhaseStartEvent() const;
@@ -146,12 +161,14 @@ class Ledger {
   std::atomic<int64_t> allocated_bytes_total_{0};
   std::atomic<int64_t> failed_count_{0};
   std::atomic<int> current_phase_{0};
+  std::atomic<int> current_epoch_{0};
   std::atomic<int> phase_count_{0};  // phase_names_.size(), readable without the mutex
   std::atomic<int> peak_phase_{0};
   std::array<std::atomic<int64_t>, kMaxPhases> phase_peak_bytes_;  // -1: not entered since reset
-  // Note [Live bytes by origin]: live bytes by the phase that allocated them, and a copy taken at each
-  // new peak: "at the peak, 12 GiB were parameters (setup), 3 GiB activations (forward), ...".
-  std::array<std::atomic<int64_t>, kMaxPhases> live_by_origin_{};
+  // Note [Live bytes by origin]: live bytes by the phase (and epoch) that allocated them, and a copy
+  // by phase taken at each new peak: "at the peak, 12 GiB were parameters (setup), 3 GiB activations
+  // (forward), ...". Origin epoch * kMaxPhases + phase.
+  std::array<std::atomic<int64_t>, kMaxOrigins> live_by_origin_{};
   std::array<std::atomic<int64_t>, kMaxPhases> peak_by_origin_{};
 
   mutable std::mutex phases_mutex_;

@@ -10,6 +10,7 @@
 namespace oomguard {
 namespace {
 constexpr int kOriginShift = 56;
+static_assert(Ledger::kMaxOrigins < 255, "an origin + 1 must fit in the context's top byte");
 
 struct TracedMetaBlock {  // Note [Traced meta blocks]
   int64_t nbytes = 0;
@@ -41,8 +42,8 @@ c10::DataPtr MetaTrackingAllocator::allocate(size_t nbytes) {
     return {nullptr, traced.release(), &DeleteTraced, meta};
   }
   const int origin = account_.Charge(static_cast<int64_t>(nbytes));
-  // Note [Meta context]: the context is not an address but the byte count, with the origin phase
-  // (ledger.h, Note [Live bytes by origin]) in the top byte.
+  // Note [Meta context]: the context is not an address but the byte count, with the origin (its phase
+  // and epoch, ledger.h, Note [Live bytes by origin]) + 1 in the top byte.
   const uintptr_t context = (static_cast<uintptr_t>(origin + 1) << kOriginShift) | static_cast<uintptr_t>(nbytes);
   return {nullptr, reinterpret_cast<void*>(context), &Delete, meta};
 }

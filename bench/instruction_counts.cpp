@@ -85,8 +85,9 @@ void MlpSteps(CpuTrackingAllocator& tracking) {
   SetCpuAllocator(baseline);
 }
 
-// meta_7b/{plain,harness_bare,harness}: the 7B step as plain LibTorch calls (BM_MetaStep's), through
-// MeasureVariant without the detectors, and with them (the default).
+// meta_7b/{plain,harness_bare,harness,harness_watched}: the 7B step as plain LibTorch calls
+// (BM_MetaStep's), through MeasureVariant without the detectors, with them (the default: screened, Note
+// [Screen, then watch]), and with every operator watched at once.
 void MetaSteps() {
   const BackendDriver& meta = GetBackend(Backend::kMeta);
   const std::unique_ptr<BackendSession> session = meta.Open(Limits{});  // registers the Meta kernels
@@ -96,12 +97,15 @@ void MetaSteps() {
   watched.iterations = 1;
   VariantMeasureOptions bare = watched;
   bare.diagnose = false;
+  VariantMeasureOptions at_once = watched;
+  at_once.watching = VariantMeasureOptions::Watching::kAtOnce;
   auto plain = [&] { PlainStep(spec, meta.device()); };
   plain();
   (void)MeasureVariant(spec, watched);
   Region("meta_7b/plain", plain);
   Region("meta_7b/harness_bare", [&] { (void)MeasureVariant(spec, bare); });
   Region("meta_7b/harness", [&] { (void)MeasureVariant(spec, watched); });
+  Region("meta_7b/harness_watched", [&] { (void)MeasureVariant(spec, at_once); });
 }
 
 // cpu_mlp_variant/{bare,watched}: a catalog variant (peak-location/mlp_adam, one iteration) measured

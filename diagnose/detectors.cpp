@@ -62,7 +62,7 @@ void EvalKeepsGraph(const RunObservations& seen, std::vector<Diagnosis>* out) {
 
 const KeptFinding* LastKeptGraph(const RunObservations& seen) {
   for (auto it = seen.kept.rbegin(); it != seen.kept.rend(); ++it) {
-    if (it->nodes > 0) return &*it;
+    if (it->nodes > 0 && it->bytes > 0) return &*it;  // nodes holding nothing of N's cost no memory
   }
   return nullptr;
 }

@@ -8,9 +8,10 @@
 // Note [What each detector counts]:
 // - eval-keeps-graph: an evaluation that ends with autograd nodes it made still alive; bytes: what it
 //   allocated and still holds then (the kept tensors and what their graphs saved), the largest of its
-//   evaluations.
+//   evaluations; none without bytes (nodes of a view of a parameter hold no memory).
 // - graph-kept-across-iterations: nodes of iteration N alive at the end of N+1; bytes: what N's phases
-//   outside backward, optimizer and zero_grad allocated and still hold then, per iteration.
+//   outside backward, optimizer and zero_grad allocated and still hold then, per iteration; none
+//   without bytes.
 // - retained-grad: non-leaf tensors holding a .grad right after backward; bytes: those gradients.
 // - leak: live bytes after each iteration growing by more than graph-kept-across-iterations explains;
 //   bytes: the rest, per iteration, attributed to the phase and layer of the most of N's survivors.

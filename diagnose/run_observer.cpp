@@ -1,6 +1,7 @@
 #include "diagnose/run_observer.h"
 
 #include <ATen/ATen.h>
+#include <ATen/SequenceNumber.h>
 #include <ATen/record_function.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
@@ -21,7 +22,7 @@
 namespace oomguard {
 
 struct RunObserver::State {
-  State(const Ledger& ledger, const LayerTrace* trace, RunObservations* out) : ledger(ledger), trace(trace), out(out) {}
+  State(Ledger& ledger, const LayerTrace* trace, RunObservations* out) : ledger(ledger), trace(trace), out(out) {}
 
   struct StorageEntry {
     c10::weak_intrusive_ptr<c10::StorageImpl> storage;
@@ -40,8 +41,11 @@ struct RunObserver::State {
     int location;
   };
 
-  const Ledger& ledger;
+  Ledger& ledger;
   const LayerTrace* trace;
+  // Iteration N's allocations are booked in epoch first_epoch + N % 2 (Note [Epochs]): of the pairs
+  // after epoch 0, the first that holds no live bytes.
+  int first_epoch = 1;
   RunObservations* out;
   std::mutex mutex;  // guards everything below
   c10::DeviceType device = c10::DeviceType::CPU;
@@ -92,6 +96,28 @@ struct RunObserver::State {
   }
 
   bool PhaseIs(int index, std::string_view name) const { return ledger.PhaseName(index) == name; }
+  int EpochOf(int64_t iteration) const { return first_epoch + static_cast<int>(iteration & 1); }
+  void TakeFreeEpochs() {
+    for (int first = 1; first + 1 < Ledger::kEpochs; first += 2) {
+      int64_t bytes = 0;
+      for (int phase = 0; phase < Ledger::kMaxPhases; ++phase) {
+        bytes += ledger.LiveBytesFrom(phase, first) + ledger.LiveBytesFrom(phase, first + 1);
+      }
+      if (bytes == 0) {
+        first_epoch = first;
+        return;
+      }
+    }
+    first_epoch = 1;  // none free: what is left alive may make a screen watch, needlessly
+  }
+  // What may rightly outlive an iteration: what its backward and optimizer make (gradients, state).
+  std::vector<bool> StatePhases() const {
+    std::vector<bool> state_phase(Ledger::kMaxPhases);
+    for (int i = 0; i < Ledger::kMaxPhases; ++i) {
+      state_phase[i] = PhaseIs(i, "backward") || PhaseIs(i, "optimizer") || PhaseIs(i, "zero_grad");
+    }
+    return state_phase;
+  }
 
   // `allocated`: the op allocated on the device while it ran. A storage is the iteration's, phase's and
   // layer's whose op allocated it: a view (w.t()) or an in-place result names an older storage, and a
@@ -289,21 +315,95 @@ struct RunObserver::Watch final : OpObserver {
   OpSubscription subscription;
 };
 
-RunObserver::RunObserver(const Ledger& ledger, const LayerTrace* trace, c10::DeviceType device)
+// What a screen keeps (Note [Screen, then watch]). Marks and suspicion() are the controlling thread's;
+// backward nodes may run on the autograd engine's threads.
+struct RunObserver::Screen final : OpObserver {
+  Screen() : backward_nodes(this, {.backward_nodes = true}), draws(this, {.op_starts = true}, /*active=*/false) {
+    SetUnseededRecomputationListener(&WatchTheRecomputation);
+  }
+  ~Screen() override { SetUnseededRecomputationListener(nullptr); }
+  Screen(const Screen&) = delete;
+  Screen& operator=(const Screen&) = delete;
+
+  // A non-leaf's retain_grad() is a hook on the node that made it, which the engine runs first.
+  void OnBackwardNode(const at::RecordFunction&) override {
+    if (retain_grad_hook.load(std::memory_order_relaxed)) return;
+    const std::shared_ptr<torch::autograd::Node> node = torch::autograd::get_current_node();
+    if (node && !node->retains_grad_hooks().empty()) retain_grad_hook.store(true, std::memory_order_relaxed);
+  }
+
+  // Operators are watched (their names only) while a checkpoint recomputes without its RNG state: the
+  // screen asks whether that recomputation draws.
+  std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) override {
+    if (IsRandomOp(fn.name())) random_draw.store(true, std::memory_order_relaxed);
+    return nullptr;
+  }
+  static void WatchTheRecomputation(bool begins);
+
+  // Autograd nodes made on this thread since the previous mark; starts a new count.
+  bool NodesMadeSinceMark() {
+    const uint64_t now = at::sequence_number::peek();
+    const bool made = now != sequence_at_mark;
+    sequence_at_mark = now;
+    return made;
+  }
+
+  std::atomic<bool> retain_grad_hook{false};
+  std::atomic<bool> random_draw{false};
+  uint64_t sequence_at_mark = at::sequence_number::peek();
+  std::string suspicion;
+  // Last: gone before what their callbacks read.
+  OpSubscription backward_nodes;
+  OpSubscription draws;
+};
+
+namespace {
+std::atomic<RunObserver::Screen*> g_screen{nullptr};
+}  // namespace
+
+void RunObserver::Screen::WatchTheRecomputation(bool begins) {
+  if (Screen* screen = g_screen.load(std::memory_order_acquire)) screen->draws.SetActive(begins);
+}
+
+RunObserver::RunObserver(Ledger& ledger, const LayerTrace* trace, c10::DeviceType device, Mode mode)
     : state_(std::make_unique<State>(ledger, trace, &observations_)) {
   state_->device = device;
   t_running.clear();  // an op a previous observer saw start but not end
   RunObserver::State* expected = nullptr;
   OOMGUARD_CHECK(g_state.compare_exchange_strong(expected, state_.get())) << "only one RunObserver may exist at a time";
-  watch_ = std::make_unique<Watch>();
+  ledger.SetEpoch(0);
+  state_->TakeFreeEpochs();
+  if (mode == Mode::kWatch) {
+    watch_ = std::make_unique<Watch>();
+  } else {
+    screen_ = std::make_unique<Screen>();
+    g_screen.store(screen_.get(), std::memory_order_release);
+  }
 }
 
 RunObserver::~RunObserver() {
   watch_.reset();
+  g_screen.store(nullptr, std::memory_order_release);
+  screen_.reset();
+  state_->ledger.SetEpoch(0);
   g_state.store(nullptr, std::memory_order_release);
 }
 
+void RunObserver::Suspect(const char* why) {
+  if (screen_ && screen_->suspicion.empty()) screen_->suspicion = why;
+}
+
+std::string RunObserver::suspicion() const {
+  if (!screen_) return "";
+  if (!screen_->suspicion.empty()) return screen_->suspicion;
+  if (screen_->retain_grad_hook.load(std::memory_order_relaxed)) return "retained-grad";
+  if (screen_->random_draw.load(std::memory_order_relaxed)) return "checkpoint-rng";
+  return "";
+}
+
 void RunObserver::BeginIteration(int64_t iteration) {
+  state_->ledger.SetEpoch(state_->EpochOf(iteration));
+  if (screen_) screen_->NodesMadeSinceMark();
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->iteration = iteration;
   state_->grad_tensors.clear();
@@ -311,6 +411,10 @@ void RunObserver::BeginIteration(int64_t iteration) {
 }
 
 void RunObserver::BackwardDone() {
+  if (screen_) {
+    screen_->NodesMadeSinceMark();
+    return;
+  }
   std::lock_guard<std::mutex> lock(state_->mutex);
   RetainedGradFinding finding;
   finding.iteration = state_->iteration;
@@ -337,9 +441,17 @@ void RunObserver::BackwardDone() {
 }
 
 void RunObserver::EvalDone() {
+  const int phase = state_->ledger.phase_index();
+  if (screen_) {
+    int64_t bytes = 0;
+    for (int epoch = 0; epoch < Ledger::kEpochs; ++epoch) bytes += state_->ledger.LiveBytesFrom(phase, epoch);
+    if (screen_->NodesMadeSinceMark() && bytes > 0) Suspect("eval");
+    return;
+  }
   std::lock_guard<std::mutex> lock(state_->mutex);
-  EvalFinding finding = state_->EvalNow(state_->ledger.phase_index());
-  if (finding.nodes > 0) observations_.evals.push_back(std::move(finding));
+  EvalFinding finding = state_->EvalNow(phase);
+  // Nodes holding nothing the evaluation allocated (a view of a parameter) cost no memory.
+  if (finding.nodes > 0 && finding.bytes > 0) observations_.evals.push_back(std::move(finding));
 }
 
 void RunObserver::EndIteration() {
@@ -347,17 +459,25 @@ void RunObserver::EndIteration() {
   State& s = *state_;
   s.grad_tensors.clear();
   ++observations_.iterations;
+  if (screen_) {
+    screen_->NodesMadeSinceMark();
+    if (s.iteration < 2) return;
+    const std::vector<bool> state_phase = s.StatePhases();
+    const int previous = s.EpochOf(s.iteration - 1);
+    int64_t bytes = 0;
+    for (int i = 0; i < Ledger::kMaxPhases; ++i) {
+      if (!state_phase[i]) bytes += s.ledger.LiveBytesFrom(i, previous);
+    }
+    if (bytes > 0) Suspect("kept");
+    return;
+  }
   if (s.iteration >= 2) {
     const int64_t previous = s.iteration - 1;
     KeptFinding kept;
     kept.iteration = previous;
     kept.nodes =
         s.AliveNodes([&](const State::NodeEntry& e) { return e.iteration == previous; }, &kept.root, &kept.root_where);
-    // What the optimizer and the backward make (state, gradients) may rightly outlive the iteration.
-    std::vector<bool> state_phase(Ledger::kMaxPhases);
-    for (int i = 0; i < Ledger::kMaxPhases; ++i) {
-      state_phase[i] = s.PhaseIs(i, "backward") || s.PhaseIs(i, "optimizer") || s.PhaseIs(i, "zero_grad");
-    }
+    const std::vector<bool> state_phase = s.StatePhases();
     kept.bytes = s.AliveBytes(
         [&](const State::StorageEntry& e) {
           return e.iteration == previous && e.phase >= 0 && e.phase < Ledger::kMaxPhases && !state_phase[e.phase];

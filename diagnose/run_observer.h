@@ -21,6 +21,21 @@
 // -on-leaf name it) and counts random draws a checkpoint recomputes without its RNG state
 // (checkpoint-rng, nn/checkpoint.h).
 //
+// Note [Screen, then watch]: watching every operator's outputs costs what the operator's dispatch
+// costs (RecordFunction built, results captured): nothing beside a cpu or cuda kernel, 1.55x a 7B step on
+// meta, where operators have no kernels. So an observer can instead screen a run, watching no operator:
+// at the same marks it asks the ledger (Note [Epochs], allocators/ledger.h) and autograd's sequence
+// numbers whether a watch could find anything, and it says why (suspicion()):
+// - "eval": autograd nodes were made since the previous mark and bytes the evaluation's phase allocated
+//   are alive at EvalDone (a watch reports an evaluation keeping nodes and bytes);
+// - "kept": at the end of iteration N+1, bytes iteration N allocated outside backward, optimizer and
+//   zero_grad are alive (a kept graph holds some: a watch reports one only with bytes);
+// - "retained-grad": a backward node ran with a retain_grad() hook (autograd's current node);
+// - "checkpoint-rng": a random operator ran while a checkpoint recomputed without its RNG state
+//   (nn/checkpoint.h): only then are operators watched, for their names alone.
+// A screened run found nothing when its suspicion is empty and its outcome and live bytes give no cause
+// (workload/workload.cpp: an in-place error, live bytes that grow); otherwise it is run again, watched.
+//
 // One observer at a time per process (its state is global, for the callback); construct and destroy it on the
 // controlling thread. Callbacks may come from other threads (the autograd engine's): one mutex.
 #pragma once
@@ -95,8 +110,13 @@ struct RunObservations {
 
 class RunObserver {
  public:
-  // Watches the storages of `device`'s tensors (the backend's), booked in `ledger`.
-  RunObserver(const Ledger& ledger, const LayerTrace* trace, c10::DeviceType device);
+  enum class Mode {
+    kWatch,   // every operator's outputs: the observations the detectors read
+    kScreen,  // no operator: only whether a watch could find something (Note [Screen, then watch])
+  };
+  // Watches the storages of `device`'s tensors (the backend's), booked in `ledger`, whose epoch it sets
+  // at each iteration (Note [Epochs], allocators/ledger.h).
+  RunObserver(Ledger& ledger, const LayerTrace* trace, c10::DeviceType device, Mode mode = Mode::kWatch);
   ~RunObserver();
   RunObserver(const RunObserver&) = delete;
   RunObserver& operator=(const RunObserver&) = delete;
@@ -106,18 +126,26 @@ class RunObserver {
   void EvalDone();
   void EndIteration();
 
+  // kScreen: only `iterations` is filled in.
   const RunObservations& observations() const { return observations_; }
+  // kScreen: why a watch could find something ("eval", "kept", "retained-grad", "checkpoint-rng"; the
+  // first seen), empty if nothing so far. kWatch: empty.
+  std::string suspicion() const;
   // Entries it holds (storages, nodes, non-leaf tensors, most of them weak): bounded by what is alive.
   size_t tracked() const;
 
   // For the callback.
   struct State;
   struct Watch;
+  struct Screen;
 
  private:
+  void Suspect(const char* why);
+
   std::unique_ptr<State> state_;
   RunObservations observations_;
   std::unique_ptr<Watch> watch_;
+  std::unique_ptr<Screen> screen_;
 };
 
 }  // namespace oomguard

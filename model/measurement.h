@@ -136,6 +136,15 @@ struct VariantMeasurement {
   // The pitfalls the run showed (diagnose/detectors.h), in a fixed order of kinds; empty: none found.
   std::vector<Diagnosis> diagnoses;
   bool diagnosed = false;  // the detectors watched this run (a run that ended early has none)
+  // Set when the detectors screened the run before watching it (Note [Screen, then watch],
+  // diagnose/run_observer.h): what made them run it again, watched ("eval", "kept", "retained-grad",
+  // "checkpoint-rng", "inplace", "growth"; empty: nothing, it ran once), and that run's time, which
+  // duration_ms includes.
+  struct Screen {
+    std::string cause;
+    double watch_ms = 0;
+  };
+  std::optional<Screen> screen;
 };
 
 // (live after the last iteration - live after the first) / (iterations - 1); nullopt below 2 iterations.

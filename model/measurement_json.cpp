@@ -176,6 +176,7 @@ json MeasurementToJson(const VariantMeasurement& m) {
     for (const Diagnosis& d : m.diagnoses) diagnoses.push_back(DiagnosisToJson(d));
     j["diagnoses"] = diagnoses;
   }
+  if (m.screen) j["screen"] = {{"cause", m.screen->cause}, {"watch_ms", m.screen->watch_ms}};
   if (m.cuda_model) {
     const CudaModelMeasurement& c = *m.cuda_model;
     j["cuda_model"] = {{"allocated_peak_bytes", c.allocated_peak_bytes},
@@ -296,6 +297,11 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
     if (j.contains("diagnoses")) {  // absent: the detectors did not watch the run (or an older file)
       m->diagnosed = true;
       for (const json& d : j.at("diagnoses")) m->diagnoses.push_back(DiagnosisFromJson(d));
+    }
+    if (j.contains("screen")) {
+      const json& screen = j.at("screen");
+      m->screen =
+          VariantMeasurement::Screen{screen.at("cause").get<std::string>(), screen.at("watch_ms").get<double>()};
     }
     if (j.contains("cuda_model")) {
       const json& c = j.at("cuda_model");

@@ -6,6 +6,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
 
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <unordered_set>
@@ -82,16 +83,25 @@ struct CheckpointState : torch::CustomClassHolder {
 };
 
 thread_local int t_unseeded_recomputations = 0;
+std::atomic<UnseededRecomputationListener> g_unseeded_listener{nullptr};
 
 // Marks a recomputation that does not replay the forward's RNG state, for RecomputingWithoutRngState.
 class UnseededRecomputation {
  public:
-  explicit UnseededRecomputation(bool active) : active_(active) { t_unseeded_recomputations += active_ ? 1 : 0; }
-  ~UnseededRecomputation() { t_unseeded_recomputations -= active_ ? 1 : 0; }
+  explicit UnseededRecomputation(bool active) : active_(active) {
+    if (active_ && ++t_unseeded_recomputations == 1) Tell(true);
+  }
+  ~UnseededRecomputation() {
+    if (active_ && --t_unseeded_recomputations == 0) Tell(false);
+  }
   UnseededRecomputation(const UnseededRecomputation&) = delete;
   UnseededRecomputation& operator=(const UnseededRecomputation&) = delete;
 
  private:
+  static void Tell(bool begins) {
+    if (UnseededRecomputationListener listener = g_unseeded_listener.load(std::memory_order_acquire)) listener(begins);
+  }
+
   bool active_;
 };
 
@@ -178,6 +188,10 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
 }  // namespace
 
 bool RecomputingWithoutRngState() { return t_unseeded_recomputations > 0; }
+
+void SetUnseededRecomputationListener(UnseededRecomputationListener listener) {
+  g_unseeded_listener.store(listener, std::memory_order_release);
+}
 
 at::Tensor Checkpoint(const Segment& segment, const at::Tensor& input, const std::vector<at::Tensor>& params,
                       bool preserve_rng_state) {

@@ -60,5 +60,10 @@ at::Tensor Checkpoint(const Segment& segment, const at::Tensor& input, const std
 // device, meta included, where no state is kept either way): a random op run now draws numbers the
 // forward did not (diagnose/run_observer.h counts them).
 bool RecomputingWithoutRngState();
+// Told on the recomputing thread as the outermost such recomputation begins (true) and ends (false),
+// so an observer can watch operators only then (diagnose/run_observer.h). One listener at a time;
+// nullptr: none. Set it where no recomputation runs.
+using UnseededRecomputationListener = void (*)(bool begins);
+void SetUnseededRecomputationListener(UnseededRecomputationListener listener);
 
 }  // namespace oomguard

@@ -220,7 +220,7 @@ TEST(Diagnose, TheDetectorsCanBeLeftOut) {
 // A run that never ends an iteration (an evaluation of many batches, a workload without ctx.Step)
 // must not make the observer hold an entry per op it ever saw: it drops the freed when its maps double.
 TEST(Diagnose, TheObserverStaysBoundedWithoutIterations) {
-  const Ledger ledger;
+  Ledger ledger;
   RunObserver observer(ledger, nullptr, c10::DeviceType::CPU);
   const at::Tensor w = at::ones({4}).requires_grad_();
   for (int i = 0; i < 20000; ++i) {

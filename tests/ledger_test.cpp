@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 
 namespace oomguard {
@@ -70,6 +71,37 @@ TEST(Ledger, AtThePeakItKnowsWhichPhaseAllocatedTheLiveBytes) {
   EXPECT_EQ(reset.peak_by_origin[1].phase, "setup");
   EXPECT_EQ(reset.peak_by_origin[2].phase, "backward");
   EXPECT_EQ(reset.peak_by_origin[2].peak_bytes, 700);
+}
+
+// Note [Epochs]: each allocation is booked under the epoch current when it was made, and refunded there
+// whatever the epoch is when it is freed; the peak's origins are by phase, the epochs summed.
+TEST(Ledger, EachAllocationIsBookedUnderItsPhaseAndEpoch) {
+  Ledger ledger;
+  ledger.SetPhase("forward");
+  const int forward = ledger.phase_index();
+  int first = -1, second = -1, third = -1;
+  ASSERT_TRUE(ledger.TryCharge(100, kNoLimit, &first));  // epoch 0
+  ledger.SetEpoch(2);
+  ASSERT_TRUE(ledger.TryCharge(30, kNoLimit, &second));
+  ledger.SetEpoch(1);
+  ASSERT_TRUE(ledger.TryCharge(5, kNoLimit, &third));
+  EXPECT_EQ(ledger.epoch(), 1);
+  EXPECT_EQ(ledger.LiveBytesFrom(forward, 0), 100);
+  EXPECT_EQ(ledger.LiveBytesFrom(forward, 1), 5);
+  EXPECT_EQ(ledger.LiveBytesFrom(forward, 2), 30);
+  const LedgerStats stats = ledger.Snapshot();
+  ASSERT_EQ(stats.peak_by_origin.size(), 1u);
+  EXPECT_EQ(stats.peak_by_origin[0].phase, "forward");
+  EXPECT_EQ(stats.peak_by_origin[0].peak_bytes, 135);
+
+  ledger.Release(30, second);  // freed in epoch 1, refunded to epoch 2
+  EXPECT_EQ(ledger.LiveBytesFrom(forward, 2), 0);
+  EXPECT_EQ(ledger.LiveBytesFrom(forward, 1), 5);
+  EXPECT_EQ(ledger.LiveBytesFrom(ledger.phase_index(), 0), 100);
+  EXPECT_EQ(ledger.live_bytes(), 105);
+  EXPECT_NE(first, second);
+  EXPECT_NE(second, third);
+  EXPECT_LT(std::max({first, second, third}), Ledger::kMaxOrigins);
 }
 
 TEST(Ledger, PhasePeaksIncludeWhatWasLiveAtEntry) {

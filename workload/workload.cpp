@@ -8,6 +8,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <string>
 
 #include "allocators/cuda_model_feed.h"
 #include "allocators/install.h"
@@ -27,6 +28,7 @@
 // The closed sets and the layer-kind table (model/).
 #include "base/check.h"
 #include "model/layer_kinds.h"
+#include "model/outcome.h"
 #include "model/phase.h"
 
 namespace oomguard {
@@ -51,7 +53,15 @@ std::string AttentionImplementations(const ModelSpec& model) {
 using MakeRun =
     std::function<std::unique_ptr<MeasuredRun>(const BackendSession&, LayerTrace*, RunObserver*, VariantMeasurement*)>;
 
-VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions& options, const MakeRun& make_run) {
+// What a run's observer saw, for Diagnose once the run is over.
+struct Observed {
+  RunObservations seen;
+  std::string suspicion;  // a screen's (Note [Screen, then watch])
+  BackwardTransfers transfers;
+};
+
+VariantMeasurement MeasureOnce(const VariantSpec& spec, const VariantMeasureOptions& options, const MakeRun& make_run,
+                               RunObserver::Mode mode, Observed* observed) {
   VariantMeasurement m;
   m.variant = spec.name;
   m.backend = Name(options.backend);
@@ -73,7 +83,7 @@ VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions&
     TransferCounter transfers(&account.ledger(), backend->device().type());
     LayerTrace trace;
     std::optional<RunObserver> observer;  // Note [What each detector counts], diagnose/detectors.h
-    if (options.diagnose) observer.emplace(account.ledger(), &trace, backend->device().type());
+    if (options.diagnose) observer.emplace(account.ledger(), &trace, backend->device().type(), mode);
     SnapshotRecorder snapshot(options.snapshot, *backend, trace);
     // Declared before the run, so the run's tensors are freed while it is still attached.
     std::optional<CudaModelFeed> model_feed;
@@ -120,8 +130,9 @@ VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions&
     m.transfer_bytes = transfers.bytes();
     m.ledger = account.ledger().Snapshot();
     if (observer) {
-      m.diagnoses = Diagnose(m, observer->observations(), {transfers.backward_count(), transfers.backward_bytes()});
-      m.diagnosed = true;
+      observed->seen = observer->observations();
+      observed->suspicion = observer->suspicion();
+      observed->transfers = {transfers.backward_count(), transfers.backward_bytes()};
     }
     backend->Collect(&m);
     if (options.limits.faults) {
@@ -133,6 +144,59 @@ VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions&
     snapshot.Finish(&m);
   }
   m.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return m;
+}
+
+bool ScreensFirst(const VariantMeasureOptions& options) {
+  switch (options.watching) {
+    case VariantMeasureOptions::Watching::kAtOnce:
+      return false;
+    case VariantMeasureOptions::Watching::kScreenFirst:
+      return true;
+    case VariantMeasureOptions::Watching::kByBackend:
+      // Without data an operator is its dispatch alone; a second run could not replay injected faults.
+      return !TraitsOf(options.backend).has_data && !options.limits.faults;
+  }
+  return false;
+}
+
+// What a screened run shows itself that a watch would explain (Note [Screen, then watch]).
+std::string SuspicionOf(const VariantMeasurement& m) {
+  if (m.outcome.kind == Outcome::kError &&
+      (m.outcome.category == ErrorCategory::kInplaceSavedTensor || m.outcome.category == ErrorCategory::kInplaceLeaf)) {
+    return "inplace";
+  }
+  const std::optional<double> growth = LiveGrowthPerIteration(m);
+  if (growth && *growth > 0) return "growth";
+  return "";
+}
+
+// Note [Screen, then watch]: a screened run that gives a cause runs again, watched, for the observations;
+// the measurement stays the first run's (on cuda a second run would meet a warm caching allocator), and
+// its duration counts both. The watched run repeats the first exactly (the same seed and timeline, so the
+// same event indices) but records no snapshot.
+VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions& options, const MakeRun& make_run) {
+  const bool screen = options.diagnose && ScreensFirst(options);
+  Observed observed;
+  VariantMeasurement m =
+      MeasureOnce(spec, options, make_run, screen ? RunObserver::Mode::kScreen : RunObserver::Mode::kWatch, &observed);
+  if (!options.diagnose) return m;
+  if (screen) {
+    m.screen.emplace();
+    m.screen->cause = !observed.suspicion.empty() ? observed.suspicion : SuspicionOf(m);
+  }
+  if (screen && !m.screen->cause.empty()) {
+    VariantMeasureOptions again = options;
+    again.snapshot = {};
+    again.model_cuda = false;
+    Observed watched;
+    const VariantMeasurement second = MeasureOnce(spec, again, make_run, RunObserver::Mode::kWatch, &watched);
+    observed.seen = std::move(watched.seen);
+    m.screen->watch_ms = second.duration_ms;
+    m.duration_ms += second.duration_ms;
+  }
+  m.diagnoses = Diagnose(m, observed.seen, observed.transfers);
+  m.diagnosed = true;
   return m;
 }
 

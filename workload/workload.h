@@ -41,6 +41,12 @@ struct VariantMeasureOptions {
   bool model_cuda = false;        // cpu/meta: feed a CachingAllocatorModel (m.cuda_model); ignored on cuda
   // Watch the run for the catalog's pitfalls (diagnose/detectors.h): m.diagnoses, m.diagnosed.
   bool diagnose = true;
+  // How (Note [Screen, then watch], diagnose/run_observer.h): kByBackend screens first on meta, where
+  // watching every operator would cost as much as the step, and runs again, watched, only when the
+  // screen finds a cause; it watches at once on cpu and cuda, where kernels dwarf the watch, and with
+  // injected faults. Each way gives the same diagnoses.
+  enum class Watching { kByBackend, kAtOnce, kScreenFirst };
+  Watching watching = Watching::kByBackend;
   // A registered workload's eval phases run under no_grad, whatever its code does: how the fix of
   // eval-keeps-graph is measured for a workload (run/measured_fix.h). The catalog's loop has its knob.
   bool eval_no_grad = false;
