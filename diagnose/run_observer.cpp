@@ -1,7 +1,6 @@
 #include "diagnose/run_observer.h"
 
 #include <ATen/ATen.h>
-#include <ATen/SequenceNumber.h>
 #include <ATen/record_function.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
@@ -16,6 +15,8 @@
 
 #include "allocators/cpu_tracking_allocator.h"
 #include "base/check.h"
+#include "diagnose/random_ops.h"
+#include "diagnose/run_screen.h"
 #include "nn/checkpoint.h"
 #include "ops/op_stream.h"
 
@@ -201,38 +202,6 @@ bool EndsWithUnderscore(std::string_view name) {
   return name.size() > 1 && name.back() == '_' && name[name.size() - 2] != '_';
 }
 
-// The ops that draw random numbers. Composites that may draw (dropout, feature_dropout, rrelu) are not
-// listed: with p = 0 or in eval they draw nothing, and when they draw it is through one of these.
-// Asked once per operator, so a switch on the first letter, not a hash of the name.
-bool IsRandomOp(std::string_view name) {
-  constexpr std::string_view kAten = "aten::";
-  if (!name.starts_with(kAten)) return false;
-  const std::string_view op = name.substr(kAten.size());
-  switch (op.empty() ? '\0' : op[0]) {
-    case 'b':
-      return op == "bernoulli" || op == "bernoulli_";
-    case 'c':
-      return op == "cauchy_";
-    case 'e':
-      return op == "exponential_";
-    case 'g':
-      return op == "geometric_";
-    case 'l':
-      return op == "log_normal_";
-    case 'm':
-      return op == "multinomial";
-    case 'n':
-      return op == "native_dropout" || op == "normal" || op == "normal_";
-    case 'r':
-      return op == "rand" || op == "rand_like" || op == "randn" || op == "randn_like" || op == "randint" ||
-             op == "randint_like" || op == "randperm" || op == "random_" || op == "rrelu_with_noise";
-    case 'u':
-      return op == "uniform_";
-    default:
-      return false;
-  }
-}
-
 template <typename Visit>
 void ForEachTensor(const std::vector<c10::IValue>& values, Visit visit) {
   for (const c10::IValue& v : values) {
@@ -315,56 +284,6 @@ struct RunObserver::Watch final : OpObserver {
   OpSubscription subscription;
 };
 
-// What a screen keeps (Note [Screen, then watch]). Marks and suspicion() are the controlling thread's;
-// backward nodes may run on the autograd engine's threads.
-struct RunObserver::Screen final : OpObserver {
-  Screen() : backward_nodes(this, {.backward_nodes = true}), draws(this, {.op_starts = true}, /*active=*/false) {
-    SetUnseededRecomputationListener(&WatchTheRecomputation);
-  }
-  ~Screen() override { SetUnseededRecomputationListener(nullptr); }
-  Screen(const Screen&) = delete;
-  Screen& operator=(const Screen&) = delete;
-
-  // A non-leaf's retain_grad() is a hook on the node that made it, which the engine runs first.
-  void OnBackwardNode(const at::RecordFunction&) override {
-    if (retain_grad_hook.load(std::memory_order_relaxed)) return;
-    const std::shared_ptr<torch::autograd::Node> node = torch::autograd::get_current_node();
-    if (node && !node->retains_grad_hooks().empty()) retain_grad_hook.store(true, std::memory_order_relaxed);
-  }
-
-  // Operators are watched (their names only) while a checkpoint recomputes without its RNG state: the
-  // screen asks whether that recomputation draws.
-  std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) override {
-    if (IsRandomOp(fn.name())) random_draw.store(true, std::memory_order_relaxed);
-    return nullptr;
-  }
-  static void WatchTheRecomputation(bool begins);
-
-  // Autograd nodes made on this thread since the previous mark; starts a new count.
-  bool NodesMadeSinceMark() {
-    const uint64_t now = at::sequence_number::peek();
-    const bool made = now != sequence_at_mark;
-    sequence_at_mark = now;
-    return made;
-  }
-
-  std::atomic<bool> retain_grad_hook{false};
-  std::atomic<bool> random_draw{false};
-  uint64_t sequence_at_mark = at::sequence_number::peek();
-  std::string suspicion;
-  // Last: gone before what their callbacks read.
-  OpSubscription backward_nodes;
-  OpSubscription draws;
-};
-
-namespace {
-std::atomic<RunObserver::Screen*> g_screen{nullptr};
-}  // namespace
-
-void RunObserver::Screen::WatchTheRecomputation(bool begins) {
-  if (Screen* screen = g_screen.load(std::memory_order_acquire)) screen->draws.SetActive(begins);
-}
-
 RunObserver::RunObserver(Ledger& ledger, const LayerTrace* trace, c10::DeviceType device, Mode mode)
     : state_(std::make_unique<State>(ledger, trace, &observations_)) {
   state_->device = device;
@@ -376,34 +295,22 @@ RunObserver::RunObserver(Ledger& ledger, const LayerTrace* trace, c10::DeviceTyp
   if (mode == Mode::kWatch) {
     watch_ = std::make_unique<Watch>();
   } else {
-    screen_ = std::make_unique<Screen>();
-    g_screen.store(screen_.get(), std::memory_order_release);
+    screen_ = std::make_unique<Screen>(ledger);
   }
 }
 
 RunObserver::~RunObserver() {
   watch_.reset();
-  g_screen.store(nullptr, std::memory_order_release);
   screen_.reset();
   state_->ledger.SetEpoch(0);
   g_state.store(nullptr, std::memory_order_release);
 }
 
-void RunObserver::Suspect(const char* why) {
-  if (screen_ && screen_->suspicion.empty()) screen_->suspicion = why;
-}
-
-std::string RunObserver::suspicion() const {
-  if (!screen_) return "";
-  if (!screen_->suspicion.empty()) return screen_->suspicion;
-  if (screen_->retain_grad_hook.load(std::memory_order_relaxed)) return "retained-grad";
-  if (screen_->random_draw.load(std::memory_order_relaxed)) return "checkpoint-rng";
-  return "";
-}
+std::string RunObserver::suspicion() const { return screen_ ? screen_->Suspicion() : ""; }
 
 void RunObserver::BeginIteration(int64_t iteration) {
   state_->ledger.SetEpoch(state_->EpochOf(iteration));
-  if (screen_) screen_->NodesMadeSinceMark();
+  if (screen_) screen_->AtBeginIteration();
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->iteration = iteration;
   state_->grad_tensors.clear();
@@ -412,7 +319,7 @@ void RunObserver::BeginIteration(int64_t iteration) {
 
 void RunObserver::BackwardDone() {
   if (screen_) {
-    screen_->NodesMadeSinceMark();
+    screen_->AtBackwardDone();
     return;
   }
   std::lock_guard<std::mutex> lock(state_->mutex);
@@ -443,9 +350,7 @@ void RunObserver::BackwardDone() {
 void RunObserver::EvalDone() {
   const int phase = state_->ledger.phase_index();
   if (screen_) {
-    int64_t bytes = 0;
-    for (int epoch = 0; epoch < Ledger::kEpochs; ++epoch) bytes += state_->ledger.LiveBytesFrom(phase, epoch);
-    if (screen_->NodesMadeSinceMark() && bytes > 0) Suspect("eval");
+    screen_->AtEvalDone(phase);
     return;
   }
   std::lock_guard<std::mutex> lock(state_->mutex);
@@ -460,15 +365,8 @@ void RunObserver::EndIteration() {
   s.grad_tensors.clear();
   ++observations_.iterations;
   if (screen_) {
-    screen_->NodesMadeSinceMark();
-    if (s.iteration < 2) return;
-    const std::vector<bool> state_phase = s.StatePhases();
-    const int previous = s.EpochOf(s.iteration - 1);
-    int64_t bytes = 0;
-    for (int i = 0; i < Ledger::kMaxPhases; ++i) {
-      if (!state_phase[i]) bytes += s.ledger.LiveBytesFrom(i, previous);
-    }
-    if (bytes > 0) Suspect("kept");
+    screen_->AtEndIteration(s.iteration, s.EpochOf(s.iteration - 1),
+                            s.iteration >= 2 ? s.StatePhases() : std::vector<bool>{});
     return;
   }
   if (s.iteration >= 2) {

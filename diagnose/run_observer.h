@@ -137,11 +137,9 @@ class RunObserver {
   // For the callback.
   struct State;
   struct Watch;
-  struct Screen;
+  struct Screen;  // diagnose/run_screen.h
 
  private:
-  void Suspect(const char* why);
-
   std::unique_ptr<State> state_;
   RunObservations observations_;
   std::unique_ptr<Watch> watch_;
