@@ -7,11 +7,14 @@
 #include "base/check.h"
 
 #ifdef OOMGUARD_WITH_CUDA
+#include <c10/util/Exception.h>
+
 #include "allocators/cuda/cuda_cap.h"
 #include "allocators/cuda/cuda_history.h"
 #include "allocators/cuda/cuda_ledger.h"
 #include "allocators/cuda/cuda_warm_up.h"
 #include "allocators/cuda/fault_injecting_cuda_allocator.h"
+#include "allocators/cuda/libtorch_cuda.h"
 #include "backends/cuda_transfer_timer.h"
 #endif
 
@@ -27,6 +30,8 @@ class CudaSession : public BackendSession {
   // workspaces outside the ledger (Note [Library workspaces on cuda]).
   explicit CudaSession(const Limits& limits)
       : BackendSession(Backend::kCuda, c10::Device(c10::kCUDA, 0), CudaAccount()) {
+    std::string why;
+    TORCH_CHECK(LoadLibTorchCuda(&why), why);                              // Note [LibTorch's CUDA library on demand]
     if (limits.faults) InstallFaultInjectingCudaAllocator(CudaAccount());  // before ApplyCudaCap initialises CUDA
     // The workspaces are taken uncapped, so that a tiny cap fails in the scenario, where it is reported,
     // not here; they then count against the cap like any reserved segment, as on the real card.
@@ -86,10 +91,15 @@ class CudaSession : public BackendSession {
 class CudaDriver : public BackendDriver {
  public:
   Backend backend() const override { return Backend::kCuda; }
+  // Loads LibTorch's CUDA library when a GPU is visible (Note [LibTorch's CUDA library on demand],
+  // allocators/cuda/libtorch_cuda.h): the runner asks before any variant runs; a fresh cuda child
+  // loads it as its session opens, its first step.
   bool Available(std::string* why) const override {
-    if (CudaDeviceCount() > 0) return true;
-    *why = "no GPU visible (the cuda backend needs one; try --backend cpu or meta)";
-    return false;
+    if (CudaDeviceCount() == 0) {
+      *why = "no GPU visible (the cuda backend needs one; try --backend cpu or meta)";
+      return false;
+    }
+    return LoadLibTorchCuda(why);
   }
   std::string Status() const override {
     const int gpus = CudaDeviceCount();
