@@ -106,7 +106,8 @@ std::unordered_map<std::string, void*> LocalFunctions(const LoadedObject& object
 Api LoadApi() {
   Api api;
   // libtorch_cpu is the object holding ATen's operators.
-  LoadedObject object{reinterpret_cast<uintptr_t>(&at::_ops::empty_memory_format::call)};
+  LoadedObject object;
+  object.address = reinterpret_cast<uintptr_t>(&at::_ops::empty_memory_format::call);
   if (dl_iterate_phdr(&FindObject, &object) == 0 || object.path.empty()) {
     api.error = "libtorch_cpu not found among the loaded objects";
     return api;

@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "model/scenario.h"
