@@ -365,8 +365,7 @@ void RunObserver::EndIteration() {
   s.grad_tensors.clear();
   ++observations_.iterations;
   if (screen_) {
-    screen_->AtEndIteration(s.iteration, s.EpochOf(s.iteration - 1),
-                            s.iteration >= 2 ? s.StatePhases() : std::vector<bool>{});
+    screen_->AtEndIteration(s.iteration, s.EpochOf(s.iteration - 1), s.StatePhases());
     return;
   }
   if (s.iteration >= 2) {

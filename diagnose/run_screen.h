@@ -26,7 +26,7 @@ struct RunObserver::Screen final : OpObserver {
 
   // The marks. `phase`: the ledger's current phase. At the end of `iteration` (N): `previous_epoch`, the
   // epoch N-1 booked its allocations under; `state_phases`, the phases whose bytes may outlive an
-  // iteration (both read only from N = 2).
+  // iteration (both read from N = 2 on).
   void AtBeginIteration();
   void AtBackwardDone();
   void AtEvalDone(int phase);

@@ -16,7 +16,7 @@ namespace {
 // Both live in libtorch_cuda.so, which the tool loads on demand (Note [LibTorch's CUDA library on
 // demand], libtorch_cuda.h): looked up by name, not linked. The static_asserts hold the types to the
 // header's declarations (an unevaluated cast references nothing), the names to the pinned build's
-// symbols (LibTorchCuda.ItsHistoryFunctionsResolve).
+// symbols (LibTorchCudaOnDemand.LoadsWithItsKernelsItsHooksAndTheSymbolsOomguardCalls).
 using RecordHistory = void (*)(std::optional<std::string>, std::optional<std::string>, const std::string&, size_t, bool,
                                bool, bool, const std::vector<std::string>&);
 using SnapshotPickled = std::string (*)();
