@@ -88,6 +88,81 @@ void FindFixedModes(const torch::jit::Block* block, const std::string& where, st
   }
 }
 
+// Note [Tensors a module holds beyond its parameters]: a module may keep tensors in attributes that
+// are neither parameters nor buffers, and read them in its forward: nn.LSTM keeps its own parameters
+// in `_flat_weights` (a List[Tensor]), a module may assign a plain tensor in __init__. Each is re-made
+// as the parameters are: a tensor that is a parameter or buffer (the same storage, offset, sizes and
+// strides) becomes that same fresh tensor, any other is made anew as a buffer is. Left as loaded, the
+// forward would read the loader's host tensors: on meta a device mismatch; on cpu a forward through
+// weights the optimizer never updates, with gradients nobody zeroes (a 2-layer LSTM's peak was 3.7
+// MiB under eager PyTorch's; tests/torchscript/make_fixtures.py's lstm.pt).
+class DeviceTensors {
+ public:
+  DeviceTensors(const at::TensorOptions& options, bool has_data) : options_(options), has_data_(has_data) {}
+
+  // The tensor on the device for `old`, made at its first request; `trainable`: it requires grad.
+  at::Tensor For(const std::string& name, const at::Tensor& old, bool trainable) {
+    const Key key{old.storage().unsafeGetStorageImpl(), old.storage_offset(), old.sizes().vec(), old.strides().vec()};
+    auto it = made_.find(key);
+    if (it != made_.end()) return it->second;
+    at::Tensor fresh = at::empty(old.sizes(), options_.dtype(old.scalar_type()));
+    if (old.is_meta()) {
+      any_meta_ = true;
+      if (has_data_) Seed(name, fresh);
+    } else {
+      any_saved_ = true;
+      if (has_data_) fresh.copy_(old);
+    }
+    fresh.requires_grad_(trainable);
+    return made_.emplace(key, fresh).first->second;
+  }
+
+  // Replaces, in place, every tensor the attributes of `object` (a module) hold that are not its
+  // parameters, buffers or submodules: directly, or inside lists, tuples, dicts and objects.
+  void ReplaceInAttributes(c10::ivalue::Object& object) {
+    const c10::ClassTypePtr& type = object.type();
+    for (size_t i = 0; i < type->numAttributes(); ++i) {
+      if (type->is_parameter(i) || type->is_buffer(i)) continue;
+      const c10::IValue& value = object.getSlot(i);
+      if (value.isObject() && value.toObjectRef().type()->is_module()) continue;  // walked as a module
+      object.setSlot(i, Replaced(type->getAttributeName(i), value));
+    }
+  }
+
+  bool any_meta() const { return any_meta_; }
+  bool any_saved() const { return any_saved_; }
+
+ private:
+  c10::IValue Replaced(const std::string& name, const c10::IValue& value) {
+    if (value.isTensor()) {
+      const at::Tensor& old = value.toTensor();
+      return old.defined() ? c10::IValue(For(name, old, old.requires_grad())) : value;
+    }
+    if (value.isList()) {
+      c10::List<c10::IValue> list = value.toList();  // a handle: set() edits the module's list
+      for (size_t i = 0; i < list.size(); ++i) list.set(i, Replaced(name, list.get(i)));
+    } else if (value.isTuple()) {
+      c10::ivalue::Tuple& tuple = value.toTupleRef();
+      for (size_t i = 0; i < tuple.size(); ++i) tuple.unsafeSetElement(i, Replaced(name, tuple.elements()[i]));
+    } else if (value.isGenericDict()) {
+      c10::Dict<c10::IValue, c10::IValue> dict = value.toGenericDict();
+      std::vector<std::pair<c10::IValue, c10::IValue>> entries;
+      for (const auto& entry : dict) entries.emplace_back(entry.key(), Replaced(name, entry.value()));
+      for (auto& [key, fresh] : entries) dict.insert_or_assign(key, std::move(fresh));
+    } else if (value.isObject() && visited_.insert(&value.toObjectRef()).second) {
+      ReplaceInAttributes(value.toObjectRef());
+    }
+    return value;
+  }
+
+  using Key = std::tuple<const void*, int64_t, std::vector<int64_t>, std::vector<int64_t>>;
+  const at::TensorOptions options_;
+  const bool has_data_;
+  std::map<Key, at::Tensor> made_;
+  std::set<const c10::ivalue::Object*> visited_;  // objects other than modules, once each
+  bool any_meta_ = false, any_saved_ = false;
+};
+
 }  // namespace
 
 struct TorchScriptNet::Loaded {
@@ -122,44 +197,27 @@ TorchScriptNet::TorchScriptNet(const ModelSpec& spec, const at::TensorOptions& o
   }
   l.facts.segments = static_cast<int64_t>(l.children.size());
 
-  // Every parameter and buffer made anew on the device, tied ones once (a view of the same storage
-  // stays one tensor); inside the measurement, as the run's own. Not transfers: the record-function
-  // callbacks (the transfer counter's) are off.
+  // Every parameter and buffer made anew on the device, then every tensor other attributes hold
+  // (Note [Tensors a module holds beyond its parameters]); inside the measurement, as the run's own.
+  // Not transfers: the record-function callbacks (the transfer counter's) are off.
   at::DisableRecordFunctionGuard no_callbacks;
   at::NoGradGuard no_grad;
-  bool any_meta = false, any_saved = false;
-  using Key = std::tuple<const void*, int64_t, std::vector<int64_t>, std::vector<int64_t>>;
-  std::map<Key, at::Tensor> made;
+  DeviceTensors device(options, has_data);
   std::set<const void*> listed;
   for (const torch::jit::NameModule& item : l.module.named_modules()) {
     torch::jit::Module m = item.value;
-    std::vector<std::pair<std::string, at::Tensor>> slots;
-    for (const torch::jit::NameTensor& p : m.named_parameters(/*recurse=*/false)) slots.emplace_back(p.name, p.value);
-    const size_t parameter_count = slots.size();
-    for (const torch::jit::NameTensor& b : m.named_buffers(/*recurse=*/false)) slots.emplace_back(b.name, b.value);
-    for (size_t i = 0; i < slots.size(); ++i) {
-      const auto& [name, old] = slots[i];
-      if (!old.defined()) continue;
-      const Key key{old.storage().unsafeGetStorageImpl(), old.storage_offset(), old.sizes().vec(), old.strides().vec()};
-      auto it = made.find(key);
-      if (it == made.end()) {
-        at::Tensor fresh = at::empty(old.sizes(), options.dtype(old.scalar_type()));
-        if (old.is_meta()) {
-          any_meta = true;
-          if (has_data) Seed(name, fresh);
-        } else {
-          any_saved = true;
-          if (has_data) fresh.copy_(old);
-        }
-        fresh.requires_grad_(i < parameter_count && old.requires_grad());
-        it = made.emplace(key, fresh).first;
-      }
-      m.setattr(name, it->second);
-      if (i < parameter_count && listed.insert(it->second.unsafeGetTensorImpl()).second) {
-        l.parameters.push_back(it->second);
-      }
+    for (const torch::jit::NameTensor& p : m.named_parameters(/*recurse=*/false)) {
+      if (!p.value.defined()) continue;
+      const at::Tensor fresh = device.For(p.name, p.value, /*trainable=*/p.value.requires_grad());
+      m.setattr(p.name, fresh);
+      if (listed.insert(fresh.unsafeGetTensorImpl()).second) l.parameters.push_back(fresh);
+    }
+    for (const torch::jit::NameTensor& b : m.named_buffers(/*recurse=*/false)) {
+      if (b.value.defined()) m.setattr(b.name, device.For(b.name, b.value, /*trainable=*/false));
     }
   }
+  for (const torch::jit::NameModule& item : l.module.named_modules()) device.ReplaceInAttributes(*item.value._ivalue());
+  const bool any_meta = device.any_meta(), any_saved = device.any_saved();
   l.facts.weights = !has_data ? "shapes" : any_meta && !any_saved ? "seeded" : any_meta ? "saved+seeded" : "saved";
 
   std::set<std::string> fixed;

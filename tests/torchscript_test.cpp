@@ -181,6 +181,41 @@ TEST(TorchScript, TheLossReadsTheFirstTensorOfADictAndOfSeveralInputs) {
   }
 }
 
+// Note [Tensors a module holds beyond its parameters] (nn/torchscript_net.cpp): nn.LSTM's forward reads
+// its weights from `_flat_weights`, a list attribute. They are the parameters made on the device, so
+// the optimizer trains what the forward reads: every parameter has its gradient and its two AdamW
+// moments (left as loaded, the LSTM's seven had neither on cpu, and meta refused host weights).
+TEST(TorchScript, TheTensorsAModulesAttributesHoldAreMadeOnTheDeviceAsItsParametersAre) {
+  VariantSpec lstm = Module("lstm.pt");
+  lstm.data.shape = {12};
+  lstm.data.dtype = DType::kInt64;
+  lstm.data.vocab = 50;
+  lstm.data.classes = 4;
+  lstm.loop.loss = "cross_entropy";
+  // Embedding(50, 16); LSTM(16, 8, 2 layers): per layer 4x8 rows of input and hidden weights and two
+  // biases; Linear(8, 4).
+  constexpr int64_t kLstmBytes = (50 * 16 + (32 * 16 + 32 * 8 + 2 * 32) + (32 * 8 + 32 * 8 + 2 * 32) + 8 * 4 + 4) * 4;
+  // A plain tensor [4] and a tensor [4] in a tuple in a dict, beside Linear(16, 4).
+  constexpr int64_t kAttributeBytes = (16 * 4 + 4) * 4;
+  for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
+    SCOPED_TRACE(Name(backend));
+    const VariantMeasurement m = Measured(lstm, backend);
+    ASSERT_EQ(Name(m.outcome), "pass") << m.error;
+    EXPECT_EQ(m.param_bytes, kLstmBytes);
+    EXPECT_EQ(m.grad_bytes, kLstmBytes);
+    EXPECT_EQ(m.optimizer_state_bytes, 2 * kLstmBytes);
+    ASSERT_FALSE(m.ledger.phase_peaks.empty());
+    EXPECT_EQ(m.ledger.phase_peaks[0].phase, "setup");
+    EXPECT_EQ(m.ledger.phase_peaks[0].peak_bytes, kLstmBytes);  // the list holds the parameters: made once
+
+    const VariantMeasurement attributes = Measured(Module("tensor_attributes.pt"), backend);
+    ASSERT_EQ(Name(attributes.outcome), "pass") << attributes.error;
+    EXPECT_EQ(attributes.param_bytes, kAttributeBytes);
+    ASSERT_FALSE(attributes.ledger.phase_peaks.empty());
+    EXPECT_EQ(attributes.ledger.phase_peaks[0].peak_bytes, kAttributeBytes + 2 * 4 * 4);  // made as buffers are
+  }
+}
+
 TEST(TorchScript, AFileThatIsNoModuleOrAForwardWithoutATensorIsBadInput) {
   const VariantMeasurement unreadable = Measured(Module("not_a_module.pt"), Backend::kCpu);
   EXPECT_EQ(Name(unreadable.outcome), "error:error");

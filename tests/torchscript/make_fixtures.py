@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 import warnings
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import torch
 import torch.nn as nn
@@ -75,6 +75,39 @@ class KeepsHistory(nn.Module):
         return self.last(h)
 
 
+class LstmTagger(nn.Module):
+    """Token ids [batch, seq] -> tags [batch, seq, 4] through a 2-layer LSTM, whose forward reads its
+    parameters from `_flat_weights`, a List[Tensor] attribute (Note [Tensors a module holds beyond
+    its parameters], nn/torchscript_net.cpp). lstm.json trains it; the eager check compares it."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 16)
+        self.lstm = nn.LSTM(16, 8, num_layers=2, batch_first=True)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, ids):
+        hidden, _ = self.lstm(self.embed(ids))
+        return self.head(hidden)
+
+
+class TensorAttributes(nn.Module):
+    """Tensors its forward reads from attributes that are neither parameters nor buffers: a plain
+    tensor, and one inside a tuple inside a dict."""
+
+    shifts: Dict[str, Tuple[torch.Tensor, int]]
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(16, 4)
+        self.scale = torch.full((4,), 0.5)
+        self.shifts = {"shift": (torch.ones(4), 1)}
+
+    def forward(self, x):
+        shift, _ = self.shifts["shift"]
+        return self.body(x) * self.scale + shift
+
+
 def seq_mlp():
     return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
 
@@ -91,6 +124,8 @@ def main():
         "two_inputs.pt": torch.jit.script(TwoInputs()),
         "no_tensor.pt": torch.jit.script(NoTensor()),
         "keeps_history.pt": torch.jit.script(KeepsHistory()),
+        "lstm.pt": torch.jit.script(LstmTagger()),
+        "tensor_attributes.pt": torch.jit.script(TensorAttributes()),
         "traced_dropout.pt": torch.jit.trace(nn.Sequential(nn.Linear(16, 4), nn.Dropout(0.5)).train(),
                                              torch.randn(2, 16), check_trace=False),
     }
@@ -98,6 +133,7 @@ def main():
         saved["meta_mlp.pt"] = torch.jit.script(seq_mlp())
     for name, module in saved.items():
         module.save(os.path.join(out, name))
+    shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lstm.json"), out)
     with open(os.path.join(out, "not_a_module.pt"), "w") as f:
         f.write("this is not a zip archive")
 
