@@ -63,6 +63,7 @@ struct MeasuredFix {
   int64_t peak_bytes = 0;        // the rerun's peak
   int64_t live_after_bytes = 0;  // live after its last iteration
   std::optional<double> live_growth_per_iteration;  // absent below 2 iterations
+  std::string error;  // an error's message (outcome "error:..."): the fix did not run, its numbers mean nothing
 };
 
 struct Diagnosis {

@@ -20,15 +20,19 @@ json FixToJson(const MeasuredFix& f) {
       {"outcome", f.outcome},
       {"peak_bytes", f.peak_bytes},
       {"live_after_bytes", f.live_after_bytes},
-      {"live_growth_per_iteration", f.live_growth_per_iteration ? json(*f.live_growth_per_iteration) : json(nullptr)}};
+      {"live_growth_per_iteration", f.live_growth_per_iteration ? json(*f.live_growth_per_iteration) : json(nullptr)},
+      {"error", f.error}};
 }
 
-// fix_peak_bytes and fix_live_after_bytes are the best measured fix's (null: not measured), for a reader
-// that wants one number; fixes_measured has each fix tried.
+// fix_peak_bytes and fix_live_after_bytes are the best measured fix's, the first that passed (null: none
+// measured or passed), for a reader that wants one number; fixes_measured has each fix tried.
 json DiagnosisToJson(const Diagnosis& d) {
   json fixes = json::array();
   for (const MeasuredFix& f : d.measured) fixes.push_back(FixToJson(f));
-  const MeasuredFix* best = d.measured.empty() ? nullptr : &d.measured.front();
+  const MeasuredFix* best = nullptr;
+  for (const MeasuredFix& f : d.measured) {
+    if (best == nullptr && f.outcome == "pass") best = &f;
+  }
   return {{"kind", Name(d.kind)},
           {"severity", Severity(d.kind)},
           {"bytes", d.bytes},
@@ -58,8 +62,12 @@ Diagnosis DiagnosisFromJson(const json& j) {
   d.fix = j.at("fix").get<std::string>();
   d.event_index = j.at("event_index").get<int64_t>();
   for (const json& f : j.at("fixes_measured")) {
-    MeasuredFix fix{f.at("fix").get<std::string>(), f.at("outcome").get<std::string>(),
-                    f.at("peak_bytes").get<int64_t>(), f.at("live_after_bytes").get<int64_t>(), std::nullopt};
+    MeasuredFix fix{f.at("fix").get<std::string>(),
+                    f.at("outcome").get<std::string>(),
+                    f.at("peak_bytes").get<int64_t>(),
+                    f.at("live_after_bytes").get<int64_t>(),
+                    std::nullopt,
+                    f.value("error", "")};  // absent in results written before it was
     const json& growth = f.at("live_growth_per_iteration");
     if (!growth.is_null()) fix.live_growth_per_iteration = growth.get<double>();
     d.measured.push_back(std::move(fix));

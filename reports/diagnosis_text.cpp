@@ -27,6 +27,8 @@ std::string DiagnosisLabel(const Diagnosis& d) {
 
 std::string MeasuredFixText(const MeasuredFix& fix, int64_t peak_bytes) {
   std::string text = fix.fix + ":";
+  // A fix that failed with an error measured nothing: how far it got is not what it saves.
+  if (fix.outcome.starts_with("error")) return text + " " + fix.outcome + (fix.error.empty() ? "" : ": " + fix.error);
   if (fix.outcome != "pass") text += " " + fix.outcome + ",";
   text += " peak " + FormatBytes(fix.peak_bytes) + " (" + FormatSignedBytes(fix.peak_bytes - peak_bytes) +
           "), live after " + FormatBytes(fix.live_after_bytes);

@@ -130,6 +130,7 @@ MeasuredFix Rerun(const Candidate& c, const VariantMeasureOptions& options) {
   fix.peak_bytes = r.ledger.peak_bytes;
   fix.live_after_bytes = r.iterations.empty() ? r.ledger.live_bytes : r.iterations.back().live_after_bytes;
   fix.live_growth_per_iteration = LiveGrowthPerIteration(r);
+  if (r.outcome.kind == Outcome::kError) fix.error = r.error;
   return fix;
 }
 

@@ -55,6 +55,38 @@ TEST(DiagnosisText, AMeasuredFixThatFailedSaysSoBeforeItsNumbers) {
             "batch: 32, accumulate: 2: oom, peak 20.00 MiB (+2.00 MiB), live after 0 bytes");
 }
 
+// A fix that could not run (bf16 autocast of an LSTM on an AVX2 cpu: oneDNN has no such primitive)
+// measured nothing: the text gives its error, not how far it got as if that were a saving, and the
+// JSON's flattened best fix is the first that passed, never it.
+TEST(DiagnosisText, AFixThatFailedWithAnErrorGivesTheErrorAndNoNumbers) {
+  const MeasuredFix error{"loop.autocast: \"bfloat16\"",
+                          "error:error",
+                          7 * 1048576,
+                          5 * 1048576,
+                          std::nullopt,
+                          "could not create a primitive descriptor for the LSTM forward propagation primitive"};
+  EXPECT_EQ(MeasuredFixText(error, 60 * 1048576),
+            "loop.autocast: \"bfloat16\": error:error: could not create a primitive descriptor for the LSTM forward "
+            "propagation primitive");
+  VariantMeasurement m = testing::SampleMeasurement("x", 1);
+  Diagnosis d;
+  d.kind = DiagnosisKind::kActivationsDominate;
+  d.measured = {error};
+  m.diagnoses = {d};
+  m.diagnosed = true;
+  nlohmann::json j = MeasurementToJson(m).at("diagnoses").at(0);
+  EXPECT_TRUE(j.at("fix_peak_bytes").is_null());
+  EXPECT_EQ(j.at("fixes_measured").at(0).at("error"), error.error);
+  m.diagnoses[0].measured.push_back({"data.batch: 8", "pass", 40 * 1048576, 12 * 1048576, 0.0, ""});
+  j = MeasurementToJson(m).at("diagnoses").at(0);
+  EXPECT_EQ(j.at("fix_peak_bytes"), 40 * 1048576);
+  EXPECT_EQ(j.at("fixes_measured").at(1).at("error"), "");
+  VariantMeasurement read;
+  std::string why;
+  ASSERT_TRUE(MeasurementFromJson(MeasurementToJson(m), &read, &why)) << why;
+  EXPECT_EQ(read.diagnoses.at(0).measured.at(0).error, error.error);
+}
+
 TEST(DiagnosisReport, ConsoleListsEachUnderItsVariantWithEveryMeasuredFix) {
   const RunResults report = testing::SampleReport();
   std::ostringstream out;

@@ -79,7 +79,7 @@ inline RunResults SampleReport() {
   kept.message = "64 tensors with a grad function made in eval are alive at its end (18.00 MiB)";
   kept.fix = "run the evaluation under torch::NoGradGuard";
   kept.event_index = 10;
-  kept.measured = {{"loop.eval.no_grad: true", "pass", 9 * 1048576, 1048576, 0.0}};
+  kept.measured = {{"loop.eval.no_grad: true", "pass", 9 * 1048576, 1048576, 0.0, ""}};
   Diagnosis retained;
   retained.kind = DiagnosisKind::kRetainedGrad;
   retained.bytes = 2 * 1048576;
@@ -123,8 +123,8 @@ inline RunResults SampleReport() {
   advice.message = "activations are 72% of the peak: <b>13.00 MiB</b> | \"saved\" & kept";
   advice.fix = "checkpoint segments, bf16 autocast or a smaller batch";
   advice.event_index = 20;
-  advice.measured = {{"autocast: bf16", "pass", 12 * 1048576, 2 * 1048576, 4096.0},
-                     {"batch: 32, accumulate: 2", "oom", 20 * 1048576, 0, std::nullopt}};
+  advice.measured = {{"autocast: bf16", "pass", 12 * 1048576, 2 * 1048576, 4096.0, ""},
+                     {"batch: 32, accumulate: 2", "oom", 20 * 1048576, 0, std::nullopt, ""}};
   regressed.measurement->diagnosed = true;
   regressed.measurement->diagnoses = {advice};
   VariantResult fresh;

@@ -207,6 +207,14 @@ TEST(TorchScript, TheTensorsAModulesAttributesHoldAreMadeOnTheDeviceAsItsParamet
     ASSERT_FALSE(m.ledger.phase_peaks.empty());
     EXPECT_EQ(m.ledger.phase_peaks[0].phase, "setup");
     EXPECT_EQ(m.ledger.phase_peaks[0].peak_bytes, kLstmBytes);  // the list holds the parameters: made once
+    if (backend == Backend::kMeta) {                            // not mirrored yet: said, with the numbers
+      ASSERT_EQ(m.warnings.size(), 1u);
+      EXPECT_NE(m.warnings[0].find("aten::lstm (in module lstm) runs on meta through PyTorch's native LSTM"),
+                std::string::npos)
+          << m.warnings[0];
+    } else {
+      EXPECT_TRUE(m.warnings.empty());
+    }
 
     const VariantMeasurement attributes = Measured(Module("tensor_attributes.pt"), backend);
     ASSERT_EQ(Name(attributes.outcome), "pass") << attributes.error;

@@ -4,6 +4,8 @@
 
 #include <optional>
 
+#include "allocators/install.h"
+
 namespace oomguard {
 
 ErrorCategory CategorizeError(std::string_view message) {
@@ -99,6 +101,15 @@ std::string DescribeError(const std::exception& e, const std::string& location) 
     return op + " has no Meta kernel" + where +
            ": LibTorch ships none and oomguard registers none. Add one to backends/meta_kernels.cpp, or run "
            "this scenario on cpu.";
+  }
+  // Note [One oneDNN ISA on every machine] (allocators/install.h): PyTorch may pick a oneDNN kernel from
+  // the CPU's features (bf16 autocast sends an LSTM to oneDNN's RNN), which the cap then leaves without
+  // one, as on an AVX2 machine. Say so: the error is the cpu's, not the model's.
+  if (message.find("could not create a primitive descriptor") != std::string::npos && OneDnnIsaCap() == "AVX2") {
+    return message + where +
+           ". oomguard caps oneDNN at AVX2 so that cpu's bytes are the same on every machine (Note [One oneDNN ISA "
+           "on every machine]), and at that level oneDNN has no kernel for this op, as on an AVX2 cpu; a GPU runs "
+           "its own. ONEDNN_MAX_CPU_ISA=ALL lifts the cap, with this machine's bytes";
   }
   return message + where;
 }
