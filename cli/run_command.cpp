@@ -91,9 +91,16 @@ int RunAndReport(const RunOptions& options, const std::string& self_exe, std::os
   // Across every shard: a shard whose part --filter leaves empty passes, as an empty GoogleTest shard does.
   if (report.shard.selected_run_files == 0) {
     err << "oomguard run: "
-        << (options.filter == "*" ? "no scenario files to run"
-                                  : "no scenario matches --filter '" + options.filter + "'")
+        << (options.filter == "*"
+                ? "no scenario files to run"
+                : "no scenario" +
+                      std::string(options.filter.find('/') == std::string::npos ? "" : " with a variant that") +
+                      " matches --filter '" + options.filter + "'")
         << "\n";
+    // A scenario whose name matched: which variants it has, for the typo.
+    for (const ScenarioResult& s : report.skipped) {
+      if (s.error.find("(no variant matches") != std::string::npos) err << "  " << s.name << ": " << s.error << "\n";
+    }
     return kExitUsage;
   }
   int code = kExitOk;
@@ -112,7 +119,9 @@ class RunCommand : public Command {
   CLI::App* Add(CLI::App& app) override {
     CLI::App* run = app.add_subcommand("run", "Run scenarios under a card's memory cap and check their expectations");
     run->add_option("paths", o_.paths, "Scenario files or folders (default: the built-in catalog)");
-    run->add_option("--filter", o_.filter, "Only scenarios whose name matches this glob");
+    run->add_option("--filter", o_.filter,
+                    "Only scenarios whose name matches this glob; SCENARIO/VARIANT also picks variants (e.g. "
+                    "'forgotten-no-grad/fixed', '*/pitfall*')");
     AddShardFlag(run, &o_);
     AddRunFlags(run, &o_);
     run->add_option("--jobs,-j", o_.jobs, "Variants measured at once, each in its own process")

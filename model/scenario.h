@@ -189,7 +189,10 @@ struct Scenario {
   std::vector<VariantSpec> variants;                       // in file order
   std::map<std::string, VariantExpectation> expectations;  // by variant name
   std::vector<std::string> checks;                         // relations between variants (check_expression.h)
-  std::optional<EstimateSpec> estimate;                    // none: reports show no estimate
+  // Not from the file: the variants a run's --filter SCENARIO/VARIANT left out (run/plan.h). They are
+  // not in `variants`, and a check naming one is skipped, not failed.
+  std::vector<std::string> left_out;
+  std::optional<EstimateSpec> estimate;  // none: reports show no estimate
 };
 
 }  // namespace oomguard

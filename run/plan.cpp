@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "base/byte_size.h"
 #include "base/files.h"
@@ -30,6 +31,36 @@ std::string Joined(const std::vector<std::string>& items) {
   std::string s;
   for (const std::string& item : items) s += (s.empty() ? "" : ", ") + item;
   return s;
+}
+
+// --filter SCENARIO[/VARIANT]: a glob on scenario names and, after the first '/', one on variant names
+// (names hold no '/': FORMAT.md); none: every variant.
+struct Filter {
+  std::string scenario;
+  std::optional<std::string> variant;
+};
+
+Filter SplitFilter(const std::string& filter) {
+  const size_t slash = filter.find('/');
+  if (slash == std::string::npos) return {filter, std::nullopt};
+  return {filter.substr(0, slash), filter.substr(slash + 1)};
+}
+
+bool Matches(const std::string& glob, const std::string& name) { return fnmatch(glob.c_str(), name.c_str(), 0) == 0; }
+
+// Keeps the variants the filter's variant glob selects, naming the others in left_out; false when it
+// selects none.
+bool SelectVariants(const std::string& glob, Scenario* scenario) {
+  std::vector<VariantSpec> kept;
+  for (VariantSpec& v : scenario->variants) {
+    if (Matches(glob, v.name)) {
+      kept.push_back(std::move(v));
+    } else {
+      scenario->left_out.push_back(v.name);
+    }
+  }
+  scenario->variants = std::move(kept);
+  return !scenario->variants.empty();
 }
 
 // The planned result of a scenario that does not run: its code is final here.
@@ -90,7 +121,11 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
     const bool loaded = LoadScenarioFile(file, &p.scenario, &load_error);
     p.result.name = loaded ? p.scenario.name : Stem(file);
     p.result.summary = loaded ? p.scenario.summary : "";
-    const bool selected = fnmatch(options.filter.c_str(), p.result.name.c_str(), 0) == 0;
+    const Filter filter = SplitFilter(options.filter);
+    const bool name_selected = Matches(filter.scenario, p.result.name);
+    std::string variants;  // the file's, for the reason when the variant glob selects none of them
+    for (const VariantSpec& v : p.scenario.variants) variants += (variants.empty() ? "" : ", ") + v.name;
+    const bool selected = name_selected && (!loaded || !filter.variant || SelectVariants(*filter.variant, &p.scenario));
     tally.selected_run_files += selected;
     if (!in_shard) {
       if (selected && loaded) file_of_name.emplace(p.scenario.name, file);  // the first user of a name keeps it
@@ -100,7 +135,11 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
     Limits limits;
     std::string why;
     if (!selected) {
-      NotRun(ResultCode::kSkipped, "not selected by --filter '" + options.filter + "'", &p);
+      NotRun(
+          ResultCode::kSkipped,
+          "not selected by --filter '" + options.filter + "'" +
+              (name_selected ? " (no variant matches '" + *filter.variant + "'; its variants: " + variants + ")" : ""),
+          &p);
     } else if (!loaded) {
       NotRun(ResultCode::kUnresolved, load_error, &p);
     } else if (auto [it, fresh] = file_of_name.emplace(p.scenario.name, file); !fresh) {

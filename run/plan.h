@@ -16,8 +16,10 @@
 //      position k (0-based) to shard (k mod COUNT) + 1, whether they load or not, so a shard's part does
 //      not depend on --filter or on what the files hold. The file is still loaded for its name, so rule 5
 //      sees the names of every shard and each shard judges a duplicate as the whole run would;
-//   3. a name that --filter does not match (a file that does not load goes by its stem): SKIPPED,
-//      "not selected by --filter 'GLOB'";
+//   3. a name that --filter does not match (a file that does not load goes by its stem), or with
+//      --filter SCENARIO/VARIANT a scenario none of whose variants VARIANT matches: SKIPPED, "not
+//      selected by --filter 'GLOB'" (naming the variants there are). The variants VARIANT does not
+//      match are left out of the scenario (Scenario::left_out), and a check naming one is skipped;
 //   4. a file that does not load: UNRESOLVED, with the loader's error;
 //   5. a name an earlier file already used: UNRESOLVED, "FILE: scenario name 'N' is already used by F";
 //   6. limits that do not resolve (the scenario's card or cap with --context, say): UNRESOLVED;

@@ -16,7 +16,7 @@ namespace oomguard {
 
 struct RunOptions {
   std::vector<std::string> paths;   // scenario files or folders; empty: the built-in catalog
-  std::string filter = "*";         // glob on scenario names
+  std::string filter = "*";         // glob on scenario names; SCENARIO/VARIANT: and on variant names (run/plan.h)
   std::string backend = "auto";     // cpu | meta | cuda | auto (cuda when a GPU is visible, else cpu)
   bool backend_given = false;       // --backend was on the command line (explain picks one otherwise)
   std::string card;                 // --card NAME (empty: scenario default, else kDefaultCard)

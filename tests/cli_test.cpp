@@ -292,6 +292,15 @@ TEST_F(ShardRunTest, WithoutShardsTheReportIsAllAndAFilterMatchingNothingAnywher
   r = Run({"--shard", "2/3", "--filter", "nothing-anywhere"});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_EQ(r.err, "oomguard run: no scenario matches --filter 'nothing-anywhere'\n");
+
+  // A variant glob that matches nothing: the scenarios whose names matched say which variants they have.
+  r = Run({"--filter", "alpha/fixed"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err,
+            "oomguard run: no scenario with a variant that matches --filter 'alpha/fixed'\n"
+            "  alpha: not selected by --filter 'alpha/fixed' (no variant matches 'fixed'; its variants: only)\n");
+  r = Run({"--filter", "alpha/on*"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
 }
 
 }  // namespace

@@ -97,6 +97,31 @@ TEST_F(PlanTest, WhatTheFilterDoesNotSelectIsSkippedWithTheReason) {
                                       "c_broken SKIPPED not selected by --filter 'b*'", "beta UNRESOLVED "}));
 }
 
+// --filter SCENARIO/VARIANT: the scenario runs with the variants that match, the others named as left
+// out; a scenario none of whose variants match is skipped, saying which it has.
+TEST_F(PlanTest, AFilterWithASlashPicksVariantsToo) {
+  std::string alpha = Tiny("alpha");
+  alpha.replace(alpha.find(R"("base": {})"), 10,
+                R"("pitfall": {}, "pitfall_big": {"data": {"batch": 6}}, "fixed": {})");
+  folder_.Write("a.json", alpha);
+  folder_.Write("b.json", Tiny("beta"));
+  RunOptions options;
+  options.filter = "*/pitfall*";
+  std::vector<PlannedScenario> plan = Plan(options);
+  EXPECT_EQ(Summary(plan), (std::vector<std::string>{"alpha runs",
+                                                     "beta SKIPPED not selected by --filter "
+                                                     "'*/pitfall*' (no variant matches 'pitfall*'; "
+                                                     "its variants: base)"}));
+  ASSERT_EQ(plan[0].scenario.variants.size(), 2u);
+  EXPECT_EQ(plan[0].scenario.variants[0].name, "pitfall");
+  EXPECT_EQ(plan[0].scenario.variants[1].name, "pitfall_big");
+  EXPECT_EQ(plan[0].scenario.left_out, std::vector<std::string>{"fixed"});
+  options.filter = "alpha";  // no slash: every variant
+  plan = Plan(options);
+  EXPECT_EQ(plan[0].scenario.variants.size(), 3u);
+  EXPECT_TRUE(plan[0].scenario.left_out.empty());
+}
+
 TEST_F(PlanTest, WhatCannotRunIsUnresolvedOrUnsupported) {
   folder_.Write("a.json", Tiny("alpha"));
   folder_.Write("b.json", Tiny("alpha"));

@@ -118,6 +118,28 @@ TEST(Verdict, TheScenarioIsTheWorstOfItsFinalVariantCodesAndRelations) {
   EXPECT_EQ(corrupt.error, "corrupt baseline: b.json: not JSON");
 }
 
+// --filter SCENARIO/VARIANT left variant b out: a relation naming it is skipped with the reason, one
+// naming only what ran is judged.
+TEST(Verdict, ARelationNamingAVariantTheFilterLeftOutIsSkipped) {
+  Scenario scenario;
+  scenario.checks = {"b.peak > a.peak", "a.peak > 2000"};
+  scenario.left_out = {"b"};
+  ScenarioResult header;
+  header.name = "s";
+  header.backend = "cpu";
+  ScenarioEvidence evidence;
+  evidence.variants = {Evidence("a", false)};
+  const ScenarioResult judged = JudgeScenario(scenario, header, evidence);
+  ASSERT_EQ(judged.checks.size(), 2u);
+  EXPECT_TRUE(judged.checks[0].skipped);
+  EXPECT_EQ(judged.checks[0].explanation, "b.peak > a.peak: skipped (names b, which --filter left out)");
+  EXPECT_FALSE(judged.checks[1].skipped);
+  EXPECT_FALSE(judged.checks[1].holds);  // 1000 > 2000: still judged
+  EXPECT_EQ(judged.code, ResultCode::kFail);
+  scenario.checks.pop_back();
+  EXPECT_EQ(JudgeScenario(scenario, header, evidence).code, ResultCode::kPass);
+}
+
 TEST(Verdict, DiagnosesMustBeExactlyTheExpectedKinds) {
   VariantEvidence e = Evidence("v", /*xfail=*/false);
   e.expectation.diagnoses = std::vector<DiagnosisKind>{DiagnosisKind::kRetainedGrad};

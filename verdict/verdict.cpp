@@ -34,6 +34,18 @@ CheckResult Evaluate(const std::string& text, bool relation_mode, const std::str
   return result;
 }
 
+// The first variant of `left_out` that the relation `text` names; "" when none.
+std::string LeftOutVariant(const std::string& text, const std::vector<std::string>& left_out) {
+  if (left_out.empty()) return "";
+  CheckExpression expression;
+  std::string error;
+  if (!ParseCheckExpression(text, /*relation_mode=*/true, &expression, &error)) return "";
+  for (const std::string& v : ReferencedVariants(expression)) {
+    if (std::find(left_out.begin(), left_out.end(), v) != left_out.end()) return v;
+  }
+  return "";
+}
+
 std::string KindList(const std::vector<DiagnosisKind>& kinds) {
   std::string out = "[";
   for (size_t i = 0; i < kinds.size(); ++i) out += (i ? ", " : "") + std::string(Name(kinds[i]));
@@ -138,6 +150,10 @@ ScenarioResult JudgeScenario(const Scenario& scenario, ScenarioResult header, co
   for (const VariantResult& v : result.variants) code = Worse(code, v.code);
   for (const std::string& text : scenario.checks) {
     CheckResult check = Evaluate(text, /*relation_mode=*/true, "", lookup, result.backend);
+    if (const std::string left_out = LeftOutVariant(text, scenario.left_out); !left_out.empty()) {
+      check.skipped = true;
+      check.explanation = text + ": skipped (names " + left_out + ", which --filter left out)";
+    }
     if (!check.holds && !check.skipped) code = Worse(code, ResultCode::kFail);
     result.checks.push_back(std::move(check));
   }
