@@ -224,6 +224,16 @@ TEST(TorchScript, TheTensorsAModulesAttributesHoldAreMadeOnTheDeviceAsItsParamet
   }
 }
 
+// The first mistake with a language model: the default float32 data fed to its embedding. The error
+// says which data it needs.
+TEST(TorchScript, FloatDataIntoAnEmbeddingSaysTheDataNeedsTokenIds) {
+  const VariantMeasurement m = Measured(Module("lstm.pt"), Backend::kCpu);  // data: [8, 16] float32
+  EXPECT_EQ(Name(m.outcome), "error:error");
+  EXPECT_NE(m.error.find("Expected tensor for argument #1 'indices'"), std::string::npos) << m.error;
+  EXPECT_NE(m.error.find("(at make_fixtures.py:"), std::string::npos) << m.error;
+  EXPECT_NE(m.error.find(R"(needs "data": {"dtype": "int64", "vocab": N})"), std::string::npos) << m.error;
+}
+
 TEST(TorchScript, AFileThatIsNoModuleOrAForwardWithoutATensorIsBadInput) {
   const VariantMeasurement unreadable = Measured(Module("not_a_module.pt"), Backend::kCpu);
   EXPECT_EQ(Name(unreadable.outcome), "error:error");

@@ -102,6 +102,13 @@ std::string DescribeError(const std::exception& e, const std::string& location) 
            ": LibTorch ships none and oomguard registers none. Add one to backends/meta_kernels.cpp, or run "
            "this scenario on cpu.";
   }
+  // An embedding fed the default float32 data: the scenario's data, not the model, is what to change.
+  if (message.find("argument #1 'indices'") != std::string::npos &&
+      message.find("for embedding") != std::string::npos) {
+    return message + where +
+           ". A model whose first layer takes token ids needs \"data\": {\"dtype\": \"int64\", \"vocab\": N} "
+           "(scenarios/FORMAT.md, data)";
+  }
   // Note [One oneDNN ISA on every machine] (allocators/install.h): PyTorch may pick a oneDNN kernel from
   // the CPU's features (bf16 autocast sends an LSTM to oneDNN's RNN), which the cap then leaves without
   // one, as on an AVX2 machine. Say so: the error is the cpu's, not the model's.
