@@ -88,6 +88,17 @@ void FindFixedModes(const torch::jit::Block* block, const std::string& where, st
   }
 }
 
+// The recurrent ops whose cpu kernel takes a path of its own, by the tensor's device, that meta does
+// not take: what cpu does instead.
+const std::map<std::string, std::string>& CpuOnlyRnnPaths() {
+  static const auto* paths = new std::map<std::string, std::string>{
+      {"aten::lstm", "runs oneDNN's LSTM (mkldnn_rnn_layer, with its workspace)"},
+      {"aten::gru", "computes every step's input projection at once (RNN.cpp's FullLayer on a cpu tensor)"},
+      {"aten::rnn_tanh", "computes every step's input projection at once (RNN.cpp's FullLayer on a cpu tensor)"},
+      {"aten::rnn_relu", "computes every step's input projection at once (RNN.cpp's FullLayer on a cpu tensor)"}};
+  return *paths;
+}
+
 // Whether a graph (or a block nested in it) calls `op`.
 bool Calls(const torch::jit::Block* block, const std::string& op) {
   for (const torch::jit::Node* node : block->nodes()) {
@@ -231,22 +242,24 @@ TorchScriptNet::TorchScriptNet(const ModelSpec& spec, const at::TensorOptions& o
   const bool any_meta = device.any_meta(), any_saved = device.any_saved();
   l.facts.weights = !has_data ? "shapes" : any_meta && !any_saved ? "seeded" : any_meta ? "saved+seeded" : "saved";
 
-  std::set<std::string> fixed, lstms;
+  std::set<std::string> fixed;
+  std::map<std::string, std::set<std::string>> rnns;  // op -> the modules that call it
   for (const torch::jit::NameModule& item : l.module.named_modules()) {
     const std::string where = item.name.empty() ? "the top module" : "module " + item.name;
     for (const torch::jit::Method& method : item.value.get_methods()) {
       FindFixedModes(method.graph()->block(), where, &fixed);
-      if (options.device().is_meta() && Calls(method.graph()->block(), "aten::lstm")) lstms.insert(where);
+      for (const auto& [op, how] : CpuOnlyRnnPaths()) {
+        if (options.device().is_meta() && Calls(method.graph()->block(), op)) rnns[op].insert(where);
+      }
     }
   }
-  if (!lstms.empty()) {
+  for (const auto& [op, modules] : rnns) {
     std::string where;
-    for (const std::string& w : lstms) where += (where.empty() ? "" : ", ") + w;
-    l.warnings.push_back(spec.torchscript + ": aten::lstm (in " + where +
-                         ") runs on meta through PyTorch's native LSTM, while cpu runs oneDNN's (mkldnn_rnn_layer, "
-                         "with its workspace), which meta does not mirror yet: its bytes on meta are not cpu's (a "
-                         "2-layer LSTM tagger peaks at 58.07 KiB on meta, 156.50 KiB on cpu). Run it on cpu for "
-                         "exact bytes");
+    for (const std::string& w : modules) where += (where.empty() ? "" : ", ") + w;
+    l.warnings.push_back(spec.torchscript + ": " + op + " (in " + where + ") runs on meta through PyTorch's native " +
+                         "per-step path, while cpu " + CpuOnlyRnnPaths().at(op) +
+                         ", which meta does not mirror yet: its bytes on meta are not cpu's (a 2-layer LSTM tagger "
+                         "peaks at 58.07 KiB on meta, 156.50 KiB on cpu). Run it on cpu for exact bytes");
   }
   if (!fixed.empty()) {
     std::string ops;

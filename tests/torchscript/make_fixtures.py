@@ -91,6 +91,20 @@ class LstmTagger(nn.Module):
         return self.head(hidden)
 
 
+class GruTagger(nn.Module):
+    """LstmTagger with a GRU: cpu computes every step's input projection at once, meta per step."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 16)
+        self.gru = nn.GRU(16, 8, batch_first=True)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, ids):
+        hidden, _ = self.gru(self.embed(ids))
+        return self.head(hidden)
+
+
 class TensorAttributes(nn.Module):
     """Tensors its forward reads from attributes that are neither parameters nor buffers: a plain
     tensor, and one inside a tuple inside a dict."""
@@ -125,6 +139,7 @@ def main():
         "no_tensor.pt": torch.jit.script(NoTensor()),
         "keeps_history.pt": torch.jit.script(KeepsHistory()),
         "lstm.pt": torch.jit.script(LstmTagger()),
+        "gru.pt": torch.jit.script(GruTagger()),
         "tensor_attributes.pt": torch.jit.script(TensorAttributes()),
         "traced_dropout.pt": torch.jit.trace(nn.Sequential(nn.Linear(16, 4), nn.Dropout(0.5)).train(),
                                              torch.randn(2, 16), check_trace=False),
