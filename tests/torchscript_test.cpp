@@ -64,6 +64,17 @@ VariantMeasurement Measured(const VariantSpec& spec, Backend backend) {
   return MeasureVariant(spec, options);
 }
 
+// A tagger of make_fixtures.py (token ids [8, 12] from a vocabulary of 50, 4 tags per token).
+VariantSpec Tagger(const std::string& file) {
+  VariantSpec v = Module(file);
+  v.data.shape = {12};
+  v.data.dtype = DType::kInt64;
+  v.data.vocab = 50;
+  v.data.classes = 4;
+  v.loop.loss = "cross_entropy";
+  return v;
+}
+
 using testing::ExpectSameBytes;
 
 // Linear(16, 32): 512 + 32 floats; Linear(32, 4): 128 + 4 floats.
@@ -186,12 +197,7 @@ TEST(TorchScript, TheLossReadsTheFirstTensorOfADictAndOfSeveralInputs) {
 // the optimizer trains what the forward reads: every parameter has its gradient and its two AdamW
 // moments (left as loaded, the LSTM's seven had neither on cpu, and meta refused host weights).
 TEST(TorchScript, TheTensorsAModulesAttributesHoldAreMadeOnTheDeviceAsItsParametersAre) {
-  VariantSpec lstm = Module("lstm.pt");
-  lstm.data.shape = {12};
-  lstm.data.dtype = DType::kInt64;
-  lstm.data.vocab = 50;
-  lstm.data.classes = 4;
-  lstm.loop.loss = "cross_entropy";
+  const VariantSpec lstm = Tagger("lstm.pt");
   // Embedding(50, 16); LSTM(16, 8, 2 layers): per layer 4x8 rows of input and hidden weights and two
   // biases; Linear(8, 4).
   constexpr int64_t kLstmBytes = (50 * 16 + (32 * 16 + 32 * 8 + 2 * 32) + (32 * 8 + 32 * 8 + 2 * 32) + 8 * 4 + 4) * 4;
@@ -229,12 +235,7 @@ TEST(TorchScript, TheTensorsAModulesAttributesHoldAreMadeOnTheDeviceAsItsParamet
 // meta's per step: the bytes differ, and the meta run says so. When meta mirrors it, the peaks agree
 // and this test asks for the warning to go.
 TEST(TorchScript, AnRnnThatMetaDoesNotMirrorIsWarnedAboutOnMeta) {
-  VariantSpec gru = Module("gru.pt");
-  gru.data.shape = {12};
-  gru.data.dtype = DType::kInt64;
-  gru.data.vocab = 50;
-  gru.data.classes = 4;
-  gru.loop.loss = "cross_entropy";
+  const VariantSpec gru = Tagger("gru.pt");
   const VariantMeasurement cpu = Measured(gru, Backend::kCpu), meta = Measured(gru, Backend::kMeta);
   ASSERT_EQ(Name(cpu.outcome), "pass") << cpu.error;
   ASSERT_EQ(Name(meta.outcome), "pass") << meta.error;
