@@ -116,8 +116,8 @@ bool Calls(const torch::jit::Block* block, const std::string& op) {
 // as the parameters are: a tensor that is a parameter or buffer (the same storage, offset, sizes and
 // strides) becomes that same fresh tensor, any other is made anew as a buffer is. Left as loaded, the
 // forward would read the loader's host tensors: on meta a device mismatch; on cpu a forward through
-// weights the optimizer never updates, with gradients nobody zeroes (a 2-layer LSTM's peak was 3.7
-// MiB under eager PyTorch's; tests/torchscript/make_fixtures.py's lstm.pt).
+// weights the optimizer never updates, with gradients nobody zeroes (the fixture lstm.pt's gradients
+// were 3344 of its 8976 bytes; a 2-layer LSTM of 256 units peaked 3.7 MiB under eager PyTorch's).
 class DeviceTensors {
  public:
   DeviceTensors(const at::TensorOptions& options, bool has_data) : options_(options), has_data_(has_data) {}
