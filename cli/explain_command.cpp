@@ -20,7 +20,9 @@ int Explain(const RunOptions& options, const std::string& name, const std::strin
     err << "oomguard explain: " << error << "\n";
     return kExitUsage;
   }
-  out << s.name << ": " << s.summary << "\n\n" << s.teach << "\n\nMeasured now (" << s.file << "):\n";
+  // A user's own scenario often has no teach text: then the summary, and straight to the numbers.
+  out << s.name << ": " << s.summary << "\n\n"
+      << s.teach << (s.teach.empty() ? "" : "\n\n") << "Measured now (" << s.file << "):\n";
   RunOptions run = options;
   run.paths = {s.file};
   // Without --backend (or with auto), measure where the scenario runs (the large models run on meta only).

@@ -161,6 +161,12 @@ TEST_F(ExplainTest, TeachesThenMeasuresWhereTheScenarioRuns) {
   EXPECT_EQ(r.code, kExitOk) << r.err;
   EXPECT_NE(r.out.find("runs on meta, not cpu (run it with --backend meta)"), std::string::npos) << r.out;
 
+  folder_.Write("untaught.json", R"({"name": "untaught", "summary": "no teach text", "backends": ["meta"],
+    "model": {"layers": [{"kind": "linear", "in": 8, "out": 4}]}, "data": {"shape": [8]}, "variants": {"only": {}}})");
+  r = Cli({"explain", "untaught", "--paths", folder_.path()});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out.rfind("untaught: no teach text\n\nMeasured now (", 0), 0u) << r.out;
+
   r = Cli({"explain", "shapes-onyl", "--paths", folder_.path()});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_NE(r.err.find("did you mean 'shapes-only'"), std::string::npos) << r.err;
