@@ -197,16 +197,21 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
       const TrialFunction measured = MakeFitTrial(*v, options.knob, backend, options.iterations, measure);
       int64_t card_trials = 0;
       Clock::time_point card_start = Clock::now();
+      std::vector<std::string> warnings;
       FitSearch search(options.min_value, options.max_value, [&](int64_t value, const FitTarget& target) {
         const Trial trial = measured(value, target);
+        for (const std::string& w : trial.warnings) {
+          if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+        }
         progress.OnTrial(v->name, TargetLabel(target.card, target.cap_bytes), ++card_trials, value, OutcomeWord(trial));
         return trial;
       });
-      report.variants.push_back({v->name, FitTargets(search, targets, [&](const CardFit& fit) {
-                                   progress.OnCardDone(v->name, fit, MillisecondsSince(card_start));
-                                   card_start = Clock::now();
-                                   card_trials = 0;
-                                 })});
+      std::vector<CardFit> cards = FitTargets(search, targets, [&](const CardFit& fit) {
+        progress.OnCardDone(v->name, fit, MillisecondsSince(card_start));
+        card_start = Clock::now();
+        card_trials = 0;
+      });
+      report.variants.push_back({v->name, std::move(cards), std::move(warnings)});
     }
   } catch (const LeakBetweenTrials& leak) {
     progress.Finish();

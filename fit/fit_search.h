@@ -44,6 +44,9 @@ struct Trial {
   Outcome outcome = Outcome::kFits;
   int64_t peak_bytes = 0;  // kFits: the peak measured
   std::string error;       // kError: what went wrong, as the report should show it
+  // The measurement's warnings (a module's fixed train/eval modes, what meta does not mirror): a fit
+  // on numbers the backend says are not cpu's must say so.
+  std::vector<std::string> warnings;
 };
 
 // Runs the variant with the knob at `value` under the target's cap.

@@ -124,6 +124,7 @@ TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Bac
           " bytes before it, " + std::to_string(live_after) + " after); later trials would measure on top of them");
     }
     Trial trial;
+    trial.warnings = m.warnings;
     if (m.outcome.kind == Outcome::kPass) {
       trial.peak_bytes = m.ledger.peak_bytes;
     } else if (m.outcome.kind == Outcome::kOom) {

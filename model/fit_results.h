@@ -22,7 +22,8 @@ struct CardFit {
 
 struct VariantFit {
   std::string variant;
-  std::vector<CardFit> cards;  // in the order the cards were asked for
+  std::vector<CardFit> cards;         // in the order the cards were asked for
+  std::vector<std::string> warnings;  // its trials' warnings, each once, in the order first seen
 };
 
 struct FitResults {

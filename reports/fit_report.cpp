@@ -77,6 +77,13 @@ void WriteFitTable(const FitResults& report, std::ostream& out) {
     out << (first_error ? "\n" : "") << v.variant << ": " << error << "\n";
     first_error = false;
   }
+  bool first_warning = true;
+  for (const VariantFit& v : report.variants) {
+    for (const std::string& w : v.warnings) {
+      out << (first_warning ? "\n" : "") << v.variant << ": warning: " << w << "\n";
+      first_warning = false;
+    }
+  }
   out << "\n" << total_trials << " trials in " << FormatSeconds(report.duration_ms) << "\n";
 }
 
@@ -93,7 +100,7 @@ std::string FitJsonText(const FitResults& report) {
                        {"trials", fit.trials},
                        {"error", fit.error.empty() ? json(nullptr) : json(fit.error)}});
     }
-    variants.push_back({{"variant", v.variant}, {"cards", cards}});
+    variants.push_back({{"variant", v.variant}, {"cards", cards}, {"warnings", v.warnings}});
   }
   const json fit = {{"scenario", report.scenario},
                     {"backend", report.backend},

@@ -42,14 +42,17 @@ FitResults SampleFit() {
   r.variants = {
       {"pitfall",
        {Card("t4", kT4Cap, 3071, 15380000000, 3072, 12), Card("a10g", kA10gCap, 4607, 23236000000, 4608, 26),
-        Card("", kPlainCap, std::nullopt, 0, 1, 0)}},
+        Card("", kPlainCap, std::nullopt, 0, 1, 0)},
+       {}},
       {"fixed",
        {Card("t4", kT4Cap, 65536, 9000000000, std::nullopt, 0),
-        Card("a10g", kA10gCap, 65536, 9000000000, std::nullopt, 17), Card("", kPlainCap, 112, 1073000000, 113, 7)}},
+        Card("a10g", kA10gCap, 65536, 9000000000, std::nullopt, 17), Card("", kPlainCap, 112, 1073000000, 113, 7)},
+       {}},
       {"broken",
        {Card("t4", kT4Cap, std::nullopt, 0, std::nullopt, 0, error),
         Card("a10g", kA10gCap, std::nullopt, 0, std::nullopt, 1, error),
-        Card("", kPlainCap, std::nullopt, 0, std::nullopt, 0, error)}},
+        Card("", kPlainCap, std::nullopt, 0, std::nullopt, 0, error)},
+       {"net.pt: aten::gru (in module gru) runs on meta through PyTorch's native per-step path"}},
   };
   return r;
 }

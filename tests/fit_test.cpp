@@ -218,6 +218,31 @@ TEST_F(FitCommandTest, ALeakStopsTheFitNamingVariantValueAndBytes) {
   EXPECT_EQ(leaked.size(), 1u);
 }
 
+// A warning of the measurement (here one every trial repeats) reaches the table and the JSON once per
+// variant: a fit on numbers the backend says are not cpu's says so.
+TEST_F(FitCommandTest, TheTrialsWarningsAreReportedOncePerVariant) {
+  const MeasureFunction warned = [](const VariantSpec& spec, const VariantMeasureOptions& options) {
+    VariantMeasurement m = MeasureVariant(spec, options);
+    m.warnings.push_back("m.pt: aten::gru (in module gru) runs on meta through PyTorch's native per-step path");
+    return m;
+  };
+  FitOptions options;
+  options.scenario = Write("small-mlp.json", kSmallMlp);
+  options.backend = "meta";
+  options.cards = {"t4"};
+  options.variants = {"fixed"};
+  options.json_path = Path("warned.fit.json");
+  std::ostringstream out, err;
+  ASSERT_EQ(FitCommand(options, out, err, warned), kExitOk) << err.str();
+  const std::string line =
+      "fixed: warning: m.pt: aten::gru (in module gru) runs on meta through PyTorch's native per-step path\n";
+  ASSERT_NE(out.str().find(line), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find(line), out.str().rfind(line)) << out.str();
+  EXPECT_EQ(ReadJson(options.json_path)["fit"]["variants"][0]["warnings"],
+            nlohmann::json::array({"m.pt: aten::gru (in module gru) runs on meta through PyTorch's native per-step "
+                                   "path"}));
+}
+
 TEST_F(FitCommandTest, AnErrorOutcomeIsReportedForItsVariantAndExitsOne) {
   FitOptions options;
   std::string with_broken = kSmallMlp;
