@@ -110,6 +110,7 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
   if (!ResolveShard(options.shard, options.gtest_sharding, &tally.shard, error)) return false;
 
   std::map<std::string, std::string> file_of_name;
+  const Filter filter = SplitFilter(options.filter);
   for (const std::string& file : files) {
     const bool named = std::find(options.paths.begin(), options.paths.end(), file) != options.paths.end();
     if (!named && IsResultsFile(file)) continue;
@@ -121,7 +122,6 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
     const bool loaded = LoadScenarioFile(file, &p.scenario, &load_error);
     p.result.name = loaded ? p.scenario.name : Stem(file);
     p.result.summary = loaded ? p.scenario.summary : "";
-    const Filter filter = SplitFilter(options.filter);
     const bool name_selected = Matches(filter.scenario, p.result.name);
     std::string variants;  // the file's, for the reason when the variant glob selects none of them
     for (const VariantSpec& v : p.scenario.variants) variants += (variants.empty() ? "" : ", ") + v.name;

@@ -109,9 +109,9 @@ std::string DescribeError(const std::exception& e, const std::string& location) 
            ". A model whose first layer takes token ids needs \"data\": {\"dtype\": \"int64\", \"vocab\": N} "
            "(scenarios/FORMAT.md, data)";
   }
-  // Note [One oneDNN ISA on every machine] (allocators/install.h): PyTorch may pick a oneDNN kernel from
-  // the CPU's features (bf16 autocast sends an LSTM to oneDNN's RNN), which the cap then leaves without
-  // one, as on an AVX2 machine. Say so: the error is the cpu's, not the model's.
+  // Note [One oneDNN ISA on every machine] (allocators/install.h): PyTorch may send an op to oneDNN that
+  // has no kernel for it under the cap (bf16 autocast lowers an LSTM's oneDNN RNN to bf16), as on an AVX2
+  // machine. Say so: the error is the cpu's, not the model's.
   if (message.find("could not create a primitive descriptor") != std::string::npos && OneDnnIsaCap() == "AVX2") {
     return message + where +
            ". oomguard caps oneDNN at AVX2 so that cpu's bytes are the same on every machine (Note [One oneDNN ISA "
