@@ -91,11 +91,13 @@ void FindFixedModes(const torch::jit::Block* block, const std::string& where, st
 // The recurrent ops whose cpu kernel takes a path of its own, by the tensor's device, that meta does
 // not take: what cpu does instead.
 const std::map<std::string, std::string>& CpuOnlyRnnPaths() {
+  static const std::string precomputed =
+      "computes every step's input projection at once (RNN.cpp's FullLayer on a cpu tensor)";
   static const auto* paths = new std::map<std::string, std::string>{
       {"aten::lstm", "runs oneDNN's LSTM (mkldnn_rnn_layer, with its workspace)"},
-      {"aten::gru", "computes every step's input projection at once (RNN.cpp's FullLayer on a cpu tensor)"},
-      {"aten::rnn_tanh", "computes every step's input projection at once (RNN.cpp's FullLayer on a cpu tensor)"},
-      {"aten::rnn_relu", "computes every step's input projection at once (RNN.cpp's FullLayer on a cpu tensor)"}};
+      {"aten::gru", precomputed},
+      {"aten::rnn_tanh", precomputed},
+      {"aten::rnn_relu", precomputed}};
   return *paths;
 }
 
@@ -258,8 +260,8 @@ TorchScriptNet::TorchScriptNet(const ModelSpec& spec, const at::TensorOptions& o
     for (const std::string& w : modules) where += (where.empty() ? "" : ", ") + w;
     l.warnings.push_back(spec.torchscript + ": " + op + " (in " + where + ") runs on meta through PyTorch's native " +
                          "per-step path, while cpu " + CpuOnlyRnnPaths().at(op) +
-                         ", which meta does not mirror yet: its bytes on meta are not cpu's (a 2-layer LSTM tagger "
-                         "peaks at 58.07 KiB on meta, 156.50 KiB on cpu). Run it on cpu for exact bytes");
+                         ", which meta does not mirror yet: its bytes on meta are not cpu's. Run it on cpu for exact "
+                         "bytes");
   }
   if (!fixed.empty()) {
     std::string ops;

@@ -123,8 +123,6 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
     p.result.name = loaded ? p.scenario.name : Stem(file);
     p.result.summary = loaded ? p.scenario.summary : "";
     const bool name_selected = Matches(filter.scenario, p.result.name);
-    std::string variants;  // the file's, for the reason when the variant glob selects none of them
-    for (const VariantSpec& v : p.scenario.variants) variants += (variants.empty() ? "" : ", ") + v.name;
     const bool selected = name_selected && (!loaded || !filter.variant || SelectVariants(*filter.variant, &p.scenario));
     tally.selected_run_files += selected;
     if (!in_shard) {
@@ -135,11 +133,12 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
     Limits limits;
     std::string why;
     if (!selected) {
-      NotRun(
-          ResultCode::kSkipped,
-          "not selected by --filter '" + options.filter + "'" +
-              (name_selected ? " (no variant matches '" + *filter.variant + "'; its variants: " + variants + ")" : ""),
-          &p);
+      NotRun(ResultCode::kSkipped,
+             "not selected by --filter '" + options.filter + "'" +
+                 (name_selected ? " (no variant matches '" + *filter.variant +
+                                      "'; its variants: " + Joined(p.scenario.left_out) + ")"
+                                : ""),
+             &p);
     } else if (!loaded) {
       NotRun(ResultCode::kUnresolved, load_error, &p);
     } else if (auto [it, fresh] = file_of_name.emplace(p.scenario.name, file); !fresh) {
