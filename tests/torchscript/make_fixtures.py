@@ -122,6 +122,24 @@ class TensorAttributes(nn.Module):
         return self.body(x) * self.scale + shift
 
 
+class SkipMlp(nn.Module):
+    """A skip connection held in locals, trained with an MSE loss (no classes; skip_mse.json): Python
+    keeps `skip` and `hidden` until the forward returns, the TorchScript interpreter frees them after
+    the sum, their last use; autograd saves neither (the eager check's known difference, Note
+    [Python keeps a forward's locals] in tests/pytorch_eager_check.py)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(16, 64)
+        self.mid = nn.Linear(64, 64)
+        self.out = nn.Linear(64, 16)
+
+    def forward(self, x):
+        skip = self.inp(x)
+        hidden = self.mid(torch.relu(skip))
+        return self.out(hidden + skip)
+
+
 def seq_mlp():
     return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
 
@@ -141,6 +159,7 @@ def main():
         "lstm.pt": torch.jit.script(LstmTagger()),
         "gru.pt": torch.jit.script(GruTagger()),
         "tensor_attributes.pt": torch.jit.script(TensorAttributes()),
+        "skip_mse.pt": torch.jit.script(SkipMlp()),
         "traced_dropout.pt": torch.jit.trace(nn.Sequential(nn.Linear(16, 4), nn.Dropout(0.5)).train(),
                                              torch.randn(2, 16), check_trace=False),
     }
@@ -148,7 +167,8 @@ def main():
         saved["meta_mlp.pt"] = torch.jit.script(seq_mlp())
     for name, module in saved.items():
         module.save(os.path.join(out, name))
-    shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lstm.json"), out)
+    for scenario in ("lstm.json", "skip_mse.json"):
+        shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), scenario), out)
     with open(os.path.join(out, "not_a_module.pt"), "w") as f:
         f.write("this is not a zip archive")
 
