@@ -9,7 +9,12 @@
 #                   FetchContent: builds, passes its ctest, and oomguard's own tests stay out.
 #
 # -D inputs: MODE, SOURCE_DIR (oomguard's), BINARY_DIR (this build), SCRATCH (emptied first),
-# GENERATOR, CXX_COMPILER, LAUNCHER (the compiler launcher, may be empty), TORCH_PYTHON, BUILD_TYPE.
+# GENERATOR, MAKE_PROGRAM, CXX_COMPILER, LAUNCHER (the compiler launcher, may be empty), TORCH_PYTHON,
+# BUILD_TYPE.
+
+set(BINARY_DIR_OF_MAIN "${BINARY_DIR}")
+set(PYTHON "${TORCH_PYTHON}")
+include("${CMAKE_CURRENT_LIST_DIR}/../object_reuse.cmake")
 
 function(fail what)
   message(FATAL_ERROR "package test (${MODE}): ${what}")
@@ -153,13 +158,16 @@ if(MODE STREQUAL "installed")
     endif()
   endforeach()
 elseif(MODE STREQUAL "embedded")
-  # Both ways build oomguard in <build>/_deps/oomguard-build at the same depth: ccache hits between them.
   foreach(way add_subdirectory FetchContent)
     set(build "${SCRATCH}/${way}")
+    # oomguard's compiles that would be the main build's take its objects (tests/object_reuse.py says
+    # when that holds); the consumer's own, the archives, the links and the ctest are real.
+    object_reuse_arguments(reuse "${build}/_deps/oomguard-build" "${build}/object_reuse.log")
     # The build type of this build: the baselines hold what a RelWithDebInfo harness measures, and an
     # unoptimised one (no build type) counts more allocations (README, "Install and use as a CMake package").
-    build_and_test_consumer("${build}" -DOOMGUARD_CONSUME=${way} "-DOOMGUARD_SOURCE=${SOURCE_DIR}"
+    build_and_test_consumer("${build}" ${reuse} -DOOMGUARD_CONSUME=${way} "-DOOMGUARD_SOURCE=${SOURCE_DIR}"
                             "-DOOMGUARD_TORCH_PYTHON=${TORCH_PYTHON}" -DCMAKE_BUILD_TYPE=${BUILD_TYPE})
+    object_reuse_report("package test (${MODE}): ${way}" "${build}/object_reuse.log")
     if(EXISTS "${build}/_deps/oomguard-build/tests" OR EXISTS "${build}/_deps/oomguard-build/bench")
       fail("${way}: oomguard built its tests or benchmarks inside another project (they default to off there)")
     endif()
