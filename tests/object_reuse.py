@@ -98,10 +98,14 @@ def reuse(main_build, ninja, other_build, args):
     built = os.stat(main_obj).st_mtime_ns
     other_includes = []
     for path in includes:
-        if not os.path.exists(path) or os.stat(path).st_mtime_ns > built:
+        if not os.path.exists(path):
+            return None, f"{path}, which the main build's object includes, is gone"
+        if os.stat(path).st_mtime_ns > built:
             return None, f"the main build's object is older than {path}"
         if path.startswith(main_build + os.sep):
             mine = os.path.join(other_build, os.path.relpath(path, main_build))
+            if not os.path.exists(mine):
+                return None, f"{mine} is missing"
             with open(path, "rb") as a, open(mine, "rb") as b:
                 if a.read() != b.read():
                     return None, f"{mine} differs from the main build's"
@@ -114,7 +118,10 @@ def reuse(main_build, ninja, other_build, args):
 def main():
     main_build, ninja, other_build, log, launcher = sys.argv[1:6]
     command = sys.argv[6:]
-    depfile, why = reuse(os.path.normpath(main_build), ninja, os.path.normpath(other_build), command)
+    try:
+        depfile, why = reuse(os.path.normpath(main_build), ninja, os.path.normpath(other_build), command)
+    except Exception as e:  # anything this launcher did not foresee: the compile is real
+        depfile, why = None, f"not checked ({type(e).__name__}: {e})"
     obj = command[command.index("-o") + 1] if "-o" in command else "?"
     with open(log, "a") as f:
         f.write(f"reused {obj}\n" if why is None else f"compiled {obj}: {why}\n")

@@ -1,14 +1,17 @@
 # The package as users get it, run by CTest (tests/package/CMakeLists.txt). Every step names itself
 # when it fails.
 #
-#   MODE=installed  `cmake --install` of this build into a fresh prefix; the install tree holds what
-#                   it should and nothing that points into the source tree; the consumer project
-#                   (tests/package/consumer) configures with nothing but CMAKE_PREFIX_PATH, builds,
-#                   passes its ctest, and it and the installed tool find the installed catalog.
+#   MODE=install    `cmake --install` of this build into a fresh PREFIX; the install tree holds what
+#                   it should and nothing that points into the source tree (the fixture of the next two).
+#   MODE=installed  the consumer project (tests/package/consumer) against PREFIX: configures with
+#                   nothing but CMAKE_PREFIX_PATH, builds, passes its ctest, and it and the installed
+#                   tool find the installed catalog.
+#   MODE=example    the example project (examples/libtorch-training) against PREFIX, as its README
+#                   builds it: builds and passes its ctest.
 #   MODE=embedded   the consumer with oomguard's source tree through add_subdirectory and through
 #                   FetchContent: builds, passes its ctest, and oomguard's own tests stay out.
 #
-# -D inputs: MODE, SOURCE_DIR (oomguard's), BINARY_DIR (this build), SCRATCH (emptied first),
+# -D inputs: MODE, SOURCE_DIR (oomguard's), BINARY_DIR (this build), SCRATCH (emptied first), PREFIX,
 # GENERATOR, MAKE_PROGRAM, CXX_COMPILER, LAUNCHER (the compiler launcher, may be empty), TORCH_PYTHON,
 # BUILD_TYPE.
 
@@ -97,8 +100,9 @@ file(REMOVE_RECURSE "${SCRATCH}")
 file(MAKE_DIRECTORY "${SCRATCH}")
 copy_consumer("${SCRATCH}/consumer")
 
-if(MODE STREQUAL "installed")
-  set(prefix "${SCRATCH}/prefix")
+set(prefix "${PREFIX}")
+if(MODE STREQUAL "install")
+  file(REMOVE_RECURSE "${prefix}")
   step("install the build into ${prefix}" COMMAND "${CMAKE_COMMAND}" --install "${BINARY_DIR}" --prefix "${prefix}")
 
   # The public headers, all of them and nothing else.
@@ -138,11 +142,11 @@ if(MODE STREQUAL "installed")
   file(READ "${prefix}/share/oomguard/scenarios/forgotten-no-grad.json" text)
   string(JSON text SET "${text}" name [["installed-catalog-marker"]])
   file(WRITE "${prefix}/share/oomguard/scenarios/installed-catalog-marker.json" "${text}")
-
+elseif(MODE STREQUAL "installed")
   build_and_test_consumer("${SCRATCH}/consumer-build" "-DCMAKE_PREFIX_PATH=${prefix}")
   expect_lists("${SCRATCH}/consumer-build/memory_checks" installed-catalog-marker)
   expect_lists("${prefix}/bin/oomguard" installed-catalog-marker)
-
+elseif(MODE STREQUAL "example")
   # The example project (examples/libtorch-training) as its README builds it: its own workload,
   # scenario, baselines and GoogleTest matchers, with nothing but CMAKE_PREFIX_PATH.
   set(example "${SCRATCH}/example-build")
@@ -174,6 +178,6 @@ elseif(MODE STREQUAL "embedded")
     expect_lists("${build}/memory_checks" forgotten-no-grad)
   endforeach()
 else()
-  fail("MODE is '${MODE}'; expected installed or embedded")
+  fail("MODE is '${MODE}'; expected install, installed, example or embedded")
 endif()
 message(STATUS "package test (${MODE}): all steps passed")
