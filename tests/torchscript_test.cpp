@@ -7,9 +7,16 @@
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
 #include <string>
+#include <vector>
 
+#include "tests/pickle_reader.h"
 #include "tests/same_bytes.h"
+#include "tests/scratch_folder.h"
 #include "workload/workload.h"
 
 namespace oomguard {
@@ -255,7 +262,7 @@ TEST(TorchScript, FloatDataIntoAnEmbeddingSaysTheDataNeedsTokenIds) {
   const VariantMeasurement m = Measured(Module("lstm.pt"), Backend::kCpu);  // data: [8, 16] float32
   EXPECT_EQ(Name(m.outcome), "error:error");
   EXPECT_NE(m.error.find("Expected tensor for argument #1 'indices'"), std::string::npos) << m.error;
-  EXPECT_NE(m.error.find("(at make_fixtures.py:"), std::string::npos) << m.error;
+  EXPECT_NE(m.error.find("(in the forward of module LstmTagger, at make_fixtures.py:"), std::string::npos) << m.error;
   EXPECT_NE(m.error.find(R"(needs "data": {"dtype": "int64", "vocab": N})"), std::string::npos) << m.error;
 }
 
@@ -298,6 +305,49 @@ TEST(TorchScript, APitfallInTheModulesOwnCodeIsDiagnosed) {
     EXPECT_EQ(static_cast<double>(d.bytes), *LiveGrowthPerIteration(m));
     EXPECT_NE(d.where.find("ReluBackward0"), std::string::npos) << d.where;
   }
+}
+
+// The snapshot names what made each backward allocation in every iteration. A module that runs whole
+// (not an nn.Sequential) is one bracket, "module MLP"; before, the nodes of its forward were nobody's
+// in iteration 1 and, from iteration 2 on, "the optimizer step"'s: the last bracket entered before
+// that forward (Note [Nodes made between brackets], nn/layer_trace.cpp).
+TEST(TorchScript, TheSnapshotNamesTheModuleOfEveryBackwardAllocationInEveryIteration) {
+  testing::ScratchFolder folder("torchscript-snapshot");
+  VariantSpec spec = Module("not_sequential.pt");
+  spec.loop.iterations = 3;
+  VariantMeasureOptions options;
+  options.backend = Backend::kCpu;
+  options.snapshot.path = folder.path() + "/s.pickle";
+  options.snapshot.always = true;
+  options.snapshot.source = {"s.json", "s", "v", "cpu", 0};
+  const VariantMeasurement m = MeasureVariant(spec, options);
+  ASSERT_EQ(Name(m.outcome), "pass") << m.error;
+  ASSERT_EQ(m.snapshot, options.snapshot.path) << m.snapshot_error;
+  std::ifstream in(options.snapshot.path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  const std::string text = testing::RenderPickle(bytes.str());
+  // Each allocation's frames, innermost first: the layer or stage (when known), the phase, the variant.
+  const std::regex alloc(R"(\{'action': 'alloc', [^\[]*'frames': \[([^\]]*)\])"), name(R"('name': '([^']*)')");
+  std::map<std::string, int> backward;  // label -> allocations
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), alloc); it != std::sregex_iterator(); ++it) {
+    const std::string frames = (*it)[1];
+    std::vector<std::string> names;
+    for (auto n = std::sregex_iterator(frames.begin(), frames.end(), name); n != std::sregex_iterator(); ++n) {
+      names.push_back((*n)[1]);
+    }
+    ASSERT_GE(names.size(), 2u) << frames;
+    if (names[names.size() - 2] == "phase backward") ++backward[names.size() == 3 ? names[0] : "(no label)"];
+  }
+  // Per iteration: the seed gradient of loss.backward(), made before any node runs; the loss's
+  // gradient of the output; Linear(32, 4)'s and Linear(16, 32)'s gradients (Addmm: 5 in all), ReLU's.
+  const std::map<std::string, int> expected = {
+      {"(no label)", 3},
+      {"the backward of the loss, node MseLossBackward0", 3},
+      {"the backward of module MLP, node AddmmBackward0", 3 * 5},
+      {"the backward of module MLP, node ReluBackward0", 3},
+  };
+  EXPECT_EQ(backward, expected) << text.substr(0, 4000);
 }
 
 }  // namespace
