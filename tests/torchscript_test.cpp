@@ -350,5 +350,32 @@ TEST(TorchScript, TheSnapshotNamesTheModuleOfEveryBackwardAllocationInEveryItera
   EXPECT_EQ(backward, expected) << text.substr(0, 4000);
 }
 
+// Note [The class axis] (workload/cross_entropy.h): a segmentation model's logits [N, C, H, W] are read
+// as PyTorch's F.cross_entropy reads them, with targets [N, H, W] (pytorch_eager_check.py compares the
+// bytes with eager PyTorch's); a token model's [N, T, V] by their last dim. data.classes that is not the
+// class axis' size is bad input, saying which axis was read.
+TEST(TorchScript, CrossEntropyReadsTheClassAxisAsPyTorchDoesAndChecksDataClasses) {
+  VariantSpec segmenter = Module("segmenter.pt");  // [8, 3, 8, 8] -> [8, 5, 8, 8]
+  segmenter.data.shape = {3, 8, 8};
+  segmenter.data.classes = 5;
+  segmenter.loop.loss = "cross_entropy";
+  VariantMeasurement m = Measured(segmenter, Backend::kCpu);  // on meta: no nll_loss2d Meta kernel yet
+  EXPECT_EQ(Name(m.outcome), "pass") << m.error;
+  segmenter.data.classes = 8;  // the last dim's size: what was read before
+  m = Measured(segmenter, Backend::kCpu);
+  EXPECT_EQ(Name(m.outcome), "error:error");
+  EXPECT_EQ(m.input_error,
+            "cross_entropy reads the output [8, 5, 8, 8] as PyTorch's F.cross_entropy does, [N, C, d1, ...] with "
+            "targets [N, d1, ...]: dim 1 holds 5 classes, but data.classes is 8");
+
+  VariantSpec tagger = Tagger("lstm.pt");  // [8, 12] ids -> [8, 12, 4]
+  tagger.data.classes = 12;
+  m = Measured(tagger, Backend::kMeta);
+  EXPECT_EQ(Name(m.outcome), "error:error");
+  EXPECT_EQ(m.input_error,
+            "cross_entropy reads the output [8, 12, 4] as a language model's logits [N, T, V] (the data are int64 "
+            "token ids): the last dim holds 4 classes, but data.classes is 12");
+}
+
 }  // namespace
 }  // namespace oomguard
