@@ -64,14 +64,23 @@ LayerTrace::~LayerTrace() {
   g_active = false;
 }
 
-void LayerTrace::EnterLayer(const std::string& layer) { Enter("layer " + layer, /*is_layer=*/true); }
-void LayerTrace::EnterStage(const std::string& stage) { Enter(stage, /*is_layer=*/false); }
+void LayerTrace::EnterLayer(const std::string& layer) { Enter("layer " + layer, /*is_forward=*/true); }
+void LayerTrace::EnterForward(const std::string& what) { Enter(what, /*is_forward=*/true); }
+void LayerTrace::EnterStage(const std::string& stage) { Enter(stage, /*is_forward=*/false); }
 
-void LayerTrace::Enter(std::string what, bool is_layer) {
-  current_ = (is_layer ? "the forward of " : "") + what;
-  moves_.fetch_add(1, std::memory_order_release);
+// Note [Nodes made between brackets]: an Exit is recorded as a start of nobody, so a node made after
+// it (by code between the brackets, or by a forward nothing brackets) is not the last bracket's. Without
+// it, a module that runs whole made every node of iteration 2 "the optimizer step"'s: the step was the
+// last bracket entered before that forward, and its sequence number was below all of them.
+void LayerTrace::Record(std::string what) {
   if (starts_.size() >= kMaxStarts) starts_.erase(starts_.begin(), starts_.begin() + kMaxStarts / 2);
   starts_.push_back({at::sequence_number::peek(), std::move(what)});
+}
+
+void LayerTrace::Enter(std::string what, bool is_forward) {
+  current_ = (is_forward ? "the forward of " : "") + what;
+  moves_.fetch_add(1, std::memory_order_release);
+  Record(std::move(what));
   {
     std::lock_guard<std::mutex> lock(g_node_mutex);
     g_node_name.clear();  // a node that ran before this point is not what fails next
@@ -83,6 +92,7 @@ void LayerTrace::Enter(std::string what, bool is_layer) {
 void LayerTrace::Exit() {
   current_.clear();
   moves_.fetch_add(1, std::memory_order_release);
+  Record("");
   if (listener_) listener_(current_);
 }
 

@@ -8,7 +8,9 @@
 //   (or "in the forward of layer 2:linear", "in the loss", "in the backward of the loss, node ...")
 //
 // Backward nodes are matched to layers by autograd sequence numbers: every node a layer's forward
-// creates has a number at or above the counter's value when the layer started (ATen/SequenceNumber.h).
+// creates has a number at or above the counter's value when the layer started, and below its value when
+// the layer exited (ATen/SequenceNumber.h). A node made outside every bracket is nobody's: "the backward
+// node X" (Note [Nodes made between brackets]).
 // One trace at a time per process (the callback is global); construct and destroy it on the
 // controlling thread.
 #pragma once
@@ -30,10 +32,12 @@ class LayerTrace {
   LayerTrace(const LayerTrace&) = delete;
   LayerTrace& operator=(const LayerTrace&) = delete;
 
-  // A net's forward brackets each segment (LayerNet: layer) with EnterLayer/Exit, the workload brackets the loss and
-  // the optimizer step with EnterStage/Exit ("the loss"); an exception skips Exit, which is the point.
-  void EnterLayer(const std::string& layer);
-  void EnterStage(const std::string& stage);
+  // A net's forward brackets each segment (LayerNet: layer) with EnterLayer/Exit, a net that runs whole
+  // its forward with EnterForward/Exit ("module GPT"), the workload brackets the loss and the optimizer
+  // step with EnterStage/Exit ("the loss"); an exception skips Exit, which is the point.
+  void EnterLayer(const std::string& layer);     // "the forward of layer <layer>"
+  void EnterForward(const std::string& what);    // "the forward of <what>"
+  void EnterStage(const std::string& stage);     // "<stage>"
   void Exit();
 
   // Where the most recent failure happened, as a phrase; empty when nothing is known.
@@ -59,15 +63,16 @@ class LayerTrace {
  private:
   struct Start {
     uint64_t first_sequence_nr;
-    std::string what;  // "layer 2:linear", "the loss"
+    std::string what;  // "layer 2:linear", "the loss"; empty: an Exit, nodes from here on are nobody's
   };
-  void Enter(std::string what, bool is_layer);
+  void Enter(std::string what, bool is_forward);
+  void Record(std::string what);
   std::string OwnerOfNode(int64_t sequence_nr) const;
 
   std::unique_ptr<BackwardNodes> backward_nodes_;
   std::string current_;  // "the forward of layer 2:linear", "the loss"; empty between them
   std::atomic<uint64_t> moves_{0};
-  std::vector<Start> starts_;  // in order of entry, so by sequence number
+  std::vector<Start> starts_;  // in order of entry and exit, so by sequence number
   LocationListener listener_;
 };
 

@@ -328,7 +328,10 @@ at::Tensor TorchScriptNet::ForwardInputs(const std::vector<at::Tensor>& inputs, 
   Loaded& l = *loaded_;
   if (l.module.is_training() != training) l.module.train(training);
   std::vector<c10::IValue> args(inputs.begin(), inputs.end());
-  return OutputTensor(l.module.forward(std::move(args)), l.facts.file, &l.facts.output);
+  if (trace()) trace()->EnterForward("module " + ShortTypeName(l.module));
+  at::Tensor out = OutputTensor(l.module.forward(std::move(args)), l.facts.file, &l.facts.output);
+  if (trace()) trace()->Exit();
+  return out;
 }
 
 size_t TorchScriptNet::segments() const { return loaded_->children.size(); }

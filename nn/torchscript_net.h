@@ -11,7 +11,8 @@
 // (Note [Weights of a module saved from meta]). One small file runs on every backend.
 //
 // Segments: the top-level children of an nn.Sequential, in order, named "<index>:<Type>"; any other
-// module runs whole, and WhyNoSegments says so for the knobs that need segments.
+// module runs whole, and WhyNoSegments says so for the knobs that need segments. The layer trace
+// (nn/layer_trace.h) names each segment's forward "layer <index>:<Type>", a whole forward "module <Type>".
 //
 // Note [Eager autograd for TorchScript]: with the graph executor's optimisation on, a module's
 // autograd is not eager autograd (differentiable subgraphs save what the JIT chooses, the first

@@ -128,6 +128,16 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
     if (spec.data.classes == 0) {
       return SpecProblem{loop.Key("loss"), "cross_entropy needs data.classes >= 1 (the targets are class ids)"};
     }
+    if (!module && !ids && spec.data.shape.size() > 1) {  // Note [The class axis], workload/cross_entropy.h
+      std::string output = "[batch";
+      for (size_t i = 0; i + 1 < spec.data.shape.size(); ++i) output += ", " + std::to_string(spec.data.shape[i]);
+      return SpecProblem{data.Key("shape"),
+                         "cross_entropy reads the classes on dim 1, as PyTorch's F.cross_entropy does ([N, C, d1, "
+                         "...]), but a layer list's output has its features last (here " +
+                             output + ", " + std::to_string(features) +
+                             "]): give data.shape one entry, or use int64 token ids (their logits [N, T, V] are "
+                             "read by the last dim)"};
+    }
     if (!module && features != spec.data.classes) {
       return SpecProblem{loop.Key("loss"), "cross_entropy needs one output feature per class: the model outputs " +
                                                std::to_string(features) + " features, data.classes is " +

@@ -22,8 +22,8 @@ buffers exist before the profiler starts (oomguard makes them in its setup phase
 each); host batches are drawn before it too (oomguard draws them in host memory, outside the
 ledger) and each step copies its batch to the "device" (torch.empty_like(host).copy_(host)); a
 module's cross_entropy targets are drawn after its forward, shaped like the output without the
-class axis; each step's batch, output and loss die at the end of its backward, each evaluation
-batch's at the end of that batch. Phases are record_function ranges named "phase:<name>".
+class axis (dim 1, or the last for token ids); each step's batch, output and loss die at the end of
+its backward, each evaluation batch's at the end of that batch. Phases are record_function ranges named "phase:<name>".
 """
 import argparse
 import contextlib
@@ -207,11 +207,19 @@ def eager_measure(config, make_model):
     train_batches = [draw(data, i) for i in range(iterations)]
     eval_batches = [[draw(data, i) for _ in range(evaluation.get("batches", 0))] for i in range(iterations)]
 
+    # Note [The class axis] (workload/cross_entropy.h): PyTorch's [N, C, d1, ...] with targets [N, d1, ...];
+    # token ids' logits [N, T, V] flattened to [N*T, V] as a language model's code does (so is [N, C]).
+    token_ids = data.get("dtype") == "int64"
+
     def loss_of(out):  # as VariantRun::Loss (workload/variant_run.cpp)
         loss = loop.get("loss", "mean")
         if loss == "cross_entropy":
-            target = torch.randint(0, data["classes"], out.shape[:-1])
-            return F.cross_entropy(out.reshape(-1, out.size(-1)), target.reshape(-1))
+            classes = data["classes"]
+            if token_ids or out.dim() == 2:
+                target = torch.randint(0, classes, out.shape[:-1])
+                return F.cross_entropy(out.reshape(-1, out.size(-1)), target.reshape(-1))
+            target = torch.randint(0, classes, out.shape[:1] + out.shape[2:])
+            return F.cross_entropy(out, target)
         if loss == "mse":
             return F.mse_loss(out, torch.zeros_like(out))
         return out.mean()

@@ -36,6 +36,11 @@ TEST(ScenarioLoader, MergedVariantsObeyCrossFieldRules) {
   EXPECT_EQ(LoadError(With(R"("data": {"shape": [4], "classes": 3}, "loop": {"loss": "cross_entropy"})")),
             "s.json: at loop.loss: cross_entropy needs one output feature per class: the model outputs 2 features, "
             "data.classes is 3 (variant a)");
+  // Note [The class axis]: PyTorch's dim 1 would be a position axis of a layer list's output.
+  EXPECT_EQ(LoadError(With(R"("data": {"shape": [3, 4], "classes": 2}, "loop": {"loss": "cross_entropy"})")),
+            "s.json: at data.shape: cross_entropy reads the classes on dim 1, as PyTorch's F.cross_entropy does "
+            "([N, C, d1, ...]), but a layer list's output has its features last (here [batch, 3, 2]): give data.shape "
+            "one entry, or use int64 token ids (their logits [N, T, V] are read by the last dim) (variant a)");
   EXPECT_EQ(
       LoadError(With(R"("data": {"shape": [8], "dtype": "int64"})")),
       "s.json: at data.vocab: int64 data (token ids) needs vocab >= 1: ids are drawn from [0, vocab) (variant a)");

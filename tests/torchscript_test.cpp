@@ -7,9 +7,16 @@
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
 #include <string>
+#include <vector>
 
+#include "tests/pickle_reader.h"
 #include "tests/same_bytes.h"
+#include "tests/scratch_folder.h"
 #include "workload/workload.h"
 
 namespace oomguard {
@@ -255,7 +262,7 @@ TEST(TorchScript, FloatDataIntoAnEmbeddingSaysTheDataNeedsTokenIds) {
   const VariantMeasurement m = Measured(Module("lstm.pt"), Backend::kCpu);  // data: [8, 16] float32
   EXPECT_EQ(Name(m.outcome), "error:error");
   EXPECT_NE(m.error.find("Expected tensor for argument #1 'indices'"), std::string::npos) << m.error;
-  EXPECT_NE(m.error.find("(at make_fixtures.py:"), std::string::npos) << m.error;
+  EXPECT_NE(m.error.find("(in the forward of module LstmTagger, at make_fixtures.py:"), std::string::npos) << m.error;
   EXPECT_NE(m.error.find(R"(needs "data": {"dtype": "int64", "vocab": N})"), std::string::npos) << m.error;
 }
 
@@ -298,6 +305,76 @@ TEST(TorchScript, APitfallInTheModulesOwnCodeIsDiagnosed) {
     EXPECT_EQ(static_cast<double>(d.bytes), *LiveGrowthPerIteration(m));
     EXPECT_NE(d.where.find("ReluBackward0"), std::string::npos) << d.where;
   }
+}
+
+// The snapshot names what made each backward allocation in every iteration. A module that runs whole
+// (not an nn.Sequential) is one bracket, "module MLP"; before, the nodes of its forward were nobody's
+// in iteration 1 and, from iteration 2 on, "the optimizer step"'s: the last bracket entered before
+// that forward (Note [Nodes made between brackets], nn/layer_trace.cpp).
+TEST(TorchScript, TheSnapshotNamesTheModuleOfEveryBackwardAllocationInEveryIteration) {
+  testing::ScratchFolder folder("torchscript-snapshot");
+  VariantSpec spec = Module("not_sequential.pt");
+  spec.loop.iterations = 3;
+  VariantMeasureOptions options;
+  options.backend = Backend::kCpu;
+  options.snapshot.path = folder.path() + "/s.pickle";
+  options.snapshot.always = true;
+  options.snapshot.source = {"s.json", "s", "v", "cpu", 0};
+  const VariantMeasurement m = MeasureVariant(spec, options);
+  ASSERT_EQ(Name(m.outcome), "pass") << m.error;
+  ASSERT_EQ(m.snapshot, options.snapshot.path) << m.snapshot_error;
+  std::ifstream in(options.snapshot.path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  const std::string text = testing::RenderPickle(bytes.str());
+  // Each allocation's frames, innermost first: the layer or stage (when known), the phase, the variant.
+  const std::regex alloc(R"(\{'action': 'alloc', [^\[]*'frames': \[([^\]]*)\])"), name(R"('name': '([^']*)')");
+  std::map<std::string, int> backward;  // label -> allocations
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), alloc); it != std::sregex_iterator(); ++it) {
+    const std::string frames = (*it)[1];
+    std::vector<std::string> names;
+    for (auto n = std::sregex_iterator(frames.begin(), frames.end(), name); n != std::sregex_iterator(); ++n) {
+      names.push_back((*n)[1]);
+    }
+    ASSERT_GE(names.size(), 2u) << frames;
+    if (names[names.size() - 2] == "phase backward") ++backward[names.size() == 3 ? names[0] : "(no label)"];
+  }
+  // Per iteration: the seed gradient of loss.backward(), made before any node runs; the loss's
+  // gradient of the output; Linear(32, 4)'s and Linear(16, 32)'s gradients (Addmm: 5 in all), ReLU's.
+  const std::map<std::string, int> expected = {
+      {"(no label)", 3},
+      {"the backward of the loss, node MseLossBackward0", 3},
+      {"the backward of module MLP, node AddmmBackward0", 3 * 5},
+      {"the backward of module MLP, node ReluBackward0", 3},
+  };
+  EXPECT_EQ(backward, expected) << text.substr(0, 4000);
+}
+
+// Note [The class axis] (workload/cross_entropy.h): a segmentation model's logits [N, C, H, W] are read
+// as PyTorch's F.cross_entropy reads them, with targets [N, H, W] (pytorch_eager_check.py compares the
+// bytes with eager PyTorch's); a token model's [N, T, V] by their last dim. data.classes that is not the
+// class axis' size is bad input, saying which axis was read.
+TEST(TorchScript, CrossEntropyReadsTheClassAxisAsPyTorchDoesAndChecksDataClasses) {
+  VariantSpec segmenter = Module("segmenter.pt");  // [8, 3, 8, 8] -> [8, 5, 8, 8]
+  segmenter.data.shape = {3, 8, 8};
+  segmenter.data.classes = 5;
+  segmenter.loop.loss = "cross_entropy";
+  VariantMeasurement m = Measured(segmenter, Backend::kCpu);  // on meta: no nll_loss2d Meta kernel yet
+  EXPECT_EQ(Name(m.outcome), "pass") << m.error;
+  segmenter.data.classes = 8;  // the last dim's size: what was read before
+  m = Measured(segmenter, Backend::kCpu);
+  EXPECT_EQ(Name(m.outcome), "error:error");
+  EXPECT_EQ(m.input_error,
+            "cross_entropy reads the output [8, 5, 8, 8] as PyTorch's F.cross_entropy does, [N, C, d1, ...] with "
+            "targets [N, d1, ...]: dim 1 holds 5 classes, but data.classes is 8");
+
+  VariantSpec tagger = Tagger("lstm.pt");  // [8, 12] ids -> [8, 12, 4]
+  tagger.data.classes = 12;
+  m = Measured(tagger, Backend::kMeta);
+  EXPECT_EQ(Name(m.outcome), "error:error");
+  EXPECT_EQ(m.input_error,
+            "cross_entropy reads the output [8, 12, 4] as a language model's logits [N, T, V] (the data are int64 "
+            "token ids): the last dim holds 4 classes, but data.classes is 12");
 }
 
 }  // namespace

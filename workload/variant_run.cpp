@@ -18,6 +18,7 @@
 #include "nn/scalar_type.h"
 #include "nn/torchscript_net.h"
 #include "workload/batch_maker.h"
+#include "workload/cross_entropy.h"
 #include "workload/grad_digest.h"
 #include "workload/grad_scaler.h"
 #include "workload/optimizer.h"
@@ -65,12 +66,7 @@ class VariantRun final : public MeasuredRun {
       params_ = net_->parameters();
       for (const at::Tensor& p : params_) m_.param_bytes += Bytes(p);
     }
-    if (!m_.error.empty()) {
-      // The scenario and its model disagree: bad input, not a measurement (the variant is UNRESOLVED).
-      m_.outcome = VariantOutcome::Error(ErrorCategory::kError);
-      m_.input_error = m_.error;
-      return;
-    }
+    if (!m_.error.empty()) return InputError(m_.error);
     net_->set_trace(trace_);
     optimizer_ = MakeOptimizer(spec_.loop.optimizer, params_);
     const int64_t iterations = options_.iterations > 0 ? options_.iterations : spec_.loop.iterations;
@@ -81,9 +77,9 @@ class VariantRun final : public MeasuredRun {
       try {
         TrainIteration(i == 1, &iteration);
       } catch (const ModelFileError& e) {  // a forward whose result holds no tensor
-        m_.outcome = VariantOutcome::Error(ErrorCategory::kError);
-        m_.error = m_.input_error = e.what();
-        return;
+        return InputError(e.what());
+      } catch (const LossInputError& e) {  // an output the loss cannot read (data.classes, its shape)
+        return InputError(e.what());
       }
       iteration.live_after_bytes = ledger_.live_bytes();
       iteration.peak_bytes = std::max(window_peak_before_clip_, ledger_.TakeWindowPeak());
@@ -109,6 +105,12 @@ class VariantRun final : public MeasuredRun {
   }
 
  private:
+  // The scenario and its model disagree: bad input, not a measurement (the variant is UNRESOLVED).
+  void InputError(const std::string& error) {
+    m_.outcome = VariantOutcome::Error(ErrorCategory::kError);
+    m_.error = m_.input_error = error;
+  }
+
   void TrainIteration(bool first, IterationMeasurement* iteration) {
     SetPhase(ledger_, Phase::kZeroGrad);
     ZeroGrad();
@@ -294,16 +296,18 @@ class VariantRun final : public MeasuredRun {
   }
 
   // A module's cross_entropy targets are drawn here, shaped like its output without the class axis
-  // (a classifier's [batch], a language model's [batch, seq]), on the device.
+  // (Note [The class axis], workload/cross_entropy.h), on the device; a layer list's come with the batch.
   at::Tensor Loss(const at::Tensor& output, const at::Tensor& target) const {
     const std::string& loss = spec_.loop.loss;
     if (loss == "cross_entropy") {
-      at::Tensor t = target;
-      if (!t.defined()) {
-        const std::vector<int64_t> sizes(output.sizes().begin(), output.sizes().end() - 1);
-        t = at::randint(0, spec_.data.classes, sizes, device_options_.dtype(at::kLong));
-      }
-      return at::cross_entropy_loss(output.reshape({-1, output.size(-1)}), t.reshape({-1}));
+      std::string error;
+      const std::optional<ClassAxis> axis =
+          ReadClassAxis(output.sizes(), spec_.data.dtype == DType::kInt64, spec_.data.classes, &error);
+      if (!axis) throw LossInputError(error);
+      const at::Tensor t = target.defined() ? target
+                                            : at::randint(0, spec_.data.classes, axis->target_sizes,
+                                                          device_options_.dtype(at::kLong));
+      return CrossEntropy(output, t, *axis);
     }
     if (loss == "mse") return at::mse_loss(output, at::zeros_like(output));
     return output.mean();

@@ -140,6 +140,20 @@ class SkipMlp(nn.Module):
         return self.out(hidden + skip)
 
 
+class Segmenter(nn.Module):
+    """Images [batch, 3, 8, 8] -> per-pixel logits [batch, 5, 8, 8], PyTorch's layout for cross_entropy
+    (classes on dim 1, targets [batch, 8, 8]); not an nn.Sequential. segmenter.json trains it; the eager
+    check compares it."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.classify = nn.Conv2d(8, 5, 1)
+
+    def forward(self, x):
+        return self.classify(torch.relu(self.conv(x)))
+
+
 def seq_mlp():
     return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
 
@@ -160,6 +174,7 @@ def main():
         "gru.pt": torch.jit.script(GruTagger()),
         "tensor_attributes.pt": torch.jit.script(TensorAttributes()),
         "skip_mse.pt": torch.jit.script(SkipMlp()),
+        "segmenter.pt": torch.jit.script(Segmenter()),
         "traced_dropout.pt": torch.jit.trace(nn.Sequential(nn.Linear(16, 4), nn.Dropout(0.5)).train(),
                                              torch.randn(2, 16), check_trace=False),
     }
@@ -167,7 +182,7 @@ def main():
         saved["meta_mlp.pt"] = torch.jit.script(seq_mlp())
     for name, module in saved.items():
         module.save(os.path.join(out, name))
-    for scenario in ("lstm.json", "skip_mse.json"):
+    for scenario in ("lstm.json", "skip_mse.json", "segmenter.json"):
         shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), scenario), out)
     with open(os.path.join(out, "not_a_module.pt"), "w") as f:
         f.write("this is not a zip archive")
