@@ -1,4 +1,5 @@
 #include "allocators/cpu_tracking_allocator.h"
+#include "allocators/host_first_allocation.h"
 
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
@@ -25,6 +26,7 @@ struct BlockHeader {
 static_assert(sizeof(BlockHeader) <= kHeaderBytes);
 
 thread_local bool t_host_scope = false;
+thread_local bool t_host_first = false;  // the next allocation is host memory (HostFirstAllocationScope)
 
 // Note [Small blocks]: glibc's posix_memalign at c10's 64-byte alignment costs more the larger the
 // block (about 550 instructions an allocate+free pair at 64 bytes, 850 at 128), so the size header
@@ -125,6 +127,8 @@ void DeleteBlock(void* data) {
 
 HostAllocationScope::HostAllocationScope() : previous_(t_host_scope) { t_host_scope = true; }
 HostAllocationScope::~HostAllocationScope() { t_host_scope = previous_; }
+HostFirstAllocationScope::HostFirstAllocationScope() : previous_(t_host_first) { t_host_first = true; }
+HostFirstAllocationScope::~HostFirstAllocationScope() { t_host_first = previous_; }
 
 bool IsHostAllocation(const c10::DataPtr& data) {
   if (data.get() == nullptr || data.get_deleter() != &DeleteBlock) return false;
@@ -145,7 +149,7 @@ CpuTrackingAllocator::CpuTrackingAllocator(DeviceAccount& account) : account_(ac
 
 c10::DataPtr CpuTrackingAllocator::allocate(size_t nbytes) {
   if (nbytes == 0) return {nullptr, nullptr, &DeleteBlock, c10::Device(c10::DeviceType::CPU)};
-  const bool host = t_host_scope;
+  const bool host = t_host_scope || std::exchange(t_host_first, false);
   const auto size = static_cast<int64_t>(nbytes);
   int origin = Ledger::kNoOrigin;
   if (host) {

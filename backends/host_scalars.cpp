@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "allocators/cpu_tracking_allocator.h"
+#include "allocators/host_first_allocation.h"
 #include "ops/op_stream.h"
 
 namespace oomguard {
@@ -21,6 +22,20 @@ bool WrapsScalar(const at::RecordFunction& fn) {
   if (!op || op->overload_name != "Scalar") return false;
   static constexpr std::string_view kOps[] = {"aten::add", "aten::add_", "aten::sub", "aten::sub_",
                                               "aten::mul", "aten::mul_", "aten::div", "aten::div_"};
+  for (std::string_view name : kOps) {
+    if (op->name == name) return true;
+  }
+  return false;
+}
+
+// The comparisons with a number (x > 0.1: a hand-written dropout's mask), whose structured kernel wraps
+// the number first and then allocates its result itself, with no nested op to close a scope at.
+bool ComparesWithScalar(const at::RecordFunction& fn) {
+  const std::optional<c10::OperatorName> op = fn.operator_name();
+  if (!op || op->overload_name != "Scalar") return false;
+  static constexpr std::string_view kOps[] = {"aten::eq",  "aten::ne",  "aten::lt",  "aten::le",
+                                              "aten::gt",  "aten::ge",  "aten::eq_", "aten::ne_",
+                                              "aten::lt_", "aten::le_", "aten::gt_", "aten::ge_"};
   for (std::string_view name : kOps) {
     if (op->name == name) return true;
   }
@@ -46,6 +61,10 @@ struct WholeOpScope final : at::ObserverContext {
   HostAllocationScope scope;
 };
 struct UntilNestedScope final : at::ObserverContext {};
+// A comparison's scope: its first allocation, the wrapped number.
+struct FirstAllocationScope final : at::ObserverContext {
+  HostFirstAllocationScope scope;
+};
 
 }  // namespace
 
@@ -55,6 +74,7 @@ struct HostScalarCopies::Watch final : OpObserver {
   std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) override {
     t_until_nested.reset();
     if (CastsWrappedNumber(fn)) return std::make_unique<WholeOpScope>();
+    if (ComparesWithScalar(fn)) return std::make_unique<FirstAllocationScope>();
     if (!WrapsScalar(fn)) return nullptr;
     t_until_nested.emplace();
     return std::make_unique<UntilNestedScope>();

@@ -27,6 +27,24 @@ namespace {
 at::Tensor ReluMeta(const at::Tensor& self) { return at::empty_like(self); }
 at::Tensor& ReluInplaceMeta(at::Tensor& self) { return self; }
 
+// hardswish (MobileNetV3) and hardtanh (ReLU6: MobileNetV2), which LibTorch's C++ build has no Meta
+// kernel for: cpu's forward makes one output like its input (hardswish a TensorIterator unary op,
+// hardtanh empty_like then clamp_out into it), its backward one output shaped like the broadcast of
+// grad and input (a TensorIterator binary op); the in-place forms allocate nothing.
+at::Tensor HardswishMeta(const at::Tensor& self) { return at::empty_like(self); }
+at::Tensor HardtanhMeta(const at::Tensor& self, const at::Scalar&, const at::Scalar&) { return at::empty_like(self); }
+at::Tensor ActivationBackwardMeta(const at::Tensor& grad, const at::Tensor& self) {
+  if (grad.sizes() == self.sizes()) return at::empty_like(grad);
+  return at::empty(at::infer_size(grad.sizes(), self.sizes()), grad.options());
+}
+at::Tensor HardswishBackwardMeta(const at::Tensor& grad, const at::Tensor& self) {
+  return ActivationBackwardMeta(grad, self);
+}
+at::Tensor HardtanhBackwardMeta(const at::Tensor& grad, const at::Tensor& self, const at::Scalar&,
+                                const at::Scalar&) {
+  return ActivationBackwardMeta(grad, self);
+}
+
 // Dropout's mask draw (at::dropout on cpu and meta: empty_like(input).bernoulli_(1 - p)): in place,
 // no allocation on cpu.
 at::Tensor& BernoulliScalarInplaceMeta(at::Tensor& self, double p, std::optional<at::Generator>) {
@@ -259,6 +277,10 @@ void RegisterMetaKernels() {
     auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::Meta, __FILE__, __LINE__);
     lib->impl("relu", TORCH_FN(ReluMeta));
     lib->impl("relu_", TORCH_FN(ReluInplaceMeta));
+    lib->impl("hardswish", TORCH_FN(HardswishMeta));
+    lib->impl("hardswish_backward", TORCH_FN(HardswishBackwardMeta));
+    lib->impl("hardtanh", TORCH_FN(HardtanhMeta));
+    lib->impl("hardtanh_backward", TORCH_FN(HardtanhBackwardMeta));
     lib->impl("bernoulli_.float", TORCH_FN(BernoulliScalarInplaceMeta));
     lib->impl("bernoulli_.Tensor", TORCH_FN(BernoulliTensorInplaceMeta));
     lib->impl("native_dropout", TORCH_FN(NativeDropoutMeta));
@@ -287,6 +309,8 @@ void RegisterMetaKernels() {
     meta_kernels::RegisterPool(*library, *lib);
     meta_kernels::RegisterConv(*library);
     meta_kernels::RegisterAttention(*library, *lib);
+    meta_kernels::RegisterResize(*library);
+    meta_kernels::RegisterPromote(*library, *lib);
     return lib;
   }();
   (void)autograd_library;

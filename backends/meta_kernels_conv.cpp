@@ -6,9 +6,9 @@
 // that backend: Mkldnn (most float convolutions: batches, grouped, strided or dilated ones) through
 // oneDNN (backends/meta_kernels_conv_onednn.h, which sizes its buffers by asking oneDNN), or
 // Slow2d (im2col and a gemm: unstrided 1x1 convolutions of small batches on one thread, small single
-// images, float64). Other cpu backends (SlowDilated2d for the dilated convolutions oneDNN does not get,
-// transposed, 3-d) fail with the backend's name. The steps below follow ATen/native/Convolution.cpp and
-// ConvolutionMM2d.cpp, in their order.
+// images, float64). Other cpu backends (SlowDilated2d for the dilated convolutions oneDNN does not get),
+// transposed and 3-d convolutions fail saying they are not mirrored (backends/meta_not_mirrored.h). The
+// steps below follow ATen/native/Convolution.cpp and ConvolutionMM2d.cpp, in their order.
 #include <ATen/native/ConvUtils.h>
 #include <c10/core/TensorImpl.h>
 
@@ -19,6 +19,7 @@
 
 #include "backends/meta_kernels_conv_onednn.h"
 #include "backends/meta_kernels_internal.h"
+#include "backends/meta_not_mirrored.h"
 #include "backends/onednn_query.h"
 
 namespace oomguard::meta_kernels {
@@ -92,9 +93,25 @@ std::string BackendName(at::native::ConvBackend backend) {
 }
 
 [[noreturn]] void Unmirrored(at::native::ConvBackend backend) {
-  TORCH_CHECK(false, "convolution on meta: cpu would run its ", BackendName(backend),
-              " backend here, which oomguard's Meta kernels do not mirror (backends/meta_kernels_conv.cpp); run "
-              "this convolution on cpu");
+  TORCH_CHECK(false, NotMirroredMessage("aten::convolution (cpu's " + BackendName(backend) + " backend)",
+                                        "cpu runs that backend for this convolution, and oomguard mirrors only its "
+                                        "oneDNN and Slow2d backends"));
+}
+
+// Transposed convolution (nn.ConvTranspose1d/2d/3d: conv_transpose*d calls convolution with transposed
+// set) runs oneDNN's deconvolution on cpu, whose buffers onednn_query.h does not size.
+void CheckNotTransposed(bool transposed, const char* op) {
+  TORCH_CHECK(!transposed, NotMirroredMessage(std::string("transposed convolution (") + op +
+                                                  " of nn.ConvTranspose1d/2d/3d, F.conv_transpose*d)",
+                                              "cpu runs oneDNN's deconvolution, whose buffers oomguard does not size "
+                                              "yet"));
+}
+
+// 3-d convolutions: cpu's Slow3d or oneDNN over 5-d tensors, not mirrored.
+void CheckDims(int64_t k, const char* op) {
+  TORCH_CHECK(k == 3 || k == 4, NotMirroredMessage(std::string("a ") + std::to_string(k - 2) + "-d convolution (" +
+                                                       op + ")",
+                                                   "oomguard mirrors 1-d and 2-d convolutions only"));
 }
 
 // ---- Slow2d (ConvolutionMM2d.cpp) ----
@@ -207,9 +224,9 @@ at::Tensor ConvolutionMirror(const at::Tensor& input_r, const at::Tensor& weight
                              const std::optional<at::Tensor>& bias_opt, c10::SymIntArrayRef stride,
                              c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed,
                              c10::SymIntArrayRef output_padding, const c10::SymInt& groups) {
-  TORCH_CHECK(!transposed, "convolution on meta: transposed convolutions have no Meta kernel in oomguard");
+  CheckNotTransposed(transposed, "aten::convolution");
   const int64_t k = weight_r.dim();
-  TORCH_CHECK(k == 3 || k == 4, "convolution on meta: oomguard mirrors 1-d and 2-d convolutions, not ", k - 2, "-d");
+  CheckDims(k, "aten::convolution");
   ConvParams p{Expand(stride, k - 2), Expand(padding, k - 2), Expand(dilation, k - 2), groups.expect_int()};
   at::Tensor input = input_r, weight = weight_r;
   at::Tensor bias = bias_opt.has_value() ? *bias_opt : at::Tensor();
@@ -261,10 +278,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> ConvolutionBackwardMeta(
     at::OptionalSymIntArrayRef bias_sizes, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding,
     c10::SymIntArrayRef dilation, bool transposed, c10::SymIntArrayRef output_padding, c10::SymInt groups,
     std::array<bool, 3> mask) {
-  TORCH_CHECK(!transposed, "convolution_backward on meta: transposed convolutions have no Meta kernel in oomguard");
+  CheckNotTransposed(transposed, "aten::convolution_backward");
   const int64_t k = weight_r.dim();
-  TORCH_CHECK(k == 3 || k == 4, "convolution_backward on meta: oomguard mirrors 1-d and 2-d convolutions, not ", k - 2,
-              "-d");
+  CheckDims(k, "aten::convolution_backward");
   ConvParams p{Expand(stride, k - 2), Expand(padding, k - 2), Expand(dilation, k - 2), groups.expect_int()};
   at::Tensor grad_output = grad_output_r, input = input_r, weight = weight_r;
   if (k == 3) {

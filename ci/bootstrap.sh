@@ -2,7 +2,8 @@
 # Installs everything oomguard needs, idempotently: quiet and fast when all is present.
 #   - Debian packages: compiler toolchain pieces (clang and libFuzzer too), CLI11, nlohmann/json,
 #     GoogleTest/Benchmark, ccache, valgrind.
-#   - PyPI torch==$TORCH_VERSION (ci/pins.env) in a venv outside the checkout, so every clone reuses it:
+#   - PyPI torch==$TORCH_VERSION and torchvision==$TORCHVISION_VERSION (ci/pins.env) in a venv outside the
+#     checkout, so every clone reuses it:
 #     ${OOMGUARD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/oomguard}/torch-$TORCH_VERSION
 # Prints the venv's python on the last line of stdout.
 set -euo pipefail
@@ -37,5 +38,14 @@ if ! have_torch; then
   [ -x "$py" ] || python3 -m venv "$venv" >&2
   "$py" -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" >&2
   have_torch || { log "torch $TORCH_VERSION did not import from $venv"; exit 1; }
+fi
+have_torchvision() {
+  "$py" -c "import torchvision, sys; sys.exit(torchvision.__version__.split('+')[0] != '$TORCHVISION_VERSION')" 2>/dev/null
+}
+if ! have_torchvision; then
+  log "installing torchvision==$TORCHVISION_VERSION into $venv (torch stays $TORCH_VERSION)"
+  "$py" -m pip install -q --disable-pip-version-check "torchvision==$TORCHVISION_VERSION" pillow numpy \
+    "torch==$TORCH_VERSION" >&2
+  have_torch && have_torchvision || { log "torchvision $TORCHVISION_VERSION did not import with torch $TORCH_VERSION"; exit 1; }
 fi
 echo "$py"

@@ -16,6 +16,7 @@
 
 #include "allocators/cpu_tracking_allocator.h"
 #include "allocators/meta_tracking_allocator.h"
+#include "backends/meta_not_mirrored.h"
 #include "base/check.h"
 
 namespace oomguard {
@@ -86,19 +87,6 @@ void FindFixedModes(const torch::jit::Block* block, const std::string& where, st
       found->insert(op + " in " + where + " (train=" + (flag->toBool() ? "true" : "false") + ")");
     }
   }
-}
-
-// The recurrent ops whose cpu kernel takes a path of its own, by the tensor's device, that meta does
-// not take: what cpu does instead.
-const std::map<std::string, std::string>& CpuOnlyRnnPaths() {
-  static const std::string precomputed =
-      "computes every step's input projection at once (RNN.cpp's FullLayer on a cpu tensor)";
-  static const auto* paths = new std::map<std::string, std::string>{
-      {"aten::lstm", "runs oneDNN's LSTM (mkldnn_rnn_layer, with its workspace)"},
-      {"aten::gru", precomputed},
-      {"aten::rnn_tanh", precomputed},
-      {"aten::rnn_relu", precomputed}};
-  return *paths;
 }
 
 // Whether a graph (or a block nested in it) calls `op`.
@@ -245,23 +233,22 @@ TorchScriptNet::TorchScriptNet(const ModelSpec& spec, const at::TensorOptions& o
   l.facts.weights = !has_data ? "shapes" : any_meta && !any_saved ? "seeded" : any_meta ? "saved+seeded" : "saved";
 
   std::set<std::string> fixed;
-  std::map<std::string, std::set<std::string>> rnns;  // op -> the modules that call it
+  std::map<std::string, std::set<std::string>> unmirrored;  // op -> the modules that call it
   for (const torch::jit::NameModule& item : l.module.named_modules()) {
     const std::string where = item.name.empty() ? "the top module" : "module " + item.name;
     for (const torch::jit::Method& method : item.value.get_methods()) {
       FindFixedModes(method.graph()->block(), where, &fixed);
-      for (const auto& [op, how] : CpuOnlyRnnPaths()) {
-        if (options.device().is_meta() && Calls(method.graph()->block(), op)) rnns[op].insert(where);
+      for (const NotMirroredOp& op : NotMirroredOps()) {
+        if (options.device().is_meta() && Calls(method.graph()->block(), op.op)) unmirrored[op.op].insert(where);
       }
     }
   }
-  for (const auto& [op, modules] : rnns) {
+  for (const NotMirroredOp& op : NotMirroredOps()) {  // in the table's order
+    if (!unmirrored.contains(op.op)) continue;
     std::string where;
-    for (const std::string& w : modules) where += (where.empty() ? "" : ", ") + w;
-    l.warnings.push_back(spec.torchscript + ": " + op + " (in " + where + ") runs on meta through PyTorch's native " +
-                         "per-step path, while cpu " + CpuOnlyRnnPaths().at(op) +
-                         ", which meta does not mirror yet: its bytes on meta are not cpu's. Run it on cpu for exact "
-                         "bytes");
+    for (const std::string& w : unmirrored.at(op.op)) where += (where.empty() ? "" : ", ") + w;
+    l.warnings.push_back(spec.torchscript + ": " + op.op + " (in " + where + ") " + op.differs + ", " +
+                         NotMirroredConsequence());
   }
   if (!fixed.empty()) {
     std::string ops;

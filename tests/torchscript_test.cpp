@@ -256,6 +256,23 @@ TEST(TorchScript, AnRnnThatMetaDoesNotMirrorIsWarnedAboutOnMeta) {
   EXPECT_EQ(cpu.param_bytes, meta.param_bytes);
 }
 
+// nn.MultiheadAttention's fused fast path (torch._native_multi_head_attention), which its forward takes
+// in evaluation under no_grad for cpu and cuda tensors only: the meta run says so.
+TEST(TorchScript, AttentionsFastPathThatMetaDoesNotTakeIsWarnedAboutOnMeta) {
+  const VariantSpec attention = Tagger("attention.pt");
+  const VariantMeasurement cpu = Measured(attention, Backend::kCpu), meta = Measured(attention, Backend::kMeta);
+  ASSERT_EQ(Name(cpu.outcome), "pass") << cpu.error;
+  ASSERT_EQ(Name(meta.outcome), "pass") << meta.error;
+  EXPECT_TRUE(cpu.warnings.empty());
+  ASSERT_EQ(meta.warnings.size(), 1u);
+  EXPECT_EQ(meta.warnings[0],
+            Fixture("attention.pt") +
+                ": aten::_native_multi_head_attention (in module attention) is nn.MultiheadAttention's fused fast "
+                "path, which cpu takes in evaluation with autograd off (no_grad) while meta runs the module's Python "
+                "path there (the fast path accepts cpu and cuda tensors only), which meta does not mirror yet: its "
+                "bytes on meta are not cpu's. Run it on cpu for exact bytes");
+}
+
 // The first mistake with a language model: the default float32 data fed to its embedding. The error
 // says which data it needs.
 TEST(TorchScript, FloatDataIntoAnEmbeddingSaysTheDataNeedsTokenIds) {

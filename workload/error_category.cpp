@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "allocators/install.h"
+#include "backends/meta_not_mirrored.h"
 
 namespace oomguard {
 
@@ -14,6 +15,7 @@ ErrorCategory CategorizeError(std::string_view message) {
   }
   if (message.find("leaf Variable that requires grad") != std::string_view::npos) return ErrorCategory::kInplaceLeaf;
   if (message.find("with Meta tensors") != std::string_view::npos ||
+      message.find(kNotMirroredMarker) != std::string_view::npos ||
       message.find("Meta kernel") != std::string_view::npos) {
     return ErrorCategory::kMetaKernelMissing;
   }
@@ -95,12 +97,16 @@ std::string DescribeError(const std::exception& e, const std::string& location) 
     if (!script->frame.empty()) place += (place.empty() ? "at " : ", at ") + script->frame;
   }
   const std::string where = place.empty() ? "" : " (" + place + ")";
+  // A Meta kernel's own words for what it does not mirror (backends/meta_not_mirrored.h) say it all.
+  if (const size_t marker = message.find(kNotMirroredMarker); marker != std::string::npos) {
+    return message.substr(0, marker) + where + message.substr(marker);
+  }
   if (CategorizeError(message) == ErrorCategory::kMetaKernelMissing) {
     const size_t colon = message.find(": ");
     const std::string op = colon == std::string::npos ? "an operator" : message.substr(0, colon);
     return op + " has no Meta kernel" + where +
-           ": LibTorch ships none and oomguard registers none. Add one to backends/meta_kernels.cpp, or run "
-           "this scenario on cpu.";
+           ": LibTorch ships none and oomguard registers none, so meta does not mirror it. " + NotMirroredAdvice() +
+           ".";
   }
   // An embedding fed the default float32 data: the scenario's data, not the model, is what to change.
   if (message.find("argument #1 'indices'") != std::string::npos &&

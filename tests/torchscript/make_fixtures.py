@@ -105,6 +105,22 @@ class GruTagger(nn.Module):
         return self.head(hidden)
 
 
+class AttentionTagger(nn.Module):
+    """Self-attention over the embedded tokens (nn.MultiheadAttention, batch first): in evaluation under
+    no_grad cpu takes its fused fast path, meta its Python path."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 16)
+        self.attention = nn.MultiheadAttention(16, 2, batch_first=True)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, ids):
+        h = self.embed(ids)
+        a, _ = self.attention(h, h, h, need_weights=False)
+        return self.head(a)
+
+
 class TensorAttributes(nn.Module):
     """Tensors its forward reads from attributes that are neither parameters nor buffers: a plain
     tensor, and one inside a tuple inside a dict."""
@@ -172,6 +188,7 @@ def main():
         "keeps_history.pt": torch.jit.script(KeepsHistory()),
         "lstm.pt": torch.jit.script(LstmTagger()),
         "gru.pt": torch.jit.script(GruTagger()),
+        "attention.pt": torch.jit.script(AttentionTagger()),
         "tensor_attributes.pt": torch.jit.script(TensorAttributes()),
         "skip_mse.pt": torch.jit.script(SkipMlp()),
         "segmenter.pt": torch.jit.script(Segmenter()),

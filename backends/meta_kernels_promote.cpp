@@ -1,0 +1,105 @@
+// Meta kernels for the arithmetic ops whose cpu TensorIterator copies an operand of another dtype
+// (Note [Operands promoted on cpu]), and for linear's bias added in place on cpu (LinearAutogradMeta).
+//
+// Note [Operands promoted on cpu]: a TensorIterator op whose inputs differ in dtype (a bf16 tensor
+// times a bool mask: a hand-written dropout; a bf16 branch added to a float32 residual stream) computes
+// in their common dtype. On cpu, TensorIterator::compute_types first casts each input of another dtype
+// to it (`op.tensor().to(common_dtype)`, a temporary freed when the op returns), then allocates the
+// output; on any other device the kernel reads mixed dtypes in place, and so does meta's. These kernels
+// make cpu's casts on meta, then let the structured Meta function (at::meta::...) make the output. A
+// wrapped number (`t * 2.0`) is left out: its cast is host memory (Note [Host scalars]).
+#include <ATen/ATen.h>
+#include <ATen/ops/add_meta_dispatch.h>
+#include <ATen/ops/div_meta_dispatch.h>
+#include <ATen/ops/linear_native.h>
+#include <ATen/ops/mul_meta_dispatch.h>
+#include <ATen/ops/sub_meta_dispatch.h>
+
+#include <optional>
+#include <string_view>
+
+#include "backends/meta_kernels_internal.h"
+
+namespace oomguard::meta_kernels {
+namespace {
+
+// cpu's casts of `self` and `other` to their common dtype (float for an integer division), alive
+// while the op runs.
+struct PromotedOperands {
+  PromotedOperands(const at::Tensor& self, const at::Tensor& other, bool integer_to_float = false) {
+    at::ScalarType common = at::result_type(self, other);
+    if (integer_to_float && at::isIntegralType(common, /*includeBool=*/true)) {
+      common = c10::typeMetaToScalarType(c10::get_default_dtype());
+    }
+    for (const at::Tensor* t : {&self, &other}) {
+      if (t->scalar_type() == common || !t->is_meta() || t->unsafeGetTensorImpl()->is_wrapped_number()) continue;
+      casts.push_back(t->to(common));
+    }
+  }
+  std::vector<at::Tensor> casts;
+};
+
+at::Tensor AddMeta(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  const PromotedOperands promoted(self, other);
+  return at::meta::add(self, other, alpha);
+}
+at::Tensor& AddInplaceMeta(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  const PromotedOperands promoted(self, other);
+  return at::meta::add_(self, other, alpha);
+}
+at::Tensor SubMeta(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  const PromotedOperands promoted(self, other);
+  return at::meta::sub(self, other, alpha);
+}
+at::Tensor& SubInplaceMeta(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  const PromotedOperands promoted(self, other);
+  return at::meta::sub_(self, other, alpha);
+}
+at::Tensor MulMeta(const at::Tensor& self, const at::Tensor& other) {
+  const PromotedOperands promoted(self, other);
+  return at::meta::mul(self, other);
+}
+at::Tensor& MulInplaceMeta(at::Tensor& self, const at::Tensor& other) {
+  const PromotedOperands promoted(self, other);
+  return at::meta::mul_(self, other);
+}
+at::Tensor DivMeta(const at::Tensor& self, const at::Tensor& other) {
+  const PromotedOperands promoted(self, other, /*integer_to_float=*/true);
+  return at::meta::div(self, other);
+}
+at::Tensor& DivInplaceMeta(at::Tensor& self, const at::Tensor& other) {
+  const PromotedOperands promoted(self, other, /*integer_to_float=*/true);
+  return at::meta::div_(self, other);
+}
+
+// linear of an input that is neither 2-d nor contiguous (the transposed [seq, batch, features] view
+// nn.MultiheadAttention projects) runs matmul, then adds the bias: in place on cpu, out of place for a
+// meta tensor, which at::native::linear treats as a tensor subclass (isTensorSubclassLike), one
+// output-sized allocation more. This kernel adds in place there, as cpu does, and leaves every other
+// case to the composite itself.
+at::Tensor LinearAutogradMeta(const at::Tensor& input, const at::Tensor& weight,
+                              const std::optional<at::Tensor>& bias) {
+  if (!bias.has_value() || !bias->defined() || input.dim() == 2 || input.dim() == 0 || weight.dim() == 0 ||
+      input.is_contiguous()) {
+    return at::native::linear(input, weight, bias);
+  }
+  at::Tensor output = at::matmul(input, weight.t());
+  output.add_(*bias);
+  return output;
+}
+
+}  // namespace
+
+void RegisterPromote(torch::Library& meta, torch::Library& autograd_meta) {
+  autograd_meta.impl("linear", TORCH_FN(LinearAutogradMeta));
+  meta.impl("add.Tensor", TORCH_FN(AddMeta));
+  meta.impl("add_.Tensor", TORCH_FN(AddInplaceMeta));
+  meta.impl("sub.Tensor", TORCH_FN(SubMeta));
+  meta.impl("sub_.Tensor", TORCH_FN(SubInplaceMeta));
+  meta.impl("mul.Tensor", TORCH_FN(MulMeta));
+  meta.impl("mul_.Tensor", TORCH_FN(MulInplaceMeta));
+  meta.impl("div.Tensor", TORCH_FN(DivMeta));
+  meta.impl("div_.Tensor", TORCH_FN(DivInplaceMeta));
+}
+
+}  // namespace oomguard::meta_kernels

@@ -1,0 +1,106 @@
+// The ops users met on meta with bytes other than cpu's (issue #31, item 5), forward and backward with
+// an evaluation, on cpu and meta: exactly the cpu backend's allocations, with the cpu kernel each
+// mirrors named (the models whole: tests/meta_corpus.py).
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "tests/meta_ops_harness.h"
+
+namespace oomguard {
+namespace {
+
+using namespace testing;  // NOLINT(google-build-using-namespace): the harness, meta_ops_harness.h
+
+// Exactly cpu's bytes but for `sums` gradient sums of `bytes` each: these models use a tensor twice or
+// more, and meta sums the gradients out of place, cpu in place (Note [Gradient sums on meta]).
+void ExpectCpusBytesBesidesGradientSums(const Both& m, int64_t sums, int64_t bytes) {
+  ASSERT_EQ(Name(m.cpu.outcome), "pass") << m.cpu.error;
+  ASSERT_EQ(Name(m.meta.outcome), "pass") << m.meta.error;
+  ExpectSameBytes(m.cpu, m.meta, sums, bytes);
+}
+
+// MobileNetV3's activations (hardswish; hardsigmoid is structured and had its Meta kernel) and
+// MobileNetV2's ReLU6 (hardtanh), out of place and in place.
+TEST(MetaUserOps, HardswishAndRelu6AllocateAsOnCpu) {
+  const Both m = MeasureOnBoth([](Context& ctx) {
+    Parameters p(ctx);
+    const at::Tensor w1 = p.Add({16, 8}), w2 = p.Add({4, 16});
+    TrainAndEvaluate(ctx, p, [&](bool) {
+      const at::Tensor x = at::randn({6, 8}, ctx.options());
+      at::Tensor h = at::hardswish(at::linear(x, w1));
+      h = at::hardtanh(h, 0.0, 6.0) * at::hardsigmoid(h) * 2;
+      return at::linear(at::hardtanh_(h, 0.0, 6.0), w2).pow(2).mean();
+    });
+  });
+  ExpectCpusBytesBesidesGradientSums(m, 2, 6 * 16 * 4);  // h's, [6, 16] floats, once a step
+  EXPECT_TRUE(m.CpuRan("aten::hardswish_backward"));
+  EXPECT_TRUE(m.CpuRan("aten::hardtanh_backward"));
+}
+
+// F.interpolate at the sizes of a U-Net's decoder: cpu's channels-last kernel (output height + width
+// <= 128) copies the input and the output to channels-last; its generic kernel (larger outputs) keeps
+// index and weight tensors per dimension; the backward copies a non-contiguous gradient (here the
+// gradient of a slice is, after its backward).
+void Interpolations(Context& ctx, int64_t side) {
+  Parameters p(ctx);
+  const at::Tensor w = p.Add({4, 3, 3, 3});
+  TrainAndEvaluate(ctx, p, [&](bool) {
+    const at::Tensor x = at::randn({2, 3, side, side}, ctx.options());
+    const at::Tensor h = at::conv2d(x, w, {}, {1, 1}, {1, 1});  // [2, 4, side, side]
+    const std::vector<int64_t> up = {2 * side, 2 * side};
+    const at::Tensor bilinear = at::upsample_bilinear2d(h, up, false);
+    const at::Tensor nearest = at::upsample_nearest2d(h, up);
+    const at::Tensor narrow = at::upsample_bilinear2d(h.narrow(1, 0, 3), up, true);  // 3 channels, strided
+    return (bilinear + nearest).narrow(2, 0, side).pow(2).mean() + narrow.mean();
+  });
+}
+
+TEST(MetaUserOps, SmallInterpolationsTakeTheChannelsLastKernelAndAllocateAsOnCpu) {
+  const Both m = MeasureOnBoth([](Context& ctx) { Interpolations(ctx, 16); });
+  ExpectCpusBytesBesidesGradientSums(m, 4, 2 * 4 * 16 * 16 * 4);  // h's, used thrice, twice a step
+  EXPECT_TRUE(m.MetaRan("aten::upsample_bilinear2d_backward"));
+  EXPECT_TRUE(m.MetaRan("aten::upsample_nearest2d_backward"));
+}
+
+TEST(MetaUserOps, LargeInterpolationsTakeTheGenericKernelAndAllocateAsOnCpu) {
+  ExpectCpusBytesBesidesGradientSums(MeasureOnBoth([](Context& ctx) { Interpolations(ctx, 48); }), 4,
+                                     2 * 4 * 48 * 48 * 4);
+}
+
+// A hand-written dropout in bf16: the bool mask (1 byte an element) is cast to bf16 by cpu's
+// TensorIterator before the product (Note [Operands promoted on cpu]); so is a float32 tensor added to
+// a bf16 one's float32 result, and an int64 tensor divided.
+TEST(MetaUserOps, MixedDtypeArithmeticCastsItsOperandsAsOnCpu) {
+  const Both m = MeasureOnBoth([](Context& ctx) {
+    Parameters p(ctx);
+    const at::Tensor w = p.Add({32, 16});
+    TrainAndEvaluate(ctx, p, [&](bool training) {
+      const at::Tensor x = at::randn({8, 16}, ctx.options());
+      at::Tensor h = at::linear(x, w).to(at::kBFloat16);
+      if (training) h = h * (at::rand({8, 32}, ctx.options()) > 0.1) / 0.9;
+      const at::Tensor counts = at::ones({8, 32}, ctx.options().dtype(at::kLong));
+      at::Tensor y = at::randn({8, 32}, ctx.options()) + h;  // float32 + bf16
+      y = y.sub(h).mul_(h) / counts;
+      return y.pow(2).mean();
+    });
+  });
+  ExpectCpusBytesBesidesGradientSums(m, 4, 8 * 32 * 2);  // h's, [8, 32] bf16, used thrice
+}
+
+// nn.MultiheadAttention's input projection (batch_first): linear of the transposed [seq, batch, features]
+// view runs matmul and adds the bias in place on cpu; at::native::linear adds it out of place for a
+// meta tensor.
+TEST(MetaUserOps, LinearOfATransposedInputAddsItsBiasInPlaceAsOnCpu) {
+  const Both m = MeasureOnBoth([](Context& ctx) {
+    Parameters p(ctx);
+    const at::Tensor w = p.Add({24, 8}), b = p.Add({24});
+    TrainAndEvaluate(ctx, p, [&](bool) {
+      const at::Tensor x = at::randn({2, 6, 8}, ctx.options()).transpose(0, 1);  // [6, 2, 8]
+      return at::linear(x, w, b).pow(2).mean();
+    });
+  });
+  ExpectSameAllocations(m);
+}
+
+}  // namespace
+}  // namespace oomguard
