@@ -91,6 +91,10 @@ void JudgeMeasurement(const VariantExpectation& expectation, const VariantMeasur
                            " bytes) per iteration");
     } else if (expectation.leak && !growth) {
       r->reasons.push_back("a leak is expected, but it takes at least 2 iterations to see one");
+    } else if (expectation.leak_stated && !growth) {  // a stated "leak": false cannot pass unjudged
+      r->reasons.push_back("\"leak\": false cannot be judged: growth takes at least 2 completed iterations, and the "
+                           "run completed " + std::to_string(m.iterations.size()) +
+                           (m.steady_state.starts_with("one run") ? " (" + m.steady_state + ")" : ""));
     } else if (expectation.leak && *growth <= 0) {
       r->reasons.push_back("a leak is expected, but live bytes did not grow from iteration to iteration");
     }
@@ -119,6 +123,7 @@ VariantResult JudgeVariant(const VariantEvidence& e) {
   if (!e.measurement) {  // the child did not report: nothing to weigh but how it ended
     r.reasons.push_back(e.exit);
     r.diagnostics = e.diagnostics;
+    r.input_error = e.input_error;
     code = e.timed_out ? ResultCode::kTimeout : ResultCode::kUnresolved;
   } else {
     r.expected_leak = e.expectation.leak;
