@@ -14,6 +14,7 @@
 #include "backends/version_info.h"
 #include "base/did_you_mean.h"
 #include "cli/command.h"
+#include "cli/program_name.h"
 #include "run/child_protocol.h"
 #include "run/measure_child.h"
 
@@ -74,6 +75,7 @@ std::string FailureMessage(const CLI::App* app, const CLI::Error& e) {
 }  // namespace
 
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (!args.empty()) SetProgramName(args.front());  // a user's binary names itself in its messages
   // Internal: one variant in a child process, asked in the runner's protocol (run/child_protocol.h),
   // which alone reads and writes its flags.
   if (args.size() >= 2 && args[1] == kMeasureCommand) {
@@ -88,7 +90,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   CLI::App app{
       "oomguard: catch GPU-memory regressions and reproduce out-of-memory failures of "
       "LibTorch training code"};
-  app.name("oomguard");
+  app.name(ProgramName());
   app.failure_message(FailureMessage);  // before the subcommands, which copy it
   app.require_subcommand(0, 1);
   bool show_version = false;

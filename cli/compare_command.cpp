@@ -5,6 +5,7 @@
 #include "base/atomic_file.h"
 #include "base/exit_codes.h"
 #include "cli/command.h"
+#include "cli/program_name.h"
 #include "cli/run_flags.h"
 #include "compare/compared_run.h"
 #include "compare/comparison.h"
@@ -14,14 +15,14 @@ namespace oomguard {
 
 int CompareCommand(const CompareOptions& options, std::ostream& out, std::ostream& err) {
   if (options.files.size() < 2) {
-    err << "oomguard compare: give at least two results files (oomguard run --json FILE)\n";
+    err << CommandPrefix("compare") << "give at least two results files (oomguard run --json FILE)\n";
     return kExitUsage;
   }
   std::vector<ComparedRun> runs(options.files.size());
   std::string error;
   for (size_t i = 0; i < options.files.size(); ++i) {
     if (!LoadComparedRun(options.files[i], &runs[i], &error)) {
-      err << "oomguard compare: " << error << "\n";
+      err << CommandPrefix("compare") << error << "\n";
       return kExitUsage;
     }
   }
@@ -32,7 +33,7 @@ int CompareCommand(const CompareOptions& options, std::ostream& out, std::ostrea
   }
   const int reference = ReferenceIndex(options.reference, runs);
   if (reference < 0) {
-    err << "oomguard compare: --reference " << options.reference
+    err << CommandPrefix("compare") << "--reference " << options.reference
         << " is neither the backend of a file nor a position from 1 to " << runs.size() << "\n";
     return kExitUsage;
   }
@@ -43,7 +44,7 @@ int CompareCommand(const CompareOptions& options, std::ostream& out, std::ostrea
     std::ostringstream md;
     WriteComparisonMarkdown(table, md);
     if (!WriteFileAtomically(options.markdown_path, md.str(), &error)) {
-      err << "oomguard compare: " << error << "\n";
+      err << CommandPrefix("compare") << error << "\n";
       return kExitUsage;
     }
   }

@@ -3,6 +3,7 @@
 #include "backends/backend.h"
 #include "base/exit_codes.h"
 #include "cli/command.h"
+#include "cli/program_name.h"
 #include "cli/run_flags.h"
 #include "reports/console_writer.h"
 #include "run/runner.h"
@@ -17,7 +18,7 @@ int Explain(const RunOptions& options, const std::string& name, const std::strin
   Scenario s;
   std::string error;
   if (!LoadScenarioArgument(NameSearchPaths(options.paths), name, &s, &error)) {
-    err << "oomguard explain: " << error << "\n";
+    err << CommandPrefix("explain") << error << "\n";
     return kExitUsage;
   }
   // A user's own scenario often has no teach text: then the summary, and straight to the numbers.
@@ -41,8 +42,13 @@ int Explain(const RunOptions& options, const std::string& name, const std::strin
   const ConsoleStyle style{false, /*detailed=*/true};
   if (!RunScenarios(
           run, self_exe, [&](const ScenarioResult& r) { WriteScenarioBlock(r, out, style); }, &report, &error)) {
-    err << "oomguard explain: " << error << "\n";
+    err << CommandPrefix("explain") << error << "\n";
     return kExitUsage;
+  }
+  // It teaches with numbers: a scenario that could not be measured is not a lesson given.
+  if (HasInputError(report)) return kExitUsage;
+  for (const ScenarioResult& r : report.scenarios) {
+    if (r.code == ResultCode::kUnresolved || r.code == ResultCode::kTimeout) return kExitFailures;
   }
   return kExitOk;
 }

@@ -16,6 +16,7 @@
 #include "base/exit_codes.h"
 #include "base/host_memory.h"
 #include "cli/command.h"
+#include "cli/program_name.h"
 #include "cli/run_flags.h"
 #include "fit/fit_search.h"
 #include "fit/fit_trial.h"
@@ -184,7 +185,7 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
   Backend backend = Backend::kCpu;
   std::string error;
   if (!Prepare(options, &report, &backend, &variants, &targets, &scenario, &error)) {
-    err << "oomguard fit: " << error << "\n";
+    err << CommandPrefix("fit") << error << "\n";
     return kExitUsage;
   }
   // As in the runner's children: exact bytes must not depend on the machine's core count.
@@ -198,12 +199,15 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
       int64_t card_trials = 0;
       Clock::time_point card_start = Clock::now();
       std::vector<std::string> warnings;
+      std::string steady_state;
       FitSearch search(options.min_value, options.max_value, [&](int64_t value, const FitTarget& target) {
         const Trial trial = measured(value, target);
+        if (steady_state.empty()) steady_state = trial.steady_state;
         for (const std::string& w : trial.warnings) {
           if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
         }
-        progress.OnTrial(v->name, TargetLabel(target.card, target.cap_bytes), ++card_trials, value, OutcomeWord(trial));
+        progress.OnTrial(v->name, TargetLabel(target.card, target.cap_bytes), ++card_trials, value, OutcomeWord(trial),
+                         MillisecondsSince(card_start));
         return trial;
       });
       std::vector<CardFit> cards = FitTargets(search, targets, [&](const CardFit& fit) {
@@ -211,19 +215,23 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
         card_start = Clock::now();
         card_trials = 0;
       });
-      report.variants.push_back({v->name, std::move(cards), std::move(warnings)});
+      report.variants.push_back({v->name, std::move(cards), std::move(warnings), std::move(steady_state)});
     }
   } catch (const LeakBetweenTrials& leak) {
     progress.Finish();
-    err << "oomguard fit: " << leak.what() << "\n";
+    err << CommandPrefix("fit") << leak.what() << "\n";
     return kExitFailures;
+  } catch (const InputErrorInTrial& wrong) {
+    progress.Finish();
+    err << CommandPrefix("fit") << scenario.file << ": " << wrong.what() << "\n";
+    return kExitUsage;
   }
   progress.Finish();
   report.duration_ms = MillisecondsSince(start);
   WriteFitTable(report, out);
   if (!options.json_path.empty()) {
     if (!WriteFitJson(report, options.json_path, &error)) {
-      err << "oomguard fit: " << error << "\n";
+      err << CommandPrefix("fit") << error << "\n";
       return kExitUsage;
     }
     out << "results: " << options.json_path << "\n";

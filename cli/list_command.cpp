@@ -1,6 +1,7 @@
 #include "base/did_you_mean.h"
 #include "base/exit_codes.h"
 #include "cli/command.h"
+#include "cli/program_name.h"
 #include "reports/report_format.h"
 #include "scenario/catalog.h"
 #include "scenario/scenario_loader.h"
@@ -12,7 +13,7 @@ int ListScenarios(const std::vector<std::string>& paths, std::ostream& out, std:
   std::vector<std::string> files;
   std::string error;
   if (!FindScenarioFiles(PathsOrCatalog(paths), &files, &error)) {
-    err << "oomguard list: " << error << "\n";
+    err << CommandPrefix("list") << error << "\n";
     return kExitUsage;
   }
   int broken = 0;

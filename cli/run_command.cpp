@@ -7,6 +7,7 @@
 #include "base/shard.h"
 #include "baselines/baseline_update.h"
 #include "cli/command.h"
+#include "cli/program_name.h"
 #include "cli/run_flags.h"
 #include "reports/console_writer.h"
 #include "reports/report_registry.h"
@@ -61,28 +62,28 @@ int RunAndReport(const RunOptions& options, const std::string& self_exe, std::os
   const ConsoleStyle style = &out == &std::cout ? StyleFor(STDOUT_FILENO) : ConsoleStyle{};
   std::vector<Output> outputs;
   if (!PlanOutputs(options, &outputs, &error)) {  // before the run, not after minutes of it
-    err << "oomguard run: " << error << "\n";
+    err << CommandPrefix("run") << error << "\n";
     return kExitUsage;
   }
   const bool ok = RunScenarios(
       options, self_exe, [&](const ScenarioResult& s) { WriteScenarioBlock(s, out, style), out.flush(); }, &report,
       &error);
   if (!ok) {
-    err << "oomguard run: " << error << "\n";
+    err << CommandPrefix("run") << error << "\n";
     return kExitUsage;
   }
   WriteRunSummary(report, out, style);
   // Every output is attempted, whatever failed before it; a failure adds kExitOutputFailed to the code.
   bool outputs_ok = true;
   if (options.update_baselines && !UpdateBaselines(report, options.baselines_dir, out, &error)) {
-    err << "oomguard run: " << error << "\n";
+    err << CommandPrefix("run") << error << "\n";
     outputs_ok = false;
   }
   for (const Output& output : outputs) {
     const bool written =
         output.spec.empty() ? WriteResultsJson(report, output.path, &error) : WriteReport(output.spec, report, &error);
     if (!written) {
-      err << "oomguard run: " << error << "\n";
+      err << CommandPrefix("run") << error << "\n";
       outputs_ok = false;
       continue;
     }
@@ -90,7 +91,7 @@ int RunAndReport(const RunOptions& options, const std::string& self_exe, std::os
   }
   // Across every shard: a shard whose part --filter leaves empty passes, as an empty GoogleTest shard does.
   if (report.shard.selected_run_files == 0) {
-    err << "oomguard run: "
+    err << CommandPrefix("run")
         << (options.filter == "*"
                 ? "no scenario files to run"
                 : "no scenario" +
@@ -107,8 +108,9 @@ int RunAndReport(const RunOptions& options, const std::string& self_exe, std::os
   for (const ScenarioResult& s : report.scenarios) {
     if (IsFailure(s.code)) code = kExitFailures;
   }
+  if (HasInputError(report)) code = kExitUsage;  // the run cannot be judged until its input is right
   if (!outputs_ok) {
-    err << "oomguard run: exit " << code + kExitOutputFailed << ": the run " << (code == kExitOk ? "passed" : "failed")
+    err << CommandPrefix("run") << "exit " << code + kExitOutputFailed << ": the run " << (code == kExitOk ? "passed" : "failed")
         << ", and an output above could not be written\n";
   }
   return outputs_ok ? code : code + kExitOutputFailed;

@@ -47,6 +47,7 @@ struct Trial {
   // The measurement's warnings (a module's fixed train/eval modes, what meta does not mirror): a fit
   // on numbers the backend says are not cpu's must say so.
   std::vector<std::string> warnings;
+  std::string steady_state;  // how the trial met the step that repeats (VariantMeasurement::steady_state)
 };
 
 // Runs the variant with the knob at `value` under the target's cap.

@@ -123,8 +123,10 @@ TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Bac
           std::string(Name(backend)) + " ledger after its trial (" + std::to_string(live_before) +
           " bytes before it, " + std::to_string(live_after) + " after); later trials would measure on top of them");
     }
+    if (!m.input_error.empty()) throw InputErrorInTrial("variant '" + spec.name + "': " + m.input_error);
     Trial trial;
     trial.warnings = m.warnings;
+    trial.steady_state = m.steady_state;
     if (m.outcome.kind == Outcome::kPass) {
       trial.peak_bytes = m.ledger.peak_bytes;
     } else if (m.outcome.kind == Outcome::kOom) {

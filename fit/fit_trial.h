@@ -16,7 +16,7 @@
 // Error policy: bad knobs are user input: CheckKnob returns false with a one-line message. A trial's
 // OOM or error outcome is its result. A trial that leaves the ledger's live bytes different from what
 // they were before it throws LeakBetweenTrials: every later trial would measure on top of the leftover,
-// so the fit cannot go on.
+// so the fit cannot go on. A trial whose input is wrong throws InputErrorInTrial.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +43,13 @@ std::string KnobField(const std::string& knob, const VariantSpec& spec);
 VariantSpec WithKnob(const VariantSpec& spec, const std::string& knob, int64_t value);
 
 class LeakBetweenTrials : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A trial found the variant's input wrong (a workload and its scenario disagree: a knob misspelt, an
+// unknown phase): no value of the knob can fit, and the fit exits 2, as `run` does.
+class InputErrorInTrial : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

@@ -1,6 +1,7 @@
 // The matchers of oomguard/gtest.h: each a predicate on a Measurement with a sentence for its
 // failure; GoogleTest prints the measurement itself (PrintTo).
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -126,7 +127,19 @@ MeasurementMatcher HasNoPitfalls() {
 }
 
 MeasurementMatcher FitsCard(const std::string& card) {
-  const int64_t cap = CardCapBytes(card);
+  // An unknown card fails the expectation with the reason, as any other miss does; throwing here would
+  // end the test at EXPECT_THAT's argument with no matcher message.
+  int64_t cap = 0;
+  try {
+    cap = CardCapBytes(card);
+  } catch (const std::invalid_argument& unknown) {
+    const std::string what = unknown.what();
+    const std::string reason = "FitsCard(\"" + card + "\"): " + what.substr(what.find(": ") + 2);
+    return Make("fits a " + card, [reason](const Measurement&, std::string* why) {
+      *why = reason;
+      return false;
+    });
+  }
   return Make("fits a " + card + " (" + DescribeBytes(cap) + " usable)",
               [card, cap](const Measurement& m, std::string* why) {
                 if (m.ran_out_of_memory() && m.oom && !m.oom->injected && m.cap_bytes >= 0 && m.cap_bytes < cap) {

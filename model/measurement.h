@@ -131,6 +131,10 @@ struct VariantMeasurement {
   std::string input_error;
   std::optional<ModuleMeasurement> module;  // model.torchscript only
   std::vector<std::string> warnings;        // what a reader should know before trusting the numbers
+  // How the run met the step that repeats (Note [The step that repeats], workload/steady_state.h):
+  // "2 iterations, not 1: adamw keeps state ...", "every iteration: sgd without momentum ...".
+  std::string steady_state;
+  bool iterations_raised = false;  // it ran more iterations than asked, for the step that repeats
   std::string snapshot;                     // --snapshot-dir: the memory_viz snapshot written for this variant
   std::string snapshot_error;               // why it could not be written
   // The pitfalls the run showed (diagnose/detectors.h), in a fixed order of kinds; empty: none found.

@@ -179,6 +179,9 @@ json MeasurementToJson(const VariantMeasurement& m) {
                    {"output", mod.output}};
   }
   if (!m.warnings.empty()) j["warnings"] = m.warnings;
+  if (!m.steady_state.empty()) {
+    j["steady_state"] = {{"note", m.steady_state}, {"iterations_raised", m.iterations_raised}};
+  }
   if (m.diagnosed) {
     json diagnoses = json::array();
     for (const Diagnosis& d : m.diagnoses) diagnoses.push_back(DiagnosisToJson(d));
@@ -302,6 +305,10 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
                                     mod.at("output").get<std::string>()};
     }
     if (j.contains("warnings")) m->warnings = j.at("warnings").get<std::vector<std::string>>();
+    if (j.contains("steady_state")) {
+      m->steady_state = j.at("steady_state").at("note").get<std::string>();
+      m->iterations_raised = j.at("steady_state").at("iterations_raised").get<bool>();
+    }
     if (j.contains("diagnoses")) {  // absent: the detectors did not watch the run (or an older file)
       m->diagnosed = true;
       for (const json& d : j.at("diagnoses")) m->diagnoses.push_back(DiagnosisFromJson(d));

@@ -62,4 +62,14 @@ RunOverhead OverheadOf(const RunResults& report) {
   return o;
 }
 
+bool HasInputError(const RunResults& report) {
+  for (const ScenarioResult& s : report.scenarios) {
+    if (s.input_error) return true;
+    for (const VariantResult& v : s.variants) {
+      if (v.input_error) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace oomguard

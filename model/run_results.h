@@ -76,6 +76,9 @@ struct VariantResult {
   std::vector<CheckResult> checks;                // the variant's own check expressions
   std::optional<VariantMeasurement> measurement;  // absent when the child crashed or timed out
   std::string diagnostics;                        // the end of the child's stderr when it did not report
+  // UNRESOLVED because the input is wrong (a workload and its scenario disagree), not the machine:
+  // the run exits 2 (base/exit_codes.h), as for a file that does not load.
+  bool input_error = false;
   BaselineComparison baseline;                    // set when the run compares with baselines
   std::optional<MemoryEstimate> estimate;         // the scenario's analytic estimate next to the measurement
 };
@@ -89,6 +92,7 @@ struct ScenarioResult {
   int64_t cap_bytes = 0;
   ResultCode code = ResultCode::kUnresolved;
   std::string error;  // UNRESOLVED/UNSUPPORTED: why
+  bool input_error = false;  // UNRESOLVED for an input error (the file, its limits, its workload): exit 2
   std::vector<VariantResult> variants;
   std::vector<CheckResult> checks;  // relations between variants
   double duration_ms = 0;
@@ -136,5 +140,8 @@ struct RunOverhead {
   double wall_per_measured = 0;  // wall_ms / (measured_ms / jobs); 0 when nothing was measured
 };
 RunOverhead OverheadOf(const RunResults& report);
+
+// Whether a scenario or a variant is UNRESOLVED for an input error (the run then exits 2).
+bool HasInputError(const RunResults& report);
 
 }  // namespace oomguard

@@ -165,6 +165,7 @@ struct VariantSpec {
 struct VariantExpectation {
   VariantOutcome outcome;            // pass | oom | error:<category>
   bool leak = false;                 // live bytes grow from iteration to iteration
+  bool leak_stated = false;          // the file says "leak": a stated false needs 2 iterations to hold
   std::vector<std::string> checks;   // check expressions on this variant: "peak <= 12MiB"
   std::optional<std::string> xfail;  // known to fail, with the reason: FAIL becomes XFAIL, PASS XPASS
   // The kinds the detectors must find, exactly, in any order ([]: none); absent: not checked.

@@ -1,5 +1,6 @@
 // GoogleTest matchers on an oomguard::Measurement (oomguard/measure.h): memory budgets of your own
-// training code as unit tests, exact on cpu and meta. Link oomguard::gtest.
+// training code as unit tests, exact on cpu and meta. Link oomguard::gtest (it brings oomguard::oomguard,
+// GoogleTest and GoogleMock) and GTest::gtest_main, or a main of your own: oomguard::gtest has none.
 //
 //   #include <oomguard/gtest.h>
 //

@@ -76,6 +76,11 @@ struct Measurement {
   std::optional<int64_t> forward_saved_bytes;
   int64_t transfers = 0;  // host-to-device copies (ctx.ToDevice), and their bytes
   int64_t transfer_bytes = 0;
+  // What to know before trusting the numbers ("... never calls ctx.Iterations(), so it is measured as
+  // one run ..."), and how the run met the step that repeats with the optimizer's state: "2 iterations,
+  // not 1: Adam keeps state from its first step on, ..." (scenarios/FORMAT.md, "The step that repeats").
+  std::vector<std::string> warnings;
+  std::string steady_state;
 
   // Where an OOM struck, and what was live by category when the allocation was refused.
   struct Oom {
@@ -97,6 +102,7 @@ struct Measurement {
     std::string where;  // the layer, stage or autograd node, when known
     std::string message;
     std::string fix;
+    std::string amount;  // the bytes as the reports say them: "1.26 MiB per iteration", "20.16 MiB at the end of eval"
   };
   std::vector<Diagnosis> diagnoses;
 

@@ -193,7 +193,12 @@ class Context {
    private:
     std::unique_ptr<struct HostScopeHolder> scope_;
   };
-  // A copy of `host` on ctx.device(): booked as the iteration's inputs, and counted as a transfer.
+  // Options for a tensor that starts on the host (a data loader's batch): cpu float32 on cpu and cuda;
+  // meta on meta, where a host batch would cost this machine real memory and time in every run and fit
+  // trial for values nothing reads. torch::randn({batch, d}, ctx.host_options()) inside HostMemory.
+  at::TensorOptions host_options() const;
+  // A copy of `host` on ctx.device(): booked as the iteration's inputs, and counted as a transfer. On
+  // meta, a host tensor on the cpu (not made with host_options()) is warned about once per run.
   at::Tensor ToDevice(const at::Tensor& host);
 
   // --- mixed precision ---

@@ -10,7 +10,7 @@
 #include "base/byte_size.h"
 #include "base/shard.h"
 #include "model/phase.h"
-#include "reports/diagnosis_text.h"
+#include "model/diagnosis_text.h"
 #include "reports/report_format.h"
 
 namespace oomguard {
@@ -175,6 +175,7 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
     }
     if (v.measurement) {
       for (const std::string& warning : v.measurement->warnings) out << "              warning: " << warning << "\n";
+      if (v.measurement->iterations_raised) out << "              steady state: " << v.measurement->steady_state << "\n";
       WriteDiagnoses(*v.measurement, detailed, out);
     }
     if (v.measurement && !v.measurement->snapshot.empty()) {

@@ -19,10 +19,15 @@ void FitProgress::Draw(const std::string& line) {
 }
 
 void FitProgress::OnTrial(const std::string& variant, const std::string& target_label, int64_t n, int64_t value,
-                          const std::string& outcome) {
-  if (!terminal_) return;
-  Draw("fit: " + variant + " on " + target_label + ": trial " + std::to_string(n) + ", " + knob_field_ + " " +
-       std::to_string(value) + " " + outcome);
+                          const std::string& outcome, double card_ms) {
+  const std::string line = "fit: " + variant + " on " + target_label + ": trial " + std::to_string(n) + ", " +
+                           knob_field_ + " " + std::to_string(value) + " " + outcome;
+  if (terminal_) {
+    Draw(line);
+  } else if (card_ms - last_line_ms_ >= kQuietMs) {
+    err_ << line << "; " << FormatSeconds(card_ms) << " so far\n" << std::flush;
+    last_line_ms_ = card_ms;
+  }
 }
 
 void FitProgress::OnCardDone(const std::string& variant, const CardFit& fit, double duration_ms) {
@@ -44,6 +49,7 @@ void FitProgress::OnCardDone(const std::string& variant, const CardFit& fit, dou
   } else {
     err_ << line << "\n" << std::flush;
   }
+  last_line_ms_ = 0;  // the next card's clock starts again
 }
 
 void FitProgress::Finish() {

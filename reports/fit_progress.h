@@ -1,6 +1,7 @@
 // Progress of `oomguard fit` on stderr while it searches. On a terminal (ConsoleStyle::terminal), one
 // line redrawn in place (`\r`) after every trial; elsewhere (CI logs, pipes), one line per finished
-// variant and card:
+// variant and card, and a line for a trial that ends 10 s or more after the last line, so that a long
+// search is never silent:
 //
 //   fit: pitfall on t4 (cap 14.33 GiB): data.batch 23157 fits (peak 14.33 GiB), 23158 does not; 14 trials, 0.3 s
 //
@@ -18,10 +19,12 @@ class FitProgress {
  public:
   FitProgress(std::ostream& err, bool terminal, std::string knob_field);
 
-  // After each trial: the n-th for this card, `outcome` "fits", "does not fit" or "error". Drawn on a
-  // terminal only.
+  // After each trial: the n-th for this card, `outcome` "fits", "does not fit" or "error", `card_ms`
+  // after the card's search began. Drawn on a terminal; elsewhere written when kQuietMs passed since the
+  // last line.
   void OnTrial(const std::string& variant, const std::string& target_label, int64_t n, int64_t value,
-               const std::string& outcome);
+               const std::string& outcome, double card_ms);
+  static constexpr double kQuietMs = 10000;
   // After each (variant, card) search.
   void OnCardDone(const std::string& variant, const CardFit& fit, double duration_ms);
   // Clears the redrawn line, so that what follows starts on a clean one.
@@ -34,6 +37,7 @@ class FitProgress {
   const bool terminal_;
   const std::string knob_field_;
   bool drawn_ = false;
+  double last_line_ms_ = 0;  // card_ms of the last line written off a terminal
 };
 
 // "t4 (cap 14.33 GiB)", or "cap 12.00 GiB" for a plain cap (card empty).

@@ -77,6 +77,12 @@ void WriteFitTable(const FitResults& report, std::ostream& out) {
     out << (first_error ? "\n" : "") << v.variant << ": " << error << "\n";
     first_error = false;
   }
+  bool first_note = true;
+  for (const VariantFit& v : report.variants) {  // Note [The step that repeats]: what each trial judged
+    if (v.steady_state.empty()) continue;
+    out << (first_note ? "\n" : "") << v.variant << ": steady state: " << v.steady_state << "\n";
+    first_note = false;
+  }
   bool first_warning = true;
   for (const VariantFit& v : report.variants) {
     for (const std::string& w : v.warnings) {
@@ -100,7 +106,10 @@ std::string FitJsonText(const FitResults& report) {
                        {"trials", fit.trials},
                        {"error", fit.error.empty() ? json(nullptr) : json(fit.error)}});
     }
-    variants.push_back({{"variant", v.variant}, {"cards", cards}, {"warnings", v.warnings}});
+    variants.push_back({{"variant", v.variant},
+                        {"cards", cards},
+                        {"warnings", v.warnings},
+                        {"steady_state", v.steady_state.empty() ? json(nullptr) : json(v.steady_state)}});
   }
   const json fit = {{"scenario", report.scenario},
                     {"backend", report.backend},

@@ -8,7 +8,7 @@
 #include "base/byte_size.h"
 #include "base/shard.h"
 #include "model/metric_names.h"
-#include "reports/diagnosis_text.h"
+#include "model/diagnosis_text.h"
 #include "reports/escape.h"
 #include "reports/report_format.h"
 

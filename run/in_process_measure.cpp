@@ -9,6 +9,7 @@
 #include "base/byte_size.h"
 #include "base/check.h"
 #include "base/did_you_mean.h"
+#include "model/diagnosis_text.h"
 #include "model/measurement.h"
 #include "oomguard/measure.h"
 #include "run/run_options.h"
@@ -67,6 +68,8 @@ Measurement ToPublic(const VariantMeasurement& m) {
   out.forward_saved_bytes = m.forward_saved_bytes;
   out.transfers = m.transfers;
   out.transfer_bytes = m.transfer_bytes;
+  out.warnings = m.warnings;
+  out.steady_state = m.steady_state;
   if (m.oom) {
     const LiveBreakdown& b = m.oom->live;
     out.oom = Measurement::Oom{m.oom->phase,
@@ -81,7 +84,7 @@ Measurement ToPublic(const VariantMeasurement& m) {
   }
   for (const Diagnosis& d : m.diagnoses) {
     out.diagnoses.push_back({std::string(Name(d.kind)), std::string(Severity(d.kind)), d.bytes,
-                             std::string(Name(d.per)), d.phase, d.where, d.message, d.fix});
+                             std::string(Name(d.per)), d.phase, d.where, d.message, d.fix, DiagnosisAmount(d)});
   }
   return out;
 }
@@ -176,6 +179,8 @@ std::string Measurement::Describe() const {
     }
     out << "\n";
   }
+  if (!steady_state.empty()) out << "  steady state: " << steady_state << "\n";
+  for (const std::string& warning : warnings) out << "  warning: " << warning << "\n";
   out << "  parameters " << FormatBytes(parameter_bytes);
   if (gradient_bytes) out << ", gradients " << FormatBytes(*gradient_bytes);
   if (optimizer_state_bytes) out << ", optimizer state " << FormatBytes(*optimizer_state_bytes);
@@ -189,8 +194,8 @@ std::string Measurement::Describe() const {
         << FormatBytes(oom->activations_and_transient_bytes) << "\n";
   }
   for (const Diagnosis& d : diagnoses) {
-    out << "  " << (d.severity == "advice" ? "advice " : "diagnosis ") << d.kind << " (" << FormatBytes(d.bytes)
-        << " per " << d.per << "): " << d.message << "\n    fix: " << d.fix << "\n";
+    out << "  " << (d.severity == "advice" ? "advice " : "diagnosis ") << d.kind << " (" << d.amount
+        << "): " << d.message << "\n    fix: " << d.fix << "\n";
   }
   return out.str();
 }

@@ -68,7 +68,8 @@ int MeasureResolvedVariant(const Scenario& scenario, const VariantSpec& variant,
   }
   std::ofstream out(request.out_path);
   out << DumpJson(MeasurementToJson(m));
-  return out.good() ? kExitOk : kExitUsage;
+  // A measurement that cannot be written is the machine's failure, not the input's (kExitUsage is).
+  return out.good() ? kExitOk : kExitOutputFailed;
 }
 
 }  // namespace

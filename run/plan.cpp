@@ -68,6 +68,9 @@ void NotRun(ResultCode code, const std::string& reason, PlannedScenario* p) {
   p->runs = false;
   p->result.code = code;
   p->result.error = reason;
+  // Every reason the plan leaves a scenario UNRESOLVED is its input's: the file, its name, its limits,
+  // its workload (the run exits 2 for it).
+  p->result.input_error = code == ResultCode::kUnresolved;
 }
 
 // Note [Host memory is part of the cap] (allocators/device_account.h): a backend that allocates what it

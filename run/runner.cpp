@@ -11,6 +11,7 @@
 #include "base/atomic_file.h"
 #include "base/byte_size.h"
 #include "base/child_process.h"
+#include "base/exit_codes.h"
 #include "base/files.h"
 #include "base/host_memory.h"
 #include "baselines/baseline_diff.h"
@@ -208,6 +209,7 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
       e.measurement = std::move(m);
     } else {
       e.timed_out = exit.timed_out;
+      e.input_error = !exit.timed_out && exit.signal == 0 && exit.exit_code == kExitUsage;
       e.exit = DescribeExit(exit, options.timeout_seconds);
       if (exit.signal == SIGKILL && !exit.timed_out)
         e.exit += KilledFromOutside(oom_kills_before, r.planned->result.cap_bytes);

@@ -193,6 +193,10 @@ bool ReadExpect(const Json& value, const JsonPath& path, const std::vector<std::
     const FieldReader checks = [&](const Json& v, const JsonPath& p, std::string* err) {
       return ReadChecks(v, p, /*relation_mode=*/false, variants, &e.checks, err);
     };
+    const FieldReader leak = [&](const Json& v, const JsonPath& p, std::string* err) {
+      e.leak_stated = true;
+      return BoolField(&e.leak)(v, p, err);
+    };
     const FieldReader xfail = [&](const Json& v, const JsonPath& p, std::string* err) {
       std::string reason;
       if (!StringField(&reason)(v, p, err)) return false;
@@ -201,7 +205,7 @@ bool ReadExpect(const Json& value, const JsonPath& path, const std::vector<std::
     };
     if (!ReadFields(expectation, at,
                     {{"outcome", OutcomeField(&e.outcome)},
-                     {"leak", BoolField(&e.leak)},
+                     {"leak", leak},
                      {"checks", checks},
                      {"xfail", xfail},
                      {"diagnoses", DiagnosesField(&e.diagnoses)}},

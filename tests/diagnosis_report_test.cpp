@@ -9,7 +9,7 @@
 
 #include "model/measurement_json.h"
 #include "reports/console_writer.h"
-#include "reports/diagnosis_text.h"
+#include "model/diagnosis_text.h"
 #include "reports/html/html_writer.h"
 #include "reports/junit_writer.h"
 #include "reports/markdown_writer.h"

@@ -76,19 +76,22 @@ TEST(FitResults, JsonRoundTripsTheNumbersAndNulls) {
             "at batch 1: error:meta-kernel-missing: \"aten::index_select\" has no Meta kernel");
 }
 
-TEST(FitProgress, PlainLinesOnePerFinishedCard) {
+TEST(FitProgress, PlainLinesOnePerFinishedCardAndOneEveryTenQuietSeconds) {
   std::ostringstream err;
   FitProgress progress(err, /*terminal=*/false, "data.batch");
   const FitResults r = SampleFit();
-  progress.OnTrial("pitfall", "t4 (cap 14.33 GiB)", 1, 1, "fits");  // nothing: not a terminal
-  progress.OnCardDone("pitfall", r.variants[0].cards[0], 2500);
+  progress.OnTrial("pitfall", "t4 (cap 14.33 GiB)", 1, 1, "fits", 9999);  // nothing: under 10 s since the card began
+  progress.OnTrial("pitfall", "t4 (cap 14.33 GiB)", 2, 2, "fits", 10000);  // a long search says where it is
+  progress.OnTrial("pitfall", "t4 (cap 14.33 GiB)", 3, 4, "does not fit", 19000);  // 9 s after that line: nothing
+  progress.OnCardDone("pitfall", r.variants[0].cards[0], 25000);
   progress.OnCardDone("pitfall", r.variants[0].cards[2], 0);
   progress.OnCardDone("fixed", r.variants[1].cards[1], 40);
   progress.OnCardDone("broken", r.variants[2].cards[1], 10);
   progress.Finish();
   EXPECT_EQ(err.str(),
+            "fit: pitfall on t4 (cap 14.33 GiB): trial 2, data.batch 2 fits; 10.0 s so far\n"
             "fit: pitfall on t4 (cap 14.33 GiB): data.batch 3071 fits (peak 14.32 GiB), 3072 does not; 12 trials, "
-            "2.5 s\n"
+            "25.0 s\n"
             "fit: pitfall on cap 1024.00 MiB: not even data.batch 1 fits; 0 trials, 0.0 s\n"
             "fit: fixed on a10g (cap 21.64 GiB): data.batch 65536 fits (peak 8.38 GiB), the largest searched; 17 "
             "trials, 0.0 s\n"
@@ -99,7 +102,7 @@ TEST(FitProgress, PlainLinesOnePerFinishedCard) {
 TEST(FitProgress, OneRedrawnLineOnATerminal) {
   std::ostringstream err;
   FitProgress progress(err, /*terminal=*/true, "data.batch");
-  progress.OnTrial("pitfall", "t4 (cap 14.33 GiB)", 3, 4, "does not fit");
+  progress.OnTrial("pitfall", "t4 (cap 14.33 GiB)", 3, 4, "does not fit", 0);
   progress.OnCardDone("pitfall", SampleFit().variants[0].cards[0], 100);
   progress.Finish();
   EXPECT_EQ(err.str(),

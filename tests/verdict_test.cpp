@@ -140,7 +140,7 @@ TEST(Verdict, ARelationNamingAVariantTheFilterLeftOutIsSkipped) {
   EXPECT_EQ(JudgeScenario(scenario, header, evidence).code, ResultCode::kPass);
 }
 
-TEST(Verdict, DiagnosesMustBeExactlyTheExpectedKinds) {
+TEST(Verdict, DiagnosesMustBeExactlyTheExpectedKindsAdviceOnlyWhenNamed) {
   VariantEvidence e = Evidence("v", /*xfail=*/false);
   e.expectation.diagnoses = std::vector<DiagnosisKind>{DiagnosisKind::kRetainedGrad};
   Diagnosis found;
@@ -161,6 +161,19 @@ TEST(Verdict, DiagnosesMustBeExactlyTheExpectedKinds) {
   EXPECT_EQ(r.reasons, std::vector<std::string>{"expected diagnosis retained-grad was not found (found [])"});
   e.expectation.diagnoses = std::vector<DiagnosisKind>{};
   EXPECT_EQ(JudgeVariant(e).code, ResultCode::kPass);  // [] expects none, and none was found
+  // Advice fails nothing unless named (as HasNoPitfalls() ignores it); named and missing, it fails.
+  Diagnosis advice;
+  advice.kind = DiagnosisKind::kActivationsDominate;
+  e.measurement->diagnoses = {advice};
+  EXPECT_EQ(JudgeVariant(e).code, ResultCode::kPass);
+  e.measurement->diagnoses = {advice, extra};
+  EXPECT_EQ(JudgeVariant(e).reasons,
+            std::vector<std::string>{"unexpected diagnosis leak (expected []): live bytes grow by 4 bytes per iteration"});
+  e.expectation.diagnoses = std::vector<DiagnosisKind>{DiagnosisKind::kActivationsDominate};
+  e.measurement->diagnoses = {};
+  EXPECT_EQ(JudgeVariant(e).reasons,
+            std::vector<std::string>{"expected diagnosis activations-dominate was not found (found [])"});
+  e.expectation.diagnoses = std::vector<DiagnosisKind>{};
   e.measurement->diagnosed = false;                    // the detectors did not watch: the expectation cannot hold
   EXPECT_EQ(JudgeVariant(e).code, ResultCode::kFail);
 }

@@ -22,19 +22,25 @@ export NO_COLOR=1
 expect "the program runs its own scenario on meta" 0 "PASS +classifier-eval-no-grad" -- \
   "$checks" run --backend meta --card t4 --baselines "$scratch/baselines"
 expect "list shows the workload scenario" 0 "classifier-eval-no-grad" -- "$checks" list
-expect "the plain tool does not register the workload" 1 \
+expect "the plain tool does not register the workload (an input error: exit 2)" 2 \
   "workload 'classifier_adam' is not registered in this program \(no workloads are registered" -- \
   "$tool" run "$example" --backend cpu
-expect "a misspelt knob" 1 \
+expect "a misspelt knob (an input error: exit 2)" 2 \
   "reads knob \"batch\" \(an integer\), which variant 'base' does not set; it sets \"bach\": did you mean \"batch\"\?" -- \
   "$checks" run "$fixtures/knob-typo.json" --backend cpu
-expect "a layer-list key in a workload scenario" 1 \
+expect "a layer-list key in a workload scenario (exit 2)" 2 \
   "at variants.base.data: a workload scenario builds its own model, data and loop" -- \
   "$checks" run "$fixtures/layer-keys.json" --backend cpu
 expect "fit varies an integer knob" 0 "batch" -- \
   "$checks" fit classifier-eval-no-grad --knob batch --card t4 --backend meta --variant fixed --max 1000000
 expect "explain measures the workload" 0 "pitfall" -- "$checks" explain classifier-eval-no-grad --backend meta
 expect "the built-in catalog is still there" 0 "forgotten-no-grad" -- "$checks" list @catalog
+mkdir -p "$scratch/empty"
+expect "a user's program names itself in its messages" 2 "^memory_checks run: " -- \
+  "$checks" run "$scratch/empty" --backend cpu
+expect "fit names the misspelt knob and exits 2" 2 \
+  "^memory_checks fit: .*knob-typo.json: variant 'base': workload 'classifier_adam' reads knob \"batch\"" -- \
+  "$checks" fit "$fixtures/knob-typo.json" --knob hidden --backend meta --cards t4
 expect "--inject fails the workload's allocation, and the OOM has a snapshot" 1 \
   "injected by oomguard: nth=40, allocation #40 in phase optimizer" -- \
   "$checks" run --backend cpu --inject nth=40 --snapshot-dir "$scratch/snapshots" --baselines "$scratch/baselines"

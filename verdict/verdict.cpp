@@ -53,6 +53,8 @@ std::string KindList(const std::vector<DiagnosisKind>& kinds) {
 }
 
 // The "diagnoses" expectation: exactly these kinds, in any order (Note [What each detector counts]).
+// Advice (activations-dominate) is a trade, not a mistake: found and not named, it fails nothing, as
+// for HasNoPitfalls(); named and not found, it fails like any kind.
 void JudgeDiagnoses(const std::vector<DiagnosisKind>& expected, const VariantMeasurement& m,
                     std::vector<std::string>* reasons) {
   if (!m.diagnosed) {
@@ -62,7 +64,7 @@ void JudgeDiagnoses(const std::vector<DiagnosisKind>& expected, const VariantMea
   std::vector<DiagnosisKind> found;
   for (const Diagnosis& d : m.diagnoses) found.push_back(d.kind);
   for (const Diagnosis& d : m.diagnoses) {
-    if (std::find(expected.begin(), expected.end(), d.kind) == expected.end()) {
+    if (!IsAdvice(d.kind) && std::find(expected.begin(), expected.end(), d.kind) == expected.end()) {
       reasons->push_back("unexpected diagnosis " + std::string(Name(d.kind)) + " (expected " + KindList(expected) +
                          "): " + d.message);
     }
@@ -89,6 +91,10 @@ void JudgeMeasurement(const VariantExpectation& expectation, const VariantMeasur
                            " bytes) per iteration");
     } else if (expectation.leak && !growth) {
       r->reasons.push_back("a leak is expected, but it takes at least 2 iterations to see one");
+    } else if (expectation.leak_stated && !growth) {  // a stated "leak": false cannot pass unjudged
+      r->reasons.push_back("\"leak\": false cannot be judged: growth takes at least 2 completed iterations, and the "
+                           "run completed " + std::to_string(m.iterations.size()) +
+                           (m.steady_state.starts_with("one run") ? " (" + m.steady_state + ")" : ""));
     } else if (expectation.leak && *growth <= 0) {
       r->reasons.push_back("a leak is expected, but live bytes did not grow from iteration to iteration");
     }
@@ -117,6 +123,7 @@ VariantResult JudgeVariant(const VariantEvidence& e) {
   if (!e.measurement) {  // the child did not report: nothing to weigh but how it ended
     r.reasons.push_back(e.exit);
     r.diagnostics = e.diagnostics;
+    r.input_error = e.input_error;
     code = e.timed_out ? ResultCode::kTimeout : ResultCode::kUnresolved;
   } else {
     r.expected_leak = e.expectation.leak;

@@ -36,6 +36,7 @@ struct VariantEvidence {
   bool timed_out = false;
   std::string exit;         // "crashed with signal 11 (Segmentation fault)", "timed out after 1 s"
   std::string diagnostics;  // the end of its stderr
+  bool input_error = false;  // it exited kExitUsage: the input is wrong, not the machine
   // The comparison with the stored baseline (kNotCompared when there was none to make), and what of
   // it fails the variant (baselines/baseline_diff.h BaselineFailures): empty under --update-baselines.
   BaselineComparison baseline;

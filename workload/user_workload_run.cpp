@@ -9,6 +9,7 @@
 #include <set>
 
 #include "allocators/cpu_tracking_allocator.h"
+#include "base/byte_size.h"
 #include "base/check.h"
 #include "base/did_you_mean.h"
 #include "model/knobs.h"
@@ -16,6 +17,7 @@
 #include "nn/autocast.h"
 #include "workload/grad_digest.h"
 #include "workload/optimizer.h"
+#include "workload/steady_state.h"
 
 namespace oomguard {
 namespace {
@@ -42,7 +44,7 @@ struct Context::State {
   Ledger& ledger;
   RunObserver* observer;  // may be null
   VariantMeasurement& m;
-  const int64_t iterations;
+  int64_t iterations;  // asked for; ctx.Iterations() may raise it (Note [The step that repeats])
   const bool eval_no_grad;
   std::optional<bool> grad_mode_before_eval;  // eval_no_grad: what an eval phase switched off
 
@@ -52,6 +54,7 @@ struct Context::State {
   IterationMeasurement current;
   int64_t phase_start_live = 0;
   int64_t inputs_bytes = 0;  // ToDevice copies of the running iteration
+  bool warned_host_batch_on_meta = false;
 
   std::vector<at::Tensor> parameters;
   torch::optim::Optimizer* optimizer = nullptr;
@@ -89,8 +92,12 @@ struct Context::State {
       if (observer) observer->BackwardDone();
     }
     if (phase == oomguard::Phase::kEval && observer) observer->EvalDone();
-    if (phase == oomguard::Phase::kOptimizer && first() && !optimizer_phase_growth)
+    if (phase == oomguard::Phase::kOptimizer && first() && !optimizer_phase_growth) {
       optimizer_phase_growth = live - phase_start_live;
+      // The tracked optimizer is alive here, as it may not be when a function without
+      // ctx.Iterations() returns: its state is read now, not guessed from the phase's growth.
+      if (optimizer) m.optimizer_state_bytes = OptimizerStateBytes(*optimizer);
+    }
   }
 
   void TakeGradients() {
@@ -182,6 +189,9 @@ struct Context::State {
 
 at::TensorOptions Context::options() const { return at::TensorOptions().device(device()).dtype(at::kFloat); }
 at::Device Context::device() const { return state_->backend.device(); }
+at::TensorOptions Context::host_options() const {
+  return at::TensorOptions().device(has_data() ? at::Device(at::kCPU) : device()).dtype(at::kFloat);
+}
 std::string Context::backend() const { return std::string(Name(state_->backend.backend())); }
 bool Context::has_data() const { return state_->backend.traits().has_data; }
 int64_t Context::seed() const { return state_->spec.seed; }
@@ -276,6 +286,10 @@ void Context::SetPhase(std::string_view name) { state_->SwitchPhase(ParsePhase(n
 Context::IterationRange Context::Iterations() {
   if (state_->iterations_called) throw WorkloadError("ctx.Iterations() is called once per run: loop over it once");
   state_->iterations_called = true;
+  const StepThatRepeats steady = StepThatRepeatsForWorkload(state_->optimizer, state_->iterations);
+  state_->iterations = steady.iterations;
+  state_->m.steady_state = steady.note;
+  state_->m.iterations_raised = steady.raised();
   return IterationRange(state_, state_->iterations);
 }
 
@@ -335,6 +349,15 @@ Context::AutocastGuard Context::Autocast(at::ScalarType dtype) const {
 }
 
 at::Tensor Context::ToDevice(const at::Tensor& host) {
+  // Note [Host batches on meta]: on meta a batch made in this machine's memory costs real memory and
+  // the time to draw it, per run and per fit trial, for values nothing reads.
+  if (!has_data() && host.device().is_cpu() && !state_->warned_host_batch_on_meta) {
+    state_->warned_host_batch_on_meta = true;
+    state_->m.warnings.push_back(
+        "on meta, ctx.ToDevice got a batch made in this machine's memory (" + FormatBytes(Bytes(host)) +
+        "): every run and fit trial pays for it in host memory and time, for values meta never reads; make host "
+        "batches with ctx.host_options(), which is meta on meta");
+  }
   at::Tensor copy = at::empty(host.sizes(), options().dtype(host.scalar_type())).copy_(host);
   state_->inputs_bytes += Bytes(copy);
   return copy;
@@ -371,6 +394,11 @@ void UserWorkloadRun::Run() {
   }
   state.optimizer = nullptr;       // the function's local: gone from here on
   if (!state.iterations_called) {  // measured as one run: its end is the first iteration's
+    state.m.steady_state = "one run: the workload never calls ctx.Iterations()";
+    state.m.warnings.push_back((state.spec.workload.empty() ? "the workload" : "workload '" + state.spec.workload + "'") +
+                               " never calls ctx.Iterations(), so it is measured as one run: live growth, leaks "
+                               "and the step that repeats (with the optimizer's state) are not measured; loop over "
+                               "ctx.Iterations()");
     state.EndPhase();
     if (!state.m.grad_bytes) state.TakeGradients();
     state.TakeOptimizerState();

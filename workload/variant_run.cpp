@@ -23,6 +23,7 @@
 #include "workload/grad_scaler.h"
 #include "workload/optimizer.h"
 #include "workload/segment_knobs.h"
+#include "workload/steady_state.h"
 
 namespace oomguard {
 namespace {
@@ -69,8 +70,12 @@ class VariantRun final : public MeasuredRun {
     if (!m_.error.empty()) return InputError(m_.error);
     net_->set_trace(trace_);
     optimizer_ = MakeOptimizer(spec_.loop.optimizer, params_);
-    const int64_t iterations = options_.iterations > 0 ? options_.iterations : spec_.loop.iterations;
-    for (int64_t i = 1; i <= iterations; ++i) {
+    // Note [The step that repeats]: one iteration with a stateful optimizer is raised to two.
+    const StepThatRepeats steady =
+        StepThatRepeatsForLoop(spec_.loop, options_.iterations > 0 ? options_.iterations : spec_.loop.iterations);
+    m_.steady_state = steady.note;
+    m_.iterations_raised = steady.raised();
+    for (int64_t i = 1; i <= steady.iterations; ++i) {
       ledger_.TakeWindowPeak();
       IterationMeasurement iteration;
       if (observer_) observer_->BeginIteration(i);

@@ -52,11 +52,19 @@ bool WorkloadsRegistered(const Scenario& scenario, std::string* error) {
     if (v.workload.empty() || FindWorkload(v.workload) != nullptr) continue;
     const std::vector<std::string> names = RegisteredWorkloads();
     const std::string near = ClosestMatch(v.workload, names);
+    // A name with no near match may be defined in a static library: the linker keeps an object file of
+    // one only when something references it, and OOMGUARD_WORKLOAD's registration is referenced by nothing.
+    const std::string static_library =
+        near.empty() ? "; if OOMGUARD_WORKLOAD(" + v.workload +
+                           ") is in a static library, the linker dropped it: link that library whole, "
+                           "target_link_libraries(<program> PRIVATE \"$<LINK_LIBRARY:WHOLE_ARCHIVE,<library>>\")"
+                     : "";
     *error = "workload '" + v.workload + "' is not registered in this program" +
              (near.empty() ? "" : "; did you mean '" + near + "'?") +
              (names.empty() ? " (no workloads are registered: run the scenario with the program that registers it, "
                               "built with oomguard::Main)"
-                            : " (registered: " + JoinNames(names, ", ") + ")");
+                            : " (registered: " + JoinNames(names, ", ") + ")") +
+             static_library;
     return false;
   }
   return true;

@@ -53,8 +53,9 @@ OOMGUARD_WORKLOAD(classifier_adam) {
     torch::Tensor images;
     {
       oomguard::Context::HostMemory host;
-      // On meta nothing reads the values: an empty batch saves drawing gigabytes of them.
-      images = ctx.has_data() ? torch::randn({batch, kFeatures}) : torch::empty({batch, kFeatures});
+      // host_options(): the cpu, or meta on meta, where drawing gigabytes of values nothing reads would
+      // cost every run and fit trial this machine's memory.
+      images = torch::randn({batch, kFeatures}, ctx.host_options());
     }
     return std::pair(ctx.ToDevice(images), torch::randint(0, kClasses, {batch}, ctx.options().dtype(torch::kLong)));
   };

@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "base/byte_size.h"
-#include "reports/diagnosis_text.h"
+#include "model/diagnosis_text.h"
 #include "reports/escape.h"
 #include "reports/html/svg_timeline.h"
 #include "reports/report_format.h"

@@ -1,5 +1,6 @@
-// The words every report uses for a diagnosis (model/diagnosis.h): what its bytes count and what a
-// measured fix gave, so that the console, Markdown, JUnit and HTML say the same thing.
+// The words every report, and Measurement::Describe, use for a diagnosis (model/diagnosis.h): what
+// its bytes count and what a measured fix gave, so that the console, Markdown, JUnit, HTML and the
+// matchers' messages say the same thing.
 //
 //   DiagnosisAmount(d);            // "2.00 MiB after backward", "1.26 MiB per iteration"
 //   MeasuredFixText(fix, m_peak);  // "loop.eval.no_grad: true: peak 8.73 MiB (-18.50 MiB), live after 1.52 MiB"

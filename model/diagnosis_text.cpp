@@ -1,4 +1,4 @@
-#include "reports/diagnosis_text.h"
+#include "model/diagnosis_text.h"
 
 #include "base/byte_size.h"
 
