@@ -7,7 +7,7 @@
 // oneDNN (backends/meta_kernels_conv_onednn.h, which sizes its buffers by asking oneDNN), or
 // Slow2d (im2col and a gemm: unstrided 1x1 convolutions of small batches on one thread, small single
 // images, float64). Other cpu backends (SlowDilated2d for the dilated convolutions oneDNN does not get),
-// transposed and 3-d convolutions fail saying they are not mirrored (backends/meta_not_mirrored.h). The
+// transposed and 3-d convolutions fail saying they are not mirrored (model/meta_not_mirrored.h). The
 // steps below follow ATen/native/Convolution.cpp and ConvolutionMM2d.cpp, in their order.
 #include <ATen/native/ConvUtils.h>
 #include <c10/core/TensorImpl.h>
@@ -19,7 +19,7 @@
 
 #include "backends/meta_kernels_conv_onednn.h"
 #include "backends/meta_kernels_internal.h"
-#include "backends/meta_not_mirrored.h"
+#include "model/meta_not_mirrored.h"
 #include "backends/onednn_query.h"
 
 namespace oomguard::meta_kernels {

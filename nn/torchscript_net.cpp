@@ -16,7 +16,7 @@
 
 #include "allocators/cpu_tracking_allocator.h"
 #include "allocators/meta_tracking_allocator.h"
-#include "backends/meta_not_mirrored.h"
+#include "model/meta_not_mirrored.h"
 #include "base/check.h"
 
 namespace oomguard {

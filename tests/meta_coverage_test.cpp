@@ -81,6 +81,10 @@ TEST(MetaCoverage, EveryLayerKindRunsForwardAndBackwardWithTheCpuBytes) {
       if (variant == "flash" && !Takes(kind, "attention")) continue;
       const bool inplace = variant == "inplace";
       for (const std::string loss : {"mean", "cross_entropy"}) {
+        // Note [The class axis] (workload/cross_entropy.h): cross entropy over a [batch, 8, features]
+        // output reads dim 1, which the loader refuses for a layer list's float samples; token ids' logits
+        // (the embedding's) keep their classes last.
+        if (loss == "cross_entropy" && kind.name != "embedding") continue;
         const VariantSpec spec = CoverageModel(kind, inplace, loss, variant == "flash" ? "flash" : "math");
         SCOPED_TRACE(spec.name);
         const VariantMeasurement cpu = MeasureVariant(spec, VariantMeasureOptions{Backend::kCpu});
@@ -94,7 +98,7 @@ TEST(MetaCoverage, EveryLayerKindRunsForwardAndBackwardWithTheCpuBytes) {
       }
     }
   }
-  EXPECT_EQ(covered, 2 * (14 + 4 + 2));  // 14 kinds, 4 also in place, 2 also with flash attention; two losses each
+  EXPECT_EQ(covered, (14 + 4 + 2) + 1);  // 14 kinds, 4 also in place, 2 also with flash attention; cross entropy on the embedding
 }
 
 TEST(MetaCoverage, MseLossAndSgdMomentumMatchToo) {

@@ -40,7 +40,7 @@ expect "a user's program names itself in its messages" 2 "^memory_checks run: " 
   "$checks" run "$scratch/empty" --backend cpu
 expect "fit names the misspelt knob and exits 2" 2 \
   "^memory_checks fit: .*knob-typo.json: variant 'base': workload 'classifier_adam' reads knob \"batch\"" -- \
-  "$checks" fit "$fixtures/knob-typo.json" --knob hidden --backend meta --cards t4
+  "$checks" fit "$fixtures/knob-typo.json" --knob hidden --backend cpu --cap 64MiB
 expect "--inject fails the workload's allocation, and the OOM has a snapshot" 1 \
   "injected by oomguard: nth=40, allocation #40 in phase optimizer" -- \
   "$checks" run --backend cpu --inject nth=40 --snapshot-dir "$scratch/snapshots" --baselines "$scratch/baselines"

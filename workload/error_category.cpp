@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "allocators/install.h"
-#include "backends/meta_not_mirrored.h"
+#include "model/meta_not_mirrored.h"
 
 namespace oomguard {
 
@@ -97,7 +97,7 @@ std::string DescribeError(const std::exception& e, const std::string& location) 
     if (!script->frame.empty()) place += (place.empty() ? "at " : ", at ") + script->frame;
   }
   const std::string where = place.empty() ? "" : " (" + place + ")";
-  // A Meta kernel's own words for what it does not mirror (backends/meta_not_mirrored.h) say it all.
+  // A Meta kernel's own words for what it does not mirror (model/meta_not_mirrored.h) say it all.
   if (const size_t marker = message.find(kNotMirroredMarker); marker != std::string::npos) {
     return message.substr(0, marker) + where + message.substr(marker);
   }

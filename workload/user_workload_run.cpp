@@ -9,6 +9,7 @@
 #include <set>
 
 #include "allocators/cpu_tracking_allocator.h"
+#include "allocators/meta_tracking_allocator.h"
 #include "base/byte_size.h"
 #include "base/check.h"
 #include "base/did_you_mean.h"
@@ -327,6 +328,7 @@ void Context::CheckMovable(const std::vector<at::Tensor>& parameters) const {
 
 struct HostScopeHolder {
   HostAllocationScope scope;
+  UncountedMetaScope meta;  // on meta, a batch made with host_options() is host memory too: not booked
 };
 Context::HostMemory::HostMemory() : scope_(std::make_unique<HostScopeHolder>()) {}
 Context::HostMemory::~HostMemory() = default;

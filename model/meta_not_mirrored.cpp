@@ -1,4 +1,4 @@
-#include "backends/meta_not_mirrored.h"
+#include "model/meta_not_mirrored.h"
 
 namespace oomguard {
 
