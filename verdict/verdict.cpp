@@ -94,7 +94,7 @@ void JudgeMeasurement(const VariantExpectation& expectation, const VariantMeasur
     } else if (expectation.leak_stated && !growth) {  // a stated "leak": false cannot pass unjudged
       r->reasons.push_back("\"leak\": false cannot be judged: growth takes at least 2 completed iterations, and the "
                            "run completed " + std::to_string(m.iterations.size()) +
-                           (m.steady_state.starts_with("one run") ? " (" + m.steady_state + ")" : ""));
+                           (m.steady_state.empty() ? "" : " (" + m.steady_state + ")"));
     } else if (expectation.leak && *growth <= 0) {
       r->reasons.push_back("a leak is expected, but live bytes did not grow from iteration to iteration");
     }

@@ -31,8 +31,6 @@ StepThatRepeats Stateless(const std::string& why, int64_t requested) {
 
 }  // namespace
 
-bool StepThatRepeats::raised() const { return iterations > requested; }
-
 bool KeepsState(const OptimizerSpec& optimizer) {
   return optimizer.kind == "adam" || optimizer.kind == "adamw" || (optimizer.kind == "sgd" && optimizer.momentum > 0);
 }

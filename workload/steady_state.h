@@ -28,10 +28,10 @@ class Optimizer;
 namespace oomguard {
 
 struct StepThatRepeats {
+  int64_t requested = 1;   // what was asked (loop.iterations or --iterations)
   int64_t iterations = 1;  // what to run: `requested`, or 2 where one iteration never repeats its step
   std::string note;        // how the measurement meets the step that repeats, one sentence
-  bool raised() const;     // iterations > what was asked
-  int64_t requested = 1;
+  bool raised() const { return iterations > requested; }
 };
 
 // Whether an optimizer of this spec keeps state from step to step (adam, adamw; sgd with momentum).
