@@ -2,6 +2,7 @@
 // byte; oomguard's Meta kernels fill LibTorch's gaps (backends/meta_kernels.h).
 #include "allocators/install.h"
 #include "backends/backend.h"
+#include "backends/meta_gradient_sums.h"
 #include "backends/meta_kernels.h"
 
 namespace oomguard {
@@ -10,6 +11,9 @@ namespace {
 class MetaSession : public BackendSession {
  public:
   MetaSession() : BackendSession(Backend::kMeta, c10::Device(c10::kMeta), MetaAccount()) { RegisterMetaKernels(); }
+
+ private:
+  EngineSumWatch engine_sums_;  // Note [Gradient sums on meta]
 };
 
 class MetaDriver : public BackendDriver {

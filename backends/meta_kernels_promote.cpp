@@ -1,5 +1,6 @@
 // Meta kernels for the arithmetic ops whose cpu TensorIterator copies an operand of another dtype
-// (Note [Operands promoted on cpu]), and for linear's bias added in place on cpu (LinearAutogradMeta).
+// (Note [Operands promoted on cpu]), for linear's bias added in place on cpu (LinearAutogradMeta), and
+// for autograd's sum of two gradient contributions, in place on cpu (Note [Gradient sums on meta]).
 //
 // Note [Operands promoted on cpu]: a TensorIterator op whose inputs differ in dtype (a bf16 tensor
 // times a bool mask: a hand-written dropout; a bf16 branch added to a float32 residual stream) computes
@@ -9,6 +10,7 @@
 // make cpu's casts on meta, then let the structured Meta function (at::meta::...) make the output. A
 // wrapped number (`t * 2.0`) is left out: its cast is host memory (Note [Host scalars]).
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/ops/add_meta_dispatch.h>
 #include <ATen/ops/div_meta_dispatch.h>
 #include <ATen/ops/linear_native.h>
@@ -18,6 +20,7 @@
 #include <optional>
 #include <string_view>
 
+#include "backends/meta_gradient_sums.h"
 #include "backends/meta_kernels_internal.h"
 
 namespace oomguard::meta_kernels {
@@ -39,9 +42,37 @@ struct PromotedOperands {
   std::vector<at::Tensor> casts;
 };
 
+// Note [Gradient sums on meta]: where two gradient contributions meet (a residual connection, a tensor
+// used twice), the autograd engine sums them in its InputBuffer (torch/csrc/autograd/input_buffer.cpp,
+// accumulate): `old_var.add_(var)` when grad mode is off and it holds the last reference to a dense
+// `old_var`, else `old_var + var`. But it adds in place only for tensors that are not subclass-like,
+// and meta tensors are (at::isTensorSubclassLike), so on meta every such sum would allocate a new
+// buffer and free the old one: one allocation more than cpu, and a transient the gradient's size that
+// can raise a backward peak. An add is the engine's own when the engine runs between its nodes'
+// functions (backends/meta_gradient_sums.h: only its InputBuffer sums and a user's gradient hooks add
+// there); under that condition, and cpu's own for the in-place path, the sum is made in place, as on cpu.
+bool IsEnginesSumCpuMakesInPlace(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  if (at::GradMode::is_enabled()) return false;
+  if (!alpha.isIntegral(/*includeBool=*/false) || alpha.toLong() != 1) return false;
+  if (!EngineRunsBetweenNodes()) return false;
+  // cpu's can_accumulate_inplace(old_var), less the subclass test.
+  if (self.is_sparse() || other.is_sparse() || self.is_nested() || self._is_zerotensor() ||
+      !self.is_non_overlapping_and_dense() || !self.has_storage() || self.use_count() != 1 ||
+      self.storage().use_count() != 1) {
+    return false;
+  }
+  // What add_ can hold: the sum's dtype and shape are self's.
+  return at::result_type(self, other) == self.scalar_type() && at::infer_size(self.sizes(), other.sizes()) == self.sizes();
+}
+
 at::Tensor AddMeta(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  const bool in_place = IsEnginesSumCpuMakesInPlace(self, other, alpha);
   const PromotedOperands promoted(self, other);
-  return at::meta::add(self, other, alpha);
+  if (!in_place) return at::meta::add(self, other, alpha);
+  // The engine replaces its buffer with the result: the same tensor, as cpu's add_ returns.
+  at::Tensor& sum = const_cast<at::Tensor&>(self);
+  at::meta::add_(sum, other, alpha);
+  return sum;
 }
 at::Tensor& AddInplaceMeta(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   const PromotedOperands promoted(self, other);

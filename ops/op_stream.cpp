@@ -27,6 +27,7 @@ std::array<std::atomic<OpObserver*>, kSlots> g_observers{};  // the slots' obser
 std::atomic<unsigned> g_start_mask{0};                       // active slots with op_starts
 std::atomic<unsigned> g_end_mask{0};                         // active slots with op_ends
 std::atomic<unsigned> g_backward_mask{0};                    // active slots with backward_nodes
+std::atomic<unsigned> g_backward_end_mask{0};                // active slots with backward_node_ends
 bool g_registered = false;                                   // guarded by g_mutex
 at::CallbackHandle g_handle = 0;                             // guarded by g_mutex
 OpInterests g_needs;                                         // guarded by g_mutex
@@ -61,6 +62,11 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
 }
 
 void OnEnd(const at::RecordFunction& fn, at::ObserverContext* context) {
+  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+    ForEachSlot(g_backward_end_mask.load(std::memory_order_acquire),
+                [&](int, OpObserver* observer) { observer->OnBackwardNodeEnd(fn); });
+    return;
+  }
   if (fn.scope() != at::RecordScope::FUNCTION) return;
   auto* contexts = static_cast<SlotContexts*>(context);
   ForEachSlot(g_end_mask.load(std::memory_order_acquire), [&](int slot, OpObserver* observer) {
@@ -71,7 +77,7 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext* context) {
 // Publishes the masks of the active slots and registers the callback their union needs, if it
 // changed. Called with g_mutex held.
 void Publish() {
-  unsigned starts = 0, ends = 0, backward = 0;
+  unsigned starts = 0, ends = 0, backward = 0, backward_ends = 0;
   OpInterests needs;
   for (int i = 0; i < kSlots; ++i) {
     const Slot& slot = g_slots[i];
@@ -80,11 +86,13 @@ void Publish() {
     if (in.op_starts) starts |= 1u << i;
     if (in.op_ends) ends |= 1u << i;
     if (in.backward_nodes) backward |= 1u << i;
+    if (in.backward_node_ends) backward_ends |= 1u << i;
     needs.op_starts |= in.op_starts;
     needs.op_ends |= in.op_ends;
     needs.inputs |= in.inputs;
     needs.outputs |= in.outputs;
     needs.backward_nodes |= in.backward_nodes;
+    needs.backward_node_ends |= in.backward_node_ends;
   }
   // Only what is watched: inputs and outputs come with operators, not with backward nodes alone.
   const bool functions = needs.op_starts || needs.op_ends;
@@ -93,7 +101,9 @@ void Publish() {
   g_start_mask.store(starts, std::memory_order_release);
   g_end_mask.store(ends, std::memory_order_release);
   g_backward_mask.store(backward, std::memory_order_release);
-  const bool wanted = functions || needs.backward_nodes;
+  g_backward_end_mask.store(backward_ends, std::memory_order_release);
+  const bool nodes = needs.backward_nodes || needs.backward_node_ends;
+  const bool wanted = functions || nodes;
   if (g_registered == wanted && (!wanted || needs == g_needs)) return;
   // Remove, then add: on this thread no operator runs in between, and one that is running (this may
   // be called from inside one, by the allocator) ends through the same static OnEnd.
@@ -103,8 +113,9 @@ void Publish() {
   if (!wanted) return;
   std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> scopes;
   if (functions) scopes.insert(at::RecordScope::FUNCTION);
-  if (needs.backward_nodes) scopes.insert(at::RecordScope::BACKWARD_FUNCTION);
-  g_handle = at::addGlobalCallback(at::RecordFunctionCallback(&OnStart, needs.op_ends ? &OnEnd : nullptr)
+  if (nodes) scopes.insert(at::RecordScope::BACKWARD_FUNCTION);
+  const bool ends_wanted = needs.op_ends || needs.backward_node_ends;
+  g_handle = at::addGlobalCallback(at::RecordFunctionCallback(&OnStart, ends_wanted ? &OnEnd : nullptr)
                                        .needsInputs(needs.inputs)
                                        .needsOutputs(needs.outputs)
                                        .scopes(scopes));

@@ -41,6 +41,7 @@ struct OpInterests {
   bool inputs = false;          // fn.inputs() in OnOpStart: every operator's arguments are boxed
   bool outputs = false;         // fn.outputs() in OnOpEnd: every operator's results are captured
   bool backward_nodes = false;  // OnBackwardNode as each autograd node starts (RecordScope::BACKWARD_FUNCTION)
+  bool backward_node_ends = false;  // OnBackwardNodeEnd as each autograd node's function returns
 
   bool operator==(const OpInterests&) const = default;
 };
@@ -52,6 +53,7 @@ class OpObserver {
   virtual std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction&) { return nullptr; }
   virtual void OnOpEnd(const at::RecordFunction&, at::ObserverContext*) {}
   virtual void OnBackwardNode(const at::RecordFunction&) {}
+  virtual void OnBackwardNodeEnd(const at::RecordFunction&) {}
 };
 
 // Subscribes `observer` (which must outlive it) with `interests`, active or not. At most

@@ -9,8 +9,6 @@ meta run that fails for want of a Meta kernel where cpu runs.
 
 EXAMPLES_DIR holds the examples' scenario files and models (make_fixtures.py writes them); their
 variants run as they are. Prints one line per model and exits 1 on an unannounced difference.
-alloc_count is not compared: meta sums two gradients out of place where cpu sums in place (README,
-What runs on meta), a transient allocation that never moves a peak.
 """
 import json
 import os
@@ -72,8 +70,10 @@ def measurements(results_path):
 
 
 def numbers(m):
-    """The numbers meta must reproduce: peak, each phase's peak, live bytes after each iteration."""
-    out = {"peak_bytes": m["peak_bytes"], "live_bytes_at_end": m["live_bytes_at_end"]}
+    """The numbers meta must reproduce: peak, each phase's peak, live bytes after each iteration, and
+    every allocation (their count and bytes)."""
+    out = {"peak_bytes": m["peak_bytes"], "live_bytes_at_end": m["live_bytes_at_end"],
+           "alloc_count": m["alloc_count"], "allocated_bytes_total": m["allocated_bytes_total"]}
     for p in m.get("phase_peaks", []):
         out["phase_peak." + p["phase"]] = p["peak_bytes"]
     for i, it in enumerate(m.get("iterations", [])):

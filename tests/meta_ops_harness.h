@@ -26,8 +26,8 @@ namespace oomguard::testing {
 
 // A model's parameters: plain tensors that require grad, made with ctx.options() (on meta, torch::nn
 // modules cannot be built; see Context::Build), drawn in place so setup makes no temporaries. Each is
-// used once per step: two uses sum two gradients, which cpu does in place and meta out of place (Note
-// [Gradient sums on meta], meta_coverage_test.cpp), one allocation more on meta.
+// used once per step or more: two uses sum two gradients, in place on cpu and on meta alike (Note
+// [Gradient sums on meta], backends/meta_kernels_promote.cpp).
 class Parameters {
  public:
   explicit Parameters(Context& ctx) : ctx_(ctx) {}

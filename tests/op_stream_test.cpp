@@ -34,6 +34,7 @@ class LoggingObserver : public OpObserver {
                     (fn.outputs().empty() ? "" : " with outputs"));
   }
   void OnBackwardNode(const at::RecordFunction& fn) override { log_->push_back(tag_ + ":node " + fn.name()); }
+  void OnBackwardNodeEnd(const at::RecordFunction& fn) override { log_->push_back(tag_ + ":node-end " + fn.name()); }
 
  private:
   struct Tagged final : at::ObserverContext {
@@ -75,6 +76,23 @@ TEST(OpStream, BackwardNodesAloneLeaveOperatorsOnTheFastPath) {
   EXPECT_EQ(log, (std::vector<std::string>{"trace:node SumBackward0", "trace:node MulBackward1",
                                            "trace:node torch::autograd::AccumulateGrad"}));
   EXPECT_FALSE(CurrentOpStream().registered);
+}
+
+// What tells meta's add that autograd's engine runs between its nodes (backends/meta_gradient_sums.h).
+TEST(OpStream, BackwardNodeEndsComeAfterEachNodesFunction) {
+  std::vector<std::string> log;
+  LoggingObserver nodes("trace", &log);
+  {
+    OpSubscription subscription(&nodes, {.backward_nodes = true, .backward_node_ends = true});
+    EXPECT_TRUE(CurrentOpStream().needs.backward_node_ends);
+    EXPECT_FALSE(CurrentOpStream().needs.op_ends);
+    at::Tensor x = at::ones({4}).requires_grad_();
+    (x * 2).sum().backward();
+  }
+  EXPECT_EQ(log, (std::vector<std::string>{"trace:node SumBackward0", "trace:node-end SumBackward0",
+                                           "trace:node MulBackward1", "trace:node-end MulBackward1",
+                                           "trace:node torch::autograd::AccumulateGrad",
+                                           "trace:node-end torch::autograd::AccumulateGrad"}));
 }
 
 TEST(OpStream, AsksForTheUnionAndCallsObserversInTheOrderTheySubscribed) {
