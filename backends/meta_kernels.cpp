@@ -149,6 +149,54 @@ at::Tensor MseLossBackwardMeta(const at::Tensor& grad_output, const at::Tensor& 
   return at::empty_like(input, at::MemoryFormat::Contiguous);
 }
 
+// nll_loss2d (cross entropy on [N, C, H, W] logits: a segmentation model), which LibTorch's C++ build
+// has no Meta kernel for. cpu (ATen/native/LossNLL2d.cpp) checks the shapes, makes total_weight a
+// scalar, a contiguous copy of a strided weight, then the output ([N, H, W] unreduced, else a scalar)
+// and, reducing, contiguous copies of input and target for the loop.
+void CheckNllLoss2dShapes(const at::Tensor& input, const at::Tensor& target, const std::optional<at::Tensor>& weight) {
+  TORCH_CHECK(target.dim() == 3, "only batches of spatial targets supported (3D tensors) but got targets of dimension: ",
+              target.dim());
+  TORCH_CHECK(input.dim() == 4, "only batches of spatial inputs supported (4D tensors), but got input of dimension: ",
+              input.dim());
+  TORCH_CHECK(!weight.has_value() || !weight->defined() || weight->numel() == input.size(1),
+              "weight tensor should be defined either for all or no classes");
+  TORCH_CHECK(input.size(0) == target.size(0) && input.size(2) == target.size(1) && input.size(3) == target.size(2),
+              "size mismatch (got input: ", input.sizes(), " , target: ", target.sizes());
+}
+at::Tensor ContiguousWeight(const std::optional<at::Tensor>& weight) {
+  return weight.has_value() && weight->defined() ? weight->contiguous() : at::Tensor();
+}
+std::tuple<at::Tensor, at::Tensor> NllLoss2dForwardMeta(const at::Tensor& input, const at::Tensor& target,
+                                                        const std::optional<at::Tensor>& weight, int64_t reduction,
+                                                        int64_t) {
+  CheckNllLoss2dShapes(input, target, weight);
+  at::Tensor total_weight = at::empty({}, input.options());
+  const at::Tensor weight_contiguous = ContiguousWeight(weight);
+  if (reduction == at::Reduction::None) {
+    return {at::empty({input.size(0), input.size(2), input.size(3)}, input.options()), total_weight};
+  }
+  at::Tensor output = at::empty({}, input.options());
+  if (target.numel() == 0) return {output, total_weight};
+  const at::Tensor input_contiguous = input.contiguous();
+  const at::Tensor target_contiguous = target.contiguous();
+  return {output, total_weight};
+}
+// cpu: zeros_like(input), a contiguous copy of a strided weight, and reducing, of the target.
+at::Tensor NllLoss2dBackwardMeta(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& target,
+                                 const std::optional<at::Tensor>& weight, int64_t reduction, int64_t,
+                                 const at::Tensor&) {
+  CheckNllLoss2dShapes(input, target, weight);
+  at::Tensor grad_input = at::empty_like(input);
+  TORCH_CHECK(grad_input.is_contiguous(), "grad_input must be contiguous");
+  const at::Tensor weight_contiguous = ContiguousWeight(weight);
+  if (reduction != at::Reduction::None) {
+    TORCH_CHECK(grad_output.dim() <= 1 && grad_output.numel() == 1,
+                "Expected a single element grad_output tensor, but got: ", grad_output.sizes());
+    const at::Tensor target_contiguous = target.contiguous();
+  }
+  return grad_input;
+}
+
 // Note [Flash attention on meta]: the cpu flash kernel (ATen/native/cpu/FlashAttentionKernel.cpp)
 // splits queries into blocks of 32, 64 or 256 rows (by sequence length) and keys into blocks of 512,
 // and keeps per-thread scratch sized by those blocks. The mirror assumes no oneDNN packing, which the
@@ -292,6 +340,8 @@ void RegisterMetaKernels() {
     lib->impl("_scaled_dot_product_flash_attention_for_cpu", TORCH_FN(FlashAttentionForCpuMeta));
     lib->impl("_scaled_dot_product_flash_attention_for_cpu_backward", TORCH_FN(FlashAttentionForCpuBackwardMeta));
     lib->impl("mse_loss_backward", TORCH_FN(MseLossBackwardMeta));
+    lib->impl("nll_loss2d_forward", TORCH_FN(NllLoss2dForwardMeta));
+    lib->impl("nll_loss2d_backward", TORCH_FN(NllLoss2dBackwardMeta));
     lib->impl("native_layer_norm_backward", TORCH_FN(NativeLayerNormBackwardMeta));
     lib->impl("arange", TORCH_FN(ArangeMeta));
     lib->impl("arange.start", TORCH_FN(ArangeStartMeta));
