@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -120,6 +121,43 @@ struct Measurement {
 Measurement Measure(const WorkloadFunction& workload, const MeasureOptions& options = {});
 // A registered workload (oomguard/workload.h) by name; an unknown name throws std::invalid_argument.
 Measurement Measure(const std::string& registered_workload, const MeasureOptions& options = {});
+
+// A measurement as a scope, for code that is not one function (the Python package's `with
+// oomguard.measure(...)`, python/): the constructor does what Measure does before it calls the
+// function (Note [What an in-process measurement resets]) and holds the process-wide lock; Finish
+// gives the numbers so far and removes the limits; the destructor finishes a scope not finished.
+//
+//   oomguard::MeasureScope scope({.backend = "cpu", .cap = "1GiB"});
+//   scope.SetPhase("forward");  ... scope.SetPhase("backward"); ...
+//   oomguard::Measurement m = scope.Finish();          // outcome "pass"
+//   // or, when an allocation past the cap threw c10::OutOfMemoryError (torch.OutOfMemoryError):
+//   oomguard::Measurement m = scope.FinishWithError(e.what());   // outcome "oom", m.oom where it struck
+//
+// What the scope gives is the ledger's: the peak, the phase peaks, live at the peak by phase, the
+// allocation count and the transfers. The training-loop's numbers Measure takes from a Context
+// (iterations, parameters, gradients, optimizer state) and the detectors' diagnoses are not there
+// yet. Phases are the names of Context::Phase ("setup", "forward", "backward", "optimizer", "eval",
+// ...); another name throws std::invalid_argument. Options' iterations, seed, knobs are ignored.
+class MeasureScope {
+ public:
+  explicit MeasureScope(const MeasureOptions& options);
+  ~MeasureScope();
+  MeasureScope(const MeasureScope&) = delete;
+  MeasureScope& operator=(const MeasureScope&) = delete;
+
+  void SetPhase(const std::string& phase);
+  std::string phase() const;
+  // The live bytes now, booked on the scope's backend.
+  int64_t live_bytes() const;
+  Measurement Finish();
+  // The scope's code ended with an exception whose message is `what`: an OOM when the backend's
+  // allocator refused a request during the scope (outcome "oom", m.oom), else "error:error".
+  Measurement FinishWithError(const std::string& what);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // The usable bytes of a card preset (its capacity less the modelled CUDA context, what --card caps
 // at); an unknown name throws std::invalid_argument naming the presets.

@@ -21,6 +21,7 @@
 #include "nn/torchscript_net.h"
 #include "workload/error_category.h"
 #include "workload/measured_run.h"
+#include "workload/measurement_session.h"
 #include "workload/transfer_counter.h"
 #include "workload/user_workload_run.h"
 #include "workload/variant_run.h"
@@ -33,11 +34,6 @@
 
 namespace oomguard {
 namespace {
-
-CudaModelMeasurement CudaModelMeasurementOf(const CachingAllocatorModelStats& s) {
-  return {s.allocated_bytes.peak, s.reserved_bytes.peak, s.requested_bytes.peak,
-          s.segments.peak,        s.num_alloc_retries,   s.num_ooms};
-}
 
 // "math", "flash", "math+flash" when layers differ, "none" without attention.
 std::string AttentionImplementations(const ModelSpec& model) {
@@ -53,95 +49,32 @@ std::string AttentionImplementations(const ModelSpec& model) {
 using MakeRun =
     std::function<std::unique_ptr<MeasuredRun>(const BackendSession&, LayerTrace*, RunObserver*, VariantMeasurement*)>;
 
-// What a run's observer saw, for Diagnose once the run is over.
-struct Observed {
-  RunObservations seen;
-  std::string suspicion;  // a screen's (Note [Screen, then watch])
-  BackwardTransfers transfers;
-};
+using Observed = MeasurementSession::Observed;
 
 VariantMeasurement MeasureOnce(const VariantSpec& spec, const VariantMeasureOptions& options, const MakeRun& make_run,
                                RunObserver::Mode mode, Observed* observed) {
   VariantMeasurement m;
-  m.variant = spec.name;
-  m.backend = Name(options.backend);
-  m.card = options.limits.card;
-  m.cap_bytes = options.limits.cap_bytes;
   m.attention = AttentionImplementations(spec.model);
-  const std::unique_ptr<BackendSession> backend = GetBackend(options.backend).Open(options.limits);
-  const BackendTraits& traits = backend->traits();
-  DeviceAccount& account = backend->account();
   const auto start = std::chrono::steady_clock::now();
   {
-    Limits bounded = options.limits;
-    if (traits.allocates_host_memory) bounded.host_budget_bytes = ReadHostMemory().available_bytes;
-    ScopedLimits limits(account, std::move(bounded));
-    account.ledger().EnableTimeline(options.timeline_points);
-    account.ledger().SetPhase(Name(Phase::kSetup));  // Note [Phases as names in the ledger]
-    account.ledger().ResetStatistics();
-    backend->BeginMeasurement();
-    TransferCounter transfers(&account.ledger(), backend->device().type());
-    LayerTrace trace;
-    std::optional<RunObserver> observer;  // Note [What each detector counts], diagnose/detectors.h
-    if (options.diagnose) observer.emplace(account.ledger(), &trace, backend->device().type(), mode);
-    SnapshotRecorder snapshot(options.snapshot, *backend, trace);
-    // Declared before the run, so the run's tensors are freed while it is still attached.
-    std::optional<CudaModelFeed> model_feed;
-    std::optional<ScopedModelFeed> attach_model;
-    if (options.model_cuda && !traits.has_caching_allocator) {
-      model_feed.emplace(options.limits.cap_bytes);
-      attach_model.emplace(account, &*model_feed);
-    }
-    std::optional<HostScalarCopies> host_scalars;  // Note [Host scalars]
-    if (traits.books_host_scalars) host_scalars.emplace();
-    const std::unique_ptr<MeasuredRun> run = make_run(*backend, &trace, observer ? &*observer : nullptr, &m);
+    MeasurementSession session(spec, options, mode, &m);
+    const std::unique_ptr<MeasuredRun> run = make_run(session.backend(), session.trace(), session.observer(), &m);
     // Note [What a variant catches]: the failures scenarios are about, and nothing else. LibTorch's
     // errors (c10::Error: out of memory, autograd's checks, kernels' argument checks, a missing Meta
     // kernel) and the host running out of memory become the outcome; anything else is a harness bug
     // and ends the child, which the parent reports as UNRESOLVED with its stderr. Harness invariants
     // use OOMGUARD_CHECK, which aborts, so they can never pass for an expected `error:error`.
-    const auto record_failure = [&](const std::exception& e) {
-      m.outcome = OutcomeOfException(e);
-      m.error = DescribeError(e, trace.Locate());
-      if (m.outcome.kind != Outcome::kOom) return;
-      const DeviceAccount::Refusal refusal = account.last_refusal();
-      if (traits.has_caching_allocator && !refusal.injected) {
-        m.error = SimulatedCudaOomMessage(options.limits, refusal.requested_bytes, refusal.live_bytes, m.error);
-      }
-      m.oom = OomDetail{refusal.phase,
-                        refusal.requested_bytes,
-                        options.limits.cap_bytes,
-                        refusal.live_bytes,
-                        refusal.injected,
-                        m.error,
-                        run->Breakdown(refusal.live_bytes)};
-    };
     try {
       run->Run();
     } catch (const c10::Error& e) {
-      record_failure(e);
+      session.RecordFailure(e, run.get());
     } catch (const std::bad_alloc& e) {
-      record_failure(e);
+      session.RecordFailure(e, run.get());
     } catch (const std::runtime_error& e) {
       if (!IsScriptInterpreterError(e)) throw;  // not a training step's failure: a harness bug
-      record_failure(e);
+      session.RecordFailure(e, run.get());
     }
-    m.transfers = transfers.count();
-    m.transfer_bytes = transfers.bytes();
-    m.ledger = account.ledger().Snapshot();
-    if (observer) {
-      observed->seen = observer->observations();
-      observed->suspicion = observer->suspicion();
-      observed->transfers = {transfers.backward_count(), transfers.backward_bytes()};
-    }
-    backend->Collect(&m);
-    if (options.limits.faults) {
-      m.injected = options.limits.faults->failures();
-      m.injection =
-          VariantMeasurement::Injection{options.limits.faults->Describe(), options.limits.faults->requests_seen()};
-    }
-    if (model_feed) m.cuda_model = CudaModelMeasurementOf(model_feed->stats());
-    snapshot.Finish(&m);
+    *observed = session.Finish();
   }
   m.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return m;

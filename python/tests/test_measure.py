@@ -1,0 +1,119 @@
+"""Python.MeasuresAPlainLoopExactly: oomguard.measure books a plain PyTorch loop to the byte.
+
+A small MLP's training (forward, backward, SGD step, zero_grad) on cpu, on one thread, measured twice:
+by PyTorch's own profiler (profile_memory=True: the allocator's allocation and free events, summed in
+order into live bytes) before oomguard is installed, then by oomguard.measure, whose tracking
+allocator then serves the same calls. The peaks and the allocation counts must be equal; an
+allocation past the cap raises torch.OutOfMemoryError; and the process holds one torch.
+"""
+import os
+import sys
+
+os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")  # what oomguard sets (Note [One oneDNN ISA on every machine])
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+torch.set_num_threads(1)
+
+
+def train(phase=None):
+    phase = phase or (lambda name: __import__("contextlib").nullcontext())
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(32, 64)
+    y = torch.randint(0, 10, (32,))
+    for _ in range(2):
+        with phase("forward"):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        with phase("backward"):
+            loss.backward()
+        with phase("optimizer"):
+            opt.step()
+        with phase("zero_grad"):
+            opt.zero_grad()
+    return loss.item()
+
+
+def profiled():
+    """Peak live bytes and allocation count from the profiler's memory events, in recorded order."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        train()
+    live = peak = allocs = 0
+    for event in prof.profiler.kineto_results.events():
+        if event.name() != "[memory]":
+            continue
+        live += event.nbytes()
+        peak = max(peak, live)
+        allocs += event.nbytes() > 0
+    return peak, allocs, live
+
+
+def main():
+    failures = []
+
+    def check(what, got, want):
+        print(f"{what}: {got} (want {want})")
+        if got != want:
+            failures.append(what)
+
+    train()  # warm-up: lazy initialisation happens once, before either measurement
+    prof_peak, prof_allocs, prof_left = profiled()
+    print(f"profiler: peak {prof_peak} bytes, {prof_allocs} allocations, {prof_left} left live")
+
+    import oomguard  # the tracking allocator is installed by the first measurement
+
+    with oomguard.measure(cap="1GiB", backend="cpu") as m:
+        train(m.phase)
+    r = m.result
+    print(r.describe())
+    check("outcome", r.outcome, "pass")
+    check("peak_bytes", r.peak_bytes, prof_peak)
+    check("alloc_count", r.alloc_count, prof_allocs)
+    check("phase peaks' max", max(r.phase_peak_bytes.values()), r.peak_bytes)
+    check("phases", sorted(r.phase_peak_bytes), ["backward", "forward", "optimizer", "setup", "zero_grad"])
+    check("tracking allocators installed", oomguard._core.tracking_allocators_installed(), True)
+
+    # The same loop as a decorated function: the same numbers.
+    measured = oomguard.measure(cap="1GiB")
+    measured(train)()
+    check("decorator peak_bytes", measured.result.peak_bytes, prof_peak)
+
+    # Past the cap: torch.OutOfMemoryError, as on a GPU; the measurement says where.
+    oom = oomguard.measure(cap="1MiB")
+    raised = None
+    try:
+        with oom:
+            with oom.phase("forward"):
+                kept = torch.empty(512 * 1024, dtype=torch.uint8)
+                torch.empty(1024 * 1024, dtype=torch.uint8)
+    except Exception as e:  # noqa: BLE001 - which one is the point
+        raised = e
+    check("raised", type(raised).__name__, "OutOfMemoryError")
+    check("is torch.OutOfMemoryError", isinstance(raised, torch.OutOfMemoryError), True)
+    check("outcome past the cap", oom.result.outcome, "oom")
+    check("refused request", oom.result.oom.requested_bytes, 1024 * 1024)
+    check("live when refused", oom.result.oom.live_bytes, 512 * 1024)
+    check("phase when refused", oom.result.oom.phase, "forward")
+    print("message:", str(raised).splitlines()[0])
+
+    # meta: shapes only, any size.
+    with oomguard.measure(backend="meta", card="t4") as meta:
+        torch.empty(1 << 30, dtype=torch.uint8, device="meta")
+    check("meta peak", meta.result.peak_bytes, 1 << 30)
+
+    # One torch: the module bound to the libraries `import torch` loaded, not copies of its own.
+    with open("/proc/self/maps") as maps:
+        c10 = {line.split()[-1] for line in maps if line.rstrip().endswith("/libc10.so")}
+    check("libc10.so files mapped", len(c10), 1)
+
+    if failures:
+        print("FAILED:", ", ".join(failures))
+        return 1
+    print("all equal")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

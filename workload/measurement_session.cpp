@@ -1,0 +1,131 @@
+#include "workload/measurement_session.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "allocators/cuda_model_feed.h"
+#include "backends/backend.h"
+#include "backends/host_scalars.h"
+#include "base/host_memory.h"
+#include "model/outcome.h"
+#include "model/phase.h"
+#include "nn/layer_trace.h"
+#include "workload/error_category.h"
+#include "workload/measured_run.h"
+#include "workload/snapshot_recorder.h"
+#include "workload/transfer_counter.h"
+
+namespace oomguard {
+namespace {
+
+CudaModelMeasurement CudaModelMeasurementOf(const CachingAllocatorModelStats& s) {
+  return {s.allocated_bytes.peak, s.reserved_bytes.peak, s.requested_bytes.peak,
+          s.segments.peak,        s.num_alloc_retries,   s.num_ooms};
+}
+
+Limits Bounded(const VariantMeasureOptions& options) {
+  Limits bounded = options.limits;
+  if (TraitsOf(options.backend).allocates_host_memory) bounded.host_budget_bytes = ReadHostMemory().available_bytes;
+  return bounded;
+}
+
+}  // namespace
+
+// In the order MeasureOnce declared them: destroyed in reverse, so the limits go last.
+struct MeasurementSession::Parts {
+  Parts(const VariantMeasureOptions& options, RunObserver::Mode mode, VariantMeasurement* m)
+      : options(options),
+        m(*m),
+        backend(GetBackend(options.backend).Open(options.limits)),
+        account(backend->account()),
+        limits(account, Bounded(options)) {
+    // With the limits on, before anything watches the ledger.
+    account.ledger().EnableTimeline(options.timeline_points);
+    account.ledger().SetPhase(Name(Phase::kSetup));  // Note [Phases as names in the ledger]
+    account.ledger().ResetStatistics();
+    backend->BeginMeasurement();
+    transfers.emplace(&account.ledger(), backend->device().type());
+    if (options.diagnose) observer.emplace(account.ledger(), &trace, backend->device().type(), mode);
+    snapshot.emplace(options.snapshot, *backend, trace);
+    // Before the run's tensors, so that they are freed while it is still attached.
+    if (options.model_cuda && !backend->traits().has_caching_allocator) {
+      model_feed.emplace(options.limits.cap_bytes);
+      attach_model.emplace(account, &*model_feed);
+    }
+    if (backend->traits().books_host_scalars) host_scalars.emplace();  // Note [Host scalars]
+  }
+
+  const VariantMeasureOptions& options;
+  VariantMeasurement& m;
+  const std::unique_ptr<BackendSession> backend;
+  DeviceAccount& account;
+  ScopedLimits limits;
+  std::optional<TransferCounter> transfers;
+  LayerTrace trace;
+  std::optional<RunObserver> observer;  // Note [What each detector counts], diagnose/detectors.h
+  std::optional<SnapshotRecorder> snapshot;
+  std::optional<CudaModelFeed> model_feed;
+  std::optional<ScopedModelFeed> attach_model;
+  std::optional<HostScalarCopies> host_scalars;
+};
+
+MeasurementSession::MeasurementSession(const VariantSpec& spec, const VariantMeasureOptions& options,
+                                       RunObserver::Mode mode, VariantMeasurement* m) {
+  m->variant = spec.name;
+  m->backend = Name(options.backend);
+  m->card = options.limits.card;
+  m->cap_bytes = options.limits.cap_bytes;
+  parts_ = std::make_unique<Parts>(options, mode, m);
+}
+
+MeasurementSession::~MeasurementSession() = default;
+
+const BackendSession& MeasurementSession::backend() const { return *parts_->backend; }
+LayerTrace* MeasurementSession::trace() { return &parts_->trace; }
+RunObserver* MeasurementSession::observer() { return parts_->observer ? &*parts_->observer : nullptr; }
+
+void MeasurementSession::RecordFailure(const std::exception& e, const MeasuredRun* run) {
+  VariantMeasurement& m = parts_->m;
+  const VariantMeasureOptions& options = parts_->options;
+  m.outcome = OutcomeOfException(e);
+  m.error = DescribeError(e, parts_->trace.Locate());
+  if (m.outcome.kind != Outcome::kOom) return;
+  const DeviceAccount::Refusal refusal = parts_->account.last_refusal();
+  if (parts_->backend->traits().has_caching_allocator && !refusal.injected) {
+    m.error = SimulatedCudaOomMessage(options.limits, refusal.requested_bytes, refusal.live_bytes, m.error);
+  }
+  LiveBreakdown breakdown;
+  if (run != nullptr) {
+    breakdown = run->Breakdown(refusal.live_bytes);
+  } else {
+    breakdown.activations_and_transient_bytes = refusal.live_bytes;
+  }
+  m.oom = OomDetail{refusal.phase,    refusal.requested_bytes, options.limits.cap_bytes, refusal.live_bytes,
+                    refusal.injected, m.error,                 breakdown};
+}
+
+MeasurementSession::Observed MeasurementSession::Finish() {
+  Parts& p = *parts_;
+  VariantMeasurement& m = p.m;
+  m.transfers = p.transfers->count();
+  m.transfer_bytes = p.transfers->bytes();
+  m.ledger = p.account.ledger().Snapshot();
+  Observed observed;
+  if (p.observer) {
+    observed.seen = p.observer->observations();
+    observed.suspicion = p.observer->suspicion();
+    observed.transfers = {p.transfers->backward_count(), p.transfers->backward_bytes()};
+  }
+  p.backend->Collect(&m);
+  if (p.options.limits.faults) {
+    m.injected = p.options.limits.faults->failures();
+    m.injection =
+        VariantMeasurement::Injection{p.options.limits.faults->Describe(), p.options.limits.faults->requests_seen()};
+  }
+  if (p.model_feed) m.cuda_model = CudaModelMeasurementOf(p.model_feed->stats());
+  p.snapshot->Finish(&m);
+  return observed;
+}
+
+}  // namespace oomguard
