@@ -40,8 +40,11 @@ PYBIND11_MODULE(_core, module) {
   // The lock a scope takes may be held by another thread's scope, which needs the GIL to end it.
   py::class_<oomguard::MeasureScope>(module, "MeasureScope")
       .def(py::init([](const std::string& backend, const std::string& card, const std::string& cap) {
-             return std::make_unique<oomguard::MeasureScope>(
-                 oomguard::MeasureOptions{.backend = backend, .card = card, .cap = cap});
+             oomguard::MeasureOptions options;
+             options.backend = backend;
+             options.card = card;
+             options.cap = cap;
+             return std::make_unique<oomguard::MeasureScope>(options);
            }),
            py::arg("backend"), py::arg("card"), py::arg("cap"), py::call_guard<py::gil_scoped_release>())
       .def("set_phase", &oomguard::MeasureScope::SetPhase)
