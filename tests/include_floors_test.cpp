@@ -69,7 +69,10 @@ std::vector<std::string> FloorViolations(const std::string& root, const std::map
   std::vector<std::string> problems;
   std::set<std::pair<std::string, std::string>> edges;
   for (const std::string& top : Entries(root)) {
-    if (!IsDirectory(root + "/" + top) || top.starts_with(".") || unfloored.count(top)) continue;
+    // build-*/: other build trees (.gitignore), e.g. the Python package's (README, "Your own Python
+    // training code"), whose generated sources are no floor's.
+    if (!IsDirectory(root + "/" + top) || top.starts_with(".") || top.starts_with("build-") || unfloored.count(top))
+      continue;
     std::vector<std::string> sources;
     SourcesUnder(root, top, &sources);
     if (sources.empty()) continue;
