@@ -326,9 +326,9 @@ class VariantRun final : public MeasuredRun {
       const std::optional<ClassAxis> axis =
           ReadClassAxis(output.sizes(), spec_.data.dtype == DType::kInt64, spec_.data.classes, &error);
       if (!axis) throw LossInputError(error);
-      const at::Tensor t =
-          target.defined() ? target
-                           : at::randint(0, spec_.data.classes, axis->target_sizes, device_options_.dtype(at::kLong));
+      const at::Tensor t = target.defined() ? target
+                                            : at::randint(0, spec_.data.classes, axis->target_sizes,
+                                                          device_options_.dtype(at::kLong));
       return CrossEntropy(output, t, *axis);
     }
     if (loss == "mse") return at::mse_loss(output, at::zeros_like(output));
