@@ -15,6 +15,10 @@ inline constexpr int64_t kMaxInputFileBytes = 16 << 20;
 // Arrays and objects inside one another in a JSON document. The format's deepest path is about 8 deep.
 inline constexpr int kMaxJsonDepth = 64;
 
+// Lists, tuples, dicts and objects inside one another in a TorchScript module's attribute (Note
+// [Containers in a module's attributes], nn/torchscript_archive.cpp): nn.LSTM's `_flat_weights` is 1 deep.
+inline constexpr int kMaxAttributeNesting = 64;
+
 // One check expression: characters, and parentheses inside one another. The catalog's longest
 // expression has 156 characters. Bounding the length also bounds the tree's depth (a sum of terms is a
 // chain), which the evaluator and the renderer walk recursively.

@@ -127,6 +127,50 @@ TEST(HostileInput, MessagesSayWhatIsWrong) {
             "s.json:1:13: JSON syntax error: a NUL byte (0x00), which JSON does not allow outside a string");
 }
 
+// D21: numbers beyond float's range were accepted and aborted the child in LibTorch ("value cannot be
+// converted to type float without overflow"). Note [Numbers LibTorch computes with in float].
+TEST(HostileInput, NumbersLibTorchComputesWithInFloatAreBoundedByItsRange) {
+  EXPECT_EQ(LoadError(With(R"("loop": {"clip_grad_norm": 1e308})")),
+            "s.json: at loop.clip_grad_norm: expected a max norm > 0, at most 3.4e38 (float's range), got 1e+308");
+  EXPECT_EQ(LoadError(With(R"("loop": {"optimizer": {"kind": "sgd", "lr": 1e308}})")),
+            "s.json: at loop.optimizer.lr: expected a number > 0, at most 1e18 (the optimizer computes with it in "
+            "float), got 1e+308");
+  EXPECT_EQ(LoadError(With(R"("loop": {"optimizer": {"kind": "sgd", "momentum": 1e39}})")),
+            "s.json: at loop.optimizer.momentum: expected a number >= 0, at most 1e18 (the optimizer computes with it "
+            "in float), got 1e+39");
+  EXPECT_EQ(LoadError(With(R"("loop": {"optimizer": {"kind": "adamw", "weight_decay": 2e18}})")),
+            "s.json: at loop.optimizer.weight_decay: expected a number >= 0, at most 1e18 (the optimizer computes "
+            "with it in float), got 2e+18");
+  EXPECT_EQ(LoadError(With(R"("model": {"layers": [{"kind": "linear", "in": 4, "out": 4},
+                                                 {"kind": "scale", "factor": -1e39}]})")),
+            "s.json: at model.layers[1].factor: expected a number within float's range (magnitude at most 3.4e38), "
+            "got -1e+39");
+  // At the bounds, each loads.
+  const VariantSpec at_bounds =
+      Load(With(R"("loop": {"clip_grad_norm": 3.4e38, "optimizer": {"kind": "adamw", "lr": 1e18, "weight_decay": 1e18}},
+                   "model": {"layers": [{"kind": "linear", "in": 4, "out": 4}, {"kind": "scale", "factor": -3.4e38}]})"))
+          .variants.at(0);
+  EXPECT_EQ(at_bounds.loop.clip_grad_norm, 3.4e38);
+  EXPECT_EQ(at_bounds.loop.optimizer.lr, 1e18);
+  EXPECT_EQ(at_bounds.model.layers.at(1).factor, -3.4e38);
+}
+
+// D33: inputs accepted and then ignored. A file name with a NUL opened the name cut at the NUL;
+// data.classes without cross_entropy and retain_graph without backward were read by nothing.
+TEST(HostileInput, WhatNothingWouldReadOrWhatWouldBeCutIsRefused) {
+  EXPECT_EQ(LoadError(With(R"("model": {"torchscript": "m.pt\u0000evil"})")),
+            "s.json: at model.torchscript: a control character (U+0000) at byte 5; a file name holds none");
+  EXPECT_EQ(LoadError(With(R"("model": {"torchscript": "m\n.pt"})")),
+            "s.json: at model.torchscript: a control character (U+000A) at byte 2; a file name holds none");
+  EXPECT_EQ(LoadError(With(R"("data": {"shape": [4], "classes": 4})")),
+            "s.json: at data.classes: data.classes gives cross_entropy its targets; loop.loss is \"mean\", which has "
+            "none (leave classes out) (variant a)");
+  EXPECT_EQ(LoadError(With(R"("loop": {"backward": false, "retain_graph": true})")),
+            "s.json: at loop.retain_graph: retain_graph keeps the graph through backward: loop.backward is false "
+            "(variant a)");
+  EXPECT_TRUE(Load(With(R"("loop": {"retain_graph": true})")).variants.at(0).loop.retain_graph);
+}
+
 TEST(HostileInput, HtmlTextCarriesNoControlCharacters) {
   EXPECT_EQ(HtmlEscape("a\x1b[31mb\tc\n"), "a\xEF\xBF\xBD[31mb\tc\n");
 }
