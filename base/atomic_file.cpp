@@ -60,8 +60,8 @@ std::string WriteTarget(const std::string& path) {
 }
 
 bool WriteFileAtomically(const std::string& path, std::string_view content, std::string* error) {
-  if (const int fd = StandardStreamDescriptor(path);
-      fd >= 0) {  // Note [Standard streams are written through their descriptor]
+  // Note [Standard streams are written through their descriptor]: never renamed over.
+  if (const int fd = StandardStreamDescriptor(path); fd >= 0) {
     if (WriteToDescriptor(fd, content)) return true;
     *error = "cannot write " + path + ": " + std::strerror(errno);
     return false;
