@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +29,30 @@ std::string KindOfFile(mode_t mode) {
 }
 
 }  // namespace
+
+bool WriteAll(int fd, std::string_view content) {
+  size_t written = 0;
+  while (written < content.size()) {
+    const ssize_t n = write(fd, content.data() + written, content.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    written += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool NextLinkHop(const std::string& path, std::string* next) {
+  struct stat info {};
+  if (lstat(path.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) return false;
+  char link[PATH_MAX];
+  const ssize_t n = readlink(path.c_str(), link, sizeof link - 1);
+  if (n < 0) return false;
+  link[n] = '\0';
+  const size_t slash = path.find_last_of('/');
+  *next = link[0] == '/' || slash == std::string::npos ? std::string(link)
+                                                       : (slash == 0 ? "/" : path.substr(0, slash + 1)) + link;
+  return true;
+}
 
 bool ReadFile(const std::string& path, std::string* content, std::string* error) {
   // O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever; fstat refuses it next.

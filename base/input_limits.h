@@ -31,4 +31,10 @@ inline constexpr int64_t kMaxLayers = 10000;
 // Variants in one scenario (the catalog's most is 14): each runs in a process of its own.
 inline constexpr int kMaxVariants = 100;
 
+// Characters in a scenario's and in a variant's name: files are named after them (the baseline
+// NAME.json and its temporary .NAME.json.tmp.PID, the snapshot NAME.VARIANT.BACKEND.pickle), and each
+// file name must stay below NAME_MAX (255 bytes) or it can never be written. 100 + 100 + the rest is
+// 214 at most. The catalog's longest name has 26 characters.
+inline constexpr int kMaxNameChars = 100;
+
 }  // namespace oomguard::limits

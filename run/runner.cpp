@@ -18,6 +18,7 @@
 #include "model/measurement_json.h"
 #include "run/child_protocol.h"
 #include "run/measure_child.h"
+#include "run/output_collisions.h"
 #include "run/plan.h"
 #include "run/snapshot_keeper.h"
 #include "verdict/memory_estimate.h"
@@ -40,10 +41,11 @@ std::string Tail(const std::string& text, size_t max_chars) {
 // --update-baselines regressions are reported as data but do not fail: the point of the run is to
 // record the new numbers.
 void CompareWithBaselines(const RunOptions& options, const ScenarioResult& header, ScenarioEvidence* evidence) {
-  const std::string path = BaselinePath(BaselineDirectory(options.baselines_dir, header.file), header.name);
+  const std::string dir = BaselineDirectory(options.baselines_dir, header.file);
+  const std::string path = BaselinePath(dir, header.name);
   BaselineFile file;
   std::string error;
-  if (!LoadBaselineFile(path, &file, &error)) {
+  if (!LoadScenarioBaseline(dir, header.name, &file, &error)) {
     evidence->baseline_error = "corrupt baseline: " + error;
     return;
   }
@@ -126,6 +128,7 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
     return GetBackend(BackendNamed(name)).Available(why);
   };
   if (!PlanRun(options, backend, available, &run_plan, error)) return false;
+  if (!CheckOutputsSpareInputs(options.outputs, run_plan, options.baselines_dir, error)) return false;
   std::vector<PlannedScenario>& plan = run_plan.scenarios;
   if (!options.snapshot_dir.empty() && !MakeDirectories(options.snapshot_dir, error)) {
     *error = "--snapshot-dir " + options.snapshot_dir + ": " + *error;
@@ -133,6 +136,7 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
   }
   report->backend = backend;
   report->shard = run_plan.shard;
+  report->notes = run_plan.notes;
   const VersionInfo versions = CollectVersionInfo();
   report->oomguard_version = versions.oomguard;
   report->libtorch_version = versions.libtorch;

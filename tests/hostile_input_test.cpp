@@ -112,6 +112,23 @@ TEST(HostileInput, VariantsPerScenarioAreLimited) {
             "files)");
 }
 
+// D29: a 300-character name loaded, and then its baseline and snapshot files could never be written
+// ("File name too long"): UNRESOLVED, and --update-baselines exited 5.
+TEST(HostileInput, ScenarioAndVariantNamesAreLimitedSoTheirFilesCanBeWritten) {
+  const std::string at_limit(limits::kMaxNameChars, 'a'), past(limits::kMaxNameChars + 1, 'a');
+  auto named = [](const std::string& name, const std::string& variant) {
+    std::string text = With("", R"("variants": {")" + variant + R"(": {}})");
+    return text.replace(text.find(R"("name": "t")"), 11, R"("name": ")" + name + "\"");
+  };
+  EXPECT_EQ(Load(named(at_limit, at_limit)).variants.at(0).name, at_limit);
+  EXPECT_EQ(LoadError(named(past, "a")),
+            "s.json: at name: a name of 101 characters, more than 100 (the limit for scenario and variant names, "
+            "which name the baseline and snapshot files)");
+  EXPECT_EQ(LoadError(named("t", std::string(300, 'v'))),
+            "s.json: at variants: a variant name of 300 characters, more than 100 (the limit for scenario and variant "
+            "names, which name the baseline and snapshot files)");
+}
+
 // D17: messages that misled.
 TEST(HostileInput, MessagesSayWhatIsWrong) {
   EXPECT_EQ(LoadError(With("", R"("variants": {})")),
