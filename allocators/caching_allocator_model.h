@@ -46,6 +46,8 @@
 // it, which can change best-fit ties between equally sized blocks (never sizes or statistics).
 #pragma once
 
+#include "allocators/caching_allocator_config.h"
+
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -71,6 +73,8 @@ struct CachingAllocatorModelStats {
   int64_t num_ooms = 0;           // SUM: requests refused (Allocate returned nullopt)
   int64_t num_device_alloc = 0;   // SUM: segments created (cudaMalloc calls that succeeded)
   int64_t num_device_free = 0;    // SUM: segments released (cudaFree calls)
+  ModelStat oversize_allocations;  // handed-out blocks >= max_split_size
+  ModelStat oversize_segments;     // segments >= max_split_size
 };
 
 // One block of a segment, as a snapshot shows it.
@@ -98,8 +102,9 @@ class CachingAllocatorModel {
   static constexpr int64_t kMinLargeAlloc = 10 << 20;  // 10 MiB
   static constexpr int64_t kRoundLarge = 2 << 20;      // 2 MiB
 
-  // cap_bytes bounds reserved bytes (segments), like torch.cuda.set_per_process_memory_fraction.
-  explicit CachingAllocatorModel(int64_t cap_bytes = kUnlimited);
+  // cap_bytes bounds reserved bytes (segments), like torch.cuda.set_per_process_memory_fraction;
+  // config holds the PYTORCH_ALLOC_CONF settings (the default is PyTorch's: none set).
+  explicit CachingAllocatorModel(int64_t cap_bytes = kUnlimited, CachingAllocatorConfig config = {});
 
   // Hands out a block for `requested` bytes and returns its address, or std::nullopt when the cap
   // refuses a new segment even after releasing the cache. A request of 0 bytes returns 0 and
@@ -113,11 +118,13 @@ class CachingAllocatorModel {
 
   CachingAllocatorModelStats stats() const { return stats_; }
   int64_t cap_bytes() const { return cap_bytes_; }
+  const CachingAllocatorConfig& config() const { return config_; }
   // Every segment with its blocks, in address order (for tests and snapshots).
   std::vector<ModelSegmentView> Segments() const;
 
   // The real allocator's size rules (see the Note above), exposed for tests.
-  static int64_t RoundSize(int64_t requested);
+  static int64_t RoundSize(int64_t requested, const CachingAllocatorConfig& config = {});
+  static int64_t RoundupPower2NextDivision(int64_t size, int64_t divisions);
   static int64_t AllocationSize(int64_t rounded);
 
  private:
@@ -128,21 +135,34 @@ class CachingAllocatorModel {
     bool small = false;
     uint64_t segment = 0;  // the segment's address
     int64_t segment_size = 0;
+    int64_t gc_count_base = 0;  // the pool's get_free_block calls when the block was cached
   };
   using FreeSet = std::set<std::pair<int64_t, uint64_t>>;  // (size, address): BlockComparatorSize
 
   FreeSet& PoolOf(bool small) { return small ? small_free_ : large_free_; }
+  int64_t& FreeBlockCallsOf(bool small) { return small ? small_free_calls_ : large_free_calls_; }
+  bool GarbageCollectionOn() const;
+  std::optional<uint64_t> GetFreeBlock(int64_t size, bool small);
+  bool ShouldSplit(const Block& block, int64_t size) const;
+  void InsertFree(uint64_t address);
   std::optional<uint64_t> NewSegment(int64_t segment_size, bool small);
+  bool IsWholeSegment(uint64_t address) const;
+  void ReleaseSegment(FreeSet::iterator free_block);
+  bool ReleaseAvailableCachedBlocks(int64_t size, bool small);
+  void GarbageCollectCachedBlocks();
   void ReleaseCachedSegments();
   void ReleaseWholeSegments(FreeSet& pool);
   // Merges the free block at `address` with free neighbours; returns the merged block's address.
   uint64_t MergeWithNeighbours(uint64_t address);
 
   int64_t cap_bytes_;
+  CachingAllocatorConfig config_;
   uint64_t next_segment_address_;
   std::map<uint64_t, Block> blocks_;  // every block, free or not, by address
   FreeSet small_free_;
   FreeSet large_free_;
+  int64_t small_free_calls_ = 0;  // BlockPool::get_free_blocks_call_count, the garbage collector's clock
+  int64_t large_free_calls_ = 0;
   CachingAllocatorModelStats stats_;
 };
 
