@@ -10,13 +10,6 @@ namespace {
 // Synthetic segment addresses start high and 2 MiB-aligned, so 0 is never a block's address.
 constexpr uint64_t kFirstSegmentAddress = uint64_t{1} << 40;
 
-void Increase(ModelStat& stat, int64_t amount) {
-  stat.current += amount;
-  stat.peak = std::max(stat.peak, stat.current);
-}
-
-void Decrease(ModelStat& stat, int64_t amount) { stat.current -= amount; }
-
 }  // namespace
 
 CachingAllocatorModel::CachingAllocatorModel(int64_t cap_bytes, CachingAllocatorConfig config)
@@ -58,14 +51,13 @@ std::optional<uint64_t> CachingAllocatorModel::Allocate(int64_t requested) {
     // malloc: garbage collection first (only under a cap, set_fraction), then alloc_block, then
     // release_available_cached_blocks and alloc_block again, then the retry after releasing all.
     if (GarbageCollectionOn()) GarbageCollectCachedBlocks();
-    const int64_t segment_size = AllocationSize(size);
-    address = NewSegment(segment_size, small);
-    if (!address && ReleaseAvailableCachedBlocks(size, small)) address = NewSegment(segment_size, small);
+    address = AllocBlock(size, small);
+    if (!address && ReleaseAvailableCachedBlocks(size, small)) address = AllocBlock(size, small);
     if (!address) {
       // release_cached_blocks always reports success, so the retry is counted even when it fails.
       ReleaseCachedSegments();
       stats_.num_alloc_retries += 1;
-      address = NewSegment(segment_size, small);
+      address = AllocBlock(size, small);
     }
     if (!address) {
       stats_.num_ooms += 1;
@@ -83,10 +75,10 @@ std::optional<uint64_t> CachingAllocatorModel::Allocate(int64_t requested) {
   }
   block.allocated = true;
   block.requested = requested;
-  Increase(stats_.allocated_bytes, block.size);
-  Increase(stats_.requested_bytes, requested);
-  Increase(stats_.allocations, 1);
-  if (block.size >= config_.max_split_size) Increase(stats_.oversize_allocations, 1);
+  stats_.allocated_bytes.Increase(block.size);
+  stats_.requested_bytes.Increase(requested);
+  stats_.allocations.Increase(1);
+  if (block.size >= config_.max_split_size) stats_.oversize_allocations.Increase(1);
   return address;
 }
 
@@ -100,6 +92,13 @@ std::optional<uint64_t> CachingAllocatorModel::GetFreeBlock(int64_t size, bool s
   // get_free_block: lower_bound on (size, null address) is the best fit, ties by lowest address.
   auto fit = pool.lower_bound({size, 0});
   if (fit == pool.end()) return std::nullopt;
+  // The free end of an expandable segment counts as the size it could grow to, so a later block
+  // whose growable size is smaller is the better fit.
+  for (auto next = std::next(fit);
+       blocks_.at(fit->second).expandable && next != pool.end() && ExpandableSize(next->second) < ExpandableSize(fit->second);
+       ++next) {
+    fit = next;
+  }
   // An oversize block (>= max_split_size) never serves a smaller request, and serves a large one
   // only when it wastes less than max_non_split_rounding_size.
   if (size < config_.max_split_size && fit->first >= config_.max_split_size) return std::nullopt;
@@ -113,9 +112,9 @@ std::optional<uint64_t> CachingAllocatorModel::GetFreeBlock(int64_t size, bool s
 
 bool CachingAllocatorModel::ShouldSplit(const Block& block, int64_t size) const {
   // should_split: the large pool keeps a remainder of 1 MiB or less, and never splits for a request
-  // of max_split_size or more.
+  // of max_split_size or more; with expandable segments every pool splits as the small one does.
   const int64_t remaining = block.size - size;
-  if (block.small) return remaining >= kMinBlockSize;
+  if (block.small || config_.expandable_segments) return remaining >= kMinBlockSize;
   return size < config_.max_split_size && remaining > kSmallSize;
 }
 
@@ -131,24 +130,34 @@ bool CachingAllocatorModel::Free(uint64_t address) {
   auto it = blocks_.find(address);
   if (it == blocks_.end() || !it->second.allocated) return false;
   Block& block = it->second;
-  Decrease(stats_.allocated_bytes, block.size);
-  Decrease(stats_.requested_bytes, block.requested);
-  Decrease(stats_.allocations, 1);
+  stats_.allocated_bytes.Decrease(block.size);
+  stats_.requested_bytes.Decrease(block.requested);
+  stats_.allocations.Decrease(1);
   block.allocated = false;
   block.requested = 0;
-  if (block.size >= config_.max_split_size) Decrease(stats_.oversize_allocations, 1);
+  if (block.size >= config_.max_split_size) stats_.oversize_allocations.Decrease(1);
   InsertFree(MergeWithNeighbours(address));
   return true;
 }
 
+void CachingAllocatorModel::Unlist(uint64_t address) {
+  const Block& block = blocks_.at(address);
+  if (block.mapped) {
+    PoolOf(block.small).erase({block.size, address});
+  } else {
+    UnmappedOf(block.small).erase(address);
+  }
+}
+
 uint64_t CachingAllocatorModel::MergeWithNeighbours(uint64_t address) {
   auto it = blocks_.find(address);
-  FreeSet& pool = PoolOf(it->second.small);
+  // try_merge_blocks: only a free neighbour that is mapped as the block is (or unmapped as it is).
+  auto mergeable = [&it](const Block& other) { return !other.allocated && other.mapped == it->second.mapped; };
   // try_merge_blocks(block, block->prev): the merged block starts at the previous one's address.
   if (it->first != it->second.segment) {
     auto prev = std::prev(it);
-    if (!prev->second.allocated) {
-      pool.erase({prev->second.size, prev->first});
+    if (mergeable(prev->second)) {
+      Unlist(prev->first);
       prev->second.size += it->second.size;
       blocks_.erase(it);
       it = prev;
@@ -158,8 +167,8 @@ uint64_t CachingAllocatorModel::MergeWithNeighbours(uint64_t address) {
   const uint64_t end = it->first + static_cast<uint64_t>(it->second.size);
   if (end != it->second.segment + static_cast<uint64_t>(it->second.segment_size)) {
     auto next = std::next(it);
-    if (!next->second.allocated) {
-      pool.erase({next->second.size, next->first});
+    if (mergeable(next->second)) {
+      Unlist(next->first);
       it->second.size += next->second.size;
       blocks_.erase(next);
     }
@@ -167,9 +176,16 @@ uint64_t CachingAllocatorModel::MergeWithNeighbours(uint64_t address) {
   return it->first;
 }
 
-std::optional<uint64_t> CachingAllocatorModel::NewSegment(int64_t segment_size, bool small) {
-  // alloc_block: total_allocated_memory + size > allowed_memory_maximum refuses the segment.
+std::optional<uint64_t> CachingAllocatorModel::AllocBlock(int64_t size, bool small) {
+  // alloc_block: total_allocated_memory + get_allocation_size(size) > allowed_memory_maximum refuses,
+  // also with expandable segments, which then map whole pages for `size` (possibly past the cap).
+  const int64_t segment_size = AllocationSize(size);
   if (segment_size > cap_bytes_ - stats_.reserved_bytes.current) return std::nullopt;
+  if (config_.expandable_segments) return TryAllocateExpandableBlock(size, small);
+  return NewSegment(segment_size, small);
+}
+
+uint64_t CachingAllocatorModel::EmplaceSegment(int64_t segment_size, bool small) {
   const uint64_t address = next_segment_address_;
   next_segment_address_ += static_cast<uint64_t>(segment_size);
   Block block;
@@ -178,9 +194,14 @@ std::optional<uint64_t> CachingAllocatorModel::NewSegment(int64_t segment_size, 
   block.segment = address;
   block.segment_size = segment_size;
   blocks_.emplace(address, block);
-  Increase(stats_.reserved_bytes, segment_size);
-  Increase(stats_.segments, 1);
-  if (segment_size >= config_.max_split_size) Increase(stats_.oversize_segments, 1);
+  return address;
+}
+
+std::optional<uint64_t> CachingAllocatorModel::NewSegment(int64_t segment_size, bool small) {
+  const uint64_t address = EmplaceSegment(segment_size, small);
+  stats_.reserved_bytes.Increase(segment_size);
+  stats_.segments.Increase(1);
+  if (segment_size >= config_.max_split_size) stats_.oversize_segments.Increase(1);
   stats_.num_device_alloc += 1;
   return address;
 }
@@ -195,9 +216,9 @@ void CachingAllocatorModel::ReleaseSegment(FreeSet::iterator free_block) {
   const auto [size, address] = *free_block;
   PoolOf(blocks_.at(address).small).erase(free_block);
   blocks_.erase(address);
-  Decrease(stats_.reserved_bytes, size);
-  Decrease(stats_.segments, 1);
-  if (size >= config_.max_split_size) Decrease(stats_.oversize_segments, 1);
+  stats_.reserved_bytes.Decrease(size);
+  stats_.segments.Decrease(1);
+  if (size >= config_.max_split_size) stats_.oversize_segments.Decrease(1);
   stats_.num_device_free += 1;
 }
 
@@ -210,8 +231,9 @@ bool CachingAllocatorModel::ReleaseAvailableCachedBlocks(int64_t size, bool smal
   const int64_t key = std::max(size, config_.max_split_size);
   auto it = pool.lower_bound({key, 0});
   // A free block of max_split_size or more is never part of a split segment (should_split does not
-  // split for such requests, and get_free_block does not hand such blocks to smaller ones).
-  if (it != pool.end()) {
+  // split for such requests, and get_free_block does not hand such blocks to smaller ones), unless
+  // it is in an expandable segment, which this function skips.
+  if (it != pool.end() && !blocks_.at(it->second).expandable) {
     if (IsWholeSegment(it->second)) ReleaseSegment(it);
     return true;
   }
@@ -222,8 +244,10 @@ bool CachingAllocatorModel::ReleaseAvailableCachedBlocks(int64_t size, bool smal
     const auto current = it;
     const bool first = current == pool.begin();
     if (!first) --it;
-    released += current->first;
-    if (IsWholeSegment(current->second)) ReleaseSegment(current);
+    if (IsWholeSegment(current->second)) {
+      released += current->first;
+      ReleaseSegment(current);
+    }
     if (first) break;
   }
   return released >= key;
@@ -270,10 +294,18 @@ void CachingAllocatorModel::ReleaseCachedSegments() {
 }
 
 void CachingAllocatorModel::ReleaseWholeSegments(FreeSet& pool) {
+  // release_blocks: whole segments are freed; free blocks of expandable segments give back the pages
+  // they cover entirely, and a segment left without pages goes (release_expandable_segment).
+  std::vector<uint64_t> to_unmap;
   for (auto it = pool.begin(); it != pool.end();) {
     const auto current = it++;
-    if (IsWholeSegment(current->second)) ReleaseSegment(current);  // split blocks have neighbours
+    if (blocks_.at(current->second).expandable) {
+      to_unmap.push_back(current->second);
+    } else if (IsWholeSegment(current->second)) {  // split blocks have neighbours
+      ReleaseSegment(current);
+    }
   }
+  for (uint64_t address : to_unmap) UnmapBlock(address);
 }
 
 void CachingAllocatorModel::EmptyCache() { ReleaseCachedSegments(); }
@@ -287,14 +319,21 @@ void CachingAllocatorModel::ResetPeaks() {
 
 std::vector<ModelSegmentView> CachingAllocatorModel::Segments() const {
   std::vector<ModelSegmentView> segments;
+  bool after_unmapped = false;
   for (const auto& [address, block] : blocks_) {
-    if (address == block.segment) {
+    if (!block.mapped) {
+      after_unmapped = true;  // the next mapped block starts a new range
+      continue;
+    }
+    if (address == block.segment || after_unmapped) {
       ModelSegmentView segment;
       segment.address = address;
-      segment.size_bytes = block.segment_size;
       segment.small_pool = block.small;
+      segment.expandable = block.expandable;
       segments.push_back(segment);
     }
+    after_unmapped = false;
+    segments.back().size_bytes += block.size;
     segments.back().blocks.push_back({address, block.size, block.requested, block.allocated});
   }
   return segments;

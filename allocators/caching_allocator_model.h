@@ -61,6 +61,13 @@ namespace oomguard {
 struct ModelStat {
   int64_t current = 0;  // COUNT: now
   int64_t peak = 0;     // COUNT: highest current since construction or ResetPeaks
+
+  // increase_stat / decrease_stat
+  void Increase(int64_t amount) {
+    current += amount;
+    peak = peak > current ? peak : current;
+  }
+  void Decrease(int64_t amount) { current -= amount; }
 };
 
 struct CachingAllocatorModelStats {
@@ -85,10 +92,12 @@ struct ModelBlockView {
   bool allocated = false;
 };
 
+// A segment; for an expandable segment, one contiguous mapped range of it, as snapshot() reports.
 struct ModelSegmentView {
   uint64_t address = 0;
   int64_t size_bytes = 0;
   bool small_pool = false;
+  bool expandable = false;
   std::vector<ModelBlockView> blocks;  // in address order, covering the segment
 };
 
@@ -101,6 +110,9 @@ class CachingAllocatorModel {
   static constexpr int64_t kLargeBuffer = 20 << 20;    // 20 MiB
   static constexpr int64_t kMinLargeAlloc = 10 << 20;  // 10 MiB
   static constexpr int64_t kRoundLarge = 2 << 20;      // 2 MiB
+  // An expandable segment's virtual size; PyTorch reserves 9/8 of the card's memory, which the
+  // model does not know, so it takes more than any cap: one expandable segment per pool.
+  static constexpr int64_t kExpandableAddressSpace = int64_t{1} << 40;  // 1 TiB
 
   // cap_bytes bounds reserved bytes (segments), like torch.cuda.set_per_process_memory_fraction;
   // config holds the PYTORCH_ALLOC_CONF settings (the default is PyTorch's: none set).
@@ -136,16 +148,29 @@ class CachingAllocatorModel {
     uint64_t segment = 0;  // the segment's address
     int64_t segment_size = 0;
     int64_t gc_count_base = 0;  // the pool's get_free_block calls when the block was cached
+    bool mapped = true;         // false: virtual range of an expandable segment without pages
+    bool expandable = false;    // part of an expandable segment
   };
   using FreeSet = std::set<std::pair<int64_t, uint64_t>>;  // (size, address): BlockComparatorSize
 
   FreeSet& PoolOf(bool small) { return small ? small_free_ : large_free_; }
+  std::set<uint64_t>& UnmappedOf(bool small) { return small ? small_unmapped_ : large_unmapped_; }
   int64_t& FreeBlockCallsOf(bool small) { return small ? small_free_calls_ : large_free_calls_; }
   bool GarbageCollectionOn() const;
   std::optional<uint64_t> GetFreeBlock(int64_t size, bool small);
   bool ShouldSplit(const Block& block, int64_t size) const;
   void InsertFree(uint64_t address);
+  std::optional<uint64_t> AllocBlock(int64_t size, bool small);
   std::optional<uint64_t> NewSegment(int64_t segment_size, bool small);
+  uint64_t EmplaceSegment(int64_t segment_size, bool small);  // one free block, no statistics
+  // Expandable segments (the functions of the same names in PyTorch).
+  int64_t ExpandableSize(uint64_t address) const;
+  uint64_t FindExpandableBlock(int64_t size, bool small);
+  uint64_t TryAllocateExpandableBlock(int64_t size, bool small);
+  uint64_t MapBlock(uint64_t address, int64_t size);
+  void UnmapBlock(uint64_t address);
+  std::optional<uint64_t> NextInSegment(uint64_t address) const;
+  void Unlist(uint64_t address);
   bool IsWholeSegment(uint64_t address) const;
   void ReleaseSegment(FreeSet::iterator free_block);
   bool ReleaseAvailableCachedBlocks(int64_t size, bool small);
@@ -161,6 +186,8 @@ class CachingAllocatorModel {
   std::map<uint64_t, Block> blocks_;  // every block, free or not, by address
   FreeSet small_free_;
   FreeSet large_free_;
+  std::set<uint64_t> small_unmapped_;  // BlockPool::unmapped: unmapped blocks by address
+  std::set<uint64_t> large_unmapped_;
   int64_t small_free_calls_ = 0;  // BlockPool::get_free_blocks_call_count, the garbage collector's clock
   int64_t large_free_calls_ = 0;
   CachingAllocatorModelStats stats_;

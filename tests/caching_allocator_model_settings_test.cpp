@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+
 namespace oomguard {
 namespace {
 
@@ -180,6 +182,112 @@ TEST(CachingAllocatorModelSettings, GarbageCollectionNeedsACap) {
   ASSERT_TRUE(plain.Allocate(40 * kMiB));
   EXPECT_EQ(plain.stats().reserved_bytes.current, 60 * kMiB);
   EXPECT_EQ(plain.stats().num_alloc_retries, 1);
+}
+
+// Expandable segments: one virtual segment per pool; the model's segment views are its mapped
+// ranges (snapshot()). Pages: 20 MiB in the large pool, 2 MiB in the small one.
+TEST(CachingAllocatorModelSettings, ExpandableSegmentsGrowOneSegmentByWholePages) {
+  Model model(Model::kUnlimited, Settings("expandable_segments:True"));
+  std::optional<uint64_t> a = model.Allocate(3 * kMiB);  // maps page 0 (20 MiB); split 3 + 17
+  std::optional<uint64_t> b = model.Allocate(3 * kMiB);  // the free 17 MiB: split 3 + 14
+  // 25 MiB: no free block fits. find_expandable_block: the unmapped range at 20 MiB, with the free
+  // 14 MiB before it: 14 + the rest >= 25. Map 25 - 14 = 11 MiB -> page 1 (20 MiB), merged with
+  // the 14 MiB: 34 MiB, split 25 + 9. Without the setting: a new 26 MiB segment, 46 MiB reserved.
+  std::optional<uint64_t> c = model.Allocate(25 * kMiB);
+  ASSERT_TRUE(a && b && c);
+  CachingAllocatorModelStats s = model.stats();
+  EXPECT_EQ(s.reserved_bytes.current, 40 * kMiB);
+  EXPECT_EQ(s.allocated_bytes.current, 31 * kMiB);
+  EXPECT_EQ(s.num_device_alloc, 2);  // two page mappings
+  EXPECT_EQ(s.segments.current, 0);  // map_block counts no segment, only reserved bytes
+  std::vector<ModelSegmentView> segments = model.Segments();
+  ASSERT_EQ(segments.size(), 1u);
+  EXPECT_TRUE(segments[0].expandable);
+  EXPECT_EQ(segments[0].address, *a);
+  EXPECT_EQ(segments[0].size_bytes, 40 * kMiB);
+  EXPECT_EQ(*c, *a + 6 * kMiB);
+  ASSERT_EQ(segments[0].blocks.size(), 4u);
+  EXPECT_EQ(segments[0].blocks[3].size_bytes, 9 * kMiB);
+  EXPECT_FALSE(segments[0].blocks[3].allocated);
+}
+
+TEST(CachingAllocatorModelSettings, ExpandableSegmentsGiveBackPagesFreeBlocksCoverWhole) {
+  Model model(Model::kUnlimited, Settings("expandable_segments:True"));
+  std::optional<uint64_t> a = model.Allocate(3 * kMiB);
+  std::optional<uint64_t> b = model.Allocate(3 * kMiB);
+  std::optional<uint64_t> c = model.Allocate(25 * kMiB);  // as above: [a 3][b 3][c 25][9 free]
+  ASSERT_TRUE(a && b && c && model.Free(*b) && model.Free(*c));  // [a 3][37 free], up to 40 MiB
+  // emptyCache: the free 3..40 MiB covers page 1 (20..40) whole: unmapped; 3..20 stays mapped.
+  model.EmptyCache();
+  CachingAllocatorModelStats s = model.stats();
+  EXPECT_EQ(s.reserved_bytes.current, 20 * kMiB);
+  EXPECT_EQ(s.num_device_free, 1);
+  std::vector<ModelSegmentView> segments = model.Segments();
+  ASSERT_EQ(segments.size(), 1u);
+  EXPECT_TRUE(segments[0].expandable);
+  EXPECT_EQ(segments[0].size_bytes, 20 * kMiB);
+  ASSERT_EQ(segments[0].blocks.size(), 2u);
+  EXPECT_EQ(segments[0].blocks[1].size_bytes, 17 * kMiB);
+  // Freeing a leaves page 0 free: unmapped, and the segment, without pages, goes.
+  ASSERT_TRUE(model.Free(*a));
+  model.EmptyCache();
+  EXPECT_EQ(model.stats().reserved_bytes.current, 0);
+  EXPECT_EQ(model.stats().num_device_free, 2);
+  EXPECT_TRUE(model.Segments().empty());
+  // The next request opens a new segment (the model never hands out an address range again).
+  std::optional<uint64_t> d = model.Allocate(3 * kMiB);
+  ASSERT_TRUE(d);
+  EXPECT_NE(*d, *a);
+  EXPECT_EQ(model.stats().reserved_bytes.current, 20 * kMiB);
+}
+
+TEST(CachingAllocatorModelSettings, ExpandableSegmentsCheckTheCapAgainstTheAllocationSize) {
+  Model model(35 * kMiB, Settings("expandable_segments:True"));
+  // alloc_block checks 0 + get_allocation_size(30 MiB) = 30 <= 35, then maps 2 pages: 40 MiB.
+  ASSERT_TRUE(model.Allocate(30 * kMiB));
+  EXPECT_EQ(model.stats().reserved_bytes.current, 40 * kMiB);
+  ASSERT_TRUE(model.Allocate(5 * kMiB));  // the free 10 MiB tail: split 5 + 5, nothing mapped
+  // 12 MiB: 40 + 12 > 35; the retry's unmap finds no whole free page in the free 35..40 MiB.
+  EXPECT_FALSE(model.Allocate(12 * kMiB));
+  CachingAllocatorModelStats s = model.stats();
+  // retries, OOMs, pages unmapped, reserved bytes
+  EXPECT_EQ((std::array{s.num_alloc_retries, s.num_ooms, s.num_device_free, s.reserved_bytes.current}),
+            (std::array{int64_t{1}, int64_t{1}, int64_t{0}, 40 * kMiB}));
+}
+
+TEST(CachingAllocatorModelSettings, ExpandableSegmentsPreferAFreeBlockThatCannotGrow) {
+  Model model(Model::kUnlimited, Settings("expandable_segments:True"));
+  std::optional<uint64_t> x = model.Allocate(16 * kMiB);  // page 0: [x 16][4 free]
+  std::optional<uint64_t> y = model.Allocate(4 * kMiB);   // the free 4 MiB, exactly
+  std::optional<uint64_t> z = model.Allocate(6 * kMiB);   // page 1: [z 6][14 free][unmapped...]
+  ASSERT_TRUE(x && y && z && model.Free(*x));             // x: a free 16 MiB block between used ones
+  // 10 MiB: best fit by size is the 14 MiB tail, but it could grow into the unmapped rest;
+  // get_free_block moves on to the 16 MiB block, which cannot grow (16 < 14 + the unmapped rest).
+  std::optional<uint64_t> w = model.Allocate(10 * kMiB);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(*w, *x);
+  EXPECT_EQ(model.stats().reserved_bytes.current, 40 * kMiB);
+}
+
+TEST(CachingAllocatorModelSettings, ExpandableSegmentsSplitAnyRemainderOf512BytesOrMore) {
+  // should_split with expandable segments: 19.5 MiB in a 20 MiB page leaves 512 KiB, split off
+  // (without the setting the large pool keeps remainders <= 1 MiB: 20 MiB allocated).
+  Model model(Model::kUnlimited, Settings("expandable_segments:True"));
+  ASSERT_TRUE(model.Allocate(19 * kMiB + 512 * kKiB));
+  EXPECT_EQ(model.stats().allocated_bytes.current, 19 * kMiB + 512 * kKiB);
+  EXPECT_EQ(model.stats().reserved_bytes.current, 20 * kMiB);
+}
+
+TEST(CachingAllocatorModelSettings, ExpandableSmallPoolGrowsBy2MiBPages) {
+  Model model(Model::kUnlimited, Settings("expandable_segments:True"));
+  // 1 MiB each, small pool: page 0 holds two, the third maps page 1 (2 MiB), split 1 + 1.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(model.Allocate(kMiB));
+  EXPECT_EQ(model.stats().reserved_bytes.current, 4 * kMiB);
+  std::vector<ModelSegmentView> segments = model.Segments();
+  ASSERT_EQ(segments.size(), 1u);  // without the setting: two 2 MiB segments
+  EXPECT_TRUE(segments[0].small_pool);
+  EXPECT_EQ(segments[0].size_bytes, 4 * kMiB);
+  EXPECT_EQ(segments[0].blocks.size(), 4u);
 }
 
 }  // namespace
