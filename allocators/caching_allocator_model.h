@@ -7,6 +7,7 @@
 //   if (!a) { /* the real allocator would raise torch.OutOfMemoryError here */ }
 //   model.Free(*a);                                       // cached: reserved stays 20 MiB
 //   model.EmptyCache();                                   // torch.cuda.empty_cache()
+//   CachingAllocatorModel grown(cap, *ParseCachingAllocatorConfig("expandable_segments:True", &e));
 //   oomguard::CachingAllocatorModelStats s = model.stats();  // allocated/reserved/requested peaks
 //
 // Thread safety: none; the caller serialises every call (one mutex around the model).
@@ -15,33 +16,53 @@
 // false and changes nothing. Nothing throws.
 //
 // Note [What the model reproduces] (each rule names the function of the real allocator it copies)
+// The settings come from a CachingAllocatorConfig (PYTORCH_ALLOC_CONF's syntax); the default is
+// PyTorch's with none set.
 //   - round_size: requests under 512 bytes become 512 (kMinBlockSize), others round up to a
-//     multiple of 512 (no roundup_power2_divisions configured).
+//     multiple of 512; with roundup_power2_divisions (more than 1 for the size's interval, and the
+//     size above 512 * divisions) to the next of `divisions` equal steps between two powers of two
+//     (roundup_power2_next_division).
 //   - get_pool: a rounded size <= 1 MiB (kSmallSize) goes to the small pool, others to the large.
 //   - get_allocation_size: a new segment for a small request is 2 MiB (kSmallBuffer); for a large
 //     one under 10 MiB (kMinLargeAlloc) 20 MiB (kLargeBuffer); otherwise the size rounded up to a
 //     multiple of 2 MiB (kRoundLarge).
 //   - get_free_block: best fit, the first free block of the pool ordered by (size, address)
-//     (BlockComparatorSize) whose size >= the rounded size. The oversize rules are dead with the
-//     default max_split_size (SIZE_MAX).
-//   - malloc: no free block -> alloc_block (a new segment, refused when reserved + segment > the
-//     cap, as with set_fraction's allowed_memory_maximum); refused -> release_available_cached_blocks
-//     (returns false at once with the default max_split_size) -> release_cached_blocks (releases
+//     (BlockComparatorSize) whose size >= the rounded size. Oversize rules: a block >= max_split_size
+//     never serves a smaller request, and serves a larger one only if it is under the request +
+//     max_non_split_rounding_size (20 MiB by default). With expandable segments a free block that
+//     could grow into unmapped pages counts as that large, so a later block that cannot grow wins.
+//   - malloc: no free block -> garbage_collect_cached_blocks when garbage_collection_threshold is
+//     set and there is a cap (set_fraction): above threshold * cap reserved, whole free large-pool
+//     segments at least as old as the average (age: get_free_block calls on the pool since the block
+//     was cached) are released, round after round, until the excess is reclaimed -> alloc_block (a
+//     new segment, refused when reserved + get_allocation_size > the cap, as with set_fraction's
+//     allowed_memory_maximum); refused -> release_available_cached_blocks (with max_split_size set:
+//     the smallest cached oversize segment that covers the request, else the largest ones until
+//     they add up to it; not a retry) -> release_cached_blocks (releases
 //     every free block that is a whole segment, large pool first, and always returns true) ->
 //     alloc_block again with isRetry, which counts num_alloc_retries whether it then succeeds or
 //     not; refused again -> num_ooms += 1 and OutOfMemoryError. A retry that succeeds has still
 //     released every fully free segment of both pools.
-//   - should_split: small pool: remainder >= 512; large pool: remainder > 1 MiB. An unsplit block
+//   - should_split: small pool (and every pool with expandable segments): remainder >= 512; large
+//     pool: remainder > 1 MiB, and never for a request >= max_split_size. An unsplit block
 //     is handed out whole, so allocated bytes count the whole block (an 11 MiB request in a 12 MiB
 //     segment allocates 12 MiB).
 //   - free_block / try_merge_blocks: a freed block merges with its free neighbours in the segment;
 //     the segment stays reserved until release_cached_blocks (OOM retry or emptyCache).
 //   - Statistics as increase_stat/decrease_stat keep them: allocated_bytes and active_bytes are
 //     block sizes, requested_bytes the callers' sizes, reserved_bytes segment sizes; peaks are
-//     running maxima that ResetPeaks sets back to the current values (resetPeakStats).
-// Not modelled: several streams or devices (record_stream, events), expandable segments,
-// max_split_size / roundup_power2_divisions / garbage_collection_threshold, CUDA graph pools,
-// free-memory callbacks (IPC), and memory the driver refuses below the cap. Segment addresses come
+//     running maxima that ResetPeaks sets back to the current values (resetPeakStats);
+//     oversize_allocations / oversize_segments count blocks and segments >= max_split_size.
+//   - Expandable segments (caching_allocator_model_expandable.cpp): one virtual segment per pool;
+//     alloc_block maps whole pages (20 MiB large, 2 MiB small) after the lowest free-and-unmapped
+//     room that fits (find_expandable_block, try_allocate_expandable_block, map_block: reserved
+//     bytes grow by the pages, the segment count does not); release_cached_blocks unmaps the pages
+//     free blocks cover whole (unmap_block) and drops a segment left without pages
+//     (release_expandable_segment). Segments() shows each mapped range, as snapshot() does.
+// Not modelled: several streams or devices (record_stream, events), CUDA graph pools, free-memory
+// callbacks (IPC), memory the driver refuses below the cap (cudaMalloc or cuMemCreate), switching
+// expandable segments off at run time, and an expandable segment's address space running out
+// (PyTorch reserves 9/8 of the card; the model 1 TiB, so one segment per pool). Segment addresses come
 // from a bump pointer, so a released range is never handed out again; the real cudaMalloc may reuse
 // it, which can change best-fit ties between equally sized blocks (never sizes or statistics).
 #pragma once
