@@ -66,7 +66,8 @@ class Parser {
       std::optional<uint64_t> mb = Number(key, "a whole number of MiB >= 20");
       if (!mb) return false;
       if (*mb < kMinSplitSizeMb) return Fail(key + " too small, must be >= 20 (MiB), got " + tokens_[i_]);
-      const int64_t bytes = static_cast<int64_t>(std::min<uint64_t>(*mb, CachingAllocatorConfig::kNoMaxSplit / kMiB)) * kMiB;
+      const int64_t bytes =
+          static_cast<int64_t>(std::min<uint64_t>(*mb, CachingAllocatorConfig::kNoMaxSplit / kMiB)) * kMiB;
       (key == "max_split_size_mb" ? config.max_split_size : config.max_non_split_rounding_size) = bytes;
       return true;
     }
@@ -113,7 +114,8 @@ class Parser {
     if (tokens_[i_] != "[") {
       std::optional<uint64_t> value = CurrentNumber(key, "a power of 2");
       if (!value) return false;
-      if (!std::has_single_bit(*value)) return Fail(key + ": the divisions have to be a power of 2, got " + tokens_[i_]);
+      if (!std::has_single_bit(*value))
+        return Fail(key + ": the divisions have to be a power of 2, got " + tokens_[i_]);
       divisions.fill(static_cast<int64_t>(*value));
       return true;
     }
@@ -138,7 +140,9 @@ class Parser {
         }
         const size_t index = std::min<size_t>(static_cast<size_t>(std::bit_width(*mb) - 1), divisions.size() - 1);
         // The first interval named also sets every interval below it.
-        if (first_value) std::fill(divisions.begin(), divisions.begin() + static_cast<std::ptrdiff_t>(index), static_cast<int64_t>(*value));
+        if (first_value)
+          std::fill(divisions.begin(), divisions.begin() + static_cast<std::ptrdiff_t>(index),
+                    static_cast<int64_t>(*value));
         first_value = false;
         divisions[index] = static_cast<int64_t>(*value);
         last_index = index;

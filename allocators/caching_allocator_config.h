@@ -36,12 +36,12 @@ struct CachingAllocatorConfig {
   // entry 0 covers sizes < 2 MiB, entry k sizes in [2^k MiB, 2^(k+1) MiB), entry 15 everything above.
   static constexpr int kRoundupIntervals = 16;
 
-  int64_t max_split_size = kNoMaxSplit;              // bytes (max_split_size_mb * 1 MiB)
-  int64_t max_non_split_rounding_size = 20 << 20;    // bytes (max_non_split_rounding_mb), kLargeBuffer
+  int64_t max_split_size = kNoMaxSplit;                               // bytes (max_split_size_mb * 1 MiB)
+  int64_t max_non_split_rounding_size = 20 << 20;                     // bytes (max_non_split_rounding_mb), kLargeBuffer
   std::array<int64_t, kRoundupIntervals> roundup_power2_divisions{};  // 0: round to 512 bytes
-  double garbage_collection_threshold = 0.0;         // 0: off; else in (0, 1)
+  double garbage_collection_threshold = 0.0;                          // 0: off; else in (0, 1)
   bool expandable_segments = false;
-  std::vector<std::string> unmodelled_keys;          // accepted, valid, and ignored by the model
+  std::vector<std::string> unmodelled_keys;  // accepted, valid, and ignored by the model
 
   // AcceleratorAllocatorConfig::roundup_power2_divisions(size): the divisions of size's interval.
   int64_t RoundupPower2Divisions(int64_t size) const;

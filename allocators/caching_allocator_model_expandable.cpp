@@ -2,10 +2,10 @@
 // pool that gains physical pages (2 MiB small, 20 MiB large) as blocks need them and gives back the
 // pages free blocks cover entirely on emptyCache or the OOM retry. Each function copies the one of
 // the same name in DeviceCachingAllocator (c10/cuda/CUDACachingAllocator.cpp) and ExpandableSegment.
-#include "allocators/caching_allocator_model.h"
-
 #include <algorithm>
 #include <iterator>
+
+#include "allocators/caching_allocator_model.h"
 
 namespace oomguard {
 namespace {

@@ -62,7 +62,8 @@ TEST(CachingAllocatorConfig, KnownKeysTheModelIgnoresAreListed) {
 }
 
 TEST(CachingAllocatorConfig, BadValuesNameTheKeyAndWhatWasExpected) {
-  EXPECT_EQ(ErrorOf("max_split_size_mb:19"), "allocator config: max_split_size_mb too small, must be >= 20 (MiB), got 19");
+  EXPECT_EQ(ErrorOf("max_split_size_mb:19"),
+            "allocator config: max_split_size_mb too small, must be >= 20 (MiB), got 19");
   EXPECT_EQ(ErrorOf("max_split_size_mb:big"),
             "allocator config: max_split_size_mb: expected a whole number of MiB >= 20, got 'big'");
   EXPECT_EQ(ErrorOf("garbage_collection_threshold:1.0"),
@@ -75,7 +76,8 @@ TEST(CachingAllocatorConfig, BadValuesNameTheKeyAndWhatWasExpected) {
             "allocator config: roundup_power2_divisions: the divisions have to be a power of 2, got 3");
   EXPECT_EQ(ErrorOf("roundup_power2_divisions:[300:2]"),
             "allocator config: roundup_power2_divisions: the intervals have to be a power of 2 (MiB), got '300'");
-  EXPECT_EQ(ErrorOf("roundup_power2_divisions:[256:2"), "allocator config: roundup_power2_divisions: expected a closing ']'");
+  EXPECT_EQ(ErrorOf("roundup_power2_divisions:[256:2"),
+            "allocator config: roundup_power2_divisions: expected a closing ']'");
   EXPECT_EQ(ErrorOf("backend:magic"), "allocator config: backend: expected native or cudaMallocAsync, got 'magic'");
   EXPECT_EQ(ErrorOf("max_split_size_mb"), "allocator config: expected ':' after max_split_size_mb");
   EXPECT_EQ(ErrorOf("expandable_segments:True:False"),

@@ -1,11 +1,11 @@
 // CachingAllocatorModel under PYTORCH_ALLOC_CONF settings: each expectation is derived by hand from
 // the rule of c10/cuda/CUDACachingAllocator.cpp the test names.
-#include "allocators/caching_allocator_config.h"
-#include "allocators/caching_allocator_model.h"
-
 #include <gtest/gtest.h>
 
 #include <array>
+
+#include "allocators/caching_allocator_config.h"
+#include "allocators/caching_allocator_model.h"
 
 namespace oomguard {
 namespace {
@@ -215,7 +215,7 @@ TEST(CachingAllocatorModelSettings, ExpandableSegmentsGiveBackPagesFreeBlocksCov
   Model model(Model::kUnlimited, Settings("expandable_segments:True"));
   std::optional<uint64_t> a = model.Allocate(3 * kMiB);
   std::optional<uint64_t> b = model.Allocate(3 * kMiB);
-  std::optional<uint64_t> c = model.Allocate(25 * kMiB);  // as above: [a 3][b 3][c 25][9 free]
+  std::optional<uint64_t> c = model.Allocate(25 * kMiB);         // as above: [a 3][b 3][c 25][9 free]
   ASSERT_TRUE(a && b && c && model.Free(*b) && model.Free(*c));  // [a 3][37 free], up to 40 MiB
   // emptyCache: the free 3..40 MiB covers page 1 (20..40) whole: unmapped; 3..20 stays mapped.
   model.EmptyCache();
