@@ -62,26 +62,21 @@ TEST(CachingAllocatorConfig, KnownKeysTheModelIgnoresAreListed) {
 }
 
 TEST(CachingAllocatorConfig, BadValuesNameTheKeyAndWhatWasExpected) {
-  EXPECT_EQ(ErrorOf("max_split_size_mb:19"),
-            "allocator config: max_split_size_mb too small, must be >= 20 (MiB), got 19");
-  EXPECT_EQ(ErrorOf("max_split_size_mb:big"),
-            "allocator config: max_split_size_mb: expected a whole number of MiB >= 20, got 'big'");
-  EXPECT_EQ(ErrorOf("garbage_collection_threshold:1.0"),
-            "allocator config: garbage_collection_threshold: expected a number in (0.0, 1.0), got '1.0'");
-  EXPECT_EQ(ErrorOf("garbage_collection_threshold:0"),
-            "allocator config: garbage_collection_threshold: expected a number in (0.0, 1.0), got '0'");
-  EXPECT_EQ(ErrorOf("expandable_segments:true"),
-            "allocator config: expandable_segments: expected True or False, got 'true'");
-  EXPECT_EQ(ErrorOf("roundup_power2_divisions:3"),
-            "allocator config: roundup_power2_divisions: the divisions have to be a power of 2, got 3");
-  EXPECT_EQ(ErrorOf("roundup_power2_divisions:[300:2]"),
-            "allocator config: roundup_power2_divisions: the intervals have to be a power of 2 (MiB), got '300'");
-  EXPECT_EQ(ErrorOf("roundup_power2_divisions:[256:2"),
-            "allocator config: roundup_power2_divisions: expected a closing ']'");
-  EXPECT_EQ(ErrorOf("backend:magic"), "allocator config: backend: expected native or cudaMallocAsync, got 'magic'");
-  EXPECT_EQ(ErrorOf("max_split_size_mb"), "allocator config: expected ':' after max_split_size_mb");
-  EXPECT_EQ(ErrorOf("expandable_segments:True:False"),
-            "allocator config: expected ',' after the value of expandable_segments");
+  const std::pair<std::string_view, std::string_view> cases[] = {
+      {"max_split_size_mb:19", "max_split_size_mb too small, must be >= 20 (MiB), got 19"},
+      {"max_split_size_mb:big", "max_split_size_mb: expected a whole number of MiB >= 20, got 'big'"},
+      {"garbage_collection_threshold:1.0", "garbage_collection_threshold: expected a number in (0.0, 1.0), got '1.0'"},
+      {"garbage_collection_threshold:0", "garbage_collection_threshold: expected a number in (0.0, 1.0), got '0'"},
+      {"expandable_segments:true", "expandable_segments: expected True or False, got 'true'"},
+      {"roundup_power2_divisions:3", "roundup_power2_divisions: the divisions have to be a power of 2, got 3"},
+      {"roundup_power2_divisions:[300:2]",
+       "roundup_power2_divisions: the intervals have to be a power of 2 (MiB), got '300'"},
+      {"roundup_power2_divisions:[256:2", "roundup_power2_divisions: expected a closing ']'"},
+      {"backend:magic", "backend: expected native or cudaMallocAsync, got 'magic'"},
+      {"max_split_size_mb", "expected ':' after max_split_size_mb"},
+      {"expandable_segments:True:False", "expected ',' after the value of expandable_segments"},
+  };
+  for (const auto& [text, message] : cases) EXPECT_EQ(ErrorOf(text), "allocator config: " + std::string(message));
 }
 
 TEST(CachingAllocatorConfig, UnknownKeysAreRejectedAsCUDAAllocatorConfigDoes) {
