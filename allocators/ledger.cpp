@@ -194,7 +194,8 @@ void Ledger::ThinMarksLocked() {
   size_t out = 1;  // the first mark stays
   for (size_t i = 1; i < marks_.size(); ++i) {
     if (i + 1 < marks_.size() && point_of(marks_[i + 1]) == point_of(marks_[i])) continue;
-    marks_[out++] = std::move(marks_[i]);
+    if (out != i) marks_[out] = std::move(marks_[i]);  // never onto itself: a self-moved string is empty
+    ++out;
   }
   marks_.resize(out);
 }

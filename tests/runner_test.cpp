@@ -272,14 +272,15 @@ TEST_F(RunnerTest, ALongRunsMeasurementIsBoundedAndSaysWhatItLeftOut) {
   EXPECT_NE(IterationNumbered(m, kIterationRecordsKept / 2), nullptr);
   EXPECT_EQ(IterationNumbered(m, kIterationRecordsKept / 2 + 1), nullptr);  // left out
   EXPECT_EQ(IterationNumbered(m, iterations), &m.iterations.back());
-  // setup, then forward, backward and optimizer in each iteration.
-  EXPECT_EQ(m.ledger.phase_marks_recorded, 1 + 3 * iterations);
+  // setup, then four phase changes in each iteration; every kept mark keeps its phase's name.
+  EXPECT_EQ(m.ledger.phase_marks_recorded, 1 + 4 * iterations);
+  for (const PhaseMark& mark : m.ledger.phase_marks) EXPECT_FALSE(mark.phase.empty()) << mark.event_index;
   EXPECT_LE(m.ledger.phase_marks.size(), 2 * 2000u);  // twice the timeline's points (workload.h)
   EXPECT_EQ(m.ledger.phase_marks.front().event_index, 0);
   const nlohmann::json results = ResultsToJson(report);
   const nlohmann::json& written = results["scenarios"][0]["variants"][0]["measurement"];
   EXPECT_EQ(written["iterations_left_out"], 2);
-  EXPECT_EQ(written["timeline"]["phases_recorded"], 1 + 3 * iterations);
+  EXPECT_EQ(written["timeline"]["phases_recorded"], 1 + 4 * iterations);
 }
 
 // D27 (issue 35): a TMPDIR that is set but unusable silently became /tmp; it is an input error.
