@@ -190,7 +190,7 @@ TEST_F(RunOutputsTest, AHostSideInputTooLargeForTheHostSaysWhatToShrinkOnMeta) {
       nlohmann::json::parse(Contents(dir_ + "/t.json"))["scenarios"][0]["variants"][0]["measurement"];
   EXPECT_EQ(m["outcome"], "oom");
   EXPECT_EQ(m["error"],
-            "Host out of memory: tried to allocate 7.28 TiB of host-side input, which the system allocator refused. "
+            "Host out of memory: tried to allocate 7450.58 GiB of host-side input, which the system allocator refused. "
             "A host-side input is real data in this host's memory on every backend, meta included: this one is too "
             "large for this host; make it smaller (data.batch, data.shape).");
 }
