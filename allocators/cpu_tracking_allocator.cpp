@@ -178,7 +178,7 @@ c10::DataPtr CpuTrackingAllocator::allocate(size_t nbytes) {
     // The cap admitted it, but this host could not give it: out of memory, as on a card that is full.
     host ? account_.RefundHost(size) : account_.Refund(size, origin);
     account_.ThrowHostOutOfMemory(
-        size, std::string(host ? "host-side input" : "tensor memory") + ", which the system allocator refused");
+        size, host, std::string(host ? "host-side input" : "tensor memory") + ", which the system allocator refused");
   }
   new (block) BlockHeader{size, &account_, host, origin};
   void* data = static_cast<char*>(block) + kHeaderBytes;

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -125,34 +124,6 @@ bool IsDeadProcess(const std::string& pid_text) {
   }
   const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
   return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
-}
-
-std::string TemporaryFolder() {
-  const char* tmpdir = std::getenv("TMPDIR");
-  struct stat st {};
-  if (tmpdir != nullptr && tmpdir[0] == '/' && stat(tmpdir, &st) == 0 && S_ISDIR(st.st_mode)) {
-    std::string folder = tmpdir;
-    while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
-    return folder;
-  }
-  return "/tmp";
-}
-
-std::string MakeScratchFolder(const std::string& prefix) {
-  const std::string start = prefix + "-";
-  const std::string root = TemporaryFolder();
-  if (DIR* tmp = opendir(root.c_str())) {
-    while (const dirent* entry = readdir(tmp)) {
-      const std::string name = entry->d_name;
-      if (name.rfind(start, 0) != 0) continue;
-      const size_t dash = name.find('-', start.size());
-      const std::string pid_text = name.substr(start.size(), dash == std::string::npos ? 0 : dash - start.size());
-      if (IsDeadProcess(pid_text)) RemoveFolderOfFiles(root + "/" + name);
-    }
-    closedir(tmp);
-  }
-  std::string dir = root + "/" + start + std::to_string(getpid()) + "-XXXXXX";
-  return mkdtemp(dir.data()) == nullptr ? "" : dir;
 }
 
 }  // namespace oomguard

@@ -39,12 +39,4 @@ void RemoveFolderOfFiles(const std::string& dir);
 // longer exists: what a killed or crashed process left, safe to remove.
 bool IsDeadProcess(const std::string& pid_text);
 
-// $TMPDIR when it names an absolute path to a folder, else "/tmp"; without a trailing '/'.
-std::string TemporaryFolder();
-
-// Creates a scratch folder "TMP/PREFIX-PID-XXXXXX" (TMP: TemporaryFolder()) for this process, first
-// removing the ones there of processes that are gone (killed with SIGKILL, crashed) so that none piles
-// up. "" when it cannot.
-std::string MakeScratchFolder(const std::string& prefix);
-
 }  // namespace oomguard

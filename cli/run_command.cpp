@@ -152,8 +152,7 @@ class RunCommand : public Command {
     AddRunFlags(run, &o_);
     run->add_option("--jobs,-j", o_.jobs, "Variants measured at once, each in its own process")
         ->check(CLI::Range(1, 256));
-    run->add_option("--timeout", o_.timeout_seconds, "Seconds a variant may take before it is killed")
-        ->check(FiniteRange(1.0, 86400.0));
+    AddTimeoutFlag(run, &o_.timeout_seconds);
     run->add_option("--json", o_.json_path, "Write every measured number to this file");
     std::string report_help = "Also write a report (repeatable):";
     for (const std::string& format : ReportFormatNames()) report_help += " " + format + "=FILE";

@@ -159,7 +159,7 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
       }
       if (v.baseline.verdict != BaselineVerdict::kNotCompared) out << "  baseline " << BaselineWord(v.baseline);
       if (m.transfers > 0 && !m.iterations.empty()) {
-        out << "  transfers " << m.transfers / static_cast<int64_t>(m.iterations.size()) << "/step";
+        out << "  transfers " << m.transfers / CompletedIterations(m) << "/step";
       }
     }
     out << "\n";

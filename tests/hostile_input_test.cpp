@@ -11,6 +11,7 @@
 
 #include "base/files.h"
 #include "base/input_limits.h"
+#include "base/scratch_folder.h"
 #include "base/json_text.h"
 #include "reports/escape.h"
 #include "scenario/check_expression.h"
@@ -205,21 +206,47 @@ TEST(HostileInput, InvalidUtf8IsReplacedInJsonText) {
 
 // D4: reads had no size limit and no file-type check.
 // Scratch folders go where TMPDIR says when it names an absolute folder (CI runners often point it at
-// a disk of their own), else to /tmp.
+// a disk of their own), or to /tmp when it is unset or empty.
+// D27 (issue 35): a TMPDIR that was relative, missing or a file fell back to /tmp silently, and a
+// folder that could not be made was "cannot create a temporary folder in /tmp" whatever TMPDIR was,
+// without the reason. Now each names TMPDIR or the folder tried, and why (Note [TMPDIR is input]).
 TEST(HostileInput, ScratchFoldersGoToTmpdirWhenItNamesAFolder) {
   testing::ScratchFolder folder("tmpdir");
   testing::ScopedEnvironment env({"TMPDIR"});
-  EXPECT_EQ(TemporaryFolder(), "/tmp");
+  std::string root, error;
+  ASSERT_TRUE(TemporaryFolder(&root, &error)) << error;
+  EXPECT_EQ(root, "/tmp");
+  env.Set("TMPDIR", "");
+  ASSERT_TRUE(TemporaryFolder(&root, &error)) << error;
+  EXPECT_EQ(root, "/tmp");
   env.Set("TMPDIR", folder.path() + "//");
-  EXPECT_EQ(TemporaryFolder(), folder.path());
-  const std::string scratch = MakeScratchFolder("oomguard-run");
-  EXPECT_EQ(scratch.rfind(folder.path() + "/oomguard-run-" + std::to_string(getpid()) + "-", 0), 0u) << scratch;
-  RemoveFolderOfFiles(scratch);
-  for (const std::string& bad :
-       std::vector<std::string>{"relative/dir", "", folder.path() + "/missing", folder.Write("file", "x")}) {
-    env.Set("TMPDIR", bad);
-    EXPECT_EQ(TemporaryFolder(), "/tmp") << bad;
+  ASSERT_TRUE(TemporaryFolder(&root, &error)) << error;
+  EXPECT_EQ(root, folder.path());
+  {
+    ScratchFolder scratch;
+    ASSERT_TRUE(scratch.Create("oomguard-run", &error)) << error;
+    EXPECT_EQ(scratch.path().rfind(folder.path() + "/oomguard-run-" + std::to_string(getpid()) + "-", 0), 0u)
+        << scratch.path();
   }
+  const std::string file = folder.Write("file", "x");
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {"relative/dir", "not an absolute path"},
+           {folder.path() + "/missing", "No such file or directory"},
+           {file, "not a folder"},
+           {file + "/below", "Not a directory"}}) {
+    env.Set("TMPDIR", bad);
+    EXPECT_FALSE(TemporaryFolder(&root, &error)) << bad;
+    EXPECT_EQ(error, "TMPDIR=" + bad + ": " + why);
+    ScratchFolder scratch;
+    EXPECT_FALSE(scratch.Create("oomguard-run", &error)) << bad;
+    EXPECT_EQ(error, "TMPDIR=" + bad + ": " + why);
+  }
+  // A folder nothing can be created in, even by root: /proc.
+  env.Set("TMPDIR", "/proc");
+  ScratchFolder scratch;
+  EXPECT_FALSE(scratch.Create("oomguard-run", &error));
+  EXPECT_EQ(error.rfind("cannot create a scratch folder in /proc: ", 0), 0u) << error;
+  EXPECT_GT(error.size(), std::string("cannot create a scratch folder in /proc: ").size()) << error;
 }
 
 TEST(HostileInput, ReadFileTakesOnlyRegularFilesWithinTheLimit) {

@@ -304,6 +304,25 @@ TEST_F(RunOutputsTest, ASnapshotThatCannotBeWrittenAddsFourToTheCode) {
                        "oomguard run: exit 4: the run passed, and an output above could not be written\n");
 }
 
+// D32 (issue 35): on meta, token ids the host could not hold read "The cpu backend keeps tensors and
+// host-side inputs in this host's memory: use --backend meta", to a run on meta. A host-side input is
+// real data on every backend (Note [Host-side inputs are real data]): its message says what to shrink.
+TEST_F(RunOutputsTest, AHostSideInputTooLargeForTheHostSaysWhatToShrinkOnMeta) {
+  const std::string huge = folder_.Write("tokens.json", R"({"name": "tokens", "summary": "8 TB of token ids",
+    "backends": ["meta"], "model": {"layers": [{"kind": "embedding", "vocab": 10, "dim": 4}]},
+    "data": {"batch": 1, "shape": [1000000000000], "dtype": "int64", "vocab": 10},
+    "loop": {"iterations": 1, "loss": "mean"}, "variants": {"a": {}}, "expect": {"a": {"outcome": "oom"}}})");
+  const CliResult r = Cli({"run", huge, "--backend", "meta", "--json", dir_ + "/t.json"});
+  EXPECT_EQ(r.code, kExitOk) << r.out << r.err;
+  const nlohmann::json m =
+      nlohmann::json::parse(Contents(dir_ + "/t.json"))["scenarios"][0]["variants"][0]["measurement"];
+  EXPECT_EQ(m["outcome"], "oom");
+  EXPECT_EQ(m["error"],
+            "Host out of memory: tried to allocate 7450.58 GiB of host-side input, which the system allocator refused. "
+            "A host-side input is real data in this host's memory on every backend, meta included: this one is too "
+            "large for this host; make it smaller (data.batch, data.shape).");
+}
+
 // D17: an empty folder said "no scenario matches --filter '*'" with no filter given.
 TEST_F(RunOutputsTest, AnEmptyFolderSaysSo) {
   CliResult r = Cli({"run", dir_});

@@ -129,6 +129,7 @@ VariantMeasurement MeasureOnce(const VariantSpec& spec, const VariantMeasureOpti
     m.transfers = transfers.count();
     m.transfer_bytes = transfers.bytes();
     m.ledger = account.ledger().Snapshot();
+    KeepFirstAndLastIterations(&m);  // Note [Bounded iteration records], model/measurement.h
     if (observer) {
       observed->seen = observer->observations();
       observed->suspicion = observer->suspicion();
