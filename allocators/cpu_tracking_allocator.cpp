@@ -130,10 +130,24 @@ HostAllocationScope::~HostAllocationScope() { t_host_scope = previous_; }
 HostFirstAllocationScope::HostFirstAllocationScope() : previous_(t_host_first) { t_host_first = true; }
 HostFirstAllocationScope::~HostFirstAllocationScope() { t_host_first = previous_; }
 
+namespace {
+
+// The header of the block whose data `data` points at, when it is this allocator's.
+const BlockHeader* HeaderOf(const c10::DataPtr& data) {
+  if (data.get() == nullptr || data.get_deleter() != &DeleteBlock || data.get_context() != data.get()) return nullptr;
+  return reinterpret_cast<const BlockHeader*>(static_cast<const char*>(data.get()) - kHeaderBytes);
+}
+
+}  // namespace
+
 bool IsHostAllocation(const c10::DataPtr& data) {
-  if (data.get() == nullptr || data.get_deleter() != &DeleteBlock) return false;
-  const auto* header = reinterpret_cast<const BlockHeader*>(static_cast<const char*>(data.get()) - kHeaderBytes);
-  return header->host;
+  const BlockHeader* header = HeaderOf(data);
+  return header != nullptr && header->host;
+}
+
+std::optional<int64_t> AllocatedBytes(const c10::DataPtr& data) {
+  const BlockHeader* header = HeaderOf(data);
+  return header != nullptr ? std::optional<int64_t>(header->nbytes) : std::nullopt;
 }
 
 void SetHostBlocksListener(HostBlocksListener listener) {
@@ -164,7 +178,7 @@ c10::DataPtr CpuTrackingAllocator::allocate(size_t nbytes) {
     // The cap admitted it, but this host could not give it: out of memory, as on a card that is full.
     host ? account_.RefundHost(size) : account_.Refund(size, origin);
     account_.ThrowHostOutOfMemory(
-        size, std::string(host ? "host-side input" : "tensor memory") + ", which the system allocator refused");
+        size, host, std::string(host ? "host-side input" : "tensor memory") + ", which the system allocator refused");
   }
   new (block) BlockHeader{size, &account_, host, origin};
   void* data = static_cast<char*>(block) + kHeaderBytes;

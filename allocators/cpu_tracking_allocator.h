@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "allocators/device_account.h"
 
@@ -36,6 +37,10 @@ class HostAllocationScope {
 
 // Whether `data` is the data pointer of a CPU block allocated inside a HostAllocationScope.
 bool IsHostAllocation(const c10::DataPtr& data);
+
+// The bytes asked for when the block whose data pointer is `data` was allocated; nullopt when the block
+// is not this allocator's (or `data` points inside a block rather than at its start).
+std::optional<int64_t> AllocatedBytes(const c10::DataPtr& data);
 
 // Note [Watching while host blocks live]: on cpu and meta a transfer's source is a host block, and the
 // transfer counter needs every operator's inputs boxed to see one (workload/transfer_counter.h); so it

@@ -69,22 +69,31 @@ void DeviceAccount::ChargeHost(int64_t nbytes) {
   const int64_t host = host_live_bytes_.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
   if (budget <= 0 || host + ledger_.live_bytes() <= budget) return;
   host_live_bytes_.fetch_sub(nbytes, std::memory_order_relaxed);
-  ThrowHostOutOfMemory(nbytes, "host-side input (data.on_host) with " + FormatBytes(host - nbytes) +
+  ThrowHostOutOfMemory(nbytes, /*host_side_input=*/true, "host-side input (data.on_host) with " + FormatBytes(host - nbytes) +
                                    " of it already on the host and " + FormatBytes(ledger_.live_bytes()) +
                                    " in tensors, and this host had " + FormatBytes(budget) +
                                    " available when the variant began");
 }
 
-void DeviceAccount::ThrowHostOutOfMemory(int64_t nbytes, const std::string& what) {
+// Note [Host-side inputs are real data]
+// A host-side input (data.on_host, the token ids an embedding reads) is made in this host's memory by
+// the cpu allocator on every backend, meta included: meta has shapes only on the device, not on the
+// host. So a host-side input the host cannot hold is too large for this host whatever --backend says,
+// and its message names what to shrink; only tensor memory on cpu is advised to move to meta.
+void DeviceAccount::ThrowHostOutOfMemory(int64_t nbytes, bool host_side_input, const std::string& what) {
   ledger_.CountRefusal();
   {
     std::lock_guard<std::mutex> lock(refusal_mutex_);
     last_refusal_ = {nbytes, ledger_.live_bytes(), ledger_.phase(), false};
   }
-  C10_THROW_ERROR(OutOfMemoryError, "Host out of memory: tried to allocate " + FormatBytes(nbytes) + " of " + what +
-                                        ". The " + device_name_ +
-                                        " backend keeps tensors and host-side inputs in this host's memory: use "
-                                        "--backend meta (shapes only, any size), a smaller batch, or a smaller card.");
+  const std::string advice =
+      host_side_input ? "A host-side input is real data in this host's memory on every backend, meta included: this "
+                        "one is too large for this host; make it smaller (data.batch, data.shape)."
+                      : "The " + device_name_ +
+                            " backend keeps tensors in this host's memory: use --backend meta (shapes only, any "
+                            "size), a smaller batch, or a smaller card.";
+  C10_THROW_ERROR(OutOfMemoryError,
+                  "Host out of memory: tried to allocate " + FormatBytes(nbytes) + " of " + what + ". " + advice);
 }
 
 void DeviceAccount::RecordRefusal(int64_t requested_bytes) {

@@ -66,7 +66,8 @@ class DeviceAccount {
   void ChargeHost(int64_t nbytes);
   void RefundHost(int64_t nbytes) { host_live_bytes_.fetch_sub(nbytes, std::memory_order_relaxed); }
   // The host could not give memory the cap admitted (the system allocator failed): an OOM, not an error.
-  [[noreturn]] void ThrowHostOutOfMemory(int64_t nbytes, const std::string& what);
+  // `host_side_input`: what was refused is a host-side input (Note [Host-side inputs are real data]).
+  [[noreturn]] void ThrowHostOutOfMemory(int64_t nbytes, bool host_side_input, const std::string& what);
 
   // The allocators report each block's address here, after Charge and before Refund; with the trace
   // off and no model feed this is two atomic loads (allocation_trace.h, cuda_model_feed.h).

@@ -120,7 +120,11 @@ void Ledger::SetPhase(std::string_view name) {
   RaiseTo(phase_peak_bytes_[index], live_bytes());
   if (timeline_enabled_.load(std::memory_order_relaxed)) {
     std::lock_guard<std::mutex> lock(timeline_mutex_);
-    if (marks_.empty() || marks_.back().phase != name) marks_.push_back({events_, std::string(name)});
+    if (marks_.empty() || marks_.back().phase != name) {
+      marks_.push_back({events_, std::string(name)});
+      ++marks_recorded_;
+      if (marks_.size() > 2 * timeline_max_points_) ThinMarksLocked();
+    }
   }
 }
 
@@ -184,6 +188,18 @@ void Ledger::PushPointLocked(TimelinePoint point) {
   stride_ *= 2;
 }
 
+void Ledger::ThinMarksLocked() {
+  // A mark at event_index begins with event event_index + 1, in point (event_index / stride_).
+  const auto point_of = [this](const PhaseMark& mark) { return mark.event_index / stride_; };
+  size_t out = 1;  // the first mark stays
+  for (size_t i = 1; i < marks_.size(); ++i) {
+    if (i + 1 < marks_.size() && point_of(marks_[i + 1]) == point_of(marks_[i])) continue;
+    if (out != i) marks_[out] = std::move(marks_[i]);  // never onto itself: a self-moved string is empty
+    ++out;
+  }
+  marks_.resize(out);
+}
+
 void Ledger::ResetStatistics() {
   const int64_t live = live_bytes();
   peak_bytes_.store(live, std::memory_order_relaxed);
@@ -206,9 +222,11 @@ void Ledger::ResetStatistics() {
   bucket_count_ = 0;
   points_.clear();
   marks_.clear();
+  marks_recorded_ = 0;
   if (timeline_max_points_ > 0) {
     points_.push_back({0, live});  // where the measurement starts
     marks_.push_back({0, phase_names_[current]});
+    marks_recorded_ = 1;
   }
 }
 
@@ -240,6 +258,7 @@ LedgerStats Ledger::Snapshot() const {
   if (bucket_count_ > 0) stats.timeline.push_back({bucket_start_, bucket_max_});
   stats.timeline_stride = stride_;
   stats.phase_marks = marks_;
+  stats.phase_marks_recorded = marks_recorded_;
   return stats;
 }
 

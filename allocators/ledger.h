@@ -56,7 +56,8 @@ struct LedgerStats {
   std::vector<PhasePeak> phase_peaks;   // phases entered since ResetStatistics, in order of first entry
   std::vector<TimelinePoint> timeline;  // empty unless EnableTimeline
   int64_t timeline_stride = 1;          // events per timeline point (doubles as the timeline fills)
-  std::vector<PhaseMark> phase_marks;   // phase changes, for timeline plots
+  std::vector<PhaseMark> phase_marks;   // phase changes, for timeline plots (thinned: Note [Thinned phase marks])
+  int64_t phase_marks_recorded = 0;     // phase changes since the reset, kept or thinned out
   // At peak_bytes: the live bytes by the phase that allocated them (only phases with bytes; those
   // entered since the reset first, in phase_peaks' order); they sum to peak_bytes when every release
   // named its origin.
@@ -119,6 +120,14 @@ class Ledger {
   // Keeps at most max_points (event index, live bytes) points; 0 turns the timeline off. When full,
   // neighbouring points merge (keeping the higher live bytes), so the whole run stays visible and
   // no peak is lost.
+  //
+  // Note [Thinned phase marks]
+  // Phase marks are bounded too: a run of 100000 iterations changes phase 400000 times, 11 MB of
+  // measurement that no plot can show. When there are more than twice max_points marks, a mark is
+  // kept only where it is the last to begin within its timeline point (the phase current at that
+  // point's end), and the first mark always: a band narrower than one point is not drawn anyway. So
+  // marks stay about as many as points, the last mark (the current phase) stays, and
+  // phase_marks_recorded says how many there were. The catalog's runs have a few dozen marks.
   void EnableTimeline(size_t max_points);
 
   // Starts a new measurement: peak = live, counters, phase peaks and timeline cleared. Live bytes
@@ -152,6 +161,7 @@ class Ledger {
   void CopyOriginsToPeak();
   void RecordEvent(int64_t live);  // timeline only; called with timeline enabled
   void PushPointLocked(TimelinePoint point);
+  void ThinMarksLocked();
   int PhaseIndexLocked(std::string_view name);
 
   alignas(64) std::atomic<int64_t> live_bytes_{0};
@@ -186,6 +196,7 @@ class Ledger {
   int64_t bucket_count_ = 0;
   std::vector<TimelinePoint> points_;
   std::vector<PhaseMark> marks_;
+  int64_t marks_recorded_ = 0;
 };
 
 }  // namespace oomguard

@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include <cstring>
 
 #include "base/files.h"
+#include "base/standard_stream.h"
 
 namespace oomguard {
 namespace {
@@ -27,52 +27,12 @@ std::string NameOf(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// Note [Output paths]: where a write to `path` lands. A chain of symbolic links is followed to its end,
-// which may not exist yet (a dangling link names the file to create).
-std::string WriteTarget(const std::string& path) {
-  std::string target = path;
-  for (int hops = 0; hops < 40; ++hops) {
-    struct stat info {};
-    if (lstat(target.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) return target;
-    char link[PATH_MAX];
-    const ssize_t n = readlink(target.c_str(), link, sizeof link - 1);
-    if (n < 0) return target;
-    link[n] = '\0';
-    target = link[0] == '/' ? std::string(link) : FolderOf(target) + "/" + link;
-  }
-  return target;  // a loop: the write fails with ELOOP and says so
-}
-
 bool SyncFolder(const std::string& dir) {
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return false;
   const bool ok = fsync(fd) == 0;
   close(fd);
   return ok;
-}
-
-// Removes ".NAME.tmp.PID" files in `dir` whose writer is gone (killed before its rename).
-void RemoveStaleTemporaries(const std::string& dir, const std::string& name) {
-  const std::string prefix = "." + name + ".tmp.";
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return;
-  while (const dirent* entry = readdir(d)) {
-    const std::string file = entry->d_name;
-    if (file.rfind(prefix, 0) != 0) continue;
-    if (IsDeadProcess(file.substr(prefix.size()))) unlink((dir + "/" + file).c_str());
-  }
-  closedir(d);
-}
-
-bool WriteAll(int fd, std::string_view content) {
-  size_t written = 0;
-  while (written < content.size()) {
-    const ssize_t n = write(fd, content.data() + written, content.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    written += static_cast<size_t>(n);
-  }
-  return true;
 }
 
 // The nearest folder at or above `dir` that exists; "" when a component is not a folder (*blocker).
@@ -92,7 +52,20 @@ std::string ExistingAncestor(const std::string& dir, std::string* blocker) {
 
 }  // namespace
 
+std::string WriteTarget(const std::string& path) {
+  std::string target = path;
+  for (int hops = 0; hops < 40 && NextLinkHop(target, &target); ++hops) {
+  }
+  return target;  // after 40 hops, a loop: the write fails with ELOOP and says so
+}
+
 bool WriteFileAtomically(const std::string& path, std::string_view content, std::string* error) {
+  // Note [Standard streams are written through their descriptor]: never renamed over.
+  if (const int fd = StandardStreamDescriptor(path); fd >= 0) {
+    if (WriteToDescriptor(fd, content)) return true;
+    *error = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
   const std::string target = WriteTarget(path);
   struct stat info {};
   if (stat(target.c_str(), &info) == 0 && (S_ISFIFO(info.st_mode) || S_ISCHR(info.st_mode))) {
@@ -124,9 +97,27 @@ bool WriteFileAtomically(const std::string& path, std::string_view content, std:
   return true;
 }
 
+void RemoveStaleTemporaries(const std::string& dir, const std::string& name) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (const dirent* entry = readdir(d)) {
+    const std::string file = entry->d_name;
+    const size_t tmp = file.rfind(".tmp.");
+    if (file[0] != '.' || tmp == std::string::npos || tmp < 1) continue;
+    if (!name.empty() && file.compare(1, tmp - 1, name) != 0) continue;
+    if (IsDeadProcess(file.substr(tmp + 5))) unlink((dir + "/" + file).c_str());
+  }
+  closedir(d);
+}
+
 bool CheckWritablePath(const std::string& path, std::string* error) {
   if (path.empty()) {
     *error = "an empty path";
+    return false;
+  }
+  if (const int fd = StandardStreamDescriptor(path); fd >= 0) {
+    if (DescriptorWritable(fd, error)) return true;
+    *error = path + ": " + *error;
     return false;
   }
   const std::string target = WriteTarget(path);

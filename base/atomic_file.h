@@ -4,7 +4,9 @@
 //
 // Note [Output paths] (the policy; README "Output files" states it for users):
 // - A symbolic link is written through: its final target gets the new content, the link stays.
-// - A FIFO or a character device (/dev/stdout) is written directly, since it cannot be renamed over.
+// - A FIFO or a character device is written directly, since it cannot be renamed over; so is a standard
+//   stream (/dev/stdout, /proc/self/fd/N), through its descriptor (Note [Standard streams are written
+//   through their descriptor], base/standard_stream.h), never renamed over the file behind it.
 // - A folder, or anything else that is not a plain file, is an error; so is a path whose folder cannot be
 //   created or written. Missing folders are created when the file is written.
 // - The temporary file is ".NAME.tmp.PID" beside the target; one a killed writer left is removed by the
@@ -18,6 +20,14 @@ namespace oomguard {
 
 // Returns false and fills *error ("cannot write FILE: reason") on failure; the target is untouched then.
 [[nodiscard]] bool WriteFileAtomically(const std::string& path, std::string_view content, std::string* error);
+
+// Removes the ".NAME.tmp.PID" files in `dir` whose writer is gone (killed before its rename): those of
+// NAME, or with an empty `name` of every file. A temporary of a live process is left alone.
+void RemoveStaleTemporaries(const std::string& dir, const std::string& name = "");
+
+// Note [Output paths]: where a write to a plain `path` lands. A chain of symbolic links is followed to its
+// end, which may not exist yet (a dangling link names the file to create).
+std::string WriteTarget(const std::string& path);
 
 // Whether WriteFileAtomically(path) can succeed, checked without writing anything: for a run's outputs,
 // before the run. False with "PATH: <why>" (a folder; not a plain file; "cannot create folders in DIR:

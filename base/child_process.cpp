@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -161,7 +162,8 @@ int RunChildren(const std::vector<ChildSpec>& specs, int max_running,
     for (size_t i = 0; i < running.size();) {
       Running& r = running[i];
       int status = 0;
-      const pid_t done = waitpid(r.pid, &status, WNOHANG);
+      struct rusage usage {};
+      const pid_t done = wait4(r.pid, &status, WNOHANG, &usage);
       const double elapsed = std::chrono::duration<double>(Clock::now() - r.start).count();
       if (done == 0) {
         if (!r.killed && elapsed > r.timeout_seconds) {
@@ -176,6 +178,7 @@ int RunChildren(const std::vector<ChildSpec>& specs, int max_running,
       exit.timed_out = r.killed;
       if (done > 0 && WIFEXITED(status)) exit.exit_code = WEXITSTATUS(status);
       if (done > 0 && WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
+      if (done > 0) exit.max_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // KiB on Linux
       const size_t index = r.index;
       running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
       on_done(index, exit);

@@ -14,6 +14,7 @@
 // Error policy: a child that cannot be started is reported through ChildExit::spawn_error; nothing throws.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -37,6 +38,7 @@ struct ChildExit {
   bool timed_out = false;   // killed with SIGKILL at the timeout
   int exit_code = -1;       // when it exited normally
   int signal = 0;           // when a signal ended it
+  int64_t max_rss_bytes = 0;  // its peak resident memory (getrusage's ru_maxrss), when it ran
   double wall_ms = 0;
 };
 

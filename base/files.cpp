@@ -2,12 +2,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -28,6 +28,30 @@ std::string KindOfFile(mode_t mode) {
 }
 
 }  // namespace
+
+bool WriteAll(int fd, std::string_view content) {
+  size_t written = 0;
+  while (written < content.size()) {
+    const ssize_t n = write(fd, content.data() + written, content.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    written += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool NextLinkHop(const std::string& path, std::string* next) {
+  struct stat info {};
+  if (lstat(path.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) return false;
+  char link[PATH_MAX];
+  const ssize_t n = readlink(path.c_str(), link, sizeof link - 1);
+  if (n < 0) return false;
+  link[n] = '\0';
+  const size_t slash = path.find_last_of('/');
+  *next = link[0] == '/' || slash == std::string::npos ? std::string(link)
+                                                       : (slash == 0 ? "/" : path.substr(0, slash + 1)) + link;
+  return true;
+}
 
 bool ReadFile(const std::string& path, std::string* content, std::string* error) {
   // O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever; fstat refuses it next.
@@ -100,34 +124,6 @@ bool IsDeadProcess(const std::string& pid_text) {
   }
   const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
   return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
-}
-
-std::string TemporaryFolder() {
-  const char* tmpdir = std::getenv("TMPDIR");
-  struct stat st {};
-  if (tmpdir != nullptr && tmpdir[0] == '/' && stat(tmpdir, &st) == 0 && S_ISDIR(st.st_mode)) {
-    std::string folder = tmpdir;
-    while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
-    return folder;
-  }
-  return "/tmp";
-}
-
-std::string MakeScratchFolder(const std::string& prefix) {
-  const std::string start = prefix + "-";
-  const std::string root = TemporaryFolder();
-  if (DIR* tmp = opendir(root.c_str())) {
-    while (const dirent* entry = readdir(tmp)) {
-      const std::string name = entry->d_name;
-      if (name.rfind(start, 0) != 0) continue;
-      const size_t dash = name.find('-', start.size());
-      const std::string pid_text = name.substr(start.size(), dash == std::string::npos ? 0 : dash - start.size());
-      if (IsDeadProcess(pid_text)) RemoveFolderOfFiles(root + "/" + name);
-    }
-    closedir(tmp);
-  }
-  std::string dir = root + "/" + start + std::to_string(getpid()) + "-XXXXXX";
-  return mkdtemp(dir.data()) == nullptr ? "" : dir;
 }
 
 }  // namespace oomguard

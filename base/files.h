@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace oomguard {
 
@@ -16,6 +17,13 @@ namespace oomguard {
 // <strerror>"), is not a regular file ("PATH: not a regular file (a FIFO)"; a symbolic link is followed),
 // or is larger than limits::kMaxInputFileBytes. Never blocks on a FIFO and never reads more than the limit.
 [[nodiscard]] bool ReadFile(const std::string& path, std::string* content, std::string* error);
+
+// Writes all of `content` to descriptor `fd` (retrying short writes and EINTR). False with errno set.
+[[nodiscard]] bool WriteAll(int fd, std::string_view content);
+
+// When `path` is a symbolic link: sets *next to what it points to (resolved against the link's folder when
+// relative) and returns true. False when it is not a link, or cannot be read.
+bool NextLinkHop(const std::string& path, std::string* next);
 
 // True when nothing at all is at `path` (not even a dangling symbolic link): "no file yet", as opposed
 // to a file that exists but cannot be read.
@@ -30,13 +38,5 @@ void RemoveFolderOfFiles(const std::string& dir);
 // Whether `pid_text` (the PID in a file's name) is a whole number naming another process that no
 // longer exists: what a killed or crashed process left, safe to remove.
 bool IsDeadProcess(const std::string& pid_text);
-
-// $TMPDIR when it names an absolute path to a folder, else "/tmp"; without a trailing '/'.
-std::string TemporaryFolder();
-
-// Creates a scratch folder "TMP/PREFIX-PID-XXXXXX" (TMP: TemporaryFolder()) for this process, first
-// removing the ones there of processes that are gone (killed with SIGKILL, crashed) so that none piles
-// up. "" when it cannot.
-std::string MakeScratchFolder(const std::string& prefix);
 
 }  // namespace oomguard

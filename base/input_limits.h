@@ -15,6 +15,10 @@ inline constexpr int64_t kMaxInputFileBytes = 16 << 20;
 // Arrays and objects inside one another in a JSON document. The format's deepest path is about 8 deep.
 inline constexpr int kMaxJsonDepth = 64;
 
+// Lists, tuples, dicts and objects inside one another in a TorchScript module's attribute (Note
+// [Containers in a module's attributes], nn/torchscript_archive.cpp): nn.LSTM's `_flat_weights` is 1 deep.
+inline constexpr int kMaxAttributeNesting = 64;
+
 // One check expression: characters, and parentheses inside one another. The catalog's longest
 // expression has 156 characters. Bounding the length also bounds the tree's depth (a sum of terms is a
 // chain), which the evaluator and the renderer walk recursively.
@@ -26,5 +30,11 @@ inline constexpr int64_t kMaxLayers = 10000;
 
 // Variants in one scenario (the catalog's most is 14): each runs in a process of its own.
 inline constexpr int kMaxVariants = 100;
+
+// Characters in a scenario's and in a variant's name: files are named after them (the baseline
+// NAME.json and its temporary .NAME.json.tmp.PID, the snapshot NAME.VARIANT.BACKEND.pickle), and each
+// file name must stay below NAME_MAX (255 bytes) or it can never be written. 100 + 100 + the rest is
+// 214 at most. The catalog's longest name has 26 characters.
+inline constexpr int kMaxNameChars = 100;
 
 }  // namespace oomguard::limits

@@ -151,6 +151,9 @@ FieldReader EntryField(BaselineEntry* out) {
   };
 }
 
+// Ends every message about a baseline file's content.
+constexpr const char* kBaselineExpected = " (a baseline file as --update-baselines writes it is expected)";
+
 }  // namespace
 
 bool LoadBaselineFile(const std::string& path, BaselineFile* file, std::string* error) {
@@ -164,6 +167,18 @@ bool LoadBaselineFile(const std::string& path, BaselineFile* file, std::string* 
     return false;
   }
   return LoadBaselineText(text, path, file, error);
+}
+
+bool LoadScenarioBaseline(const std::string& dir, const std::string& scenario, BaselineFile* file, std::string* error) {
+  const std::string path = BaselinePath(dir, scenario);
+  if (!LoadBaselineFile(path, file, error)) return false;
+  if (file->exists && file->scenario != scenario) {
+    *error = path + ": at scenario: expected " + Quoted(scenario) +
+             " (the scenario this file is the baseline of), got " + Quoted(file->scenario) + kBaselineExpected;
+    *file = BaselineFile{};
+    return false;
+  }
+  return true;
 }
 
 bool LoadBaselineText(const std::string& text, const std::string& path, BaselineFile* file, std::string* error) {
@@ -199,7 +214,7 @@ bool LoadBaselineText(const std::string& text, const std::string& path, Baseline
     if (ok && !j.contains(key)) ok = Fail(JsonPath(), std::string("missing required key \"") + key + "\"", &what);
   }
   if (!ok) {
-    *error = path + ": " + what + " (a baseline file as --update-baselines writes it is expected)";
+    *error = path + ": " + what + kBaselineExpected;
     return false;
   }
   read.exists = true;

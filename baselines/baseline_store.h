@@ -61,6 +61,10 @@ std::string BaselineDirectory(const std::string& baselines_dir, const std::strin
 // Nothing at `path` is no baseline yet (file->exists false); a file that cannot be read, or holds a
 // value out of place or range, is an error naming the path and the JSON path.
 [[nodiscard]] bool LoadBaselineFile(const std::string& path, BaselineFile* file, std::string* error);
+// The baseline file of `scenario` in `dir` (BaselinePath), as LoadBaselineFile reads it, that must also
+// say it is that scenario's: a "scenario" of another name is an error at the JSON path "scenario".
+[[nodiscard]] bool LoadScenarioBaseline(const std::string& dir, const std::string& scenario, BaselineFile* file,
+                                        std::string* error);
 // The same for text already in memory; `path` names it in messages.
 [[nodiscard]] bool LoadBaselineText(const std::string& text, const std::string& path, BaselineFile* file,
                                     std::string* error);

@@ -3,11 +3,15 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "base/atomic_file.h"
 #include "base/byte_size.h"
 #include "base/did_you_mean.h"
+#include "base/file_lock.h"
 #include "baselines/baseline_store.h"
 
 namespace oomguard {
@@ -28,6 +32,14 @@ std::string DescribeChange(const BaselineEntry& old, const BaselineEntry& now) {
   return moved + "peak unchanged (" + FormatBytes(now.peak_bytes) + ")";
 }
 
+// Test hook: OOMGUARD_TEST_BASELINE_PAUSE_MS=N sleeps N ms between loading a baseline file and writing
+// it, widening the window in which an unlocked concurrent update would lose entries (D25). Only tests
+// set it.
+void PauseForTests() {
+  const char* pause = std::getenv("OOMGUARD_TEST_BASELINE_PAUSE_MS");
+  if (pause != nullptr && *pause != '\0') std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(pause)));
+}
+
 }  // namespace
 
 bool UpdateBaselines(const RunResults& report, const std::string& baselines_dir, std::ostream& out,
@@ -40,11 +52,20 @@ bool UpdateBaselines(const RunResults& report, const std::string& baselines_dir,
     const std::string path = BaselinePath(dir, s.name);
     BaselineFile file;
     std::string why;
-    if (!LoadBaselineFile(path, &file, &why)) {
+    // Note [One lock per baselines folder]: the load, merge and write of each file holds the folder's
+    // lock, so concurrent updates each add their entries and none is lost (D25). One lock for the folder
+    // rather than one per file: the section is milliseconds long, one hidden file is left instead of one
+    // per scenario, and the temporaries of killed writers (Note [Output paths]) are cleaned under it,
+    // whatever file they belonged to and whether or not this update changes anything (D33).
+    FileLock lock;
+    if (!MakeDirectories(dir, &why) || !lock.Acquire(dir + "/" + kBaselinesLockFile, &why) ||
+        !LoadScenarioBaseline(dir, s.name, &file, &why)) {
       out << "  not written " << s.name << ": " << why << "\n";
       failed.push_back(s.name);
       continue;
     }
+    RemoveStaleTemporaries(dir);
+    PauseForTests();
     const std::string before = file.exists ? SerializeBaselineFile(file) : "";
     file.scenario = s.name;
     file.oomguard_version = report.oomguard_version;
@@ -64,7 +85,7 @@ bool UpdateBaselines(const RunResults& report, const std::string& baselines_dir,
     }
     const std::string after = SerializeBaselineFile(file);
     if (after == before) continue;
-    if (!MakeDirectories(dir, &why) || !WriteFileAtomically(path, after, &why)) {
+    if (!WriteFileAtomically(path, after, &why)) {
       out << "  not written " << s.name << ": " << why << "\n";
       failed.push_back(s.name);
       continue;

@@ -195,7 +195,8 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
   const Clock::time_point start = Clock::now();
   try {
     for (const VariantSpec* v : variants) {
-      const TrialFunction measured = MakeFitTrial(*v, options.knob, backend, options.iterations, measure);
+      const TrialFunction measured =
+          MakeFitTrial(*v, options.knob, backend, options.iterations, options.timeout_seconds, measure);
       int64_t card_trials = 0;
       Clock::time_point card_start = Clock::now();
       std::vector<std::string> warnings;
@@ -225,6 +226,14 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
     progress.Finish();
     err << CommandPrefix("fit") << scenario.file << ": " << wrong.what() << "\n";
     return kExitUsage;
+  } catch (const TrialTimedOut& stuck) {
+    // Note [A trial that does not end]: its thread still runs and cannot be stopped; only the
+    // process's end stops it, before any destructor could touch what it holds.
+    progress.Finish();
+    err << CommandPrefix("fit") << stuck.what() << "\n";
+    err.flush();
+    out.flush();
+    std::_Exit(kExitFailures);
   }
   progress.Finish();
   report.duration_ms = MillisecondsSince(start);
@@ -267,6 +276,7 @@ class FitCli : public Command {
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
     fit->add_option("--iterations", o_.iterations, "Training iterations per trial (default: the scenario's)")
         ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+    AddTimeoutFlag(fit, &o_.timeout_seconds);
     fit->add_option("--json", o_.json_path, "Also write the results to this file");
     fit->add_option("--paths", o_.paths, "Where to look a name up (default: the built-in catalog)");
     return fit;

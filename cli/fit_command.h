@@ -8,7 +8,9 @@
 // Exit codes (cli.h): 0 every search finished; 1 a variant's search stopped at an error, or a trial
 // leaked (the message names the variant, the value and the bytes); 2 usage or input error: an unknown
 // scenario, variant or card, a knob the scenario cannot vary, a bad size or range, or cpu caps larger
-// than this host's available memory (cpu trials really allocate what they measure).
+// than this host's available memory (cpu trials really allocate what they measure). A trial that runs
+// past --timeout ends the fit at once with exit 1, naming the trial (Note [A trial that does not end],
+// fit/fit_trial.h).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +33,7 @@ struct FitOptions {
   int64_t min_value = 1;
   int64_t max_value = 1048576;
   int64_t iterations = 0;  // 0: each variant's own loop.iterations
+  double timeout_seconds = 300;  // --timeout, per trial, as `run`'s per variant (Note [A trial that does not end])
   std::string json_path;   // --json FILE
 };
 

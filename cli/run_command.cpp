@@ -12,6 +12,7 @@
 #include "reports/console_writer.h"
 #include "reports/report_registry.h"
 #include "reports/results_json.h"
+#include "run/output_collisions.h"
 #include "run/runner.h"
 
 namespace oomguard {
@@ -22,6 +23,23 @@ struct Output {
   std::string spec;  // a --report's FORMAT=FILE; "" for --json
   std::string path;
 };
+
+std::vector<OutputFile> OutputFiles(const std::vector<Output>& outputs) {
+  std::vector<OutputFile> files;
+  for (const Output& output : outputs) {
+    files.push_back({output.spec.empty() ? "--json " + output.path : "--report " + output.spec, output.path});
+  }
+  return files;
+}
+
+// The snapshots --snapshot-dir asked for that are not there (the console says why under each variant).
+int SnapshotsNotWritten(const RunResults& report) {
+  int lost = 0;
+  for (const ScenarioResult& s : report.scenarios) {
+    for (const VariantResult& v : s.variants) lost += v.measurement && !v.measurement->snapshot_error.empty();
+  }
+  return lost;
+}
 
 bool PlanOutputs(const RunOptions& options, std::vector<Output>* outputs, std::string* error) {
   Shard shard;
@@ -53,10 +71,10 @@ bool PlanOutputs(const RunOptions& options, std::vector<Output>* outputs, std::s
     *error = "--baselines " + options.baselines_dir + ": " + *error;
     return false;
   }
-  return true;
+  return CheckOutputsDistinct(OutputFiles(*outputs), error);
 }
 
-int RunAndReport(const RunOptions& options, const std::string& self_exe, std::ostream& out, std::ostream& err) {
+int RunAndReport(RunOptions options, const std::string& self_exe, std::ostream& out, std::ostream& err) {
   RunResults report;
   std::string error;
   const ConsoleStyle style = &out == &std::cout ? StyleFor(STDOUT_FILENO) : ConsoleStyle{};
@@ -65,6 +83,7 @@ int RunAndReport(const RunOptions& options, const std::string& self_exe, std::os
     err << CommandPrefix("run") << error << "\n";
     return kExitUsage;
   }
+  options.outputs = OutputFiles(outputs);  // the plan checks them against the run's inputs
   const bool ok = RunScenarios(
       options, self_exe, [&](const ScenarioResult& s) { WriteScenarioBlock(s, out, style), out.flush(); }, &report,
       &error);
@@ -77,6 +96,11 @@ int RunAndReport(const RunOptions& options, const std::string& self_exe, std::os
   bool outputs_ok = true;
   if (options.update_baselines && !UpdateBaselines(report, options.baselines_dir, out, &error)) {
     err << CommandPrefix("run") << error << "\n";
+    outputs_ok = false;
+  }
+  if (const int lost = SnapshotsNotWritten(report); !options.snapshot_dir.empty() && lost > 0) {
+    err << CommandPrefix("run") << "--snapshot-dir " << options.snapshot_dir << ": " << lost
+        << " snapshot(s) could not be written (see above)\n";
     outputs_ok = false;
   }
   for (const Output& output : outputs) {
@@ -110,8 +134,8 @@ int RunAndReport(const RunOptions& options, const std::string& self_exe, std::os
   }
   if (HasInputError(report)) code = kExitUsage;  // the run cannot be judged until its input is right
   if (!outputs_ok) {
-    err << CommandPrefix("run") << "exit " << code + kExitOutputFailed << ": the run " << (code == kExitOk ? "passed" : "failed")
-        << ", and an output above could not be written\n";
+    err << CommandPrefix("run") << "exit " << code + kExitOutputFailed << ": the run "
+        << (code == kExitOk ? "passed" : "failed") << ", and an output above could not be written\n";
   }
   return outputs_ok ? code : code + kExitOutputFailed;
 }
@@ -128,8 +152,7 @@ class RunCommand : public Command {
     AddRunFlags(run, &o_);
     run->add_option("--jobs,-j", o_.jobs, "Variants measured at once, each in its own process")
         ->check(CLI::Range(1, 256));
-    run->add_option("--timeout", o_.timeout_seconds, "Seconds a variant may take before it is killed")
-        ->check(FiniteRange(1.0, 86400.0));
+    AddTimeoutFlag(run, &o_.timeout_seconds);
     run->add_option("--json", o_.json_path, "Write every measured number to this file");
     std::string report_help = "Also write a report (repeatable):";
     for (const std::string& format : ReportFormatNames()) report_help += " " + format + "=FILE";

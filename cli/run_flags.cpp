@@ -57,6 +57,11 @@ CLI::Validator FiniteRange(double min, double max) {
       "NUMBER in " + text);
 }
 
+void AddTimeoutFlag(CLI::App* app, double* seconds) {
+  app->add_option("--timeout", *seconds, "Seconds a variant (run) or a trial (fit) may take before it is stopped")
+      ->check(FiniteRange(1.0, 86400.0));
+}
+
 void AddShardFlag(CLI::App* app, RunOptions* o) {
   app->add_option("--shard", o->shard,
                   "Run only part INDEX of COUNT (1-based, e.g. 2/3) of the scenario files, for a CI matrix; "

@@ -23,6 +23,9 @@ void AddRunFlags(CLI::App* app, RunOptions* options);
 // in CLI::Range lets through: "--timeout nan" would turn the timeout off).
 CLI::Validator FiniteRange(double min, double max);
 
+// --timeout SECONDS: how long one variant (`run`) or one trial (`fit`) may take; both default to 300.
+void AddTimeoutFlag(CLI::App* app, double* seconds);
+
 // --shard INDEX/COUNT, and GoogleTest's sharding variables when it is not given: `run` only, since
 // explain and fit name what they measure.
 void AddShardFlag(CLI::App* app, RunOptions* options);

@@ -143,7 +143,7 @@ void Leak(const VariantMeasurement& m, const RunObservations& seen, std::vector<
 Diagnosis PerStepInBackward(DiagnosisKind kind, int64_t count, int64_t bytes, const VariantMeasurement& m,
                             const RunObservations& seen) {
   const int64_t steps =
-      std::max<int64_t>(1, std::max<int64_t>(seen.iterations, static_cast<int64_t>(m.iterations.size())));
+      std::max<int64_t>(1, std::max<int64_t>(seen.iterations, CompletedIterations(m)));
   Diagnosis d;
   d.kind = kind;
   d.count = count / steps;

@@ -1,6 +1,10 @@
 #include "fit/fit_trial.h"
 
+#include <chrono>
+#include <condition_variable>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "allocators/cards.h"
@@ -32,20 +36,43 @@ std::string FirstLine(const std::string& text) { return text.substr(0, text.find
 // thread-local and outlives the call, so the tasks keep their saved tensors, and the parameters their
 // AccumulateGrad nodes hold, alive (an attention model at an OOM in backward left 2 MiB so). Each trial
 // runs on a thread of its own, whose end frees them, before the ledger is compared.
+// Past timeout_seconds the thread is left running (Note [A trial that does not end], fit_trial.h): it
+// owns copies of all it uses, and TrialTimedOut("timed out after N s") is thrown.
 VariantMeasurement MeasureOnFreshThread(const MeasureFunction& measure, const VariantSpec& spec,
-                                        const VariantMeasureOptions& options) {
-  VariantMeasurement m;
-  std::exception_ptr error;
-  std::thread worker([&] {
+                                        const VariantMeasureOptions& options, double timeout_seconds) {
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable ended;
+    bool done = false;
+    VariantMeasurement m;
+    std::exception_ptr error;
+  };
+  auto shared = std::make_shared<Shared>();
+  std::thread worker([shared, measure, spec, options] {
+    VariantMeasurement m;
+    std::exception_ptr error;
     try {
       m = measure(spec, options);
     } catch (...) {
       error = std::current_exception();
     }
+    std::lock_guard<std::mutex> lock(shared->mutex);
+    shared->m = std::move(m);
+    shared->error = error;
+    shared->done = true;
+    shared->ended.notify_one();
   });
+  {
+    std::unique_lock<std::mutex> lock(shared->mutex);
+    if (!shared->ended.wait_for(lock, std::chrono::duration<double>(timeout_seconds), [&] { return shared->done; })) {
+      lock.unlock();
+      worker.detach();
+      throw TrialTimedOut("timed out after " + std::to_string(static_cast<int>(timeout_seconds)) + " s (--timeout)");
+    }
+  }
   worker.join();
-  if (error) std::rethrow_exception(error);
-  return m;
+  if (shared->error) std::rethrow_exception(shared->error);
+  return std::move(shared->m);
 }
 
 }  // namespace
@@ -103,8 +130,8 @@ VariantSpec WithKnob(const VariantSpec& spec, const std::string& knob, int64_t v
 }
 
 TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Backend backend, int64_t iterations,
-                           MeasureFunction measure) {
-  return [spec, knob, backend, iterations, measure](int64_t value, const FitTarget& target) {
+                           double timeout_seconds, MeasureFunction measure) {
+  return [spec, knob, backend, iterations, timeout_seconds, measure](int64_t value, const FitTarget& target) {
     VariantMeasureOptions options;
     options.backend = backend;
     options.limits = LimitsForTarget(target);
@@ -113,7 +140,14 @@ TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Bac
     options.diagnose = false;     // and a trial's pitfalls are the variant's: `oomguard run` reports them
     const Ledger& ledger = GetBackend(backend).account().ledger();
     const int64_t live_before = ledger.live_bytes();
-    const VariantMeasurement m = MeasureOnFreshThread(measure, WithKnob(spec, knob, value), options);
+    VariantMeasurement m;
+    try {
+      m = MeasureOnFreshThread(measure, WithKnob(spec, knob, value), options, timeout_seconds);
+    } catch (const TrialTimedOut& stuck) {
+      throw TrialTimedOut("variant '" + spec.name + "' at " + knob + " " + std::to_string(value) + " on " +
+                          (target.card.empty() ? "cap " + FormatBytes(target.cap_bytes) : target.card) + ": " +
+                          stuck.what());
+    }
     const int64_t live_after = ledger.live_bytes();
     if (live_after != live_before) {
       const int64_t leaked = live_after - live_before;

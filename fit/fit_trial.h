@@ -54,13 +54,29 @@ class InputErrorInTrial : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A trial ran past --timeout: "variant 'v' at batch 64 on t4: timed out after 300 s (--timeout)".
+//
+// Note [A trial that does not end]
+// `run` kills a variant's child at --timeout; fit measures in its own process, where a forward that
+// never returns cannot be stopped. So each trial's thread is watched: past the timeout it is left
+// running (detached, with what it uses held by it alone) and TrialTimedOut is thrown, and the fit
+// prints the trial and exits 1 at once (std::_Exit: the stuck thread still uses LibTorch, which
+// static destructors would tear down under it). As run's TIMEOUT, it is a failure, not an input
+// error. Trials in children, as run's, would cost a LibTorch start-up or a fork per trial for what
+// only a hanging workload needs.
+class TrialTimedOut : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // The seam tests use to make a trial leak; MeasureVariant otherwise.
 using MeasureFunction = std::function<VariantMeasurement(const VariantSpec&, const VariantMeasureOptions&)>;
 
 // A trial of `spec` on `backend` (available: GetBackend(backend).Available); iterations 0 keeps the
 // variant's own. The target's limits are its card's (LimitsForCard) or, for a plain cap, LimitsForCap.
-// The ledger checked for leaks is the backend's account's.
+// The ledger checked for leaks is the backend's account's. A trial longer than timeout_seconds throws
+// TrialTimedOut.
 TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Backend backend, int64_t iterations,
-                           MeasureFunction measure = MeasureVariant);
+                           double timeout_seconds = 300, MeasureFunction measure = MeasureVariant);
 
 }  // namespace oomguard

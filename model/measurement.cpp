@@ -2,10 +2,33 @@
 
 namespace oomguard {
 
+void KeepFirstAndLastIterations(VariantMeasurement* m, size_t kept) {
+  std::vector<IterationMeasurement>& records = m->iterations;
+  if (records.size() <= kept) return;
+  const size_t head = kept / 2, tail = kept - head;
+  const size_t dropped = records.size() - head - tail;
+  records.erase(records.begin() + static_cast<std::ptrdiff_t>(head),
+                records.begin() + static_cast<std::ptrdiff_t>(head + dropped));
+  m->iterations_left_out += static_cast<int64_t>(dropped);
+}
+
+int64_t CompletedIterations(const VariantMeasurement& m) {
+  return static_cast<int64_t>(m.iterations.size()) + m.iterations_left_out;
+}
+
+const IterationMeasurement* IterationNumbered(const VariantMeasurement& m, int64_t number) {
+  if (number < 1 || number > CompletedIterations(m)) return nullptr;
+  const int64_t head = m.iterations_left_out == 0 ? CompletedIterations(m)
+                                                   : static_cast<int64_t>(m.iterations.size() / 2);
+  if (number <= head) return &m.iterations[static_cast<size_t>(number - 1)];
+  if (number <= head + m.iterations_left_out) return nullptr;
+  return &m.iterations[static_cast<size_t>(number - 1 - m.iterations_left_out)];
+}
+
 std::optional<double> LiveGrowthPerIteration(const VariantMeasurement& m) {
   if (m.iterations.size() < 2) return std::nullopt;
   return static_cast<double>(m.iterations.back().live_after_bytes - m.iterations.front().live_after_bytes) /
-         static_cast<double>(m.iterations.size() - 1);
+         static_cast<double>(CompletedIterations(m) - 1);
 }
 
 }  // namespace oomguard

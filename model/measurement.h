@@ -2,6 +2,7 @@
 // Plain types; JSON lives in measurement_json.h.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -101,7 +102,10 @@ struct VariantMeasurement {
   double duration_ms = 0;
 
   LedgerStats ledger;  // peak, per-phase peaks, allocation count, timeline
+  // The completed iterations' records: all of them, or (Note [Bounded iteration records]) the first
+  // and the last kIterationRecordsKept / 2, with the iterations_left_out completed between them not kept.
   std::vector<IterationMeasurement> iterations;
+  int64_t iterations_left_out = 0;
   int64_t transfers = 0;
   int64_t transfer_bytes = 0;
   int64_t param_bytes = 0;
@@ -150,6 +154,24 @@ struct VariantMeasurement {
   };
   std::optional<Screen> screen;
 };
+
+// Note [Bounded iteration records]
+// A measurement is a file the runner reads back with the input limit (16 MiB), and every iteration
+// count --iterations and loop.iterations accept (up to 1000000) must fit in it: 100000 iterations'
+// records alone took 8 MB. So a run keeps the records of its first and last kIterationRecordsKept / 2
+// iterations and counts the ones between (iterations_left_out): what growth, leaks and the first
+// steps' numbers are read from. The catalog runs at most a few dozen iterations, far below the bound,
+// so its measurements keep every record. `iteration_peak[N]` of an iteration left out is not measured.
+inline constexpr size_t kIterationRecordsKept = 10000;
+
+// Keeps the first and last kept / 2 records of m->iterations, counting the rest in iterations_left_out.
+void KeepFirstAndLastIterations(VariantMeasurement* m, size_t kept = kIterationRecordsKept);
+
+// The iterations that completed, kept or left out.
+int64_t CompletedIterations(const VariantMeasurement& m);
+
+// Iteration `number` (1-based) when its record was kept; nullptr when it was left out or did not complete.
+const IterationMeasurement* IterationNumbered(const VariantMeasurement& m, int64_t number);
 
 // (live after the last iteration - live after the first) / (iterations - 1); nullopt below 2 iterations.
 std::optional<double> LiveGrowthPerIteration(const VariantMeasurement& m);

@@ -129,6 +129,7 @@ json MeasurementToJson(const VariantMeasurement& m) {
                           {"live_after_bytes", it.live_after_bytes}});
   }
   j["iterations"] = iterations;
+  if (m.iterations_left_out > 0) j["iterations_left_out"] = m.iterations_left_out;
   j["transfers"] = m.transfers;
   j["transfer_bytes"] = m.transfer_bytes;
   j["param_bytes"] = m.param_bytes;
@@ -143,6 +144,9 @@ json MeasurementToJson(const VariantMeasurement& m) {
   json marks = json::array();
   for (const PhaseMark& p : m.ledger.phase_marks) marks.push_back({p.event_index, p.phase});
   j["timeline"] = {{"stride", m.ledger.timeline_stride}, {"points", timeline}, {"phases", marks}};
+  // Note [Thinned phase marks], allocators/ledger.h: written only when marks were thinned out.
+  if (m.ledger.phase_marks_recorded > static_cast<int64_t>(m.ledger.phase_marks.size()))
+    j["timeline"]["phases_recorded"] = m.ledger.phase_marks_recorded;
   if (m.oom) {
     const OomDetail& o = *m.oom;
     json layers = json::array();
@@ -252,6 +256,7 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
       m->iterations.push_back({it.at("peak_bytes").get<int64_t>(), it.at("live_after_backward_bytes").get<int64_t>(),
                                it.at("live_after_bytes").get<int64_t>()});
     }
+    if (j.contains("iterations_left_out")) m->iterations_left_out = j.at("iterations_left_out").get<int64_t>();
     m->transfers = j.at("transfers").get<int64_t>();
     m->transfer_bytes = j.at("transfer_bytes").get<int64_t>();
     m->param_bytes = j.at("param_bytes").get<int64_t>();
@@ -268,6 +273,9 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
     for (const json& p : timeline.at("phases")) {
       m->ledger.phase_marks.push_back({p.at(0).get<int64_t>(), p.at(1).get<std::string>()});
     }
+    m->ledger.phase_marks_recorded = timeline.contains("phases_recorded")
+                                         ? timeline.at("phases_recorded").get<int64_t>()
+                                         : static_cast<int64_t>(m->ledger.phase_marks.size());
     if (j.contains("oom")) {
       const json& o = j.at("oom");
       OomDetail report;

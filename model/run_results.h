@@ -79,8 +79,8 @@ struct VariantResult {
   // UNRESOLVED because the input is wrong (a workload and its scenario disagree), not the machine:
   // the run exits 2 (base/exit_codes.h), as for a file that does not load.
   bool input_error = false;
-  BaselineComparison baseline;                    // set when the run compares with baselines
-  std::optional<MemoryEstimate> estimate;         // the scenario's analytic estimate next to the measurement
+  BaselineComparison baseline;             // set when the run compares with baselines
+  std::optional<MemoryEstimate> estimate;  // the scenario's analytic estimate next to the measurement
 };
 
 struct ScenarioResult {
@@ -91,7 +91,7 @@ struct ScenarioResult {
   std::string card;  // simulated card's name, empty for a plain cap
   int64_t cap_bytes = 0;
   ResultCode code = ResultCode::kUnresolved;
-  std::string error;  // UNRESOLVED/UNSUPPORTED: why
+  std::string error;         // UNRESOLVED/UNSUPPORTED: why
   bool input_error = false;  // UNRESOLVED for an input error (the file, its limits, its workload): exit 2
   std::vector<VariantResult> variants;
   std::vector<CheckResult> checks;  // relations between variants
@@ -115,6 +115,9 @@ struct RunResults {
   std::vector<ScenarioResult> skipped;
   // Both lists hold only this shard's files; the others' are neither run nor reported, as GoogleTest does.
   ShardTally shard;
+  // What the plan passed over without a result, one line each, so nothing drops out unseen: a results
+  // file found among the scenarios (run/plan.h rule 1). The console prints them under the totals.
+  std::vector<std::string> notes;
   bool compared_with_baselines = false;  // --baselines / the catalog's stored baselines were read
   bool strict = false;                   // --strict: a variant without a baseline fails
   bool updating_baselines = false;       // --update-baselines: no writer suggests running it

@@ -10,14 +10,18 @@
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <tuple>
 
 #include "allocators/cpu_tracking_allocator.h"
 #include "allocators/meta_tracking_allocator.h"
-#include "model/meta_not_mirrored.h"
 #include "base/check.h"
+#include "base/input_limits.h"
+#include "nn/torchscript_archive.h"
+#include "model/meta_not_mirrored.h"
 
 namespace oomguard {
 namespace {
@@ -44,6 +48,22 @@ std::string UnmangledTypeName(const torch::jit::Module& m) {
     start = dot + 1;
   }
   return out;
+}
+
+// LibTorch's message bounded: the compiler quotes the source around an error, with markers, and the
+// variant's error travels into every report.
+std::string FirstLines(std::string text) {
+  constexpr size_t kMaxLines = 6, kMaxChars = 600;
+  text.erase(0, std::min(text.find_first_not_of(" \n"), text.size()));
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  size_t end = 0;
+  for (size_t line = 0; line < kMaxLines && end != std::string::npos; ++line) {
+    end = text.find('\n', end);
+    if (end != std::string::npos) ++end;
+  }
+  std::string out = text.substr(0, std::min({end, text.size(), kMaxChars}));
+  while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) out.pop_back();
+  return out.size() < text.size() ? out + " [...]" : out;
 }
 
 std::string ShortTypeName(const torch::jit::Module& m) {
@@ -110,13 +130,15 @@ bool Calls(const torch::jit::Block* block, const std::string& op) {
 // were 3344 of its 8976 bytes; a 2-layer LSTM of 256 units peaked 3.7 MiB under eager PyTorch's).
 class DeviceTensors {
  public:
-  DeviceTensors(const at::TensorOptions& options, bool has_data) : options_(options), has_data_(has_data) {}
+  DeviceTensors(std::string file, const at::TensorOptions& options, bool has_data)
+      : file_(std::move(file)), options_(options), has_data_(has_data) {}
 
   // The tensor on the device for `old`, made at its first request; `trainable`: it requires grad.
   at::Tensor For(const std::string& name, const at::Tensor& old, bool trainable) {
     const Key key{old.storage().unsafeGetStorageImpl(), old.storage_offset(), old.sizes().vec(), old.strides().vec()};
     auto it = made_.find(key);
     if (it != made_.end()) return it->second;
+    if (!old.is_meta()) CheckRecordHolds(name, old);
     at::Tensor fresh = at::empty(old.sizes(), options_.dtype(old.scalar_type()));
     if (old.is_meta()) {
       any_meta_ = true;
@@ -131,54 +153,87 @@ class DeviceTensors {
 
   // Replaces, in place, every tensor the attributes of `object` (a module) hold that are not its
   // parameters, buffers or submodules: directly, or inside lists, tuples, dicts and objects.
-  void ReplaceInAttributes(c10::ivalue::Object& object) {
-    const c10::ClassTypePtr& type = object.type();
-    for (size_t i = 0; i < type->numAttributes(); ++i) {
-      if (type->is_parameter(i) || type->is_buffer(i)) continue;
-      const c10::IValue& value = object.getSlot(i);
-      if (value.isObject() && value.toObjectRef().type()->is_module()) continue;  // walked as a module
-      object.setSlot(i, Replaced(type->getAttributeName(i), value));
-    }
-  }
+  void ReplaceInAttributes(c10::ivalue::Object& object) { ReplaceInAttributes(object, 0); }
 
   bool any_meta() const { return any_meta_; }
   bool any_saved() const { return any_saved_; }
 
  private:
-  c10::IValue Replaced(const std::string& name, const c10::IValue& value) {
+  // Note [A storage longer than its record]: LibTorch makes each storage as long as data.pkl says, over
+  // the buffer it read the storage's record into, without comparing the two: a record cut short leaves
+  // the tensor reading memory past its buffer. The loader reads records through c10's CPU allocator,
+  // the tracking allocator, which knows each buffer's size (a record of 0 bytes is no buffer at all).
+  void CheckRecordHolds(const std::string& name, const at::Tensor& old) const {
+    const c10::Storage& storage = old.storage();
+    const auto needs = static_cast<int64_t>(storage.nbytes());
+    const int64_t holds = storage.data_ptr().get() == nullptr ? 0 : AllocatedBytes(storage.data_ptr()).value_or(needs);
+    if (holds >= needs) return;
+    throw ModelFileError(file_ + ": the storage of tensor \"" + name + "\" is " + std::to_string(needs) +
+                         " bytes, but its record in the archive holds " + std::to_string(holds) +
+                         " (the file was cut short or altered: save the module again)");
+  }
+
+  // Note [Containers in a module's attributes] (torchscript_archive.cpp).
+  void ReplaceInAttributes(c10::ivalue::Object& object, int depth) {
+    const c10::ClassTypePtr& type = object.type();
+    for (size_t i = 0; i < type->numAttributes(); ++i) {
+      if (type->is_parameter(i) || type->is_buffer(i)) continue;
+      const c10::IValue& value = object.getSlot(i);
+      if (value.isObject() && value.toObjectRef().type()->is_module()) continue;  // walked as a module
+      object.setSlot(i, Replaced(type->getAttributeName(i), value, depth + 1));
+    }
+  }
+
+  // `name`: the attribute that holds `value`; depth: the containers around it, it included.
+  c10::IValue Replaced(const std::string& name, const c10::IValue& value, int depth) {
     if (value.isTensor()) {
       const at::Tensor& old = value.toTensor();
       return old.defined() ? c10::IValue(For(name, old, old.requires_grad())) : value;
     }
+    const bool container = value.isList() || value.isTuple() || value.isGenericDict() || value.isObject();
+    if (!container || !visited_.insert(value.internalToPointer()).second) return value;
+    if (depth > limits::kMaxAttributeNesting) {
+      throw ModelFileError(
+          file_ + ": attribute \"" + name + "\" holds lists, tuples, dicts or objects nested more than " +
+          std::to_string(limits::kMaxAttributeNesting) + " deep (the limit for a TorchScript module's attributes)");
+    }
     if (value.isList()) {
       c10::List<c10::IValue> list = value.toList();  // a handle: set() edits the module's list
-      for (size_t i = 0; i < list.size(); ++i) list.set(i, Replaced(name, list.get(i)));
+      for (size_t i = 0; i < list.size(); ++i) list.set(i, Replaced(name, list.get(i), depth + 1));
     } else if (value.isTuple()) {
       c10::ivalue::Tuple& tuple = value.toTupleRef();
-      for (size_t i = 0; i < tuple.size(); ++i) tuple.unsafeSetElement(i, Replaced(name, tuple.elements()[i]));
+      for (size_t i = 0; i < tuple.size(); ++i) {
+        tuple.unsafeSetElement(i, Replaced(name, tuple.elements()[i], depth + 1));
+      }
     } else if (value.isGenericDict()) {
       c10::Dict<c10::IValue, c10::IValue> dict = value.toGenericDict();
       std::vector<std::pair<c10::IValue, c10::IValue>> entries;
-      for (const auto& entry : dict) entries.emplace_back(entry.key(), Replaced(name, entry.value()));
+      for (const auto& entry : dict) entries.emplace_back(entry.key(), Replaced(name, entry.value(), depth + 1));
       for (auto& [key, fresh] : entries) dict.insert_or_assign(key, std::move(fresh));
-    } else if (value.isObject() && visited_.insert(&value.toObjectRef()).second) {
-      ReplaceInAttributes(value.toObjectRef());
+    } else {
+      ReplaceInAttributes(value.toObjectRef(), depth);
     }
     return value;
   }
 
   using Key = std::tuple<const void*, int64_t, std::vector<int64_t>, std::vector<int64_t>>;
+  const std::string file_;
   const at::TensorOptions options_;
   const bool has_data_;
   std::map<Key, at::Tensor> made_;
-  std::set<const c10::ivalue::Object*> visited_;  // objects other than modules, once each
+  std::set<const void*> visited_;  // lists, tuples, dicts and objects other than modules, once each
   bool any_meta_ = false, any_saved_ = false;
 };
 
 }  // namespace
 
 struct TorchScriptNet::Loaded {
+  ~Loaded() {
+    if (loaded) TakeApartAttributes(module);  // Note [Containers in a module's attributes]
+  }
+
   torch::jit::Module module;
+  bool loaded = false;                       // module holds what torch::jit::load returned
   std::vector<torch::jit::Module> children;  // an nn.Sequential's, in order; empty otherwise
   std::string type_name;
   std::vector<at::Tensor> parameters;  // each once, in the module's order
@@ -198,9 +253,17 @@ TorchScriptNet::TorchScriptNet(const ModelSpec& spec, const at::TensorOptions& o
     try {
       // map_location cpu: a file saved on cuda loads anywhere; one saved from meta stays on meta.
       l.module = torch::jit::load(spec.torchscript, c10::Device(c10::kCPU));
-    } catch (const c10::Error& e) {
+      l.loaded = true;
+      CheckByteOrder(spec.torchscript);
+    } catch (const ModelFileError&) {
+      throw;
+    } catch (const std::exception& e) {
+      // Note [What torch::jit::load throws]: c10::Error for an archive it cannot read, std::runtime_error
+      // (the compiler's ErrorReport, the unpickler's checks) for code it cannot compile or a class it
+      // does not know. Both are the file's fault.
+      const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
       throw ModelFileError(spec.torchscript + ": not a TorchScript module torch::jit::load can read (" +
-                           e.what_without_backtrace() + ")");
+                           FirstLines(c10_error ? c10_error->what_without_backtrace() : e.what()) + ")");
     }
   }
   l.type_name = UnmangledTypeName(l.module);
@@ -214,7 +277,7 @@ TorchScriptNet::TorchScriptNet(const ModelSpec& spec, const at::TensorOptions& o
   // Not transfers: the record-function callbacks (the transfer counter's) are off.
   at::DisableRecordFunctionGuard no_callbacks;
   at::NoGradGuard no_grad;
-  DeviceTensors device(options, has_data);
+  DeviceTensors device(spec.torchscript, options, has_data);
   std::set<const void*> listed;
   for (const torch::jit::NameModule& item : l.module.named_modules()) {
     torch::jit::Module m = item.value;

@@ -21,9 +21,11 @@
 // cached at the first forward) on the thread of every forward, before it runs, so each op records
 // the autograd node eager PyTorch records and saves what it saves.
 //
-// Errors: a file that does not load, or a forward whose result holds no tensor, throws
-// ModelFileError (bad input: the variant is UNRESOLVED, exit 2); what LibTorch throws while running
-// the module is the run's outcome like any other.
+// Errors: a file that does not load (torch::jit::load's c10::Error, or its std::runtime_error for code
+// it cannot compile and classes it does not know), a tensor record shorter than its storage, a byte
+// order other than little-endian, attributes nested past limits::kMaxAttributeNesting, or a forward
+// whose result holds no tensor, throws ModelFileError (bad input: the variant is UNRESOLVED, exit 2);
+// what LibTorch throws while running the module is the run's outcome like any other.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -9,8 +9,8 @@
 
 #include "base/byte_size.h"
 #include "base/shard.h"
-#include "model/phase.h"
 #include "model/diagnosis_text.h"
+#include "model/phase.h"
 #include "reports/report_format.h"
 
 namespace oomguard {
@@ -159,7 +159,7 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
       }
       if (v.baseline.verdict != BaselineVerdict::kNotCompared) out << "  baseline " << BaselineWord(v.baseline);
       if (m.transfers > 0 && !m.iterations.empty()) {
-        out << "  transfers " << m.transfers / static_cast<int64_t>(m.iterations.size()) << "/step";
+        out << "  transfers " << m.transfers / CompletedIterations(m) << "/step";
       }
     }
     out << "\n";
@@ -175,7 +175,8 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
     }
     if (v.measurement) {
       for (const std::string& warning : v.measurement->warnings) out << "              warning: " << warning << "\n";
-      if (v.measurement->iterations_raised) out << "              steady state: " << v.measurement->steady_state << "\n";
+      if (v.measurement->iterations_raised)
+        out << "              steady state: " << v.measurement->steady_state << "\n";
       WriteDiagnoses(*v.measurement, detailed, out);
     }
     if (v.measurement && !v.measurement->snapshot.empty()) {
@@ -272,6 +273,7 @@ void WriteRunSummary(const RunResults& report, std::ostream& out, const ConsoleS
       << FormatSeconds(report.duration_ms) << ":";
   for (const auto& [code, n] : counts) out << " " << n << " " << code;
   out << (failures ? "  (" + std::to_string(failures) + " failing)" : "") << "\n";
+  for (const std::string& note : report.notes) out << "note: " << note << "\n";
   if (const ShardTally& t = report.shard; t.shard.Sharded()) {
     out << "shard " << ShardName(t.shard) << ": " << t.files << " of " << t.run_files << " scenario files\n";
   }

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <fstream>
 
+#include "base/atomic_file.h"
 #include "base/did_you_mean.h"
 #include "base/exit_codes.h"
 #include "base/json_text.h"
@@ -66,10 +66,13 @@ int MeasureResolvedVariant(const Scenario& scenario, const VariantSpec& variant,
     err << request.scenario_file << ": " << m.input_error << "\n";
     return kExitUsage;
   }
-  std::ofstream out(request.out_path);
-  out << DumpJson(MeasurementToJson(m));
-  // A measurement that cannot be written is the machine's failure, not the input's (kExitUsage is).
-  return out.good() ? kExitOk : kExitOutputFailed;
+  // A measurement that cannot be written is the machine's failure, not the input's (kExitUsage is):
+  // "cannot write /tmp/.../0.json: No space left on device" on stderr, which the parent shows.
+  if (!WriteFileAtomically(request.out_path, DumpJson(MeasurementToJson(m)), &error)) {
+    err << error << "\n";
+    return kExitOutputFailed;
+  }
+  return kExitOk;
 }
 
 }  // namespace

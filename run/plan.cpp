@@ -116,7 +116,10 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
   const Filter filter = SplitFilter(options.filter);
   for (const std::string& file : files) {
     const bool named = std::find(options.paths.begin(), options.paths.end(), file) != options.paths.end();
-    if (!named && IsResultsFile(file)) continue;
+    if (!named && IsResultsFile(file)) {
+      plan->notes.push_back(file + ": a results file of `oomguard run --json`, not a scenario: left out");
+      continue;
+    }
     const bool in_shard = tally.shard.Takes(tally.run_files++);  // counts from 0, as Takes does
     PlannedScenario p;
     p.result.file = file;

@@ -10,7 +10,9 @@
 //
 // Per file, in catalog order, the first rule that applies decides:
 //   1. a results file of `oomguard run --json` found in a scanned folder is not a scenario: left out
-//      (one named on the command line is loaded, and fails to);
+//      with a note ("FILE: a results file of `oomguard run --json`, not a scenario: left out"), so a
+//      scenario a results file replaced does not drop out unseen (one named on the command line is
+//      loaded, and fails to);
 //   2. a file of another shard (--shard INDEX/COUNT, or GoogleTest's variables with
 //      options.gtest_sharding): left out of the plan. The files left after rule 1 are dealt round-robin,
 //      position k (0-based) to shard (k mod COUNT) + 1, whether they load or not, so a shard's part does
@@ -61,6 +63,7 @@ struct PlannedScenario {
 struct RunPlan {
   std::vector<PlannedScenario> scenarios;  // this shard's files (every file when not sharded), in catalog order
   ShardTally shard;                        // the shard, and how many of the run's files it took
+  std::vector<std::string> notes;          // files passed over without a result (rule 1), one line each
 };
 
 [[nodiscard]] bool PlanRun(const RunOptions& options, const std::string& backend, const BackendCheck& available,

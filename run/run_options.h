@@ -14,6 +14,12 @@
 
 namespace oomguard {
 
+// One file a run writes, with the flag that asked for it ("--json r.json", "--report md=x.md").
+struct OutputFile {
+  std::string flag;
+  std::string path;
+};
+
 struct RunOptions {
   std::vector<std::string> paths;   // scenario files or folders; empty: the built-in catalog
   std::string filter = "*";         // glob on scenario names; SCENARIO/VARIANT: and on variant names (run/plan.h)
@@ -42,6 +48,9 @@ struct RunOptions {
   // `run` only: explain and fit name what they measure.
   std::optional<std::string> shard;  // --shard INDEX/COUNT: this job's part of the scenario files (base/shard.h)
   bool gtest_sharding = false;       // without --shard, GTEST_SHARD_INDEX and GTEST_TOTAL_SHARDS shard the run
+  // --json and each --report as this shard writes them (filled by the CLI): the plan refuses a run
+  // whose outputs would overwrite one of its inputs (run/output_collisions.h).
+  std::vector<OutputFile> outputs;
 };
 
 inline constexpr const char* kDefaultCard = "t4";

@@ -14,10 +14,12 @@
 #include "base/exit_codes.h"
 #include "base/files.h"
 #include "base/host_memory.h"
+#include "base/scratch_folder.h"
 #include "baselines/baseline_diff.h"
 #include "model/measurement_json.h"
 #include "run/child_protocol.h"
 #include "run/measure_child.h"
+#include "run/output_collisions.h"
 #include "run/plan.h"
 #include "run/snapshot_keeper.h"
 #include "verdict/memory_estimate.h"
@@ -32,6 +34,23 @@ std::string ReadFileOrEmpty(const std::string& path) {
   return ReadFile(path, &content, &ignored) ? content : "";
 }
 
+// The measurement a child that exited 0 wrote, or false with why it cannot be read (too large for
+// the input limit, not JSON, not a measurement): a variant never ends UNRESOLVED without a reason.
+bool ReadMeasurement(const std::string& path, VariantMeasurement* m, std::string* error) {
+  std::string text;
+  if (!ReadFile(path, &text, error)) return false;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) {
+    *error = path + ": not JSON";
+    return false;
+  }
+  if (!MeasurementFromJson(j, m, error)) {
+    *error = path + ": " + *error;
+    return false;
+  }
+  return true;
+}
+
 std::string Tail(const std::string& text, size_t max_chars) {
   return text.size() <= max_chars ? text : "..." + text.substr(text.size() - max_chars);
 }
@@ -40,10 +59,11 @@ std::string Tail(const std::string& text, size_t max_chars) {
 // --update-baselines regressions are reported as data but do not fail: the point of the run is to
 // record the new numbers.
 void CompareWithBaselines(const RunOptions& options, const ScenarioResult& header, ScenarioEvidence* evidence) {
-  const std::string path = BaselinePath(BaselineDirectory(options.baselines_dir, header.file), header.name);
+  const std::string dir = BaselineDirectory(options.baselines_dir, header.file);
+  const std::string path = BaselinePath(dir, header.name);
   BaselineFile file;
   std::string error;
-  if (!LoadBaselineFile(path, &file, &error)) {
+  if (!LoadScenarioBaseline(dir, header.name, &file, &error)) {
     evidence->baseline_error = "corrupt baseline: " + error;
     return;
   }
@@ -56,9 +76,14 @@ void CompareWithBaselines(const RunOptions& options, const ScenarioResult& heade
   }
 }
 
-// A child ended by SIGKILL that the runner did not send (no timeout): on Linux, almost always the
-// kernel's OOM killer; the cgroup's oom_kill count says so for sure where it can be read.
-std::string KilledFromOutside(int64_t oom_kills_before, int64_t cap_bytes) {
+// Note [Blame the OOM killer with evidence]
+// A child ended by a SIGKILL the runner did not send (no timeout) was once always blamed on the
+// kernel's OOM killer, with advice to shrink the cap, even after a user's `kill -9`. Now the OOM killer
+// is named only with evidence: the cgroups' oom_kill count rose while the children ran (Note [Which
+// cgroup], base/host_memory.h), or the child's peak resident memory reached 90% of what the host had
+// available when the run began. Otherwise the kill is reported as from outside, without memory advice.
+std::string KilledFromOutside(int64_t oom_kills_before, const HostMemory& at_start, int64_t child_max_rss,
+                              int64_t cap_bytes) {
   const int64_t now = CgroupOomKills();
   const HostMemory host = ReadHostMemory();
   const std::string memory = "; the cap was " + (cap_bytes == Ledger::kUnlimited ? "none" : FormatBytes(cap_bytes)) +
@@ -66,7 +91,13 @@ std::string KilledFromOutside(int64_t oom_kills_before, int64_t cap_bytes) {
                              FormatBytes(host.available_bytes) +
                              " available now): use --backend meta (shapes only, any size) or a smaller --card or --cap";
   if (oom_kills_before >= 0 && now > oom_kills_before) return ": the kernel's OOM killer ended it" + memory;
-  return ": killed from outside oomguard, most likely by the kernel's OOM killer" + memory;
+  if (at_start.available_bytes > 0 && child_max_rss >= at_start.available_bytes / 10 * 9) {
+    return ": killed from outside oomguard, most likely by the kernel's OOM killer (it held " +
+           FormatBytes(child_max_rss) + " of the " + FormatBytes(at_start.available_bytes) +
+           " available when the run began)" + memory;
+  }
+  return ": killed by SIGKILL from outside oomguard (no sign of the kernel's OOM killer: it held at most " +
+         FormatBytes(child_max_rss) + ", and no OOM kill was counted)";
 }
 
 // Note [Warm children]
@@ -126,6 +157,7 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
     return GetBackend(BackendNamed(name)).Available(why);
   };
   if (!PlanRun(options, backend, available, &run_plan, error)) return false;
+  if (!CheckOutputsSpareInputs(options.outputs, run_plan, options.baselines_dir, error)) return false;
   std::vector<PlannedScenario>& plan = run_plan.scenarios;
   if (!options.snapshot_dir.empty() && !MakeDirectories(options.snapshot_dir, error)) {
     *error = "--snapshot-dir " + options.snapshot_dir + ": " + *error;
@@ -133,6 +165,7 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
   }
   report->backend = backend;
   report->shard = run_plan.shard;
+  report->notes = run_plan.notes;
   const VersionInfo versions = CollectVersionInfo();
   report->oomguard_version = versions.oomguard;
   report->libtorch_version = versions.libtorch;
@@ -144,11 +177,9 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
   report->strict = options.strict;
   report->updating_baselines = options.update_baselines;
 
-  const std::string tmp_dir = MakeScratchFolder("oomguard-run");
-  if (tmp_dir.empty()) {
-    *error = "cannot create a temporary folder in /tmp";
-    return false;
-  }
+  ScratchFolder scratch;  // Note [Scratch folders are locked], base/scratch_folder.h
+  if (!scratch.Create("oomguard-run", error)) return false;
+  const std::string& tmp_dir = scratch.path();
 
   report->children = ChildrenStart(options, driver, &report->children_reason);
   const bool fork_children = report->children == "forked";
@@ -198,21 +229,25 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
     if (!p.runs && p.result.code != ResultCode::kSkipped && on_done) on_done(p.result);
   }
   const int64_t oom_kills_before = CgroupOomKills();
+  const HostMemory host_at_start = ReadHostMemory();
   const int stopped_by = RunChildren(specs, report->jobs, [&](size_t index, const ChildExit& exit) {
     const Job& job = jobs[index];
     Running& r = running[job.running];
     VariantEvidence& e = r.evidence.variants[job.variant];
     VariantMeasurement m;
-    std::string parse_error;
-    if (exit.exit_code == 0 && !exit.timed_out && exit.signal == 0 &&
-        MeasurementFromJson(nlohmann::json::parse(ReadFileOrEmpty(job.out_path), nullptr, false), &m, &parse_error)) {
+    std::string read_error;
+    const bool exited_ok = exit.exit_code == 0 && !exit.timed_out && exit.signal == 0 && exit.spawn_error.empty();
+    if (exited_ok && ReadMeasurement(job.out_path, &m, &read_error)) {
       e.measurement = std::move(m);
     } else {
       e.timed_out = exit.timed_out;
       e.input_error = !exit.timed_out && exit.signal == 0 && exit.exit_code == kExitUsage;
       e.exit = DescribeExit(exit, options.timeout_seconds);
+      if (exited_ok) e.exit += ", but its measurement cannot be read: " + read_error;
+      if (exit.exit_code == kExitOutputFailed && exit.signal == 0 && !exit.timed_out)
+        e.exit += ": it could not write its measurement (its stderr says why)";
       if (exit.signal == SIGKILL && !exit.timed_out)
-        e.exit += KilledFromOutside(oom_kills_before, r.planned->result.cap_bytes);
+        e.exit += KilledFromOutside(oom_kills_before, host_at_start, exit.max_rss_bytes, r.planned->result.cap_bytes);
       e.diagnostics = Tail(ReadFileOrEmpty(job.stderr_path), 2000);
     }
     r.duration_ms += exit.wall_ms;
@@ -228,7 +263,7 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
     if (!options.snapshot_dir.empty()) KeepSnapshots(options.snapshot_dir, options.snapshot_all, &p.result);
     if (on_done) on_done(p.result);
   });
-  RemoveFolderOfFiles(tmp_dir);
+  scratch.Remove();
   if (stopped_by != 0) RaiseDefault(stopped_by);  // interrupted: nothing is reported, nothing left behind
 
   for (PlannedScenario& p : plan) {

@@ -43,6 +43,12 @@ constexpr const char* kIdentifierChars = "abcdefghijklmnopqrstuvwxyz0123456789_"
 
 // --- The scenario's own keys ---
 
+// A name past limits::kMaxNameChars: the files named after it could never be written.
+std::string NameTooLong(const std::string& what, size_t chars) {
+  return what + " of " + std::to_string(chars) + " characters, more than " + std::to_string(limits::kMaxNameChars) +
+         " (the limit for scenario and variant names, which name the baseline and snapshot files)";
+}
+
 FieldReader NameField(std::string* out) {
   return [out](const Json& value, const JsonPath& path, std::string* error) {
     if (!value.is_string() ||
@@ -52,6 +58,9 @@ FieldReader NameField(std::string* out) {
                   "such as \"forgotten-no-grad\", got " +
                       DescribeJson(value),
                   error);
+    }
+    if (const size_t chars = value.get<std::string>().size(); chars > limits::kMaxNameChars) {
+      return Fail(path, NameTooLong("a name", chars), error);
     }
     *out = value.get<std::string>();
     return true;
@@ -123,6 +132,7 @@ FieldReader VariantsField(Patches* out) {
                         ": use lowercase letters, digits and '_', not starting with a digit",
                     error);
       }
+      if (name.size() > limits::kMaxNameChars) return Fail(path, NameTooLong("a variant name", name.size()), error);
       if (!patch.is_object()) {
         return Fail(path.Key(name),
                     "expected an object (a merge patch over the base; {} runs the base as it is), "

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -19,12 +20,22 @@
 #include "model/layer_kinds.h"
 #include "model/scenario.h"
 #include "scenario/json_diagnostics.h"
+#include "scenario/text_fields.h"
 #include "scenario/workload_json.h"
 
 namespace oomguard {
 namespace variant_json {
 
 using Json = OrderedJson;
+
+// Note [Numbers LibTorch computes with in float]: a layer's factor, clip_grad_norm and the optimizer's
+// numbers reach LibTorch as scalars it converts to float (the compute type of float, bfloat16 and
+// float16 tensors alike), and a finite value beyond float's range is an exception there, not an
+// infinity. A factor and a max norm are used alone: float's range. The optimizers combine theirs
+// (AdamW's 1 - lr x weight_decay, Adam's lr / 0.1 at its first step): each at most 1e18 keeps every
+// such product within it.
+inline constexpr double kMaxFloat = 3.4028234663852886e38;
+inline constexpr double kMaxOptimizerNumber = 1e18;
 
 // The readers of every LayerSpec field; which of them a kind takes is its LayerKindInfo row's
 // `fields` (model/layer_kinds.h).
@@ -37,7 +48,8 @@ inline std::vector<Field> LayerFields(LayerSpec* out) {
       {"heads", IntField(&out->heads, 1)},
       {"vocab", IntField(&out->vocab, 1)},
       {"p", NumberField(&out->p, "a number in [0, 1)", [](double v) { return v >= 0 && v < 1; })},
-      {"factor", NumberField(&out->factor, "a number", [](double) { return true; })},
+      {"factor", NumberField(&out->factor, "a number within float's range (magnitude at most 3.4e38)",
+                             [](double v) { return std::abs(v) <= kMaxFloat; })},
       {"inplace", BoolField(&out->inplace)},
       {"causal", BoolField(&out->causal)},
       {"bias", BoolField(&out->bias)},
@@ -213,14 +225,20 @@ inline std::vector<Field> VariantConfigFields(VariantSpec* spec, bool patch) {
   LoopSpec* loop = &spec->loop;
   PitfallSpec* pitfalls = &spec->pitfalls;
   using variant_json::InputsField;
+  using variant_json::kMaxFloat;
+  using variant_json::kMaxOptimizerNumber;
   using variant_json::LayersField;
   using variant_json::Object;
   using variant_json::ShapeField;
-  auto at_least_zero = [](double v) { return v >= 0; };
+  // Note [Numbers LibTorch computes with in float]: the upper bounds.
+  auto optimizer_number = [](double* out, const std::string& lower, bool zero_ok) {
+    return NumberField(out, "a number " + lower + ", at most 1e18 (the optimizer computes with it in float)",
+                       [zero_ok](double v) { return (zero_ok ? v >= 0 : v > 0) && v <= kMaxOptimizerNumber; });
+  };
   return {
       {"model", Object({{"dtype", NamedField(&spec->model.dtype, "dtype", kModelDTypes)},
                         {"layers", LayersField(&spec->model.layers)},
-                        {"torchscript", StringField(&spec->model.torchscript)}},
+                        {"torchscript", FilePathField(&spec->model.torchscript)}},
                        patch)},
       {"data", Object({{"batch", IntField(&data->batch, 1)},
                        {"shape", ShapeField(&data->shape)},
@@ -237,14 +255,15 @@ inline std::vector<Field> VariantConfigFields(VariantSpec* spec, bool patch) {
                {"retain_graph", BoolField(&loop->retain_graph)},
                {"optimizer",
                 Object({{"kind", EnumField(&loop->optimizer.kind, "optimizer", {"none", "sgd", "adam", "adamw"})},
-                        {"lr", NumberField(&loop->optimizer.lr, "a number > 0", [](double v) { return v > 0; })},
-                        {"momentum", NumberField(&loop->optimizer.momentum, "a number >= 0", at_least_zero)},
-                        {"weight_decay", NumberField(&loop->optimizer.weight_decay, "a number >= 0", at_least_zero)}},
+                        {"lr", optimizer_number(&loop->optimizer.lr, "> 0", false)},
+                        {"momentum", optimizer_number(&loop->optimizer.momentum, ">= 0", true)},
+                        {"weight_decay", optimizer_number(&loop->optimizer.weight_decay, ">= 0", true)}},
                        patch)},
                {"zero_grad", EnumField(&loop->zero_grad, "zero_grad mode", {"none", "zero"})},
                {"accumulate", IntField(&loop->accumulate, 1)},
                {"autocast", EnumField(&loop->autocast, "autocast dtype", {"none", "bfloat16", "float16"})},
-               {"clip_grad_norm", NumberField(&loop->clip_grad_norm, "a max norm > 0", [](double v) { return v > 0; })},
+               {"clip_grad_norm", NumberField(&loop->clip_grad_norm, "a max norm > 0, at most 3.4e38 (float's range)",
+                                              [](double v) { return v > 0 && v <= kMaxFloat; })},
                {"eval", Object({{"batches", IntField(&loop->eval.batches, 0)},
                                 {"no_grad", BoolField(&loop->eval.no_grad)},
                                 {"keep_outputs", BoolField(&loop->eval.keep_outputs)}},

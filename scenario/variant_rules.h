@@ -144,8 +144,17 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
                                                std::to_string(spec.data.classes)};
     }
   }
+  if (spec.data.classes > 0 && spec.loop.loss != "cross_entropy") {  // else set and never read
+    return SpecProblem{data.Key("classes"), "data.classes gives cross_entropy its targets; loop.loss is \"" +
+                                                spec.loop.loss + "\", which has none (leave classes out)"};
+  }
   if (spec.loop.clip_grad_norm > 0 && !spec.loop.backward) {
     return SpecProblem{loop.Key("clip_grad_norm"), "clipping needs gradients: loop.backward is false"};
+  }
+  if (spec.loop.retain_graph && !spec.loop.backward) {
+    return SpecProblem{loop.Key("retain_graph"),
+                       "retain_graph keeps the graph through backward: loop.backward is "
+                       "false"};
   }
   if (spec.loop.loss_history.from == "eval" && spec.loop.loss_history.keep != "none" && spec.loop.eval.batches == 0) {
     return SpecProblem{loop.Key("loss_history").Key("from"),

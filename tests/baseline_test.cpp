@@ -15,6 +15,9 @@
 #include "base/atomic_file.h"
 #include "baselines/baseline_diff.h"
 #include "baselines/baseline_store.h"
+#include "baselines/baseline_update.h"
+#include "tests/scoped_environment.h"
+#include "tests/scratch_folder.h"
 
 namespace oomguard {
 namespace {
@@ -223,6 +226,93 @@ TEST(BaselineDiff, StrictFailsAVariantWithoutABaseline) {
   EXPECT_TRUE(BaselineFailures(c, /*strict=*/false).empty());
   EXPECT_EQ(BaselineFailures(c, /*strict=*/true),
             std::vector<std::string>{"no baseline in b.json (--strict); record one with --update-baselines"});
+}
+
+// A run that measured `variant` of scenario "s" (file FOLDER/s.json), as UpdateBaselines reads it.
+RunResults RunOf(const std::string& folder, const std::string& variant, int64_t peak) {
+  ScenarioResult s;
+  s.name = "s";
+  s.file = folder + "/s.json";
+  VariantResult v;
+  v.name = variant;
+  v.code = ResultCode::kPass;
+  v.measurement = Measured(variant, peak);
+  s.variants.push_back(v);
+  RunResults report;
+  report.scenarios.push_back(s);
+  return report;
+}
+
+// D25: two --update-baselines at once could lose one run's entries: each file was loaded, merged and
+// written with no lock. Eight processes each add their own variant; the test hook pauses each between
+// loading and writing, so that without the lock every one merges into the same old file.
+TEST(BaselineUpdate, UpdatesAtOnceLoseNoEntry) {
+  testing::ScratchFolder folder("baseline-lock");
+  testing::ScopedEnvironment env({"OOMGUARD_TEST_BASELINE_PAUSE_MS"});
+  env.Set("OOMGUARD_TEST_BASELINE_PAUSE_MS", "200");
+  constexpr int kUpdaters = 8;
+  std::vector<pid_t> children;
+  for (int i = 0; i < kUpdaters; ++i) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      std::ostringstream out;
+      std::string error;
+      _exit(UpdateBaselines(RunOf(folder.path(), "v" + std::to_string(i), 1000 + i), "", out, &error) ? 0 : 1);
+    }
+    children.push_back(child);
+  }
+  for (const pid_t child : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  BaselineFile file;
+  std::string error;
+  ASSERT_TRUE(LoadBaselineFile(folder.path() + "/baselines/s.json", &file, &error)) << error;
+  EXPECT_EQ(file.entries.size(), static_cast<size_t>(kUpdaters));
+  for (int i = 0; i < kUpdaters; ++i) {
+    const BaselineEntry* entry = file.Find("v" + std::to_string(i), "cpu", 1000000);
+    ASSERT_NE(entry, nullptr) << "v" << i << " lost";
+    EXPECT_EQ(entry->peak_bytes, 1000 + i);
+  }
+  // The lock file stays, empty, and is no baseline: the next update reads only s.json.
+  EXPECT_EQ(Read(folder.path() + "/baselines/" + kBaselinesLockFile), "");
+}
+
+// D33: a baseline file that named another scenario was taken as this one's.
+TEST(BaselineStore, ABaselineFileMustNameItsScenario) {
+  testing::ScratchFolder folder("baseline-scenario");
+  const std::string path = folder.Write("s.json", R"({"scenario": "nope", "entries": []})");
+  BaselineFile file;
+  std::string error;
+  EXPECT_FALSE(LoadScenarioBaseline(folder.path(), "s", &file, &error));
+  EXPECT_EQ(error, path +
+                       ": at scenario: expected \"s\" (the scenario this file is the baseline of), got \"nope\" (a "
+                       "baseline file as --update-baselines writes it is expected)");
+  EXPECT_FALSE(file.exists);
+  std::ofstream(path) << R"({"scenario": "s", "entries": []})";
+  EXPECT_TRUE(LoadScenarioBaseline(folder.path(), "s", &file, &error)) << error;
+  EXPECT_TRUE(file.exists);
+}
+
+// D33 (D14 residual): a killed writer's temporary stayed in baselines/ until that same file was
+// rewritten; an update that left the file unchanged kept it. Any update of the folder now removes the
+// temporaries of dead writers, whichever file they were for; a live writer's stays.
+TEST(BaselineUpdate, AnUpdateRemovesTheTemporariesOfDeadWriters) {
+  testing::ScratchFolder folder("baseline-stale");
+  std::ostringstream out;
+  std::string error;
+  ASSERT_TRUE(UpdateBaselines(RunOf(folder.path(), "v", 1000), "", out, &error)) << error;
+  const std::string baselines = folder.path() + "/baselines";
+  const std::string dead = "999999999";  // above any pid_max: no such process
+  const std::string live = std::to_string(getpid());
+  for (const std::string& name : {".s.json.tmp." + dead, ".other.json.tmp." + dead, ".s.json.tmp." + live}) {
+    std::ofstream(baselines + "/" + name) << "partial";
+  }
+  ASSERT_TRUE(UpdateBaselines(RunOf(folder.path(), "v", 1000), "", out, &error)) << error;  // changes nothing
+  EXPECT_EQ(TemporariesBeside(baselines + "/s.json"), std::vector<std::string>{".s.json.tmp." + live});
+  EXPECT_EQ(TemporariesBeside(baselines + "/other.json"), std::vector<std::string>{});
 }
 
 // A writer killed at any moment leaves the old content or the new one, never a mix.

@@ -4,6 +4,9 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -306,6 +309,34 @@ TEST_F(FitCommandTest, BackendsTheScenarioDoesNotListOrTheHostCannotHoldAreUsage
   EXPECT_EQ(host.code, kExitUsage);
   EXPECT_EQ(host.err.rfind("oomguard fit: --backend cpu: trials up to cap 1048576.00 GiB would allocate", 0), 0u)
       << host.err;
+}
+
+// D31 (issue 35): fit had no timeout; a forward that never returned printed nothing until an outside
+// timeout. A trial past --timeout ends the fit with exit 1 and names the trial (Note [A trial that does
+// not end], fit/fit_trial.h). The trial is the misbehaving workload's hang, as in run's TIMEOUT test
+// (warm_children_test.cpp); the fit runs as a program of its own, since it exits with the trial stuck.
+TEST(FitTimeout, ATrialThatNeverEndsStopsTheFitNamingIt) {
+  testing::ScratchFolder folder("fit-timeout");
+  const std::string scenario = folder.Write("hang.json", R"({
+  "name": "hangs",
+  "summary": "a forward that never returns",
+  "workload": "misbehaves",
+  "knobs": {"how": "hang"},
+  "loop": {"iterations": 1},
+  "variants": {"hang": {}}
+})");
+  const std::string err = folder.path() + "/err.txt";
+  const std::string command = std::string("'") + MISBEHAVING_EXE + "' fit '" + scenario +
+                              "' --knob size --backend cpu --cap 64MiB --max 4 --timeout 1 > /dev/null 2> '" + err + "'";
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream in(err);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("fit: variant 'hang' at size 1 on cap 64.00 MiB: timed out after 1 s (--timeout)\n"),
+            std::string::npos)
+      << text.str();
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "base/files.h"
 #include "base/input_limits.h"
+#include "base/scratch_folder.h"
 #include "base/json_text.h"
 #include "reports/escape.h"
 #include "scenario/check_expression.h"
@@ -112,6 +113,23 @@ TEST(HostileInput, VariantsPerScenarioAreLimited) {
             "files)");
 }
 
+// D29: a 300-character name loaded, and then its baseline and snapshot files could never be written
+// ("File name too long"): UNRESOLVED, and --update-baselines exited 5.
+TEST(HostileInput, ScenarioAndVariantNamesAreLimitedSoTheirFilesCanBeWritten) {
+  const std::string at_limit(limits::kMaxNameChars, 'a'), past(limits::kMaxNameChars + 1, 'a');
+  auto named = [](const std::string& name, const std::string& variant) {
+    std::string text = With("", R"("variants": {")" + variant + R"(": {}})");
+    return text.replace(text.find(R"("name": "t")"), 11, R"("name": ")" + name + "\"");
+  };
+  EXPECT_EQ(Load(named(at_limit, at_limit)).variants.at(0).name, at_limit);
+  EXPECT_EQ(LoadError(named(past, "a")),
+            "s.json: at name: a name of 101 characters, more than 100 (the limit for scenario and variant names, "
+            "which name the baseline and snapshot files)");
+  EXPECT_EQ(LoadError(named("t", std::string(300, 'v'))),
+            "s.json: at variants: a variant name of 300 characters, more than 100 (the limit for scenario and variant "
+            "names, which name the baseline and snapshot files)");
+}
+
 // D17: messages that misled.
 TEST(HostileInput, MessagesSayWhatIsWrong) {
   EXPECT_EQ(LoadError(With("", R"("variants": {})")),
@@ -125,6 +143,50 @@ TEST(HostileInput, MessagesSayWhatIsWrong) {
             "true, false and null)");
   EXPECT_EQ(LoadError(std::string("{\"name\": \"x\"\0}", 14)),
             "s.json:1:13: JSON syntax error: a NUL byte (0x00), which JSON does not allow outside a string");
+}
+
+// D21: numbers beyond float's range were accepted and aborted the child in LibTorch ("value cannot be
+// converted to type float without overflow"). Note [Numbers LibTorch computes with in float].
+TEST(HostileInput, NumbersLibTorchComputesWithInFloatAreBoundedByItsRange) {
+  EXPECT_EQ(LoadError(With(R"("loop": {"clip_grad_norm": 1e308})")),
+            "s.json: at loop.clip_grad_norm: expected a max norm > 0, at most 3.4e38 (float's range), got 1e+308");
+  EXPECT_EQ(LoadError(With(R"("loop": {"optimizer": {"kind": "sgd", "lr": 1e308}})")),
+            "s.json: at loop.optimizer.lr: expected a number > 0, at most 1e18 (the optimizer computes with it in "
+            "float), got 1e+308");
+  EXPECT_EQ(LoadError(With(R"("loop": {"optimizer": {"kind": "sgd", "momentum": 1e39}})")),
+            "s.json: at loop.optimizer.momentum: expected a number >= 0, at most 1e18 (the optimizer computes with it "
+            "in float), got 1e+39");
+  EXPECT_EQ(LoadError(With(R"("loop": {"optimizer": {"kind": "adamw", "weight_decay": 2e18}})")),
+            "s.json: at loop.optimizer.weight_decay: expected a number >= 0, at most 1e18 (the optimizer computes "
+            "with it in float), got 2e+18");
+  EXPECT_EQ(LoadError(With(R"("model": {"layers": [{"kind": "linear", "in": 4, "out": 4},
+                                                 {"kind": "scale", "factor": -1e39}]})")),
+            "s.json: at model.layers[1].factor: expected a number within float's range (magnitude at most 3.4e38), "
+            "got -1e+39");
+  // At the bounds, each loads.
+  const VariantSpec at_bounds =
+      Load(With(R"("loop": {"clip_grad_norm": 3.4e38, "optimizer": {"kind": "adamw", "lr": 1e18, "weight_decay": 1e18}},
+                   "model": {"layers": [{"kind": "linear", "in": 4, "out": 4}, {"kind": "scale", "factor": -3.4e38}]})"))
+          .variants.at(0);
+  EXPECT_EQ(at_bounds.loop.clip_grad_norm, 3.4e38);
+  EXPECT_EQ(at_bounds.loop.optimizer.lr, 1e18);
+  EXPECT_EQ(at_bounds.model.layers.at(1).factor, -3.4e38);
+}
+
+// D33: inputs accepted and then ignored. A file name with a NUL opened the name cut at the NUL;
+// data.classes without cross_entropy and retain_graph without backward were read by nothing.
+TEST(HostileInput, WhatNothingWouldReadOrWhatWouldBeCutIsRefused) {
+  EXPECT_EQ(LoadError(With(R"("model": {"torchscript": "m.pt\u0000evil"})")),
+            "s.json: at model.torchscript: a control character (U+0000) at byte 5; a file name holds none");
+  EXPECT_EQ(LoadError(With(R"("model": {"torchscript": "m\n.pt"})")),
+            "s.json: at model.torchscript: a control character (U+000A) at byte 2; a file name holds none");
+  EXPECT_EQ(LoadError(With(R"("data": {"shape": [4], "classes": 4})")),
+            "s.json: at data.classes: data.classes gives cross_entropy its targets; loop.loss is \"mean\", which has "
+            "none (leave classes out) (variant a)");
+  EXPECT_EQ(LoadError(With(R"("loop": {"backward": false, "retain_graph": true})")),
+            "s.json: at loop.retain_graph: retain_graph keeps the graph through backward: loop.backward is false "
+            "(variant a)");
+  EXPECT_TRUE(Load(With(R"("loop": {"retain_graph": true})")).variants.at(0).loop.retain_graph);
 }
 
 TEST(HostileInput, HtmlTextCarriesNoControlCharacters) {
@@ -144,21 +206,47 @@ TEST(HostileInput, InvalidUtf8IsReplacedInJsonText) {
 
 // D4: reads had no size limit and no file-type check.
 // Scratch folders go where TMPDIR says when it names an absolute folder (CI runners often point it at
-// a disk of their own), else to /tmp.
+// a disk of their own), or to /tmp when it is unset or empty.
+// D27 (issue 35): a TMPDIR that was relative, missing or a file fell back to /tmp silently, and a
+// folder that could not be made was "cannot create a temporary folder in /tmp" whatever TMPDIR was,
+// without the reason. Now each names TMPDIR or the folder tried, and why (Note [TMPDIR is input]).
 TEST(HostileInput, ScratchFoldersGoToTmpdirWhenItNamesAFolder) {
   testing::ScratchFolder folder("tmpdir");
   testing::ScopedEnvironment env({"TMPDIR"});
-  EXPECT_EQ(TemporaryFolder(), "/tmp");
+  std::string root, error;
+  ASSERT_TRUE(TemporaryFolder(&root, &error)) << error;
+  EXPECT_EQ(root, "/tmp");
+  env.Set("TMPDIR", "");
+  ASSERT_TRUE(TemporaryFolder(&root, &error)) << error;
+  EXPECT_EQ(root, "/tmp");
   env.Set("TMPDIR", folder.path() + "//");
-  EXPECT_EQ(TemporaryFolder(), folder.path());
-  const std::string scratch = MakeScratchFolder("oomguard-run");
-  EXPECT_EQ(scratch.rfind(folder.path() + "/oomguard-run-" + std::to_string(getpid()) + "-", 0), 0u) << scratch;
-  RemoveFolderOfFiles(scratch);
-  for (const std::string& bad :
-       std::vector<std::string>{"relative/dir", "", folder.path() + "/missing", folder.Write("file", "x")}) {
-    env.Set("TMPDIR", bad);
-    EXPECT_EQ(TemporaryFolder(), "/tmp") << bad;
+  ASSERT_TRUE(TemporaryFolder(&root, &error)) << error;
+  EXPECT_EQ(root, folder.path());
+  {
+    ScratchFolder scratch;
+    ASSERT_TRUE(scratch.Create("oomguard-run", &error)) << error;
+    EXPECT_EQ(scratch.path().rfind(folder.path() + "/oomguard-run-" + std::to_string(getpid()) + "-", 0), 0u)
+        << scratch.path();
   }
+  const std::string file = folder.Write("file", "x");
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {"relative/dir", "not an absolute path"},
+           {folder.path() + "/missing", "No such file or directory"},
+           {file, "not a folder"},
+           {file + "/below", "Not a directory"}}) {
+    env.Set("TMPDIR", bad);
+    EXPECT_FALSE(TemporaryFolder(&root, &error)) << bad;
+    EXPECT_EQ(error, "TMPDIR=" + bad + ": " + why);
+    ScratchFolder scratch;
+    EXPECT_FALSE(scratch.Create("oomguard-run", &error)) << bad;
+    EXPECT_EQ(error, "TMPDIR=" + bad + ": " + why);
+  }
+  // A folder nothing can be created in, even by root: /proc.
+  env.Set("TMPDIR", "/proc");
+  ScratchFolder scratch;
+  EXPECT_FALSE(scratch.Create("oomguard-run", &error));
+  EXPECT_EQ(error.rfind("cannot create a scratch folder in /proc: ", 0), 0u) << error;
+  EXPECT_GT(error.size(), std::string("cannot create a scratch folder in /proc: ").size()) << error;
 }
 
 TEST(HostileInput, ReadFileTakesOnlyRegularFilesWithinTheLimit) {

@@ -4,7 +4,9 @@
 // Through the CLI, with the real oomguard as the children.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -174,6 +176,151 @@ TEST_F(RunOutputsTest, TheHostIsPartOfTheCapOnCpu) {
                                           0),
       0u)
       << m["error"];
+}
+
+// The exit code of `command` run by bash (for pipes and redirections of a real oomguard process).
+int Bash(const std::string& command) {
+  std::string quoted;
+  for (const char c : command) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  const int status = std::system(("bash -c '" + quoted + "'").c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// D22: a report to /dev/stdout renamed a temporary over the file behind the stream (its console output
+// and everything before it gone, even with >>), and failed on a pipe with exit 4.
+TEST_F(RunOutputsTest, AReportToAStandardStreamIsWrittenIntoItNeverRenamedOverIt) {
+  const std::string scenario = folder_.Write("tiny.json", Tiny("tiny"));
+  const std::string run = std::string(OOMGUARD_EXE) + " run " + scenario + " --backend cpu";
+  const std::string log = folder_.Write("log.txt", "before\n");
+  ASSERT_EQ(Bash(run + " --report md=/dev/stdout >> " + log), kExitOk);
+  std::string text = Contents(log);
+  EXPECT_EQ(text.rfind("before\n", 0), 0u) << text;
+  const size_t totals = text.find("1 scenarios on cpu in "), table = text.find("| scenario | variant |");
+  EXPECT_NE(totals, std::string::npos) << text;
+  EXPECT_NE(table, std::string::npos) << text;
+  EXPECT_LT(totals, table) << text;  // the report follows what the run printed
+  EXPECT_TRUE(text.ends_with("\nreport: /dev/stdout\n")) << text;
+
+  // With >, the report goes where the stream is, after the console output, not over it.
+  ASSERT_EQ(Bash(run + " --report md=/proc/self/fd/1 --json /dev/stderr > " + log + " 2> " + dir_ + "/err.txt"),
+            kExitOk);
+  text = Contents(log);
+  EXPECT_EQ(text.rfind("PASS        tiny  [cpu", 0), 0u) << text;  // the run's first line is still first
+  EXPECT_LT(text.find("1 scenarios on cpu in "), text.find("| scenario | variant |")) << text;
+  EXPECT_EQ(nlohmann::json::parse(Contents(dir_ + "/err.txt"))["scenarios"][0]["name"], "tiny");
+
+  // A pipe.
+  const std::string piped = dir_ + "/piped.txt";
+  EXPECT_EQ(Bash(run + " --report md=/dev/stdout | cat > " + piped + "; exit ${PIPESTATUS[0]}"), kExitOk);
+  EXPECT_NE(Contents(piped).find("| scenario | variant |"), std::string::npos) << Contents(piped);
+}
+
+// D26: two outputs to one file were both written, the last one winning, with "report: x.out" twice.
+TEST_F(RunOutputsTest, TwoOutputsToOneFileAreRefusedNamingBoth) {
+  const std::string scenario = folder_.Write("tiny.json", Tiny("tiny"));
+  ASSERT_EQ(mkdir((dir_ + "/sub").c_str(), 0755), 0);
+  ASSERT_EQ(symlink("x.md", (dir_ + "/link.md").c_str()), 0);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--report", "md=" + dir_ + "/x.out", "--report", "html=" + dir_ + "/x.out"},
+       "--report md=" + dir_ + "/x.out and --report html=" + dir_ + "/x.out"},
+      {{"--json", dir_ + "/r.out", "--report", "json=" + dir_ + "/r.out"},
+       "--json " + dir_ + "/r.out and --report json=" + dir_ + "/r.out"},
+      {{"--json", dir_ + "/r.out", "--report", "csv=" + dir_ + "/r.out"},
+       "--json " + dir_ + "/r.out and --report csv=" + dir_ + "/r.out"},
+      {{"--report", "md=" + dir_ + "/x.md", "--report", "md=" + dir_ + "/x.md"},
+       "--report md=" + dir_ + "/x.md and --report md=" + dir_ + "/x.md"},
+      {{"--report", "md=" + dir_ + "/x.md", "--report", "junit=" + dir_ + "/sub/../x.md"},
+       "--report md=" + dir_ + "/x.md and --report junit=" + dir_ + "/sub/../x.md"},
+      {{"--report", "md=" + dir_ + "/x.md", "--report", "junit=" + dir_ + "/link.md"},
+       "--report md=" + dir_ + "/x.md and --report junit=" + dir_ + "/link.md"},
+  };
+  for (const auto& [flags, both] : cases) {
+    std::vector<std::string> args = {"run", scenario};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const CliResult r = Cli(args);
+    EXPECT_EQ(r.code, kExitUsage) << both;
+    EXPECT_EQ(r.err, "oomguard run: " + both + " write the same file; give each output a file of its own\n");
+    EXPECT_EQ(r.out, "");  // nothing ran
+  }
+  // The same with x.md there (a symbolic link and a hard link to it are the same file).
+  folder_.Write("x.md", "old");
+  ASSERT_EQ(link((dir_ + "/x.md").c_str(), (dir_ + "/hard.md").c_str()), 0);
+  CliResult r = Cli({"run", scenario, "--report", "md=" + dir_ + "/link.md", "--json", dir_ + "/hard.md"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err, "oomguard run: --json " + dir_ + "/hard.md and --report md=" + dir_ +
+                       "/link.md write the same file; give each output a file of its own\n");
+  EXPECT_EQ(Contents(dir_ + "/x.md"), "old");
+  // A standard stream is appended to, so it takes any number of outputs.
+  r = Cli({"run", scenario, "--report", "md=/dev/null", "--report", "csv=/dev/null"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+}
+
+// D26: --json DIR/other.json replaced a scenario of the run with its results; the next run of DIR then
+// left that file out as a results file without a word: 1 scenario instead of 2, exit 0.
+TEST_F(RunOutputsTest, AnOutputThatIsAnInputOfTheRunIsRefused) {
+  const std::string good = folder_.Write("good.json", Tiny("good"));
+  const std::string other = folder_.Write("other.json", Tiny("other"));
+  CliResult r = Cli({"run", dir_, "--json", other});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err, "oomguard run: --json " + other + " would overwrite the scenario file " + other +
+                       ", which this run reads; write it elsewhere\n");
+  EXPECT_EQ(Contents(other), Tiny("other"));
+  r = Cli({"run", dir_, "--report", "md=" + dir_ + "/sub/../good.json"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err, "oomguard run: --report md=" + dir_ + "/sub/../good.json would overwrite the scenario file " + good +
+                       ", which this run reads; write it elsewhere\n");
+  EXPECT_EQ(Contents(good), Tiny("good"));
+  // A baseline file, there or not yet.
+  r = Cli({"run", good, "--report", "md=" + dir_ + "/baselines/good.json"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err, "oomguard run: --report md=" + dir_ + "/baselines/good.json would overwrite the baseline file " +
+                       dir_ + "/baselines/good.json, which this run reads; write it elsewhere\n");
+  EXPECT_FALSE(Exists(dir_ + "/baselines/good.json"));
+}
+
+// D26: a folder run left a results file out without a note, so a scenario it replaced dropped out unseen.
+TEST_F(RunOutputsTest, AFolderRunNotesTheResultsFileItLeavesOut) {
+  const std::string good = folder_.Write("good.json", Tiny("good"));
+  ASSERT_EQ(Cli({"run", good, "--json", dir_ + "/results.json"}).code, kExitOk);
+  const CliResult r = Cli({"run", dir_});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("\nnote: " + dir_ +
+                       "/results.json: a results file of `oomguard run --json`, not a scenario: "
+                       "left out\n"),
+            std::string::npos)
+      << r.out;
+}
+
+// D28: snapshots that could not be written left the exit code at 0.
+TEST_F(RunOutputsTest, ASnapshotThatCannotBeWrittenAddsFourToTheCode) {
+  const std::string scenario = folder_.Write("tiny.json", Tiny("tiny"));
+  // A folder where the snapshot file goes: the move fails whoever runs the test, root too.
+  ASSERT_EQ(mkdir((dir_ + "/snaps").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((dir_ + "/snaps/tiny.a.cpu.pickle").c_str(), 0755), 0);
+  const CliResult r = Cli({"run", scenario, "--backend", "cpu", "--snapshot-dir", dir_ + "/snaps", "--snapshot-all"});
+  EXPECT_EQ(r.code, kExitOk + kExitOutputFailed) << r.out << r.err;
+  EXPECT_EQ(r.err, "oomguard run: --snapshot-dir " + dir_ +
+                       "/snaps: 1 snapshot(s) could not be written (see above)\n"
+                       "oomguard run: exit 4: the run passed, and an output above could not be written\n");
+}
+
+// D32 (issue 35): on meta, token ids the host could not hold read "The cpu backend keeps tensors and
+// host-side inputs in this host's memory: use --backend meta", to a run on meta. A host-side input is
+// real data on every backend (Note [Host-side inputs are real data]): its message says what to shrink.
+TEST_F(RunOutputsTest, AHostSideInputTooLargeForTheHostSaysWhatToShrinkOnMeta) {
+  const std::string huge = folder_.Write("tokens.json", R"({"name": "tokens", "summary": "8 TB of token ids",
+    "backends": ["meta"], "model": {"layers": [{"kind": "embedding", "vocab": 10, "dim": 4}]},
+    "data": {"batch": 1, "shape": [1000000000000], "dtype": "int64", "vocab": 10},
+    "loop": {"iterations": 1, "loss": "mean"}, "variants": {"a": {}}, "expect": {"a": {"outcome": "oom"}}})");
+  const CliResult r = Cli({"run", huge, "--backend", "meta", "--json", dir_ + "/t.json"});
+  EXPECT_EQ(r.code, kExitOk) << r.out << r.err;
+  const nlohmann::json m =
+      nlohmann::json::parse(Contents(dir_ + "/t.json"))["scenarios"][0]["variants"][0]["measurement"];
+  EXPECT_EQ(m["outcome"], "oom");
+  EXPECT_EQ(m["error"],
+            "Host out of memory: tried to allocate 7450.58 GiB of host-side input, which the system allocator refused. "
+            "A host-side input is real data in this host's memory on every backend, meta included: this one is too "
+            "large for this host; make it smaller (data.batch, data.shape).");
 }
 
 // D17: an empty folder said "no scenario matches --filter '*'" with no filter given.

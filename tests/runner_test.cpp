@@ -17,6 +17,7 @@
 #include "cli_result.h"
 #include "reports/results_json.h"
 #include "scenario/scenario_loader.h"
+#include "scoped_environment.h"
 #include "scratch_folder.h"
 
 namespace oomguard {
@@ -221,6 +222,97 @@ TEST_F(RunnerTest, AHangingChildTimesOut) {
   const RunResults report = Run(options, sleeper);
   EXPECT_EQ(report.scenarios[0].code, ResultCode::kTimeout);
   EXPECT_EQ(report.scenarios[0].variants[0].reasons[0], "timed out after 1 s");
+}
+
+// D23 (issue 35): a child's measurement above the 16 MiB input limit was UNRESOLVED "exit code 0",
+// without a reason. Whatever the child wrote that cannot be read is named, with its size and the limit.
+TEST_F(RunnerTest, AMeasurementThatCannotBeReadSaysWhy) {
+  RunOptions options;
+  std::string tiny = kTinyScenario;
+  tiny.replace(tiny.find("\"checks\""), tiny.find(']', tiny.find("\"checks\"")) + 1 - tiny.find("\"checks\""),
+               "\"checks\": []");
+  options.paths = {Write("tiny.json", tiny)};
+  options.spawn_children = true;
+  // A sparse file of 17 MiB at --out, and exit 0.
+  const std::string writer = Write("huge.sh", R"(#!/bin/sh
+while [ $# -gt 0 ]; do [ "$1" = --out ] && out=$2; shift; done
+truncate -s 17M "$out"
+)",
+                                   /*executable=*/true);
+  const RunResults report = Run(options, writer);
+  ASSERT_EQ(report.scenarios.size(), 1u);
+  for (const VariantResult& v : report.scenarios[0].variants) {
+    EXPECT_EQ(v.code, ResultCode::kUnresolved);
+    ASSERT_EQ(v.reasons.size(), 1u);
+    const std::string& reason = v.reasons[0];
+    EXPECT_EQ(reason.rfind("exit code 0, but its measurement cannot be read: /", 0), 0u) << reason;
+    EXPECT_NE(reason.find(".json: too large (17.00 MiB; the limit for input files is 16.00 MiB)"), std::string::npos)
+        << reason;
+  }
+}
+
+// D23 (issue 35): 100000 iterations wrote 17.7 MB of measurement (every iteration's record, 400000
+// phase marks), which the runner could not read back. Records and marks are bounded, and the
+// measurement says what it left out (Note [Bounded iteration records], Note [Thinned phase marks]).
+TEST_F(RunnerTest, ALongRunsMeasurementIsBoundedAndSaysWhatItLeftOut) {
+  RunOptions options;
+  options.paths = {Write("tiny.json", kTinyScenario)};
+  options.filter = "tiny/base";
+  const int64_t iterations = static_cast<int64_t>(kIterationRecordsKept) + 2;
+  options.iterations = iterations;
+  const RunResults report = Run(options);
+  ASSERT_EQ(report.scenarios.size(), 1u);
+  const VariantResult& base = report.scenarios[0].variants[0];
+  ASSERT_TRUE(base.measurement) << (base.reasons.empty() ? "" : base.reasons[0]);
+  const VariantMeasurement& m = *base.measurement;
+  EXPECT_EQ(m.outcome.kind, Outcome::kPass);
+  EXPECT_EQ(m.iterations.size(), kIterationRecordsKept);
+  EXPECT_EQ(m.iterations_left_out, 2);
+  EXPECT_EQ(CompletedIterations(m), iterations);
+  EXPECT_NE(IterationNumbered(m, kIterationRecordsKept / 2), nullptr);
+  EXPECT_EQ(IterationNumbered(m, kIterationRecordsKept / 2 + 1), nullptr);  // left out
+  EXPECT_EQ(IterationNumbered(m, iterations), &m.iterations.back());
+  // setup, then four phase changes in each iteration; every kept mark keeps its phase's name.
+  EXPECT_EQ(m.ledger.phase_marks_recorded, 1 + 4 * iterations);
+  for (const PhaseMark& mark : m.ledger.phase_marks) EXPECT_FALSE(mark.phase.empty()) << mark.event_index;
+  EXPECT_LE(m.ledger.phase_marks.size(), 2 * 2000u);  // twice the timeline's points (workload.h)
+  EXPECT_EQ(m.ledger.phase_marks.front().event_index, 0);
+  const nlohmann::json results = ResultsToJson(report);
+  const nlohmann::json& written = results["scenarios"][0]["variants"][0]["measurement"];
+  EXPECT_EQ(written["iterations_left_out"], 2);
+  EXPECT_EQ(written["timeline"]["phases_recorded"], 1 + 4 * iterations);
+}
+
+// D27 (issue 35): a TMPDIR that is set but unusable silently became /tmp; it is an input error.
+TEST_F(RunnerTest, AnUnusableTmpdirIsAnErrorNamingIt) {
+  testing::ScopedEnvironment env({"TMPDIR"});
+  env.Set("TMPDIR", "relative/dir");
+  const testing::CliResult r = testing::Cli({"run", Write("tiny.json", kTinyScenario)});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err, "oomguard run: TMPDIR=relative/dir: not an absolute path\n");
+}
+
+// D27 (issue 35): a child that could not write its measurement (a full TMPDIR) was UNRESOLVED "exit
+// code 2" with nothing on its stderr. A file size limit of 1 KiB stands in for the full disk here: the
+// measurement does not fit, the child's one line of stderr does.
+TEST_F(RunnerTest, AChildThatCannotWriteItsMeasurementSaysWhy) {
+  RunOptions options;
+  options.paths = {Write("tiny.json", kTinyScenario)};
+  options.filter = "tiny/base";
+  options.spawn_children = true;
+  const std::string limited = Write("limited.sh", std::string(R"(#!/bin/bash
+trap '' XFSZ
+ulimit -f 1
+exec )") + OOMGUARD_EXE + " \"$@\"\n",
+                                    /*executable=*/true);
+  const RunResults report = Run(options, limited);
+  ASSERT_EQ(report.scenarios.size(), 1u);
+  const VariantResult& base = report.scenarios[0].variants[0];
+  EXPECT_EQ(base.code, ResultCode::kUnresolved);
+  ASSERT_EQ(base.reasons.size(), 1u);
+  EXPECT_EQ(base.reasons[0], "exit code 4: it could not write its measurement (its stderr says why)");
+  EXPECT_EQ(base.diagnostics.rfind("cannot write /", 0), 0u) << base.diagnostics;
+  EXPECT_NE(base.diagnostics.find(".json: File too large\n"), std::string::npos) << base.diagnostics;
 }
 
 TEST_F(RunnerTest, WhatTheFilterDoesNotSelectIsSkippedApartAndNeverReported) {

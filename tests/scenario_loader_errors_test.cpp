@@ -92,7 +92,8 @@ TEST(ScenarioLoader, WrongTypesAndRangesSayWhatIsExpected) {
   EXPECT_EQ(LoadError(With(R"("loop": {"backward": "yes"})")),
             "s.json: at loop.backward: expected true or false, got string \"yes\"");
   EXPECT_EQ(LoadError(With(R"("loop": {"optimizer": {"lr": 0}})")),
-            "s.json: at loop.optimizer.lr: expected a number > 0, got 0");
+            "s.json: at loop.optimizer.lr: expected a number > 0, at most 1e18 (the optimizer computes with it in float), "
+            "got 0");
   EXPECT_EQ(LoadError(With(R"("loop": {"eval": null})")), "s.json: at loop.eval: expected an object, got null");
   EXPECT_EQ(LoadError(With(R"("seed": -1)")), "s.json: at seed: expected an integer >= 0, got -1");
   EXPECT_EQ(LoadError("[1]"), "s.json: at top level: expected an object, got an array");

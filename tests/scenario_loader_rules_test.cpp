@@ -68,7 +68,7 @@ TEST(ScenarioLoader, MergedVariantsObeyCrossFieldRules) {
   EXPECT_EQ(LoadError(With(R"("loop": {"backward": false, "clip_grad_norm": 1.0})")),
             "s.json: at loop.clip_grad_norm: clipping needs gradients: loop.backward is false (variant a)");
   EXPECT_EQ(LoadError(With(R"("loop": {"clip_grad_norm": 0})")),
-            "s.json: at loop.clip_grad_norm: expected a max norm > 0, got 0");
+            "s.json: at loop.clip_grad_norm: expected a max norm > 0, at most 3.4e38 (float's range), got 0");
   EXPECT_EQ(LoadError(With(R"("loop": {"autocast": "bf16"})")),
             "s.json: at loop.autocast: unknown autocast dtype \"bf16\" (valid values: none, bfloat16, float16)");
   EXPECT_EQ(LoadError(With(R"("model": null)")), "s.json: at model: expected an object, got null");

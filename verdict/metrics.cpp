@@ -33,10 +33,11 @@ std::optional<MetricValue> LookupMetric(const VariantMeasurement& m, const std::
   std::string base;
   size_t index = 0;
   if (!SplitIndex(metric, &base, &index)) return std::nullopt;
-  const double iterations = static_cast<double>(m.iterations.size());
+  const double iterations = static_cast<double>(CompletedIterations(m));
   if (index > 0) {
-    if (index > m.iterations.size()) return std::nullopt;
-    const IterationMeasurement& it = m.iterations[index - 1];
+    const IterationMeasurement* record = IterationNumbered(m, static_cast<int64_t>(index));
+    if (record == nullptr) return std::nullopt;  // did not complete, or left out (Note [Bounded iteration records])
+    const IterationMeasurement& it = *record;
     if (base == "live_after") return Number(static_cast<double>(it.live_after_bytes));
     if (base == "live_after_backward") return Number(static_cast<double>(it.live_after_backward_bytes));
     if (base == "iteration_peak") return Number(static_cast<double>(it.peak_bytes));

@@ -93,7 +93,7 @@ void JudgeMeasurement(const VariantExpectation& expectation, const VariantMeasur
       r->reasons.push_back("a leak is expected, but it takes at least 2 iterations to see one");
     } else if (expectation.leak_stated && !growth) {  // a stated "leak": false cannot pass unjudged
       r->reasons.push_back("\"leak\": false cannot be judged: growth takes at least 2 completed iterations, and the "
-                           "run completed " + std::to_string(m.iterations.size()) +
+                           "run completed " + std::to_string(CompletedIterations(m)) +
                            (m.steady_state.empty() ? "" : " (" + m.steady_state + ")"));
     } else if (expectation.leak && *growth <= 0) {
       r->reasons.push_back("a leak is expected, but live bytes did not grow from iteration to iteration");

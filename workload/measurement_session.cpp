@@ -111,6 +111,7 @@ MeasurementSession::Observed MeasurementSession::Finish() {
   m.transfers = p.transfers->count();
   m.transfer_bytes = p.transfers->bytes();
   m.ledger = p.account.ledger().Snapshot();
+  KeepFirstAndLastIterations(&m);  // Note [Bounded iteration records], model/measurement.h
   Observed observed;
   if (p.observer) {
     observed.seen = p.observer->observations();

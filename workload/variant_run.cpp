@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 
 #include "backends/meta_item.h"
 #include "model/dtype.h"
@@ -19,6 +20,7 @@
 #include "nn/torchscript_net.h"
 #include "workload/batch_maker.h"
 #include "workload/cross_entropy.h"
+#include "workload/error_category.h"
 #include "workload/grad_digest.h"
 #include "workload/grad_scaler.h"
 #include "workload/optimizer.h"
@@ -32,6 +34,18 @@ namespace {
 void SetPhase(Ledger& ledger, Phase phase) { ledger.SetPhase(Name(phase)); }
 
 int64_t Bytes(const at::Tensor& t) { return t.defined() ? static_cast<int64_t>(t.nbytes()) : 0; }
+
+// Note [A value LibTorch refuses]: a std::runtime_error (not a c10::Error, not the TorchScript
+// interpreter's) out of the catalog's loop is LibTorch refusing a number the loader let through
+// (c10::checked_convert's "value cannot be converted to type float without overflow"). The loader
+// bounds what it accepts (Note [Numbers LibTorch computes with in float], scenario/variant_json.h);
+// should a value slip through, it is the scenario's input error, UNRESOLVED (exit 2) with LibTorch's
+// message, never an abort (fit measures in its own process). A registered workload's own exceptions
+// are not this loop's: they still end its child (Note [What a variant catches], workload.cpp).
+std::string RefusedValueMessage(const std::runtime_error& e) {
+  return std::string("LibTorch refused a value of the scenario: ") + e.what() +
+         " (oomguard's loader accepted it and should not have: please report it)";
+}
 
 // One variant's run: the loop of scenario.h's LoopSpec with the knobs of PitfallSpec.
 class VariantRun final : public MeasuredRun {
@@ -85,6 +99,9 @@ class VariantRun final : public MeasuredRun {
         return InputError(e.what());
       } catch (const LossInputError& e) {  // an output the loss cannot read (data.classes, its shape)
         return InputError(e.what());
+      } catch (const std::runtime_error& e) {
+        if (IsScriptInterpreterError(e)) throw;  // the module's own failure: the outcome
+        return InputError(RefusedValueMessage(e));
       }
       iteration.live_after_bytes = ledger_.live_bytes();
       iteration.peak_bytes = std::max(window_peak_before_clip_, ledger_.TakeWindowPeak());

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import warnings
+import zipfile
 from typing import Dict, List, Tuple
 
 import torch
@@ -174,6 +175,53 @@ def seq_mlp():
     return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
 
 
+def rewrite_archive(source, target, change):
+    """Copies the TorchScript archive `source` to `target` with one record changed: change(name, data)
+    gets each record's name below the archive's folder ("data.pkl", "code/...") and returns its new
+    bytes. The broken files users bring (tests/torchscript_test.cpp's defects D19, D20 and D33)."""
+    with zipfile.ZipFile(source) as zin, zipfile.ZipFile(target, "w", zipfile.ZIP_STORED) as zout:
+        folder = os.path.splitext(os.path.basename(target))[0]
+        for info in zin.infolist():
+            name = info.filename.split("/", 1)[1]
+            zout.writestr(folder + "/" + name, change(name, zin.read(info)))
+
+
+def replaced(record, old, new):
+    """A change for rewrite_archive: `old` replaced by `new` in `record`, which must hold it."""
+
+    def change(name, data):
+        if name != record:
+            return data
+        assert old in data, (record, old)
+        return data.replace(old, new, 1)
+
+    return change
+
+
+# The attribute `history` of keeps_history.pt, an empty List[Tensor], as data.pkl pickles it.
+HISTORY_LIST = b"ctorch.jit._pickle\nbuild_tensorlist\nq\x04(](etR"
+
+
+def write_broken_archives(out):
+    seq, history = os.path.join(out, "seq_mlp.pt"), os.path.join(out, "keeps_history.pt")
+    container = "code/__torch__/torch/nn/modules/container.py"
+    broken = {
+        # D20: code LibTorch cannot compile, a class it does not know.
+        "syntax_error.pt": (seq, replaced(container, b"input: Tensor) -> Tensor:", b"input: Tensor -> Tensor:")),
+        "unknown_op.pt": (seq, replaced(container, b"return (_2).forward(input1, )", b"return torch.no_such_op(input1)")),
+        "global_os_system.pt": (seq, replaced("data.pkl", b"ccollections\nOrderedDict\n", b"cos\nsystem\n")),
+        # D19: a list that holds itself, and lists nested 100000 deep, where `history` was.
+        "self_list.pt": (history, replaced("data.pkl", HISTORY_LIST, b"]q\xc8h\xc8a")),
+        "deep_list.pt": (history, replaced("data.pkl", HISTORY_LIST, b"]" * 100000 + b"a" * 99999)),
+        # D33: a weight's record cut to 10 bytes; a byte order this machine does not have.
+        "short_record.pt": (seq, lambda name, data: data[:10] if name == "data/0" else data),
+        "big_endian.pt": (seq, lambda name, data: b"big" if name == "byteorder" else data),
+    }
+    for name, (source, change) in broken.items():
+        rewrite_archive(source, os.path.join(out, name), change)
+    return len(broken)
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -203,6 +251,7 @@ def main():
         shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), scenario), out)
     with open(os.path.join(out, "not_a_module.pt"), "w") as f:
         f.write("this is not a zip archive")
+    broken = write_broken_archives(out)
 
     examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "pytorch-model")
     target = os.path.join(out, "examples")
@@ -211,7 +260,7 @@ def main():
     for name in os.listdir(examples):
         if name.endswith(".json"):
             shutil.copy(os.path.join(examples, name), target)
-    print(f"wrote {len(saved) + 1} fixtures to {out} and the examples to {target}")
+    print(f"wrote {len(saved) + 1 + broken} fixtures to {out} and the examples to {target}")
 
 
 if __name__ == "__main__":
