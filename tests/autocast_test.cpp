@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/meta_item.h"
-#include "backends/meta_kernels.h"
+#include "backends/meta/meta_item.h"
+#include "backends/meta/meta_kernels.h"
 #include "nn/meta_autocast.h"
 #include "tests/same_bytes.h"
 #include "workload/workload.h"

@@ -14,7 +14,7 @@ namespace {
 using namespace testing;  // NOLINT(google-build-using-namespace): the harness, meta_ops_harness.h
 
 // Exactly cpu's bytes, allocation by allocation. These models use a tensor twice or more: meta sums the
-// gradients in place, as cpu does (Note [Gradient sums on meta], backends/meta_kernels_promote.cpp).
+// gradients in place, as cpu does (Note [Gradient sums on meta], backends/meta/meta_kernels_promote.cpp).
 void ExpectCpusBytes(const Both& m) {
   ASSERT_EQ(Name(m.cpu.outcome), "pass") << m.cpu.error;
   ASSERT_EQ(Name(m.meta.outcome), "pass") << m.meta.error;

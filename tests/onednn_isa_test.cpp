@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "allocators/install.h"
-#include "backends/onednn_query.h"
+#include "backends/meta/onednn_query.h"
 #include "nn/autocast.h"
 #include "workload/error_category.h"
 

@@ -78,7 +78,7 @@ TEST(OpStream, BackwardNodesAloneLeaveOperatorsOnTheFastPath) {
   EXPECT_FALSE(CurrentOpStream().registered);
 }
 
-// What tells meta's add that autograd's engine runs between its nodes (backends/meta_gradient_sums.h).
+// What tells meta's add that autograd's engine runs between its nodes (backends/meta/meta_gradient_sums.h).
 TEST(OpStream, BackwardNodeEndsComeAfterEachNodesFunction) {
   std::vector<std::string> log;
   LoggingObserver nodes("trace", &log);

@@ -10,7 +10,7 @@
 #include <optional>
 #include <stdexcept>
 
-#include "backends/meta_item.h"
+#include "backends/meta/meta_item.h"
 #include "model/dtype.h"
 #include "model/phase.h"
 #include "nn/autocast.h"

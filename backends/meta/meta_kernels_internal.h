@@ -1,4 +1,4 @@
-// The families of Meta kernels beside the ones backends/meta_kernels.cpp defines itself. Each adds its
+// The families of Meta kernels beside the ones backends/meta/meta_kernels.cpp defines itself. Each adds its
 // kernels to the libraries RegisterMetaKernels holds: `meta` for the Meta key, `autograd_meta` for
 // the few CompositeImplicitAutograd ops whose cpu path depends on the device (there the kernel replaces
 // the composite for meta tensors and redispatches, so autograd still records what it calls).

@@ -1,8 +1,8 @@
-#include "backends/meta_kernels_conv_onednn.h"
+#include "backends/meta/meta_kernels_conv_onednn.h"
 
 #include <ATen/native/ConvUtils.h>
 
-#include "backends/onednn_query.h"
+#include "backends/meta/onednn_query.h"
 
 namespace oomguard::meta_kernels {
 namespace {

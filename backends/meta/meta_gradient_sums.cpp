@@ -1,4 +1,4 @@
-#include "backends/meta_gradient_sums.h"
+#include "backends/meta/meta_gradient_sums.h"
 
 #include <torch/csrc/autograd/graph_task.h>
 

@@ -1,4 +1,4 @@
-#include "backends/meta_kernels.h"
+#include "backends/meta/meta_kernels.h"
 
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
@@ -10,7 +10,7 @@
 
 #include <cmath>
 
-#include "backends/meta_kernels_internal.h"
+#include "backends/meta/meta_kernels_internal.h"
 
 namespace oomguard {
 namespace {
@@ -351,7 +351,7 @@ void RegisterMetaKernels() {
     lib->impl("_amp_update_scale_", TORCH_FN(AmpUpdateScaleMeta));
     return lib;
   }();
-  // The families in their own files (backends/meta_kernels_internal.h); AutogradMeta holds the few
+  // The families in their own files (backends/meta/meta_kernels_internal.h); AutogradMeta holds the few
   // composites whose cpu path depends on the device.
   static torch::Library* autograd_library = [] {
     auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::AutogradMeta, __FILE__, __LINE__);

@@ -20,7 +20,7 @@
 
 #include <vector>
 
-#include "backends/meta_kernels_internal.h"
+#include "backends/meta/meta_kernels_internal.h"
 
 namespace oomguard::meta_kernels {
 namespace {

@@ -4,7 +4,7 @@
 // The mirror takes cpu's own backend choice (at::native::select_conv_backend, asked of data-less cpu
 // stand-ins of the meta tensors, since it reads only shapes, strides, dtypes and flags) and follows
 // that backend: Mkldnn (most float convolutions: batches, grouped, strided or dilated ones) through
-// oneDNN (backends/meta_kernels_conv_onednn.h, which sizes its buffers by asking oneDNN), or
+// oneDNN (backends/meta/meta_kernels_conv_onednn.h, which sizes its buffers by asking oneDNN), or
 // Slow2d (im2col and a gemm: unstrided 1x1 convolutions of small batches on one thread, small single
 // images, float64). Other cpu backends (SlowDilated2d for the dilated convolutions oneDNN does not get),
 // transposed and 3-d convolutions fail saying they are not mirrored (model/meta_not_mirrored.h). The
@@ -17,10 +17,10 @@
 #include <tuple>
 #include <vector>
 
-#include "backends/meta_kernels_conv_onednn.h"
-#include "backends/meta_kernels_internal.h"
+#include "backends/meta/meta_kernels_conv_onednn.h"
+#include "backends/meta/meta_kernels_internal.h"
 #include "model/meta_not_mirrored.h"
-#include "backends/onednn_query.h"
+#include "backends/meta/onednn_query.h"
 
 namespace oomguard::meta_kernels {
 namespace {

@@ -1,4 +1,4 @@
-#include "backends/onednn_query.h"
+#include "backends/meta/onednn_query.h"
 
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>

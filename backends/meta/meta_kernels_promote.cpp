@@ -20,8 +20,8 @@
 #include <optional>
 #include <string_view>
 
-#include "backends/meta_gradient_sums.h"
-#include "backends/meta_kernels_internal.h"
+#include "backends/meta/meta_gradient_sums.h"
+#include "backends/meta/meta_kernels_internal.h"
 
 namespace oomguard::meta_kernels {
 namespace {
@@ -49,7 +49,7 @@ struct PromotedOperands {
 // and meta tensors are (at::isTensorSubclassLike), so on meta every such sum would allocate a new
 // buffer and free the old one: one allocation more than cpu, and a transient the gradient's size that
 // can raise a backward peak. An add is the engine's own when the engine runs between its nodes'
-// functions (backends/meta_gradient_sums.h: only its InputBuffer sums and a user's gradient hooks add
+// functions (backends/meta/meta_gradient_sums.h: only its InputBuffer sums and a user's gradient hooks add
 // there); under that condition, and cpu's own for the in-place path, the sum is made in place, as on cpu.
 bool IsEnginesSumCpuMakesInPlace(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   if (at::GradMode::is_enabled()) return false;

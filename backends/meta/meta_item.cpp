@@ -1,4 +1,4 @@
-#include "backends/meta_item.h"
+#include "backends/meta/meta_item.h"
 
 #include <ATen/ATen.h>
 #include <ATen/ops/_local_scalar_dense_ops.h>

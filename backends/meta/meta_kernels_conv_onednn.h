@@ -1,6 +1,6 @@
-// The oneDNN (ideep) half of the convolution Meta kernels (backends/meta_kernels_conv.cpp): what cpu's
+// The oneDNN (ideep) half of the convolution Meta kernels (backends/meta/meta_kernels_conv.cpp): what cpu's
 // Mkldnn backend allocates for a convolution and its backward, in its order, with the buffers oneDNN
-// would want sized by asking oneDNN itself (Note [oneDNN on meta], backends/onednn_query.h). Follows
+// would want sized by asking oneDNN itself (Note [oneDNN on meta], backends/meta/onednn_query.h). Follows
 // ATen/native/mkldnn/Conv.cpp with ideep's convolution (ideep/operators/conv.hpp).
 //
 //   const ConvParams p{stride, padding, dilation, groups};  // after the 1-d -> 2-d expansion

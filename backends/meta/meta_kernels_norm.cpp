@@ -10,7 +10,7 @@
 #include <tuple>
 #include <vector>
 
-#include "backends/meta_kernels_internal.h"
+#include "backends/meta/meta_kernels_internal.h"
 
 namespace oomguard::meta_kernels {
 namespace {
