@@ -1,5 +1,6 @@
 // The test binary installs oomguard's allocators first, as the real CLI does, so every test sees
 // c10 configured the way users run it.
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -22,6 +23,10 @@ class ForgetShardingVariables : public testing::Environment {
 
 int main(int argc, char** argv) {
   oomguard::InstallTrackingAllocators();
+  // One intra-op thread, as the runner's children run (run/measure_child.cpp): the bytes tests assert
+  // in process are then the children's, and CTest's parallel tests do not oversubscribe the cores.
+  // Under other load, OpenMP's spinning workers cost a whole-catalog test 4x its CPU time with two.
+  at::set_num_threads(1);
   testing::InitGoogleTest(&argc, argv);
   testing::AddGlobalTestEnvironment(new ForgetShardingVariables);  // GoogleTest owns it
   return RUN_ALL_TESTS();

@@ -41,7 +41,7 @@ class WarmChildrenTest : public ::testing::Test {
     const std::string json = folder_.path() + "/" + tag + ".json";
     const std::string log = folder_.path() + "/" + tag + ".log";
     const std::string command = std::string(spawn ? "OOMGUARD_SPAWN_CHILDREN=1 " : "env -u OOMGUARD_SPAWN_CHILDREN ") +
-                                "'" + MISBEHAVING_EXE + "' run --jobs 2 --timeout 3 --json '" + json + "' '" +
+                                "'" + MISBEHAVING_EXE + "' run --jobs 2 --timeout 15 --json '" + json + "' '" +
                                 scenario + "' > '" + log + "' 2>&1";
     ProgramRun run;
     run.status = std::system(command.c_str());
@@ -92,7 +92,7 @@ TEST_F(WarmChildrenTest, EveryFailureIsReportedAsASpawnedChildsAndNoVariantSeesA
     EXPECT_EQ(killed.rfind(from_outside, 0), 0u) << killed;
     EXPECT_EQ(killed.substr(killed.find(',', from_outside.size())), ", and no OOM kill was counted)") << killed;
     EXPECT_EQ(Variant(*run, "hang")["result"], "TIMEOUT");
-    EXPECT_EQ(Variant(*run, "hang")["reasons"][0], "timed out after 3 s");
+    EXPECT_EQ(Variant(*run, "hang")["reasons"][0], "timed out after 15 s");
   }
   // An exception the user's code lets out ends both children alike: std::terminate, with its what().
   for (const ProgramRun* run : {&forked, &spawned}) {

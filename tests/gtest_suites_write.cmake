@@ -1,0 +1,43 @@
+# Writes OUT: an add_test per GoogleTest suite of the test binary EXE (tests/gtest_suites.cmake), with
+# PROPERTIES (items separated by |) on each; a suite whose name matches PER_TEST gets one per test,
+# which CTest reports as skipped when GoogleTest skips it (a GPU test on a machine without one: a
+# suite of skipped tests would read "Passed"). Run after each build of EXE.
+execute_process(COMMAND "${EXE}" --gtest_list_tests OUTPUT_VARIABLE listing RESULT_VARIABLE status
+                TIMEOUT 120)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "${EXE} --gtest_list_tests failed (${status}):\n${listing}")
+endif()
+string(REPLACE "|" ";" properties "${PROPERTIES}")
+set(script "")
+string(REPLACE "\n" ";" lines "${listing}")
+set(joined "")
+if(properties)
+  list(JOIN properties "]==] [==[" joined)
+  set(joined " [==[${joined}]==]")
+endif()
+set(per_test OFF)
+foreach(line IN LISTS lines)
+  # A suite's line starts in the first column ("Suite." or "Prefix/Suite.", maybe "  # TypeParam = ..."),
+  # its tests' lines with two spaces ("  Name" or "  Name  # GetParam() = ...").
+  if(line MATCHES "^([^ #][^ ]*)\\.")
+    set(suite "${CMAKE_MATCH_1}")
+    set(per_test OFF)
+    if(PER_TEST AND suite MATCHES "${PER_TEST}")
+      set(per_test ON)
+      continue()
+    endif()
+    set(name "${suite}.*")
+  elseif(per_test AND line MATCHES "^  ([^ ]+)")
+    set(name "${suite}.${CMAKE_MATCH_1}")
+  else()
+    continue()
+  endif()
+  string(APPEND script "add_test([==[${name}]==] [==[${EXE}]==] [==[--gtest_filter=${name}]==])\n")
+  string(APPEND script "set_tests_properties([==[${name}]==] PROPERTIES${joined}")
+  if(per_test)
+    string(APPEND script " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==]")
+  endif()
+  string(APPEND script ")\n")
+endforeach()
+file(WRITE "${OUT}.new" "${script}")
+file(RENAME "${OUT}.new" "${OUT}")
