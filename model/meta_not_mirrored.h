@@ -4,7 +4,7 @@
 // difference no warning announces).
 //
 //   for (const NotMirroredOp& op : NotMirroredOps()) if (graph calls op.op) warn(op.op + " " + op.differs);
-//   TORCH_CHECK(!transposed, NotMirroredMessage("transposed convolution (nn.ConvTranspose1d/2d)", "..."));
+//   TORCH_CHECK(k != 5, NotMirroredMessage("a 3-d convolution (aten::convolution)", "..."));
 //
 // Two kinds: an op that runs on meta with other bytes (the table: TorchScriptNet warns when a module's
 // graph calls one, nn/torchscript_net.cpp), and one that cannot run on meta at all (a Meta kernel

@@ -86,7 +86,7 @@ def announced(meta):
     """What the meta run says it does not mirror: its warnings about meta, or its not-mirrored error."""
     said = [w for w in meta.get("warnings", []) if "meta" in w]
     # An op without a Meta kernel is a failure where cpu runs, not an announcement; what oomguard knows
-    # it does not mirror (a transposed convolution) says so.
+    # it does not mirror (a 3-d convolution) says so.
     if meta["outcome"] == "error:meta-kernel-missing" and "is not mirrored on meta" in meta["error"]:
         said.append(meta["error"])
     return said

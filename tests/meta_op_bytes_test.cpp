@@ -66,6 +66,24 @@ TEST(MetaModelOpsBytes, Conv2dAndConv1dKeepTheirOutput) {
   });
 }
 
+TEST(MetaModelOpsBytes, TransposedConvolutionsKeepTheirOutput) {
+  // A U-Net's up block (oneDNN's deconvolution on cpu): [2, 32, 32, 32] floats.
+  ExpectForwardSavedBytes(2 * 32 * 32 * 32 * 4 + kLoss, [](Parameters& p) -> Op {
+    const at::Tensor x = p.Add({2, 64, 16, 16}), w = p.Add({64, 32, 2, 2}), b = p.Add({32});
+    return [=] { return at::conv_transpose2d(x, w, b, 2); };
+  });
+  // [2, 8, 40]: (20 - 1) * 2 - 2 * 1 + 4 = 40, a view of cpu's [2, 8, 1, 40] output.
+  ExpectForwardSavedBytes(2 * 8 * 40 * 4 + kLoss, [](Parameters& p) -> Op {
+    const at::Tensor x = p.Add({2, 16, 20}), w = p.Add({16, 8, 4}), b = p.Add({8});
+    return [=] { return at::conv_transpose1d(x, w, b, 2, 1); };
+  });
+  // float64 (SlowTranspose2d on cpu), output_padding 1: [2, 8, 16, 16] doubles and an 8-byte loss.
+  ExpectForwardSavedBytes(2 * 8 * 16 * 16 * 8 + 8, [](Parameters& p) -> Op {
+    const at::Tensor x = p.Add({2, 16, 8, 8}, at::kDouble), w = p.Add({16, 8, 3, 3}, at::kDouble);
+    return [=] { return at::conv_transpose2d(x, w, {}, 2, 1, 1); };
+  });
+}
+
 TEST(MetaModelOpsBytes, BatchNormKeepsItsOutputAndTheBatchStatistics) {
   // [4, 6, 5, 5] floats and save_mean, save_invstd [6].
   ExpectForwardSavedBytes(4 * 6 * 5 * 5 * 4 + 2 * 6 * 4 + kLoss, [](Parameters& p) -> Op {

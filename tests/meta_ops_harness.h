@@ -31,8 +31,10 @@ namespace oomguard::testing {
 class Parameters {
  public:
   explicit Parameters(Context& ctx) : ctx_(ctx) {}
-  at::Tensor Add(at::IntArrayRef sizes, double value = 0.0) {
-    at::Tensor p = at::empty(sizes, ctx_.options());
+  at::Tensor Add(at::IntArrayRef sizes, double value = 0.0) { return Add(sizes, ctx_.options(), value); }
+  at::Tensor Add(at::IntArrayRef sizes, at::ScalarType dtype) { return Add(sizes, ctx_.options().dtype(dtype), 0.0); }
+  at::Tensor Add(at::IntArrayRef sizes, const at::TensorOptions& options, double value) {
+    at::Tensor p = at::empty(sizes, options);
     {
       at::NoGradGuard no_grad;
       value == 0.0 ? p.uniform_(-0.1, 0.1) : p.fill_(value);

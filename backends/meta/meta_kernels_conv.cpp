@@ -6,21 +6,26 @@
 // that backend: Mkldnn (most float convolutions: batches, grouped, strided or dilated ones) through
 // oneDNN (backends/meta/meta_kernels_conv_onednn.h, which sizes its buffers by asking oneDNN), or
 // Slow2d (im2col and a gemm: unstrided 1x1 convolutions of small batches on one thread, small single
-// images, float64). Other cpu backends (SlowDilated2d for the dilated convolutions oneDNN does not get),
-// transposed and 3-d convolutions fail saying they are not mirrored (model/meta_not_mirrored.h). The
+// images, float64). Transposed 1-d and 2-d convolutions (nn.ConvTranspose1d/2d) follow cpu's
+// MkldnnTranspose (oneDNN's deconvolution, same file) or SlowTranspose2d (col2im and a gemm: float64;
+// backends/meta/meta_kernels_conv_transpose.h), with output_padding, groups and dilation as cpu takes
+// them. Other cpu backends (SlowDilated2d for the dilated convolutions oneDNN does not get) and 3-d
+// convolutions, transposed or not, fail saying they are not mirrored (model/meta_not_mirrored.h). The
 // steps below follow ATen/native/Convolution.cpp and ConvolutionMM2d.cpp, in their order.
 #include <ATen/native/ConvUtils.h>
 #include <c10/core/TensorImpl.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "backends/meta/meta_kernels_conv_onednn.h"
+#include "backends/meta/meta_kernels_conv_transpose.h"
 #include "backends/meta/meta_kernels_internal.h"
-#include "model/meta_not_mirrored.h"
 #include "backends/meta/onednn_query.h"
+#include "model/meta_not_mirrored.h"
 
 namespace oomguard::meta_kernels {
 namespace {
@@ -38,6 +43,16 @@ void View1dAs2d(ConvParams& p) {
   p.stride.insert(p.stride.begin(), 1);
   p.padding.insert(p.padding.begin(), 0);
   p.dilation.insert(p.dilation.begin(), 1);
+  if (p.transposed) p.output_padding.insert(p.output_padding.begin(), 0);
+}
+
+// The parameters as Convolution.cpp expands them; output_padding only for a transposed convolution.
+ConvParams Params(int64_t k, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation,
+                  bool transposed, c10::SymIntArrayRef output_padding, const c10::SymInt& groups) {
+  ConvParams p{
+      Expand(stride, k - 2), Expand(padding, k - 2), Expand(dilation, k - 2), groups.expect_int(), transposed, {}};
+  if (transposed) p.output_padding = Expand(output_padding, k - 2);
+  return p;
 }
 
 // A cpu tensor with t's sizes, strides, dtype and requires_grad and no data: what cpu's backend
@@ -65,9 +80,10 @@ std::pair<at::native::ConvBackend, at::MemoryFormat> CpuBackend(const at::Tensor
   if (need_backward) in.set_requires_grad(true);
   at::AutoGradMode grad_mode(need_backward || at::GradMode::is_enabled());
   const std::vector<c10::SymInt> stride = Sym(p.stride), padding = Sym(p.padding), dilation = Sym(p.dilation),
-                                 output_padding(p.stride.size(), 0);
-  const at::native::ConvBackend backend = at::native::select_conv_backend(in, w, b, stride, padding, dilation, false,
-                                                                          output_padding, p.groups, std::nullopt);
+                                 output_padding = p.transposed ? Sym(p.output_padding)
+                                                               : std::vector<c10::SymInt>(p.stride.size(), 0);
+  const at::native::ConvBackend backend = at::native::select_conv_backend(
+      in, w, b, stride, padding, dilation, p.transposed, output_padding, p.groups, std::nullopt);
   return {backend, at::native::_determine_backend_memory_format(in, w, backend)};
 }
 
@@ -87,6 +103,8 @@ std::string BackendName(at::native::ConvBackend backend) {
       return "NnpackSpatial";
     case at::native::ConvBackend::Winograd3x3Depthwise:
       return "Winograd3x3Depthwise";
+    case at::native::ConvBackend::SlowTranspose3d:
+      return "SlowTranspose3d";
     default:
       return "#" + std::to_string(static_cast<int>(backend));
   }
@@ -95,23 +113,16 @@ std::string BackendName(at::native::ConvBackend backend) {
 [[noreturn]] void Unmirrored(at::native::ConvBackend backend) {
   TORCH_CHECK(false, NotMirroredMessage("aten::convolution (cpu's " + BackendName(backend) + " backend)",
                                         "cpu runs that backend for this convolution, and oomguard mirrors only its "
-                                        "oneDNN and Slow2d backends"));
+                                        "oneDNN, Slow2d and SlowTranspose2d backends"));
 }
 
-// Transposed convolution (nn.ConvTranspose1d/2d/3d: conv_transpose*d calls convolution with transposed
-// set) runs oneDNN's deconvolution on cpu, whose buffers onednn_query.h does not size.
-void CheckNotTransposed(bool transposed, const char* op) {
-  TORCH_CHECK(!transposed, NotMirroredMessage(std::string("transposed convolution (") + op +
-                                                  " of nn.ConvTranspose1d/2d/3d, F.conv_transpose*d)",
-                                              "cpu runs oneDNN's deconvolution, whose buffers oomguard does not size "
-                                              "yet"));
-}
-
-// 3-d convolutions: cpu's Slow3d or oneDNN over 5-d tensors, not mirrored.
-void CheckDims(int64_t k, const char* op) {
-  TORCH_CHECK(k == 3 || k == 4, NotMirroredMessage(std::string("a ") + std::to_string(k - 2) + "-d convolution (" +
-                                                       op + ")",
-                                                   "oomguard mirrors 1-d and 2-d convolutions only"));
+// 3-d convolutions, transposed or not: cpu's Slow3d, SlowTranspose3d or oneDNN over 5-d tensors, not
+// mirrored.
+void CheckDims(int64_t k, bool transposed, const char* op) {
+  TORCH_CHECK(k == 3 || k == 4,
+              NotMirroredMessage(std::string("a ") + std::to_string(k - 2) + "-d " +
+                                     (transposed ? "transposed convolution (" : "convolution (") + op + ")",
+                                 "oomguard mirrors 1-d and 2-d convolutions only"));
 }
 
 // ---- Slow2d (ConvolutionMM2d.cpp) ----
@@ -182,29 +193,35 @@ at::Tensor Subtensor(const at::Tensor& tensor, int64_t dim, int64_t groups, int6
   return tensor.narrow(dim, n * g, n).contiguous(tensor.suggest_memory_format());
 }
 
+// A backend without groups, forward or backward, on one group's tensors.
+using GroupForward = std::function<at::Tensor(const at::Tensor& input, const at::Tensor& weight)>;
+using GroupBackward = std::function<std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight)>;
+
 // _convolution's backends without groups, run group by group: each group's input, weight and bias
 // (copies where the narrowing is not contiguous), its output, then the outputs concatenated.
-at::Tensor Slow2dGroupedForward(const at::Tensor& input, const at::Tensor& weight, const ConvParams& p) {
-  if (p.groups == 1) return Slow2dForward(input, weight, p);
+at::Tensor GroupedForward(const at::Tensor& input, const at::Tensor& weight, const ConvParams& p,
+                          const GroupForward& forward) {
+  if (p.groups == 1) return forward(input, weight);
   std::vector<at::Tensor> outputs(p.groups);
   for (int64_t g = 0; g < p.groups; ++g) {
     const at::Tensor input_g = Subtensor(input, 1, p.groups, g), weight_g = Subtensor(weight, 0, p.groups, g);
-    outputs[g] = Slow2dForward(input_g, weight_g, p);
+    outputs[g] = forward(input_g, weight_g);
   }
   return at::cat(outputs, 1);
 }
 
 // convolution_backward's backends without groups, group by group, then each gradient concatenated.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> Slow2dGroupedBackward(const at::Tensor& grad_output,
-                                                                     const at::Tensor& input, const at::Tensor& weight,
-                                                                     const ConvParams& p, std::array<bool, 3> mask) {
-  if (p.groups == 1) return Slow2dBackward(grad_output, input, weight, p, mask);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> GroupedBackward(const at::Tensor& grad_output, const at::Tensor& input,
+                                                               const at::Tensor& weight, const ConvParams& p,
+                                                               std::array<bool, 3> mask,
+                                                               const GroupBackward& backward) {
+  if (p.groups == 1) return backward(grad_output, input, weight);
   std::vector<at::Tensor> grad_inputs(p.groups), grad_weights(p.groups), grad_biases(p.groups);
   for (int64_t g = 0; g < p.groups; ++g) {
     const at::Tensor grad_output_g = Subtensor(grad_output, 1, p.groups, g);
     const at::Tensor input_g = Subtensor(input, 1, p.groups, g), weight_g = Subtensor(weight, 0, p.groups, g);
-    std::tie(grad_inputs[g], grad_weights[g], grad_biases[g]) =
-        Slow2dBackward(grad_output_g, input_g, weight_g, p, mask);
+    std::tie(grad_inputs[g], grad_weights[g], grad_biases[g]) = backward(grad_output_g, input_g, weight_g);
   }
   at::Tensor grad_input, grad_weight, grad_bias;
   if (mask[0]) grad_input = at::cat(grad_inputs, 1);
@@ -224,10 +241,9 @@ at::Tensor ConvolutionMirror(const at::Tensor& input_r, const at::Tensor& weight
                              const std::optional<at::Tensor>& bias_opt, c10::SymIntArrayRef stride,
                              c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed,
                              c10::SymIntArrayRef output_padding, const c10::SymInt& groups) {
-  CheckNotTransposed(transposed, "aten::convolution");
   const int64_t k = weight_r.dim();
-  CheckDims(k, "aten::convolution");
-  ConvParams p{Expand(stride, k - 2), Expand(padding, k - 2), Expand(dilation, k - 2), groups.expect_int()};
+  CheckDims(k, transposed, "aten::convolution");
+  ConvParams p = Params(k, stride, padding, dilation, transposed, output_padding, groups);
   at::Tensor input = input_r, weight = weight_r;
   at::Tensor bias = bias_opt.has_value() ? *bias_opt : at::Tensor();
   if (k == 3) {
@@ -240,7 +256,8 @@ at::Tensor ConvolutionMirror(const at::Tensor& input_r, const at::Tensor& weight
   const auto [backend, format] = CpuBackend(input, weight, bias, p, need_backward);
   at::Tensor output;
   switch (backend) {
-    case at::native::ConvBackend::Mkldnn: {
+    case at::native::ConvBackend::Mkldnn:
+    case at::native::ConvBackend::MkldnnTranspose: {
       std::string why;
       TORCH_CHECK(onednn::Available(&why), "convolution on meta: cpu would run oneDNN here, and ", why);
       const at::Tensor input_c = input.contiguous(format), weight_c = weight.contiguous(format);
@@ -249,7 +266,11 @@ at::Tensor ConvolutionMirror(const at::Tensor& input_r, const at::Tensor& weight
       break;
     }
     case at::native::ConvBackend::Slow2d:
-      output = Slow2dGroupedForward(input.contiguous(format), weight.contiguous(format), p);
+    case at::native::ConvBackend::SlowTranspose2d:
+      output = GroupedForward(
+          input.contiguous(format), weight.contiguous(format), p, [&p](const at::Tensor& in, const at::Tensor& w) {
+            return p.transposed ? SlowTranspose2dForward(in, w, p, ThnnFormat(in, w)) : Slow2dForward(in, w, p);
+          });
       break;
     default:
       Unmirrored(backend);
@@ -278,10 +299,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> ConvolutionBackwardMeta(
     at::OptionalSymIntArrayRef bias_sizes, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding,
     c10::SymIntArrayRef dilation, bool transposed, c10::SymIntArrayRef output_padding, c10::SymInt groups,
     std::array<bool, 3> mask) {
-  CheckNotTransposed(transposed, "aten::convolution_backward");
   const int64_t k = weight_r.dim();
-  CheckDims(k, "aten::convolution_backward");
-  ConvParams p{Expand(stride, k - 2), Expand(padding, k - 2), Expand(dilation, k - 2), groups.expect_int()};
+  CheckDims(k, transposed, "aten::convolution_backward");
+  ConvParams p = Params(k, stride, padding, dilation, transposed, output_padding, groups);
   at::Tensor grad_output = grad_output_r, input = input_r, weight = weight_r;
   if (k == 3) {
     input = input.contiguous();
@@ -293,16 +313,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> ConvolutionBackwardMeta(
   const auto [backend, format] = CpuBackend(input, weight, at::Tensor(), p, /*need_backward=*/true);
   at::Tensor grad_input, grad_weight, grad_bias;
   switch (backend) {
-    case at::native::ConvBackend::Mkldnn: {
+    case at::native::ConvBackend::Mkldnn:
+    case at::native::ConvBackend::MkldnnTranspose: {
       std::string why;
       TORCH_CHECK(onednn::Available(&why), "convolution_backward on meta: cpu would run oneDNN here, and ", why);
       const at::Tensor input_c = input.contiguous(format), weight_c = weight.contiguous(format);
       std::tie(grad_input, grad_weight, grad_bias) = MkldnnConvolutionBackward(input_c, grad_output, weight_c, p, mask);
       break;
     }
-    case at::native::ConvBackend::Slow2d: {
+    case at::native::ConvBackend::Slow2d:
+    case at::native::ConvBackend::SlowTranspose2d: {
       const at::Tensor input_c = input.contiguous(format), weight_c = weight.contiguous(format);
-      std::tie(grad_input, grad_weight, grad_bias) = Slow2dGroupedBackward(grad_output, input_c, weight_c, p, mask);
+      std::tie(grad_input, grad_weight, grad_bias) =
+          GroupedBackward(grad_output, input_c, weight_c, p, mask,
+                          [&p, mask](const at::Tensor& go, const at::Tensor& in, const at::Tensor& w) {
+                            return p.transposed ? SlowTranspose2dBackward(go, in, w, p, mask, ThnnFormat(in, w))
+                                                : Slow2dBackward(go, in, w, p, mask);
+                          });
       break;
     }
     default:

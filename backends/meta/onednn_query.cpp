@@ -29,12 +29,16 @@ struct Api {
   decltype(&dnnl_memory_desc_get_size) md_get_size = nullptr;
   decltype(&dnnl_memory_desc_equal) md_equal = nullptr;
   decltype(&dnnl_memory_desc_query) md_query = nullptr;
+  decltype(&dnnl_memory_desc_permute_axes) md_permute_axes = nullptr;
   decltype(&dnnl_primitive_attr_create) attr_create = nullptr;
   decltype(&dnnl_primitive_attr_destroy) attr_destroy = nullptr;
   decltype(&dnnl_primitive_attr_set_scratchpad_mode) attr_set_scratchpad_mode = nullptr;
   decltype(&dnnl_convolution_forward_primitive_desc_create) conv_forward = nullptr;
   decltype(&dnnl_convolution_backward_data_primitive_desc_create) conv_backward_data = nullptr;
   decltype(&dnnl_convolution_backward_weights_primitive_desc_create) conv_backward_weights = nullptr;
+  decltype(&dnnl_deconvolution_forward_primitive_desc_create) deconv_forward = nullptr;
+  decltype(&dnnl_deconvolution_backward_data_primitive_desc_create) deconv_backward_data = nullptr;
+  decltype(&dnnl_deconvolution_backward_weights_primitive_desc_create) deconv_backward_weights = nullptr;
   decltype(&dnnl_reorder_primitive_desc_create) reorder = nullptr;
   decltype(&dnnl_primitive_desc_query) pd_query = nullptr;
   decltype(&dnnl_primitive_desc_query_md) pd_query_md = nullptr;
@@ -120,12 +124,16 @@ Api LoadApi() {
                                                "dnnl_memory_desc_get_size",
                                                "dnnl_memory_desc_equal",
                                                "dnnl_memory_desc_query",
+                                               "dnnl_memory_desc_permute_axes",
                                                "dnnl_primitive_attr_create",
                                                "dnnl_primitive_attr_destroy",
                                                "dnnl_primitive_attr_set_scratchpad_mode",
                                                "dnnl_convolution_forward_primitive_desc_create",
                                                "dnnl_convolution_backward_data_primitive_desc_create",
                                                "dnnl_convolution_backward_weights_primitive_desc_create",
+                                               "dnnl_deconvolution_forward_primitive_desc_create",
+                                               "dnnl_deconvolution_backward_data_primitive_desc_create",
+                                               "dnnl_deconvolution_backward_weights_primitive_desc_create",
                                                "dnnl_reorder_primitive_desc_create",
                                                "dnnl_primitive_desc_query",
                                                "dnnl_primitive_desc_query_md",
@@ -143,12 +151,16 @@ Api LoadApi() {
   bind(api.md_get_size, "dnnl_memory_desc_get_size");
   bind(api.md_equal, "dnnl_memory_desc_equal");
   bind(api.md_query, "dnnl_memory_desc_query");
+  bind(api.md_permute_axes, "dnnl_memory_desc_permute_axes");
   bind(api.attr_create, "dnnl_primitive_attr_create");
   bind(api.attr_destroy, "dnnl_primitive_attr_destroy");
   bind(api.attr_set_scratchpad_mode, "dnnl_primitive_attr_set_scratchpad_mode");
   bind(api.conv_forward, "dnnl_convolution_forward_primitive_desc_create");
   bind(api.conv_backward_data, "dnnl_convolution_backward_data_primitive_desc_create");
   bind(api.conv_backward_weights, "dnnl_convolution_backward_weights_primitive_desc_create");
+  bind(api.deconv_forward, "dnnl_deconvolution_forward_primitive_desc_create");
+  bind(api.deconv_backward_data, "dnnl_deconvolution_backward_data_primitive_desc_create");
+  bind(api.deconv_backward_weights, "dnnl_deconvolution_backward_weights_primitive_desc_create");
   bind(api.reorder, "dnnl_reorder_primitive_desc_create");
   bind(api.pd_query, "dnnl_primitive_desc_query");
   bind(api.pd_query_md, "dnnl_primitive_desc_query_md");
@@ -274,6 +286,15 @@ std::vector<int64_t> MemoryDesc::strides() const {
   return std::vector<int64_t>(*strides, *strides + ndims);
 }
 
+MemoryDesc MemoryDesc::Transposed(int a, int b) const {
+  std::vector<int> permutation(dims().size());
+  for (size_t i = 0; i < permutation.size(); ++i) permutation[i] = static_cast<int>(i);
+  std::swap(permutation[a], permutation[b]);
+  dnnl_memory_desc_t md = nullptr;
+  Check(CheckedApi().md_permute_axes(&md, Md(*this), permutation.data()), "a transposed descriptor");
+  return Own(md);
+}
+
 bool MemoryDesc::operator==(const MemoryDesc& other) const {
   if (!defined() || !other.defined()) return defined() == other.defined();
   return CheckedApi().md_equal(Md(*this), Md(other)) != 0;
@@ -282,14 +303,16 @@ bool MemoryDesc::operator==(const MemoryDesc& other) const {
 Primitive Primitive::ConvForward(const MemoryDesc& src, const MemoryDesc& weights, const MemoryDesc& bias,
                                  const MemoryDesc& dst, const std::vector<int64_t>& strides,
                                  const std::vector<int64_t>& dilates, const std::vector<int64_t>& padding_l,
-                                 const std::vector<int64_t>& padding_r, bool user_scratchpad) {
+                                 const std::vector<int64_t>& padding_r, bool user_scratchpad, Op op) {
   const auto attr = ScratchpadAttr(user_scratchpad);
+  const bool conv = op == Op::kConvolution;
   dnnl_primitive_desc_t pd = nullptr;
-  Check(CheckedApi().conv_forward(&pd, GetApi().engine, dnnl_forward_training, dnnl_convolution_direct, Md(src),
-                                  Md(weights), bias.defined() ? Md(bias) : nullptr, Md(dst), strides.data(),
-                                  dilates.data(), padding_l.data(), padding_r.data(), attr.get()),
-        "a forward convolution");
-  return Primitive(OwnPd(pd));
+  Check((conv ? CheckedApi().conv_forward : CheckedApi().deconv_forward)(
+            &pd, GetApi().engine, dnnl_forward_training, conv ? dnnl_convolution_direct : dnnl_deconvolution_direct,
+            Md(src), Md(weights), bias.defined() ? Md(bias) : nullptr, Md(dst), strides.data(), dilates.data(),
+            padding_l.data(), padding_r.data(), attr.get()),
+        conv ? "a forward convolution" : "a forward deconvolution");
+  return Primitive(OwnPd(pd), op);
 }
 
 Primitive Primitive::ConvBackwardData(const MemoryDesc& diff_src, const MemoryDesc& weights, const MemoryDesc& diff_dst,
@@ -297,13 +320,14 @@ Primitive Primitive::ConvBackwardData(const MemoryDesc& diff_src, const MemoryDe
                                       const std::vector<int64_t>& padding_l, const std::vector<int64_t>& padding_r,
                                       const Primitive& forward_hint) {
   const auto attr = ScratchpadAttr(true);
+  const bool conv = forward_hint.op_ == Op::kConvolution;
   dnnl_primitive_desc_t pd = nullptr;
-  Check(
-      CheckedApi().conv_backward_data(&pd, GetApi().engine, dnnl_convolution_direct, Md(diff_src), Md(weights),
-                                      Md(diff_dst), strides.data(), dilates.data(), padding_l.data(), padding_r.data(),
-                                      static_cast<dnnl_primitive_desc_t>(forward_hint.handle_.get()), attr.get()),
-      "a backward-data convolution");
-  return Primitive(OwnPd(pd));
+  Check((conv ? CheckedApi().conv_backward_data : CheckedApi().deconv_backward_data)(
+            &pd, GetApi().engine, conv ? dnnl_convolution_direct : dnnl_deconvolution_direct, Md(diff_src), Md(weights),
+            Md(diff_dst), strides.data(), dilates.data(), padding_l.data(), padding_r.data(),
+            static_cast<dnnl_primitive_desc_t>(forward_hint.handle_.get()), attr.get()),
+        conv ? "a backward-data convolution" : "a backward-data deconvolution");
+  return Primitive(OwnPd(pd), forward_hint.op_);
 }
 
 Primitive Primitive::ConvBackwardWeights(const MemoryDesc& src, const MemoryDesc& diff_weights,
@@ -312,20 +336,22 @@ Primitive Primitive::ConvBackwardWeights(const MemoryDesc& src, const MemoryDesc
                                          const std::vector<int64_t>& padding_l, const std::vector<int64_t>& padding_r,
                                          const Primitive& forward_hint) {
   const auto attr = ScratchpadAttr(true);
+  const bool conv = forward_hint.op_ == Op::kConvolution;
   dnnl_primitive_desc_t pd = nullptr;
-  Check(CheckedApi().conv_backward_weights(&pd, GetApi().engine, dnnl_convolution_direct, Md(src), Md(diff_weights),
-                                           diff_bias.defined() ? Md(diff_bias) : nullptr, Md(diff_dst), strides.data(),
-                                           dilates.data(), padding_l.data(), padding_r.data(),
-                                           static_cast<dnnl_primitive_desc_t>(forward_hint.handle_.get()), attr.get()),
-        "a backward-weights convolution");
-  return Primitive(OwnPd(pd));
+  Check(
+      (conv ? CheckedApi().conv_backward_weights : CheckedApi().deconv_backward_weights)(
+          &pd, GetApi().engine, conv ? dnnl_convolution_direct : dnnl_deconvolution_direct, Md(src), Md(diff_weights),
+          diff_bias.defined() ? Md(diff_bias) : nullptr, Md(diff_dst), strides.data(), dilates.data(), padding_l.data(),
+          padding_r.data(), static_cast<dnnl_primitive_desc_t>(forward_hint.handle_.get()), attr.get()),
+      conv ? "a backward-weights convolution" : "a backward-weights deconvolution");
+  return Primitive(OwnPd(pd), forward_hint.op_);
 }
 
 Primitive Primitive::Reorder(const MemoryDesc& from, const MemoryDesc& to) {
   const auto attr = ScratchpadAttr(true);
   dnnl_primitive_desc_t pd = nullptr;
   Check(CheckedApi().reorder(&pd, Md(from), GetApi().engine, Md(to), GetApi().engine, attr.get()), "a reorder");
-  return Primitive(OwnPd(pd));
+  return Primitive(OwnPd(pd), Op::kConvolution);
 }
 
 MemoryDesc Primitive::Desc(Arg arg) const {

@@ -48,6 +48,9 @@ class MemoryDesc {
   bool plain() const;
   std::vector<int64_t> dims() const;
   std::vector<int64_t> strides() const;  // of a plain desc
+  // The same memory with dims a and b swapped (ideep's desc::transpose): how ideep hands a
+  // deconvolution PyTorch's [i, o, ...] weights as oneDNN's [o, i, ...] and back.
+  MemoryDesc Transposed(int a, int b) const;
   bool operator==(const MemoryDesc& other) const;
   bool operator!=(const MemoryDesc& other) const { return !(*this == other); }
 
@@ -60,7 +63,11 @@ class MemoryDesc {
 
 enum class Arg { kSrc, kWeights, kBias, kDst, kDiffSrc, kDiffWeights, kDiffBias, kDiffDst, kScratchpad };
 
-// A primitive descriptor as ideep creates it for cpu (user scratchpad, direct convolution,
+// Which oneDNN primitive family: convolution, or deconvolution (cpu's transposed convolution). Both
+// take the same descriptors; a backward primitive is of its forward hint's family.
+enum class Op { kConvolution, kDeconvolution };
+
+// A primitive descriptor as ideep creates it for cpu (user scratchpad, direct algorithm,
 // forward_training). Throws c10::Error when oneDNN refuses the shapes.
 class Primitive {
  public:
@@ -68,7 +75,8 @@ class Primitive {
   static Primitive ConvForward(const MemoryDesc& src, const MemoryDesc& weights, const MemoryDesc& bias,
                                const MemoryDesc& dst, const std::vector<int64_t>& strides,
                                const std::vector<int64_t>& dilates, const std::vector<int64_t>& padding_l,
-                               const std::vector<int64_t>& padding_r, bool user_scratchpad = true);
+                               const std::vector<int64_t>& padding_r, bool user_scratchpad = true,
+                               Op op = Op::kConvolution);
   static Primitive ConvBackwardData(const MemoryDesc& diff_src, const MemoryDesc& weights, const MemoryDesc& diff_dst,
                                     const std::vector<int64_t>& strides, const std::vector<int64_t>& dilates,
                                     const std::vector<int64_t>& padding_l, const std::vector<int64_t>& padding_r,
@@ -86,8 +94,9 @@ class Primitive {
   std::string implementation() const;  // "jit:avx2", "brgconv:avx512_core", ...
 
  private:
-  explicit Primitive(std::shared_ptr<void> handle) : handle_(std::move(handle)) {}
+  Primitive(std::shared_ptr<void> handle, Op op) : handle_(std::move(handle)), op_(op) {}
   std::shared_ptr<void> handle_;  // the dnnl_primitive_desc_t
+  Op op_ = Op::kConvolution;
 };
 
 }  // namespace oomguard::onednn

@@ -13,15 +13,20 @@ class Bilinear(nn.Module):
 
 
 class UNet(nn.Module):
-    """A two-level U-Net: bilinear or transposed-convolution upsampling, skips concatenated, a 1x1 head
-    classifying the pooled map into `classes`."""
+    """A two-level U-Net: bilinear or transposed-convolution upsampling (kernel 2, or kernel 3 with
+    output_padding), skips concatenated, a 1x1 head classifying the pooled map into `classes`."""
 
     def __init__(self, upsample: str, classes: int = 4):
         super().__init__()
         self.down1 = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
         self.down2 = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU())
         self.bottom = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), nn.ReLU())
-        self.up = nn.ConvTranspose2d(16, 16, 2, stride=2) if upsample == "transposed" else Bilinear()
+        if upsample == "transposed":
+            self.up = nn.ConvTranspose2d(16, 16, 2, stride=2)
+        elif upsample == "transposed_k3":
+            self.up = nn.ConvTranspose2d(16, 16, 3, stride=2, padding=1, output_padding=1)
+        else:
+            self.up = Bilinear()
         self.dec2 = nn.Sequential(nn.Conv2d(32, 8, 3, padding=1), nn.ReLU())
         self.dec1 = nn.Sequential(nn.Conv2d(16, 8, 3, padding=1), nn.ReLU())
         self.head = nn.Conv2d(8, classes, 1)
@@ -83,6 +88,7 @@ CORPUS = {
     "unet_bilinear": (lambda: UNet("bilinear"), {"batch": 2, "shape": [3, 32, 32], "classes": 4}),
     "unet_bilinear_large": (lambda: UNet("bilinear"), {"batch": 2, "shape": [3, 96, 96], "classes": 4}),
     "unet_transposed": (lambda: UNet("transposed"), {"batch": 2, "shape": [3, 32, 32], "classes": 4}),
+    "unet_transposed_k3": (lambda: UNet("transposed_k3"), {"batch": 2, "shape": [3, 32, 32], "classes": 4}),
     "mask_dropout": (MaskDropout, {"batch": 8, "shape": [16], "classes": 4}),
     "encoder_layer": (EncoderClassifier, {"batch": 2, "shape": [6, 8], "classes": 4}),
     "multihead_attention": (AttentionClassifier, {"batch": 2, "shape": [6, 8], "classes": 4}),
