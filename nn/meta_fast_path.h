@@ -15,8 +15,7 @@
 // forwards) and in the functions those call directly. Every other condition of the fast path
 // (training, grad mode, masks, dtypes, even heads) stays as PyTorch wrote it, so meta takes the fast
 // path exactly where cpu does; the fused ops' Meta kernels (backends/meta/meta_kernels_transformer.cpp)
-// then allocate what cpu's allocate. A meta-only copy of the module (the rewrite changes this load's
-// compilation unit only) keeps cpu runs untouched.
+// then allocate what cpu's allocate. The rewrite changes this load's graphs only, which a meta run owns.
 #pragma once
 
 #include <string>
