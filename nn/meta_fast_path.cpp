@@ -23,8 +23,8 @@ std::optional<std::string> StringConstant(const torch::jit::Value* v) {
 
 // What one graph holds that the rewrite needs.
 struct Found {
-  std::string fused_op;                         // the fused op it calls, if any
-  std::vector<Node*> device_lists;              // lists of string constants naming "cpu" and "cuda"
+  std::string fused_op;                        // the fused op it calls, if any
+  std::vector<Node*> device_lists;             // lists of string constants naming "cpu" and "cuda"
   std::vector<torch::jit::Function*> callees;  // the functions it calls (prim::CallFunction)
 };
 

@@ -1,6 +1,8 @@
 // nn/meta_fast_path.h on modules defined here: a forward that calls a fused op behind a list of device
 // types gains "meta" there and takes the fused op on meta; a device check of another form is reported;
 // lists elsewhere are left alone.
+#include "nn/meta_fast_path.h"
+
 #include <ATen/ops/empty.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/api/module.h>
@@ -8,27 +10,23 @@
 #include <string>
 
 #include "backends/meta/meta_kernels.h"
-#include "nn/meta_fast_path.h"
 
 namespace oomguard {
 namespace {
 
-// The fused op for tensors on a listed device, a 0-dim sum otherwise: the result's dim says which ran.
-constexpr const char* kListed = R"(
-def forward(self, x: Tensor, w: Tensor, b: Tensor, pw: Tensor, pb: Tensor) -> Tensor:
-    if x.device.type in ["cpu", "cuda", "privateuseone"]:
+// The fused op when `condition` holds, a 0-dim sum otherwise: the result's dim says which ran.
+std::string FusedWhen(const std::string& condition) {
+  const std::string head =
+      "def forward(self, x: Tensor, w: Tensor, b: Tensor, pw: Tensor, pb: Tensor) -> Tensor:\n    if ";
+  const std::string body = R"(:
         out, _ = torch._native_multi_head_attention(x, x, x, 16, 2, w, b, pw, pb, None, False)
         return out
     return x.sum()
 )";
-
-constexpr const char* kOtherCheck = R"(
-def forward(self, x: Tensor, w: Tensor, b: Tensor, pw: Tensor, pb: Tensor) -> Tensor:
-    if x.is_cuda or x.device.type == "cpu":
-        out, _ = torch._native_multi_head_attention(x, x, x, 16, 2, w, b, pw, pb, None, False)
-        return out
-    return x.sum()
-)";
+  return head + condition + body;
+}
+const std::string kListed = FusedWhen(R"(x.device.type in ["cpu", "cuda", "privateuseone"])");
+const std::string kOtherCheck = FusedWhen(R"(x.is_cuda or x.device.type == "cpu")");
 
 constexpr const char* kNoFusedOp = R"(
 def forward(self, x: Tensor, w: Tensor, b: Tensor, pw: Tensor, pb: Tensor) -> Tensor:
@@ -37,7 +35,7 @@ def forward(self, x: Tensor, w: Tensor, b: Tensor, pw: Tensor, pb: Tensor) -> Te
     return x.sum()
 )";
 
-torch::jit::Module Defined(const char* source) {
+torch::jit::Module Defined(const std::string& source) {
   torch::jit::Module m("M");
   m.define(source);
   return m;

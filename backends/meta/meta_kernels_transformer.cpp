@@ -25,8 +25,8 @@ namespace {
 // cpu (transform_bias_rescale_qkv_cpu): the [3, B, heads, T, head_dim] result, then contiguous copies of
 // qkv and the bias where they are not (alive while it fills the result), then q, k and v as views.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> TransformBiasRescaleQkvMeta(const at::Tensor& qkv,
-                                                                          const at::Tensor& qkv_bias,
-                                                                          int64_t num_heads) {
+                                                                           const at::Tensor& qkv_bias,
+                                                                           int64_t num_heads) {
   TORCH_CHECK(qkv.dim() == 3, "_transform_bias_rescale_qkv expects a 3-D qkv");
   const int64_t batch = qkv.size(0), tokens = qkv.size(1), three_d = qkv.size(2), d = three_d / 3;
   TORCH_CHECK(d % num_heads == 0);
@@ -66,8 +66,8 @@ at::Tensor MaskedSoftmaxMeta(const at::Tensor& input, const at::Tensor& mask_in,
       mask = mask.expand(input.sizes()).contiguous();
     }
   }
-  TORCH_CHECK(at::isFloatingType(input.scalar_type()), "\"masked_softmax\" not implemented for '",
-              input.scalar_type(), "'");
+  TORCH_CHECK(at::isFloatingType(input.scalar_type()), "\"masked_softmax\" not implemented for '", input.scalar_type(),
+              "'");
   at::Tensor output = at::empty_like(input, input.options());
   const at::Tensor input_contiguous = input.contiguous();
   return output;
