@@ -6,19 +6,11 @@ const std::vector<NotMirroredOp>& NotMirroredOps() {
   static const std::string per_step = "runs on meta through PyTorch's native per-step path, while cpu ";
   static const std::string precomputed =
       per_step + "computes every step's input projection at once (RNN.cpp's FullLayer on a cpu tensor)";
-  // nn.MultiheadAttention's and nn.TransformerEncoderLayer's forwards take PyTorch's fused fast path only
-  // for tensors whose device is cpu or cuda (torch/nn/modules/activation.py, transformer.py): meta runs
-  // the Python path, cpu the fused kernel, whose buffers meta has no mirror for.
-  static const std::string fast_path =
-      " fused fast path, which cpu takes in evaluation with autograd off (no_grad) while meta runs the module's "
-      "Python path there (the fast path accepts cpu and cuda tensors only)";
   static const auto* ops = new std::vector<NotMirroredOp>{
       {"aten::lstm", per_step + "runs oneDNN's LSTM (mkldnn_rnn_layer, with its workspace)"},
       {"aten::gru", precomputed},
       {"aten::rnn_tanh", precomputed},
       {"aten::rnn_relu", precomputed},
-      {"aten::_native_multi_head_attention", "is nn.MultiheadAttention's" + fast_path},
-      {"aten::_transformer_encoder_layer_fwd", "is nn.TransformerEncoderLayer's" + fast_path},
   };
   return *ops;
 }

@@ -21,6 +21,7 @@
 #include "base/check.h"
 #include "base/input_limits.h"
 #include "nn/device_tensors.h"
+#include "nn/meta_fast_path.h"
 #include "nn/torchscript_archive.h"
 #include "model/meta_not_mirrored.h"
 
@@ -146,6 +147,8 @@ TorchScriptNet::TorchScriptNet(const ModelSpec& spec, const at::TensorOptions& o
                            FirstLines(c10_error ? c10_error->what_without_backtrace() : e.what()) + ")");
     }
   }
+  std::vector<FastPathNotFound> fast_path_not_found;
+  if (options.device().is_meta()) fast_path_not_found = LetMetaTakeTheFastPath(l.module);
   l.type_name = UnmangledTypeName(l.module);
   if (l.type_name == "__torch__.torch.nn.modules.container.Sequential") {
     for (const torch::jit::NameModule& child : l.module.named_children()) l.children.push_back(child.value);
@@ -192,6 +195,14 @@ TorchScriptNet::TorchScriptNet(const ModelSpec& spec, const at::TensorOptions& o
     for (const std::string& w : unmirrored.at(op.op)) where += (where.empty() ? "" : ", ") + w;
     l.warnings.push_back(spec.torchscript + ": " + op.op + " (in " + where + ") " + op.differs + ", " +
                          NotMirroredConsequence());
+  }
+  for (const FastPathNotFound& f : fast_path_not_found) {
+    l.warnings.push_back(spec.torchscript + ": " + f.op + " (in " +
+                         (f.module.empty() ? "the top module" : "module " + f.module) +
+                         ") is a fused fast path behind a device check oomguard does not recognise (no list of device "
+                         "types naming \"cpu\" and \"cuda\"): meta may run the module's other path where cpu runs "
+                         "the fused kernel (evaluation under no_grad), so its bytes on meta may not be cpu's. Run it "
+                         "on cpu for exact bytes");
   }
   if (!fixed.empty()) {
     std::string ops;

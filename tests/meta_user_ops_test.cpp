@@ -6,6 +6,9 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <functional>
+#include <optional>
+
 #include "tests/meta_ops_harness.h"
 
 namespace oomguard {
@@ -138,6 +141,89 @@ TEST(MetaUserOps, GradientSumsAreMadeInPlaceAsOnCpuInNestedBackwardsToo) {
     });
   });
   ExpectCpusBytes(m);
+}
+
+// nn.MultiheadAttention's and nn.TransformerEncoderLayer's fused fast path, which both backends take in
+// evaluation under no_grad (nn/meta_fast_path.h): cpu's own kernels run on meta (Note [The fused
+// attention ops run cpu's own code on meta], backends/meta/meta_kernels_transformer.cpp). The padding
+// mask is the modules' merged mask (float [B, T], mask_type 1), which _masked_softmax reads as bool;
+// without a mask the scores are soft-maxed in place. Embedding 16, 2 heads, feed-forward 32.
+struct EncoderWeights {
+  explicit EncoderWeights(Parameters& p)
+      : qkv_w(p.Add({48, 16})),
+        qkv_b(p.Add({48})),
+        proj_w(p.Add({16, 16})),
+        proj_b(p.Add({16})),
+        norm1_w(p.Add({16})),
+        norm1_b(p.Add({16})),
+        norm2_w(p.Add({16})),
+        norm2_b(p.Add({16})),
+        ffn1_w(p.Add({32, 16})),
+        ffn1_b(p.Add({32})),
+        ffn2_w(p.Add({16, 32})),
+        ffn2_b(p.Add({16})) {}
+  at::Tensor qkv_w, qkv_b, proj_w, proj_b, norm1_w, norm1_b, norm2_w, norm2_b, ffn1_w, ffn1_b, ffn2_w, ffn2_b;
+};
+
+// A training forward that uses every parameter once (the fused ops have no backward).
+at::Tensor TrainOn(const at::Tensor& x, const std::vector<at::Tensor>& params) {
+  at::Tensor loss = x.sum();
+  for (const at::Tensor& w : params) loss = loss + w.pow(2).sum();
+  return loss;
+}
+
+std::optional<at::Tensor> PaddingMask(Context& ctx, bool padding_mask) {
+  return padding_mask ? std::optional<at::Tensor>(at::zeros({3, 5}, ctx.options())) : std::nullopt;
+}
+
+// Training touches every weight; evaluation runs `evaluate` on a [3, 5, 16] input.
+using Evaluate = std::function<at::Tensor(Context&, const EncoderWeights&, const at::Tensor& x)>;
+Both MeasureEvaluation(const Evaluate& evaluate) {
+  return MeasureOnBoth([&](Context& ctx) {
+    Parameters p(ctx);
+    const EncoderWeights w(p);
+    TrainAndEvaluate(ctx, p, [&](bool training) {
+      const at::Tensor x = at::randn({3, 5, 16}, ctx.options());
+      return training ? TrainOn(x, p.all()) : evaluate(ctx, w, x);
+    });
+  });
+}
+
+TEST(MetaUserOps, MultiheadAttentionsFastPathAllocatesAsOnCpu) {
+  for (const bool need_weights : {false, true}) {
+    for (const bool padding_mask : {false, true}) {
+      SCOPED_TRACE(std::string(need_weights ? "need_weights" : "no weights") + (padding_mask ? ", padding mask" : ""));
+      const Both m = MeasureEvaluation([&](Context& ctx, const EncoderWeights& w, const at::Tensor& x) {
+        auto [out, weights] = at::_native_multi_head_attention(x, x, x, 16, 2, w.qkv_w, w.qkv_b, w.proj_w, w.proj_b,
+                                                               PaddingMask(ctx, padding_mask), need_weights, true,
+                                                               padding_mask ? std::optional<int64_t>(1) : std::nullopt);
+        return need_weights ? out.mean() + weights.mean() : out.mean();
+      });
+      ExpectCpusBytes(m);
+      EXPECT_TRUE(m.MetaRan("aten::_native_multi_head_attention"));
+      EXPECT_EQ(m.MetaRan("aten::_masked_softmax"), padding_mask);
+      EXPECT_EQ(m.CpuRan("aten::_masked_softmax"), padding_mask);
+    }
+  }
+}
+
+TEST(MetaUserOps, TransformerEncoderLayersFastPathAllocatesAsOnCpu) {
+  for (const bool norm_first : {false, true}) {
+    for (const bool padding_mask : {false, true}) {
+      SCOPED_TRACE(std::string(norm_first ? "norm first, gelu" : "norm last, relu") +
+                   (padding_mask ? ", padding mask" : ""));
+      const Both m = MeasureEvaluation([&](Context& ctx, const EncoderWeights& w, const at::Tensor& x) {
+        return at::_transformer_encoder_layer_fwd(
+                   x, 16, 2, w.qkv_w, w.qkv_b, w.proj_w, w.proj_b, /*use_gelu=*/norm_first, norm_first, 1e-5, w.norm1_w,
+                   w.norm1_b, w.norm2_w, w.norm2_b, w.ffn1_w, w.ffn1_b, w.ffn2_w, w.ffn2_b,
+                   PaddingMask(ctx, padding_mask), padding_mask ? std::optional<int64_t>(1) : std::nullopt)
+            .mean();
+      });
+      ExpectCpusBytes(m);
+      EXPECT_TRUE(m.MetaRan("aten::_transformer_encoder_layer_fwd"));
+      EXPECT_TRUE(m.MetaRan("aten::_native_multi_head_attention"));
+    }
+  }
 }
 
 }  // namespace

@@ -10,10 +10,12 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/meta_ops_harness.h"
 #include "tests/pickle_reader.h"
 #include "tests/same_bytes.h"
 #include "tests/scratch_folder.h"
@@ -199,19 +201,30 @@ TEST(TorchScript, AnRnnThatMetaDoesNotMirrorIsWarnedAboutOnMeta) {
 
 // nn.MultiheadAttention's fused fast path (torch._native_multi_head_attention), which its forward takes
 // in evaluation under no_grad for cpu and cuda tensors only: the meta run says so.
-TEST(TorchScript, AttentionsFastPathThatMetaDoesNotTakeIsWarnedAboutOnMeta) {
-  const VariantSpec attention = Tagger("attention.pt");
-  const VariantMeasurement cpu = Measured(attention, Backend::kCpu), meta = Measured(attention, Backend::kMeta);
-  ASSERT_EQ(Name(cpu.outcome), "pass") << cpu.error;
-  ASSERT_EQ(Name(meta.outcome), "pass") << meta.error;
-  EXPECT_TRUE(cpu.warnings.empty());
-  ASSERT_EQ(meta.warnings.size(), 1u);
-  EXPECT_EQ(meta.warnings[0],
-            Fixture("attention.pt") +
-                ": aten::_native_multi_head_attention (in module attention) is nn.MultiheadAttention's fused fast "
-                "path, which cpu takes in evaluation with autograd off (no_grad) while meta runs the module's Python "
-                "path there (the fast path accepts cpu and cuda tensors only), which meta does not mirror yet: its "
-                "bytes on meta are not cpu's. Run it on cpu for exact bytes");
+// In evaluation under no_grad nn.MultiheadAttention and nn.TransformerEncoderLayer take their fused fast
+// path on meta as on cpu (Note [Meta takes the attention fast path], nn/meta_fast_path.h): the same
+// fused ops run, and every phase has cpu's bytes, with no warning.
+TEST(TorchScript, AttentionsFastPathIsTakenOnMetaAsOnCpu) {
+  at::set_num_threads(1);  // as in the runner's children: flash attention's backward scratch is per thread
+  for (const std::string file : {"attention.pt", "encoder.pt"}) {
+    SCOPED_TRACE(file);
+    std::map<Backend, std::set<std::string>> ran;
+    std::map<Backend, VariantMeasurement> m;
+    for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
+      KernelNames names;
+      m[backend] = Measured(Tagger(file), backend);
+      ran[backend] = names.names();
+      ASSERT_EQ(Name(m[backend].outcome), "pass") << m[backend].error;
+      EXPECT_TRUE(m[backend].warnings.empty()) << m[backend].warnings[0];
+    }
+    ExpectSameBytes(m[Backend::kCpu], m[Backend::kMeta]);
+    for (const char* op : {"aten::_native_multi_head_attention", "aten::_transformer_encoder_layer_fwd",
+                           "aten::_masked_softmax", "aten::scaled_dot_product_attention"}) {
+      EXPECT_EQ(ran[Backend::kMeta].contains(op), ran[Backend::kCpu].contains(op)) << op;
+    }
+    EXPECT_TRUE(ran[Backend::kMeta].contains("aten::_native_multi_head_attention"));
+    EXPECT_EQ(ran[Backend::kMeta].contains("aten::_transformer_encoder_layer_fwd"), file == "encoder.pt");
+  }
 }
 
 TEST(TorchScript, AnOomInsideTheModuleIsAnOomWithTheUsersLine) {

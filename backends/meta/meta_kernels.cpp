@@ -359,6 +359,7 @@ void RegisterMetaKernels() {
     meta_kernels::RegisterPool(*library, *lib);
     meta_kernels::RegisterConv(*library);
     meta_kernels::RegisterAttention(*library, *lib);
+    meta_kernels::RegisterTransformer(*library);
     meta_kernels::RegisterResize(*library);
     meta_kernels::RegisterPromote(*library, *lib);
     return lib;

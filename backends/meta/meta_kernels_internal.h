@@ -15,6 +15,7 @@ void RegisterNorm(torch::Library& meta, torch::Library& autograd_meta);       //
 void RegisterPool(torch::Library& meta, torch::Library& autograd_meta);       // meta_kernels_pool.cpp
 void RegisterConv(torch::Library& meta);                                      // meta_kernels_conv.cpp
 void RegisterAttention(torch::Library& meta, torch::Library& autograd_meta);  // meta_kernels_attention.cpp
+void RegisterTransformer(torch::Library& meta);                               // meta_kernels_transformer.cpp
 void RegisterResize(torch::Library& meta);                                    // meta_kernels_resize.cpp
 void RegisterPromote(torch::Library& meta, torch::Library& autograd_meta);    // meta_kernels_promote.cpp
 

@@ -57,12 +57,14 @@ class MaskDropout(nn.Module):
 
 
 class EncoderClassifier(nn.Module):
-    """nn.TransformerEncoderLayer over [batch, tokens, 32] features, mean-pooled into 4 classes."""
+    """nn.TransformerEncoderLayer over [batch, tokens, 32] features, mean-pooled into 4 classes (post-norm
+    with ReLU, or pre-norm with GELU)."""
 
-    def __init__(self):
+    def __init__(self, norm_first=False):
         super().__init__()
         self.embed = nn.Linear(8, 32)
-        self.layer = nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, dropout=0.1, batch_first=True)
+        self.layer = nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, dropout=0.1, batch_first=True,
+                                                norm_first=norm_first, activation="gelu" if norm_first else "relu")
         self.head = nn.Linear(32, 4)
 
     def forward(self, x):
@@ -91,5 +93,6 @@ CORPUS = {
     "unet_transposed_k3": (lambda: UNet("transposed_k3"), {"batch": 2, "shape": [3, 32, 32], "classes": 4}),
     "mask_dropout": (MaskDropout, {"batch": 8, "shape": [16], "classes": 4}),
     "encoder_layer": (EncoderClassifier, {"batch": 2, "shape": [6, 8], "classes": 4}),
+    "encoder_layer_norm_first": (lambda: EncoderClassifier(norm_first=True), {"batch": 2, "shape": [6, 8], "classes": 4}),
     "multihead_attention": (AttentionClassifier, {"batch": 2, "shape": [6, 8], "classes": 4}),
 }

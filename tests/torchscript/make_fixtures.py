@@ -108,7 +108,7 @@ class GruTagger(nn.Module):
 
 class AttentionTagger(nn.Module):
     """Self-attention over the embedded tokens (nn.MultiheadAttention, batch first): in evaluation under
-    no_grad cpu takes its fused fast path, meta its Python path."""
+    no_grad cpu and meta both take its fused fast path."""
 
     def __init__(self):
         super().__init__()
@@ -120,6 +120,27 @@ class AttentionTagger(nn.Module):
         h = self.embed(ids)
         a, _ = self.attention(h, h, h, need_weights=False)
         return self.head(a)
+
+
+class EncoderTagger(nn.Module):
+    """Two nn.TransformerEncoderLayers (post-norm with ReLU, pre-norm with GELU; padding, token 0, masked
+    in the first) and an nn.MultiheadAttention asked for its weights, over the embedded tokens: in
+    evaluation under no_grad cpu and meta both take their fused fast path."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 16)
+        self.post_norm = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
+        self.pre_norm = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, norm_first=True, activation="gelu")
+        self.attention = nn.MultiheadAttention(16, 2, batch_first=True)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, ids):
+        padding = ids == 0
+        h = self.pre_norm(self.post_norm(self.embed(ids), src_key_padding_mask=padding))
+        a, weights = self.attention(h, h, h, key_padding_mask=padding)
+        assert weights is not None
+        return self.head(a * weights.sum(-1, keepdim=True))
 
 
 class TensorAttributes(nn.Module):
@@ -237,6 +258,7 @@ def main():
         "lstm.pt": torch.jit.script(LstmTagger()),
         "gru.pt": torch.jit.script(GruTagger()),
         "attention.pt": torch.jit.script(AttentionTagger()),
+        "encoder.pt": torch.jit.script(EncoderTagger()),
         "tensor_attributes.pt": torch.jit.script(TensorAttributes()),
         "skip_mse.pt": torch.jit.script(SkipMlp()),
         "segmenter.pt": torch.jit.script(Segmenter()),
