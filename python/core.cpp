@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "allocators/install.h"
+#include "base/byte_size.h"
 #include "oomguard/measure.h"
 
 namespace py = pybind11;
@@ -111,4 +112,5 @@ PYBIND11_MODULE(_core, module) {
   module.def("tracking_allocators_installed", &oomguard::TrackingAllocatorsInstalled);
   module.def("parse_bytes", &oomguard::ParseBytes);
   module.def("card_cap_bytes", &oomguard::CardCapBytes);
+  module.def("format_bytes", &oomguard::FormatBytes);  // "1.54 MiB", as PyTorch's OOM message writes sizes
 }

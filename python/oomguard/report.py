@@ -1,4 +1,5 @@
 """The pytest plugin's verdicts and summary, computed from a measurement (no pytest here)."""
+from oomguard._core import format_bytes
 
 GIB = 1 << 30
 
@@ -49,8 +50,8 @@ def summary_lines(records):
     """The table at the end of a run: tests by peak, highest first."""
     rows = sorted(records, key=lambda r: -r["peak_bytes"])
     width = max(len(r["test"]) for r in rows)
-    lines = [f"{'test':<{width}}  {'peak bytes':>14}  {'peak':>10}  phase        outcome"]
+    lines = [f"{'test':<{width}}  {'peak bytes':>14}  {'peak':>12}  phase        outcome"]
     for r in rows:
-        lines.append(f"{r['test']:<{width}}  {r['peak_bytes']:>14}  {r['peak_bytes'] / GIB:>6.2f} GiB  "
+        lines.append(f"{r['test']:<{width}}  {r['peak_bytes']:>14}  {format_bytes(r['peak_bytes']):>12}  "
                      f"{r['peak_phase']:<11}  {r['outcome']}")
     return lines

@@ -86,8 +86,8 @@ def test_report_table_and_json(pytester):
     result.stdout.fnmatch_lines([
         "*= oomguard report =*",
         "test * peak bytes * peak * phase * outcome",
-        "test_models.py::test_over * 2097152 * 0.00 GiB * forward * pass",
-        "test_models.py::test_under * 1000 * 0.00 GiB * forward * pass",
+        "test_models.py::test_over * 2097152 * 2.00 MiB * forward * pass",
+        "test_models.py::test_under * 1000 * 1000 bytes * forward * pass",
     ])
     tests = {t["test"]: t for t in json.loads(out.read_text())["tests"]}
     assert sorted(tests) == ["test_models.py::test_over", "test_models.py::test_under"]
