@@ -142,8 +142,7 @@ Measurement Measure(const std::string& registered_workload, const MeasureOptions
 //
 // Phases are the names of Context::Phase ("setup", "forward", "backward", "optimizer", "eval", ...);
 // another name, a second Iterations() or an iteration outside it throws std::invalid_argument.
-// Options' iterations, seed and knobs are ignored. The detectors watch every operator (m.diagnoses);
-// a diagnosis's `where` names oomguard's own layers only, not yet the caller's Python line.
+// Options' iterations, seed and knobs are ignored. The detectors watch every operator (m.diagnoses).
 class MeasureScope {
  public:
   explicit MeasureScope(const MeasureOptions& options);
@@ -166,6 +165,9 @@ class MeasureScope {
   // (nullopt: not readable), read at the end of the first optimizer phase or iteration. The function
   // is released by Finish.
   void TrackOptimizer(const std::string& kind, bool keeps_state, std::function<std::optional<int64_t>()> state_bytes);
+  // Where the calling code is ("train.py:41 (total += loss)"), asked once per outermost operator on the
+  // thread that runs it: diagnoses name the place their bytes and graphs were made. Released by Finish.
+  void SetCallerLocation(std::function<std::string()> where);
   // The live bytes now, booked on the scope's backend.
   int64_t live_bytes() const;
   Measurement Finish();

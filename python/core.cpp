@@ -8,7 +8,9 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "allocators/install.h"
 #include "base/byte_size.h"
@@ -19,6 +21,36 @@ namespace py = pybind11;
 namespace {
 
 using oomguard::Measurement;
+
+// torch's and oomguard's own frames, and the context managers between them and the user's line.
+bool Internal(const std::string& module) {
+  for (const char* prefix : {"torch", "oomguard", "contextlib"}) {
+    const size_t n = std::strlen(prefix);
+    if (module.compare(0, n, prefix) == 0 && (module.size() == n || module[n] == '.')) return true;
+  }
+  return false;
+}
+
+// The innermost Python frame outside them, with its source text: "train.py:41 (total += loss)"; empty
+// on a thread that runs no Python (MeasureScope::SetCallerLocation: asked once per outermost operator).
+std::string PythonCallerLocation() {
+  py::gil_scoped_acquire gil;  // torch's bindings release it around the operator
+  try {
+    py::object frame = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(PyEval_GetFrame()));
+    while (frame && !frame.is_none()) {
+      const std::string module = py::str(frame.attr("f_globals").attr("get")("__name__", ""));
+      if (!Internal(module)) {
+        const std::string file = py::str(frame.attr("f_code").attr("co_filename"));
+        const int line = frame.attr("f_lineno").cast<int>();
+        const std::string text = py::str(py::module_::import("linecache").attr("getline")(file, line).attr("strip")());
+        return file.substr(file.rfind('/') + 1) + ":" + std::to_string(line) + (text.empty() ? "" : " (" + text + ")");
+      }
+      frame = frame.attr("f_back");
+    }
+  } catch (const py::error_already_set&) {  // a frame without the usual attributes: no place, not a failure
+  }
+  return "";
+}
 
 // The bytes by category, as the result's `breakdown`: None where the run did not measure one.
 py::dict Breakdown(const Measurement& m) {
@@ -94,7 +126,9 @@ PYBIND11_MODULE(_core, module) {
              options.backend = backend;
              options.card = card;
              options.cap = cap;
-             return std::make_unique<oomguard::MeasureScope>(options);
+             auto scope = std::make_unique<oomguard::MeasureScope>(options);
+             scope->SetCallerLocation(&PythonCallerLocation);
+             return scope;
            }),
            py::arg("backend"), py::arg("card"), py::arg("cap"), py::call_guard<py::gil_scoped_release>())
       .def("set_phase", &oomguard::MeasureScope::SetPhase, py::arg("phase"), py::arg("unwinding") = false)

@@ -58,6 +58,7 @@ struct MeasureScope::State {
       context->EndWithoutIterations("the measured code", "the measured code", "m.iterations(n)");
     }
     context.reset();  // the tracked parameters and optimizer: the caller's again
+    if (RunObserver* observer = session->observer()) observer->SetCallerLocation(nullptr);
     const MeasurementSession::Observed observed = session->Finish();
     session.reset();  // the limits go
     m.diagnoses = Diagnose(m, observed.seen, observed.transfers);
@@ -140,6 +141,11 @@ void MeasureScope::TrackOptimizer(const std::string& kind, bool keeps_state,
                                   std::function<std::optional<int64_t>()> state_bytes) {
   state_->context->optimizer_state_reader = std::move(state_bytes);
   state_->tracked_optimizer = State::NamedOptimizer{kind, keeps_state};
+}
+
+void MeasureScope::SetCallerLocation(std::function<std::string()> where) {
+  OOMGUARD_CHECK(state_->session) << "MeasureScope::SetCallerLocation after Finish";
+  if (RunObserver* observer = state_->session->observer()) observer->SetCallerLocation(std::move(where));
 }
 
 int64_t MeasureScope::live_bytes() const {

@@ -1,7 +1,7 @@
 """Python.PytestPluginFailsPastTheLimits: the pytest plugin (oomguard/pytest_plugin.py), run by
 pytest's own pytester on small test files: a test under its limit passes, one over it fails with the
 peak and the limit in bytes and GiB, a growing list fails no_leak with its bytes per iteration, and
-a kept eval graph fails no_pitfalls with the detectors' text, and bad markers stop the run with a
+a kept eval graph fails no_pitfalls with the detectors' text and the Python line that made it, and bad markers stop the run with a
 usage error naming what is accepted.
 """
 import json
@@ -71,7 +71,8 @@ def test_limits_and_leaks(pytester):
     result.stdout.fnmatch_lines([
         "*_ test_pitfall _*",
         "oomguard: pitfall eval-keeps-graph (32.00 KiB at the end of eval): the evaluation of iteration 1 keeps "
-        "3 autograd nodes it made alive*",
+        "3 autograd nodes it made alive (newest MeanBackward0, made in test_models.py:* "
+        "(kept.append((x @ w).pow(2).mean()))), holding 32.00 KiB it allocated*",
         "  fix: run evaluation under no_grad*",
         "oomguard: pitfall graph-kept-across-iterations (32.00 KiB per iteration): *",
     ])
