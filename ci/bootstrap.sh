@@ -2,7 +2,7 @@
 # Installs everything oomguard needs, idempotently: quiet and fast when all is present.
 #   - Debian packages: compiler toolchain pieces (clang and libFuzzer too), CLI11, nlohmann/json,
 #     GoogleTest/Benchmark, ccache, valgrind.
-#   - PyPI torch==$TORCH_VERSION and torchvision==$TORCHVISION_VERSION (ci/pins.env) in a venv outside the
+#   - PyPI torch==$TORCH_VERSION, torchvision==$TORCHVISION_VERSION and pytest==$PYTEST_VERSION (ci/pins.env) in a venv outside the
 #     checkout, so every clone reuses it:
 #     ${OOMGUARD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/oomguard}/torch-$TORCH_VERSION
 # Prints the venv's python on the last line of stdout.
@@ -47,5 +47,11 @@ if ! have_torchvision; then
   "$py" -m pip install -q --disable-pip-version-check "torchvision==$TORCHVISION_VERSION" pillow numpy \
     "torch==$TORCH_VERSION" >&2
   have_torch && have_torchvision || { log "torchvision $TORCHVISION_VERSION did not import with torch $TORCH_VERSION"; exit 1; }
+fi
+have_pytest() { "$py" -c "import pytest, sys; sys.exit(pytest.__version__ != '$PYTEST_VERSION')" 2>/dev/null; }
+if ! have_pytest; then
+  log "installing pytest==$PYTEST_VERSION into $venv (python/tests: the pytest plugin's tests)"
+  "$py" -m pip install -q --disable-pip-version-check "pytest==$PYTEST_VERSION" "torch==$TORCH_VERSION" >&2
+  have_pytest || { log "pytest $PYTEST_VERSION did not import from $venv"; exit 1; }
 fi
 echo "$py"

@@ -44,6 +44,7 @@ struct RunObserver::State {
 
   Ledger& ledger;
   const LayerTrace* trace;
+  RunObserver::CallerLocation caller;  // may be empty
   // Iteration N's allocations are booked in epoch first_epoch + N % 2 (Note [Epochs]): of the pairs
   // after epoch 0, the first that holds no live bytes.
   int first_epoch = 1;
@@ -85,7 +86,13 @@ struct RunObserver::State {
   }
 
   // The index of where the controlling thread is now; looked up again only when the trace moved.
-  int Location() {
+  // `caller`: what SetCallerLocation's function said for this operator, which wins when not empty.
+  int Location(const std::string& caller_location) {
+    if (!caller_location.empty()) {
+      auto [it, inserted] = location_index.try_emplace(caller_location, static_cast<int>(locations.size()));
+      if (inserted) locations.push_back(caller_location);
+      return it->second;
+    }
     if (trace == nullptr) return 0;
     const uint64_t moves = trace->moves();
     if (moves == location_moves) return location_now;
@@ -226,12 +233,20 @@ struct OpFrame {
   bool inplace;
 };
 thread_local std::vector<OpFrame> t_running;
+thread_local std::string t_caller_location;  // the outermost running op's, from State::caller
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   RunObserver::State* state = g_state.load(std::memory_order_acquire);
   if (state == nullptr) return nullptr;
   const std::string_view name = fn.name();
   const OpFrame frame{state->ledger.alloc_count(), IsRandomOp(name), EndsWithUnderscore(name)};
+  if (t_running.empty()) {  // nested ops share the outermost one's line
+    if (state->caller) {
+      t_caller_location = state->caller();
+    } else {
+      t_caller_location.clear();
+    }
+  }
   t_running.push_back(frame);
   if (frame.random) ++t_random_depth;
   if (frame.inplace) {
@@ -252,7 +267,7 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   if (frame.random && t_random_depth > 0) --t_random_depth;
   const int phase = state->ledger.phase_index();
   std::lock_guard<std::mutex> lock(state->mutex);
-  const int location = state->Location();
+  const int location = state->Location(t_caller_location);
   const std::vector<c10::IValue>& outputs = fn.outputs();
   ForEachTensor(outputs, [&](const at::Tensor& t) { state->Saw(t, phase, location, allocated); });
   state->PruneIfDoubled();
@@ -307,6 +322,8 @@ RunObserver::~RunObserver() {
 }
 
 std::string RunObserver::suspicion() const { return screen_ ? screen_->Suspicion() : ""; }
+
+void RunObserver::SetCallerLocation(CallerLocation where) { state_->caller = std::move(where); }
 
 void RunObserver::BeginIteration(int64_t iteration) {
   state_->ledger.SetEpoch(state_->EpochOf(iteration));

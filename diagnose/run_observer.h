@@ -43,6 +43,7 @@
 #include <c10/core/DeviceType.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -120,6 +121,12 @@ class RunObserver {
   ~RunObserver();
   RunObserver(const RunObserver&) = delete;
   RunObserver& operator=(const RunObserver&) = delete;
+
+  // Where the calling code is, for operators no LayerTrace places (a Python loop's: "train.py:41
+  // (total += loss)", python/core.cpp). Asked once per outermost operator, on the thread that runs it,
+  // before any lock is taken; an empty answer falls back to the trace. Set before the run.
+  using CallerLocation = std::function<std::string()>;
+  void SetCallerLocation(CallerLocation where);
 
   void BeginIteration(int64_t iteration);
   void BackwardDone();

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -126,18 +127,22 @@ Measurement Measure(const std::string& registered_workload, const MeasureOptions
 // oomguard.measure(...)`, python/): the constructor does what Measure does before it calls the
 // function (Note [What an in-process measurement resets]) and holds the process-wide lock; Finish
 // gives the numbers so far and removes the limits; the destructor finishes a scope not finished.
+// Phases, iterations and tracking are a Context's (oomguard/workload.h), measured by the same code:
 //
-//   oomguard::MeasureScope scope({.backend = "cpu", .cap = "1GiB"});
-//   scope.SetPhase("forward");  ... scope.SetPhase("backward"); ...
+//   oomguard::MeasureScope scope({.backend = "cpu", .card = "t4"});
+//   scope.Track(parameters);                          // ctx.Track(parameters)
+//   for (int64_t i = 1, n = scope.Iterations(3); i <= n; ++i) {   // ctx.Iterations()
+//     scope.BeginIteration(i);
+//     scope.SetPhase("forward");  ... scope.SetPhase("backward"); ...
+//     scope.EndIteration();                           // only completed iterations count
+//   }
 //   oomguard::Measurement m = scope.Finish();          // outcome "pass"
 //   // or, when an allocation past the cap threw c10::OutOfMemoryError (torch.OutOfMemoryError):
-//   oomguard::Measurement m = scope.FinishWithError(e.what());   // outcome "oom", m.oom where it struck
+//   oomguard::Measurement m = scope.FinishWithError(e.what());   // outcome "oom", m.oom by category
 //
-// What the scope gives is the ledger's: the peak, the phase peaks, live at the peak by phase, the
-// allocation count and the transfers. The training-loop's numbers Measure takes from a Context
-// (iterations, parameters, gradients, optimizer state) and the detectors' diagnoses are not there
-// yet. Phases are the names of Context::Phase ("setup", "forward", "backward", "optimizer", "eval",
-// ...); another name throws std::invalid_argument. Options' iterations, seed, knobs are ignored.
+// Phases are the names of Context::Phase ("setup", "forward", "backward", "optimizer", "eval", ...);
+// another name, a second Iterations() or an iteration outside it throws std::invalid_argument.
+// Options' iterations, seed and knobs are ignored. The detectors watch every operator (m.diagnoses).
 class MeasureScope {
  public:
   explicit MeasureScope(const MeasureOptions& options);
@@ -145,13 +150,30 @@ class MeasureScope {
   MeasureScope(const MeasureScope&) = delete;
   MeasureScope& operator=(const MeasureScope&) = delete;
 
-  void SetPhase(const std::string& phase);
+  // `unwinding`: an exception leaves the phase, which is then not measured (as Context::PhaseGuard).
+  void SetPhase(const std::string& phase, bool unwinding = false);
   std::string phase() const;
+  // How many iterations to run for `requested` (>= 1): raised to 2 for a tracked optimizer that keeps
+  // state (Note [The step that repeats], workload/steady_state.h). Once per scope.
+  int64_t Iterations(int64_t requested);
+  void BeginIteration(int64_t index);  // 1 ... Iterations(requested)
+  void EndIteration();                 // live bytes after it, its peak; the first one's gradients and state
+  // The parameters; their gradients are read when the first backward phase (or iteration) ends.
+  void Track(const std::vector<at::Tensor>& parameters);
+  // An optimizer that is not a torch::optim::Optimizer (a Python one): its kind ("AdamW"), whether it
+  // keeps state (false for SGD without momentum), and a function giving its state's bytes now
+  // (nullopt: not readable), read at the end of the first optimizer phase or iteration. The function
+  // is released by Finish.
+  void TrackOptimizer(const std::string& kind, bool keeps_state, std::function<std::optional<int64_t>()> state_bytes);
+  // Where the calling code is ("train.py:41 (total += loss)"), asked once per outermost operator on the
+  // thread that runs it: diagnoses name the place their bytes and graphs were made. Released by Finish.
+  void SetCallerLocation(std::function<std::string()> where);
   // The live bytes now, booked on the scope's backend.
   int64_t live_bytes() const;
   Measurement Finish();
   // The scope's code ended with an exception whose message is `what`: an OOM when the backend's
-  // allocator refused a request during the scope (outcome "oom", m.oom), else "error:error".
+  // allocator refused a request during the scope (outcome "oom", m.oom with the live bytes by
+  // category), else "error:error".
   Measurement FinishWithError(const std::string& what);
 
  private:

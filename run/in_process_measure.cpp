@@ -1,13 +1,10 @@
 // oomguard::Measure (oomguard/measure.h): a workload's function measured in this process, and the
 // public Measurement made from the harness's VariantMeasurement.
-#include <c10/util/Exception.h>
-
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
 
 #include "allocators/cards.h"
-#include "allocators/install.h"
 #include "backends/backend.h"
 #include "base/byte_size.h"
 #include "base/check.h"
@@ -16,13 +13,12 @@
 #include "model/measurement.h"
 #include "model/phase.h"
 #include "oomguard/measure.h"
+#include "run/in_process_measure.h"
 #include "run/run_options.h"
-#include "workload/measurement_session.h"
 #include "workload/workload.h"
 #include "workload/workload_registry.h"
 
 namespace oomguard {
-namespace {
 
 std::mutex& MeasureMutex() {
   static std::mutex mutex;
@@ -94,6 +90,8 @@ Measurement ToPublic(const VariantMeasurement& m) {
   return out;
 }
 
+namespace {
+
 Measurement MeasureWith(const WorkloadFunction& workload, const std::string& name, const MeasureOptions& options) {
   const VariantMeasureOptions harness = HarnessOptions(options);
   VariantSpec spec;
@@ -130,70 +128,6 @@ Measurement Measure(const std::string& registered_workload, const MeasureOptions
   }
   if (options.iterations < 1) throw std::invalid_argument("oomguard::Measure: iterations must be at least 1");
   return MeasureWith(*function, registered_workload, options);
-}
-
-// Note [A scope's session]: the same MeasurementSession MeasureOnce runs a workload in (the limits, the
-// ledger's reset, the transfer counter, the backend's own numbers), without the detectors: they read
-// a run's iterations and phases from a Context, which a scope has not. On cpu and meta the tracking
-// allocators are installed (InstallTrackingAllocators) when the scope begins, if they were not.
-struct MeasureScope::State {
-  explicit State(const MeasureOptions& options) : harness(HarnessOptions(options)), lock(MeasureMutex()) {
-    harness.diagnose = false;
-    spec.name = "measure";
-    InstallTrackingAllocators();
-    session.emplace(spec, harness, RunObserver::Mode::kWatch, &m);
-  }
-
-  Measurement End() {
-    OOMGUARD_CHECK(session) << "MeasureScope finished twice";
-    session->Finish();
-    session.reset();  // the limits go
-    return ToPublic(m);
-  }
-
-  VariantMeasureOptions harness;
-  VariantSpec spec;
-  std::unique_lock<std::mutex> lock;  // Note [What an in-process measurement resets]
-  VariantMeasurement m;
-  std::optional<MeasurementSession> session;
-};
-
-MeasureScope::MeasureScope(const MeasureOptions& options) : state_(std::make_unique<State>(options)) {}
-
-MeasureScope::~MeasureScope() {
-  if (state_->session) state_->End();
-}
-
-void MeasureScope::SetPhase(const std::string& phase) {
-  Phase parsed;
-  if (!Parse(phase, &parsed)) {
-    throw std::invalid_argument("oomguard::MeasureScope: phase '" + phase + "' is not one of " +
-                                JoinNames(AllNames<Phase>(), ", "));
-  }
-  OOMGUARD_CHECK(state_->session) << "MeasureScope::SetPhase after Finish";
-  state_->session->backend().account().ledger().SetPhase(phase);
-}
-
-std::string MeasureScope::phase() const {
-  return state_->session ? std::string(state_->session->backend().account().ledger().phase()) : "";
-}
-
-int64_t MeasureScope::live_bytes() const {
-  return GetBackend(state_->harness.backend).account().ledger().live_bytes();
-}
-
-Measurement MeasureScope::Finish() { return state_->End(); }
-
-Measurement MeasureScope::FinishWithError(const std::string& what) {
-  OOMGUARD_CHECK(state_->session) << "MeasureScope finished twice";
-  // The exception itself is the caller's (a Python one); the account knows whether it refused a request.
-  if (state_->session->backend().account().ledger().Snapshot().failed_count > 0) {
-    state_->session->RecordFailure(c10::OutOfMemoryError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, what),
-                                   nullptr);
-  } else {
-    state_->session->RecordFailure(std::runtime_error(what), nullptr);
-  }
-  return state_->End();
 }
 
 int64_t CardCapBytes(const std::string& card) {

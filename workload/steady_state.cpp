@@ -66,4 +66,8 @@ StepThatRepeats StepThatRepeatsForWorkload(const torch::optim::Optimizer* optimi
   return WithState(kind, requested);
 }
 
+StepThatRepeats StepThatRepeatsForNamedOptimizer(const std::string& kind, bool keeps_state, int64_t requested) {
+  return keeps_state ? WithState(kind, requested) : Stateless(kind + " without momentum keeps no state", requested);
+}
+
 }  // namespace oomguard

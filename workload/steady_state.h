@@ -46,4 +46,8 @@ StepThatRepeats StepThatRepeatsForLoop(const LoopSpec& loop, int64_t requested);
 // state; SGD with momentum); another kind is taken to keep state.
 StepThatRepeats StepThatRepeatsForWorkload(const torch::optim::Optimizer* optimizer, int64_t requested);
 
+// An optimizer known by its name only (a Python one, tracked with m.track(opt)): `keeps_state` false
+// for SGD without momentum.
+StepThatRepeats StepThatRepeatsForNamedOptimizer(const std::string& kind, bool keeps_state, int64_t requested);
+
 }  // namespace oomguard

@@ -35,28 +35,14 @@ void UserWorkloadRun::Run() {
     return;
   }
   state.optimizer = nullptr;       // the function's local: gone from here on
-  if (!state.iterations_called) {  // measured as one run: its end is the first iteration's
-    state.m.steady_state = "one run: the workload never calls ctx.Iterations()";
-    state.m.warnings.push_back((state.spec.workload.empty() ? "the workload" : "workload '" + state.spec.workload + "'") +
-                               " never calls ctx.Iterations(), so it is measured as one run: live growth, leaks "
-                               "and the step that repeats (with the optimizer's state) are not measured; loop over "
+  if (!state.iterations_called) {
+    state.EndWithoutIterations("the workload", state.spec.workload.empty() ? "the workload" : "workload '" + state.spec.workload + "'",
                                "ctx.Iterations()");
-    state.EndPhase();
-    if (!state.m.grad_bytes) state.TakeGradients();
-    state.TakeOptimizerState();
   }
 }
 
 LiveBreakdown UserWorkloadRun::Breakdown(int64_t live_at_refusal) const {
-  const Context::State& state = *state_;
-  LiveBreakdown b;
-  b.parameters_bytes = state.m.param_bytes;
-  for (const at::Tensor& p : state.parameters) b.gradients_bytes += TensorBytes(p.grad());
-  b.optimizer_state_bytes = state.m.optimizer_state_bytes.value_or(0);
-  b.inputs_bytes = state.inputs_bytes;
-  b.activations_and_transient_bytes =
-      live_at_refusal - b.parameters_bytes - b.gradients_bytes - b.optimizer_state_bytes - b.inputs_bytes;
-  return b;
+  return state_->Breakdown(live_at_refusal);
 }
 
 }  // namespace oomguard

@@ -113,15 +113,7 @@ class VariantRun final : public MeasuredRun {
 
   // What was live when the refused allocation was asked for, by category (called after a failure).
   LiveBreakdown Breakdown(int64_t live_at_refusal) const override {
-    LiveBreakdown b;
-    b.parameters_bytes = m_.param_bytes;
-    for (const at::Tensor& p : params_) b.gradients_bytes += Bytes(p.grad());
-    b.optimizer_state_bytes = m_.optimizer_state_bytes.value_or(0);
-    b.inputs_bytes = batch_bytes_;
-    // Kept losses (loop.loss_history) are tensors too, with the graphs they hold: they stay in this
-    // category, so that the categories add up to what was live.
-    b.activations_and_transient_bytes =
-        live_at_refusal - b.parameters_bytes - b.gradients_bytes - b.optimizer_state_bytes - b.inputs_bytes;
+    LiveBreakdown b = BreakdownByCategory(live_at_refusal, m_, params_, batch_bytes_);
     b.layers = layer_bytes_;
     return b;
   }

@@ -12,6 +12,7 @@ import sys
 os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")  # what oomguard sets (Note [One oneDNN ISA on every machine])
 
 import torch
+from checks import Checks
 from torch.profiler import ProfilerActivity, profile
 
 torch.set_num_threads(1)
@@ -51,12 +52,7 @@ def profiled():
 
 
 def main():
-    failures = []
-
-    def check(what, got, want):
-        print(f"{what}: {got} (want {want})")
-        if got != want:
-            failures.append(what)
+    check = Checks()
 
     train()  # warm-up: lazy initialisation happens once, before either measurement
     prof_peak, prof_allocs, prof_left = profiled()
@@ -108,11 +104,7 @@ def main():
         c10 = {line.split()[-1] for line in maps if line.rstrip().endswith("/libc10.so")}
     check("libc10.so files mapped", len(c10), 1)
 
-    if failures:
-        print("FAILED:", ", ".join(failures))
-        return 1
-    print("all equal")
-    return 0
+    return check.exit_code()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 #include <c10/core/GradMode.h>
 #include <torch/optim/optimizer.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -22,6 +23,7 @@
 #include "model/scenario.h"
 #include "oomguard/workload.h"
 #include "workload/grad_digest.h"
+#include "workload/measured_run.h"
 #include "workload/optimizer.h"
 #include "workload/steady_state.h"
 #include "workload/workload.h"
@@ -63,6 +65,9 @@ struct Context::State {
 
   std::vector<at::Tensor> parameters;
   torch::optim::Optimizer* optimizer = nullptr;
+  // An optimizer LibTorch does not own (a Python one, python/core.cpp): its state tensors' bytes now,
+  // or nullopt for a kind whose state cannot be read. Used when `optimizer` is null.
+  std::function<std::optional<int64_t>()> optimizer_state_reader;
   std::optional<int64_t> optimizer_phase_growth;  // what the first optimizer phase left live
   std::map<std::string, std::string> knobs_read;  // name -> the type it was read as
 
@@ -101,7 +106,7 @@ struct Context::State {
       optimizer_phase_growth = live - phase_start_live;
       // The tracked optimizer is alive here, as it may not be when a function without
       // ctx.Iterations() returns: its state is read now, not guessed from the phase's growth.
-      if (optimizer) m.optimizer_state_bytes = OptimizerStateBytes(*optimizer);
+      if (optimizer || optimizer_state_reader) m.optimizer_state_bytes = ReadOptimizerState();
     }
   }
 
@@ -143,12 +148,36 @@ struct Context::State {
 
   void TakeOptimizerState() {
     if (m.optimizer_state_bytes) return;
-    std::optional<int64_t> from_state = optimizer ? OptimizerStateBytes(*optimizer) : std::nullopt;
+    std::optional<int64_t> from_state = ReadOptimizerState();
     if (from_state) {
       m.optimizer_state_bytes = from_state;
     } else if (optimizer_phase_growth) {
       m.optimizer_state_bytes = optimizer_phase_growth;
     }
+  }
+
+  std::optional<int64_t> ReadOptimizerState() const {
+    if (optimizer) return OptimizerStateBytes(*optimizer);
+    if (optimizer_state_reader) return optimizer_state_reader();
+    return std::nullopt;
+  }
+
+  // A run that never looped over its iterations (`loop`: "ctx.Iterations()" or Python's
+  // "m.iterations(n)") is measured as one: its end is the first iteration's. `kind`: "the workload",
+  // `who`: its name for the warning.
+  void EndWithoutIterations(const std::string& kind, const std::string& who, const std::string& loop) {
+    m.steady_state = "one run: " + kind + " never calls " + loop;
+    m.warnings.push_back(who + " never calls " + loop +
+                         ", so it is measured as one run: live growth, leaks and the step that repeats (with the "
+                         "optimizer's state) are not measured; loop over " + loop);
+    EndPhase();
+    if (!m.grad_bytes) TakeGradients();
+    TakeOptimizerState();
+  }
+
+  // What was live when a refused allocation was asked for, by category (MeasuredRun::Breakdown).
+  LiveBreakdown Breakdown(int64_t live_at_refusal) const {
+    return BreakdownByCategory(live_at_refusal, m, parameters, inputs_bytes);
   }
 
   // The knob, checked against the type asked for: nullptr when the variant does not set it.

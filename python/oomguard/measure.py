@@ -1,0 +1,127 @@
+"""oomguard.measure: the context manager and decorator over the C++ scope (_core.MeasureScope)."""
+import contextlib
+import functools
+import threading
+
+import torch
+
+from oomguard import _core
+from oomguard.tracking import optimizer_of, parameters_of
+
+BACKENDS = ("cpu", "meta")
+_active = threading.local()
+
+
+def _checked_limits(card, cap):
+    """card and cap as the C++ core takes them, or ValueError/TypeError naming what is accepted."""
+    for name, value in (("card", card), ("cap", cap)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"oomguard.measure: {name}={value!r} is not a string ({name}=\"t4\" or cap=\"12GiB\")")
+    card, cap = card or "", cap or ""
+    if card and cap:
+        raise ValueError(f"oomguard.measure: card={card!r} and cap={cap!r}: give one of them, not both")
+    try:
+        if card:
+            _core.card_cap_bytes(card)
+        if cap:
+            _core.parse_bytes(cap)
+    except ValueError as e:  # the C++ core's text names what is accepted
+        raise ValueError(f"oomguard.measure: {str(e).split(': ', 1)[1]}") from None
+    return card, cap
+
+
+class Measure:
+    """A measurement of the code inside `with` (or of a decorated function's calls)."""
+
+    def __init__(self, card=None, backend="cpu", cap=None):
+        if backend not in BACKENDS:
+            raise ValueError(f"oomguard.measure: backend={backend!r} is not one of {', '.join(BACKENDS)} (cuda: not yet)")
+        self.card, self.cap = _checked_limits(card, cap)
+        self.backend = backend
+        self.result = None
+        self._scope = None
+
+    @property
+    def device(self):
+        """Where to build the model and the batches: torch.device("cpu") or torch.device("meta")."""
+        return torch.device(self.backend)
+
+    def __enter__(self):
+        if getattr(_active, "scope", None) is not None:
+            raise RuntimeError("oomguard.measure: a measurement is already running on this thread")
+        self.result = None
+        self._scope = _core.MeasureScope(self.backend, self.card, self.cap)
+        _active.scope = self._scope
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        scope, self._scope, _active.scope = self._scope, None, None
+        self.result = scope.finish() if exc is None else scope.finish_with_error(str(exc))
+        return False  # an exception (torch.OutOfMemoryError included) goes on to the caller
+
+    def _running(self, what):
+        if self._scope is None:
+            raise RuntimeError(f"oomguard.measure: {what} outside the measurement (inside `with oomguard.measure(...) as m:`)")
+        return self._scope
+
+    @contextlib.contextmanager
+    def phase(self, name):
+        """Makes `name` ("forward", "backward", "optimizer", "eval", ...) the current phase inside."""
+        scope = self._running("phase()")
+        previous = scope.phase
+        scope.set_phase(name)
+        unwinding = False
+        try:
+            yield
+        except BaseException:
+            unwinding = True  # the phase's end is not measured from an exception's debris, as in C++
+            raise
+        finally:
+            if self._scope is scope:
+                scope.set_phase(previous, unwinding)
+
+    def iterations(self, n):
+        """The training loop's iterations, 1..n, as ctx.Iterations() in C++: live bytes after each,
+        the leak verdict, and 2 at least when a tracked optimizer keeps state (m.result.steady_state)."""
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"oomguard.measure: iterations(n={n!r}): n must be an int >= 1")
+        scope = self._running("iterations()")
+        count = scope.iterations(n)
+
+        def loop():
+            for index in range(1, count + 1):
+                scope.begin_iteration(index)
+                yield index
+                scope.end_iteration()  # not reached past a break or an exception: only completed ones count
+
+        return loop()
+
+    def track(self, *things):
+        """Tells the measurement which tensors are parameters (nn.Modules, tensors, iterables of them)
+        and which optimizer's state to read (torch.optim.Optimizer), as ctx.Track in C++."""
+        scope = self._running("track()")
+        parameters = []
+        for thing in things:
+            optimizer = optimizer_of(thing, self.device)
+            if optimizer is not None:
+                scope.track_optimizer(*optimizer)
+            else:
+                parameters.extend(parameters_of(thing))
+        scope.track(parameters)
+
+    @property
+    def live_bytes(self):
+        return self._scope.live_bytes if self._scope is not None else None
+
+    def __call__(self, function):
+        @functools.wraps(function)
+        def measured(*args, **kwargs):
+            with self:
+                return function(*args, **kwargs)
+
+        return measured
+
+
+def measure(card=None, backend="cpu", cap=None):
+    """oomguard.measure(card="t4" | cap="1GiB", backend="cpu" | "meta"): a context manager and decorator."""
+    return Measure(card=card, backend=backend, cap=cap)

@@ -1,0 +1,28 @@
+"""The plain test scripts' checks (test_measure.py, test_loop.py): each prints what it got and what
+it wants, and the script fails at the end when any differed."""
+
+
+class Checks:
+    def __init__(self):
+        self.failures = []
+
+    def __call__(self, what, got, want):
+        print(f"{what}: {got} (want {want})")
+        if got != want:
+            self.failures.append(what)
+
+    def raises(self, what, call, kind, text):
+        """call() raises `kind` with exactly `text`."""
+        try:
+            call()
+        except kind as e:
+            self(what, str(e), text)
+        else:
+            self(what, "no exception", f"{kind.__name__}: {text}")
+
+    def exit_code(self):
+        if self.failures:
+            print("FAILED:", ", ".join(self.failures))
+            return 1
+        print("all equal")
+        return 0
