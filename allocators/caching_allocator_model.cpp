@@ -61,6 +61,8 @@ std::optional<uint64_t> CachingAllocatorModel::Allocate(int64_t requested) {
     }
     if (!address) {
       stats_.num_ooms += 1;
+      last_refusal_ = ModelRefusal{requested, AllocationSize(size), stats_.reserved_bytes.current,
+                                   stats_.allocated_bytes.current};
       return std::nullopt;
     }
   }

@@ -105,6 +105,14 @@ struct CachingAllocatorModelStats {
   ModelStat oversize_segments;     // segments >= max_split_size
 };
 
+// The request the model refused last, as it stood after the release-and-retry (for OOM messages).
+struct ModelRefusal {
+  int64_t requested_bytes = 0;  // what the caller asked for
+  int64_t segment_bytes = 0;    // the segment alloc_block needed (get_allocation_size)
+  int64_t reserved_bytes = 0;   // reserved when it was refused, the cache already released
+  int64_t allocated_bytes = 0;  // allocated then
+};
+
 // One block of a segment, as a snapshot shows it.
 struct ModelBlockView {
   uint64_t address = 0;
@@ -150,6 +158,8 @@ class CachingAllocatorModel {
   void ResetPeaks();
 
   CachingAllocatorModelStats stats() const { return stats_; }
+  // The last request Allocate refused; nullopt while none was.
+  const std::optional<ModelRefusal>& last_refusal() const { return last_refusal_; }
   int64_t cap_bytes() const { return cap_bytes_; }
   const CachingAllocatorConfig& config() const { return config_; }
   // Every segment with its blocks, in address order (for tests and snapshots).
@@ -212,6 +222,7 @@ class CachingAllocatorModel {
   int64_t small_free_calls_ = 0;  // BlockPool::get_free_blocks_call_count, the garbage collector's clock
   int64_t large_free_calls_ = 0;
   CachingAllocatorModelStats stats_;
+  std::optional<ModelRefusal> last_refusal_;
 };
 
 }  // namespace oomguard

@@ -176,7 +176,7 @@ c10::DataPtr CpuTrackingAllocator::allocate(size_t nbytes) {
     block = NewBlock(nbytes);
   } catch (const c10::Error&) {
     // The cap admitted it, but this host could not give it: out of memory, as on a card that is full.
-    host ? account_.RefundHost(size) : account_.Refund(size, origin);
+    host ? account_.RefundHost(size) : account_.Uncharge(size, origin);
     account_.ThrowHostOutOfMemory(
         size, host, std::string(host ? "host-side input" : "tensor memory") + ", which the system allocator refused");
   }

@@ -2,11 +2,46 @@
 
 #include "allocators/device_account.h"
 
+#include <utility>
+
 namespace oomguard {
 
-CudaModelFeed::CudaModelFeed(int64_t cap_bytes) : model_(cap_bytes) {}
+namespace {
+
+// The block Admit made on this thread, waiting for its tensor's address. `feed` null: none waits.
+struct Admitted {
+  const CudaModelFeed* feed = nullptr;
+  std::optional<uint64_t> block;  // nullopt: the model refused it (kPredicts)
+};
+thread_local Admitted t_admitted;
+
+}  // namespace
+
+CudaModelFeed::CudaModelFeed(int64_t cap_bytes, CachingAllocatorConfig config, ModelRole role)
+    : role_(role), model_(cap_bytes, std::move(config)) {}
+
+bool CudaModelFeed::Admit(int64_t nbytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::optional<uint64_t> block = model_.Allocate(nbytes);
+  if (!block && role_ == ModelRole::kDecides) return false;
+  t_admitted = {this, block};
+  return true;
+}
+
+void CudaModelFeed::Abandon() {
+  if (t_admitted.feed != this) return;
+  const std::optional<uint64_t> block = std::exchange(t_admitted, {}).block;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (block) (void)model_.Free(*block);  // handed out by Allocate just now: always known
+}
 
 void CudaModelFeed::OnAlloc(uint64_t address, int64_t nbytes) {
+  if (t_admitted.feed == this) {
+    const std::optional<uint64_t> block = std::exchange(t_admitted, {}).block;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (block) blocks_[address] = *block;
+    return;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   if (std::optional<uint64_t> block = model_.Allocate(nbytes)) blocks_[address] = *block;
 }
@@ -22,6 +57,11 @@ void CudaModelFeed::OnFree(uint64_t address) {
 CachingAllocatorModelStats CudaModelFeed::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return model_.stats();
+}
+
+std::optional<ModelRefusal> CudaModelFeed::last_refusal() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return model_.last_refusal();
 }
 
 ScopedModelFeed::ScopedModelFeed(DeviceAccount& account, CudaModelFeed* feed) : account_(account) {

@@ -27,13 +27,41 @@ Limits LimitsForCap(int64_t cap_bytes) {
 
 DeviceAccount::DeviceAccount(std::string device_name) : device_name_(std::move(device_name)) {}
 
+namespace {
+
+// The feed as the ledger's second judge, remembering whether it was the one that refused.
+struct ModelAdmission final : Ledger::Admission {
+  explicit ModelAdmission(CudaModelFeed* feed) : feed(feed) {}
+  bool Admit(int64_t nbytes) override {
+    refused = !feed->Admit(nbytes);
+    return !refused;
+  }
+  CudaModelFeed* feed;
+  bool refused = false;
+};
+
+}  // namespace
+
 int DeviceAccount::Charge(int64_t nbytes) {
   CheckInjectedFault(nbytes);
   int origin = Ledger::kNoOrigin;
-  if (!ledger_.TryCharge(nbytes, cap_bytes_.load(std::memory_order_relaxed), &origin)) {
-    ThrowOutOfMemory(nbytes, nullptr);
+  const int64_t cap = cap_bytes_.load(std::memory_order_relaxed);
+  CudaModelFeed* feed = model_feed_.load(std::memory_order_acquire);
+  if (feed == nullptr) {
+    if (!ledger_.TryCharge(nbytes, cap, &origin)) ThrowOutOfMemory(nbytes, nullptr);
+    return origin;
+  }
+  ModelAdmission model(feed);
+  if (!ledger_.TryCharge(nbytes, cap, &origin, &model)) {
+    const std::optional<ModelRefusal> refusal = model.refused ? feed->last_refusal() : std::nullopt;
+    ThrowOutOfMemory(nbytes, nullptr, refusal ? &*refusal : nullptr);
   }
   return origin;
+}
+
+void DeviceAccount::Uncharge(int64_t nbytes, int origin) {
+  if (CudaModelFeed* feed = model_feed_.load(std::memory_order_acquire)) feed->Abandon();
+  Refund(nbytes, origin);
 }
 
 void DeviceAccount::CheckInjectedFault(int64_t nbytes) {
@@ -101,17 +129,19 @@ void DeviceAccount::RecordRefusal(int64_t requested_bytes) {
   last_refusal_ = {requested_bytes, ledger_.live_bytes(), ledger_.phase(), false};
 }
 
-void DeviceAccount::ThrowOutOfMemory(int64_t nbytes, const InjectedFailure* injected) {
+void DeviceAccount::ThrowOutOfMemory(int64_t nbytes, const InjectedFailure* injected, const ModelRefusal* reserved) {
   if (trace_.enabled()) {
     const int64_t cap = cap_bytes_.load(std::memory_order_relaxed);
-    const int64_t free_bytes = cap == Ledger::kUnlimited ? 0 : std::max<int64_t>(cap - ledger_.live_bytes(), 0);
+    const int64_t held = reserved != nullptr ? reserved->reserved_bytes : ledger_.live_bytes();
+    const int64_t free_bytes = cap == Ledger::kUnlimited ? 0 : std::max<int64_t>(cap - held, 0);
     trace_.RecordOom(nbytes, free_bytes, ledger_.phase());
   }
   {
     std::lock_guard<std::mutex> lock(refusal_mutex_);
     last_refusal_ = {nbytes, ledger_.live_bytes(), ledger_.phase(), injected != nullptr};
   }
-  const std::string message = OutOfMemoryMessage(device_name_, limits(), nbytes, ledger_.live_bytes(), injected);
+  const std::string message =
+      OutOfMemoryMessage(device_name_, limits(), nbytes, ledger_.live_bytes(), injected, reserved);
   C10_THROW_ERROR(OutOfMemoryError, message);
 }
 
@@ -121,10 +151,21 @@ ScopedLimits::ScopedLimits(DeviceAccount& account, Limits limits)
 ScopedLimits::~ScopedLimits() { account_.ExchangeLimits(std::move(previous_)); }
 
 std::string OutOfMemoryMessage(std::string_view device_name, const Limits& limits, int64_t requested_bytes,
-                               int64_t live_bytes, const InjectedFailure* injected) {
+                               int64_t live_bytes, const InjectedFailure* injected, const ModelRefusal* reserved) {
   std::string device(device_name);
   for (char& c : device) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   std::string m = device + " out of memory";
+  if (reserved != nullptr) {
+    m += " (oomguard cap on reserved bytes, as on the GPU). Tried to allocate " + FormatBytes(requested_bytes) + ". ";
+    if (!limits.card.empty()) {
+      m += "Simulated " + limits.card + " has a total capacity of " + FormatBytes(limits.card_total_bytes) +
+           ", of which " + FormatBytes(limits.context_bytes) + " is the modelled CUDA context. ";
+    }
+    return m + "PyTorch's caching allocator: reserved " + FormatBytes(reserved->reserved_bytes) + " (allocated " +
+           FormatBytes(reserved->allocated_bytes) + ") + a " + FormatBytes(reserved->segment_bytes) +
+           " segment would pass the cap " + FormatBytes(limits.cap_bytes) + " (" + std::to_string(limits.cap_bytes) +
+           " bytes), even after releasing its cache. " + FormatBytes(live_bytes) + " is live in tensors.";
+  }
   if (injected) {
     m += " (injected by oomguard: " + injected->policy + ", allocation #" + std::to_string(injected->allocation_index) +
          " in phase " + injected->phase + ")";

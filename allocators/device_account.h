@@ -55,7 +55,16 @@ class DeviceAccount {
 
   // Admits and records an allocation of nbytes, or throws c10::OutOfMemoryError. Hot path. Returns
   // the allocation's origin (the phase and epoch it was made in), which Refund takes back.
+  //
+  // Note [One decision point]: a request succeeds iff the ledger's cap (live + nbytes <= cap) AND an
+  // attached CudaModelFeed admit it; both are asked inside Ledger::TryCharge, the ledger first, so a
+  // refusal by either books nothing and raises no peak. A feed that decides (ModelRole::kDecides, the
+  // default verdict under a cap) refuses when the caching allocator would: reserved + a new segment
+  // past the cap after its release-and-retry, and the OOM's message then says reserved and allocated.
   int Charge(int64_t nbytes);
+  // Takes back a Charge whose block was never made (the system allocator failed): Refund, and the
+  // model's block, if a feed made one, goes back too.
+  void Uncharge(int64_t nbytes, int origin);
   // Asks the fault injector (if any) about a request of nbytes in the current phase and throws
   // c10::OutOfMemoryError, recorded as an injected refusal, when it fails the request. For allocators
   // that do their own capping (the cuda caching allocator): Charge calls it first.
@@ -106,7 +115,8 @@ class DeviceAccount {
   Limits ExchangeLimits(Limits next);
 
  private:
-  [[noreturn]] void ThrowOutOfMemory(int64_t nbytes, const InjectedFailure* injected);
+  [[noreturn]] void ThrowOutOfMemory(int64_t nbytes, const InjectedFailure* injected,
+                                     const ModelRefusal* reserved = nullptr);
 
   const std::string device_name_;
   Ledger ledger_;
@@ -136,8 +146,11 @@ class ScopedLimits {
 };
 
 // The message of an over-cap or injected failure, in the shape of PyTorch's CUDA OOM message.
+// `reserved` (if given): the caching allocator's model refused it (Note [One decision point]), and
+// the message says its reserved and allocated bytes and the segment it needed.
 std::string OutOfMemoryMessage(std::string_view device_name, const Limits& limits, int64_t requested_bytes,
-                               int64_t live_bytes, const InjectedFailure* injected);
+                               int64_t live_bytes, const InjectedFailure* injected,
+                               const ModelRefusal* reserved = nullptr);
 
 // A cuda OOM under the cap: the simulated card and cap first, then PyTorch's own message, which names
 // the physical GPU and its capacity (the cap shows there as the "allowed" memory).

@@ -40,9 +40,9 @@ Ledger::Ledger() {
   phase_entry_order_.push_back(0);
 }
 
-bool Ledger::TryCharge(int64_t nbytes, int64_t limit_bytes, int* origin) {
+bool Ledger::TryCharge(int64_t nbytes, int64_t limit_bytes, int* origin, Admission* also) {
   const int64_t live = live_bytes_.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
-  if (live > limit_bytes) {
+  if (live > limit_bytes || (also != nullptr && !also->Admit(nbytes))) {
     live_bytes_.fetch_sub(nbytes, std::memory_order_relaxed);
     failed_count_.fetch_add(1, std::memory_order_relaxed);
     return false;

@@ -81,7 +81,16 @@ class Ledger {
   // *origin (if given) receives the current phase and epoch: pass it back to Release, and the ledger
   // knows, at its peak, how many of the live bytes each phase allocated (Note [Live bytes by origin]).
   // It is below kMaxOrigins.
-  [[nodiscard]] bool TryCharge(int64_t nbytes, int64_t limit_bytes, int* origin = nullptr);
+  // `also` (if given) is a second judge, asked only once the limit admits the request and before
+  // anything is booked: when it refuses, the request is refused as if the limit had (nothing
+  // charged, a failure counted, no peak raised). The CUDA caching allocator's model is one
+  // (Note [One decision point], device_account.h).
+  class Admission {
+   public:
+    virtual ~Admission() = default;
+    virtual bool Admit(int64_t nbytes) = 0;
+  };
+  [[nodiscard]] bool TryCharge(int64_t nbytes, int64_t limit_bytes, int* origin = nullptr, Admission* also = nullptr);
   // A request refused before it reached TryCharge (an injected fault): counted in failed_count.
   void CountRefusal() { failed_count_.fetch_add(1, std::memory_order_relaxed); }
   static constexpr int kNoOrigin = -1;
