@@ -33,12 +33,23 @@ void AddRunFlags(CLI::App* app, RunOptions* o) {
       "Record allocations; write a memory_viz snapshot (pickle) of each failing or OOM variant into DIR");
   app->add_flag("--snapshot-all", o->snapshot_all, "With --snapshot-dir: a snapshot of every variant")
       ->needs(snapshot_dir);
+  AddVerdictFlags(app, &o->verdict, &o->alloc_conf);
   app->add_flag("--model-cuda", o->model_cuda,
-                "On cpu and meta: predict the CUDA caching allocator's allocated/reserved peaks, retries and OOMs");
+                "With --verdict allocated: still predict the CUDA caching allocator's peaks, retries and OOMs");
   app->add_flag("--diagnose", o->diagnose,
                 "Measure the fix of each pitfall found: rerun the variant with it applied (peak, live after)");
   const char* spawn = std::getenv("OOMGUARD_SPAWN_CHILDREN");
   o->spawn_children = spawn != nullptr && *spawn != '\0' && std::string(spawn) != "0";
+}
+
+void AddVerdictFlags(CLI::App* app, std::string* verdict, std::optional<std::string>* alloc_conf) {
+  app->add_option("--verdict", *verdict,
+                  "On cpu and meta, what the cap judges: reserved (default: the CUDA caching allocator's segments, "
+                  "as on the GPU) or allocated (the tensors' bytes alone)")
+      ->check(CLI::IsMember({kVerdictReserved, kVerdictAllocated}));
+  app->add_option("--alloc-conf", *alloc_conf,
+                  "The caching allocator's settings, in PYTORCH_ALLOC_CONF's syntax, e.g. expandable_segments:True "
+                  "(default: the PYTORCH_ALLOC_CONF environment variable)");
 }
 
 CLI::Validator FiniteRange(double min, double max) {

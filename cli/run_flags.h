@@ -16,8 +16,13 @@ std::vector<std::string> BackendChoices();
 // "cpu, meta, cuda, or auto".
 std::string BackendChoicesText();
 
-// --backend, --card/--cap, --context, --inject, --iterations, --snapshot-dir/--snapshot-all, --model-cuda.
+// --backend, --card/--cap, --context, --inject, --iterations, --snapshot-dir/--snapshot-all, --verdict,
+// --alloc-conf, --model-cuda.
 void AddRunFlags(CLI::App* app, RunOptions* options);
+
+// --verdict reserved|allocated and --alloc-conf TEXT (Note [The verdict on reserved bytes],
+// run/run_options.h): `run`, `explain` and `fit`.
+void AddVerdictFlags(CLI::App* app, std::string* verdict, std::optional<std::string>* alloc_conf);
 
 // A number in [min, max], as CLI::Range checks it, that also refuses nan and inf (which every comparison
 // in CLI::Range lets through: "--timeout nan" would turn the timeout off).

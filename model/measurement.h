@@ -68,7 +68,8 @@ struct CudaMeasurement {
 };
 
 // The CUDA caching allocator's statistics as CachingAllocatorModel predicts them from a cpu or meta
-// run's allocations (`--model-cuda`; allocators/cuda_model_feed.h), under the ledger's cap.
+// run's allocations (allocators/cuda_model_feed.h): by default under a cap, where it also decides
+// which requests fail (`--verdict reserved`), or as a prediction only (`--verdict allocated --model-cuda`).
 struct CudaModelMeasurement {
   int64_t allocated_peak_bytes = 0;  // blocks: requests rounded up to 512 bytes, or whole unsplit blocks
   int64_t reserved_peak_bytes = 0;   // segments: what a GPU would have to hold
@@ -76,6 +77,7 @@ struct CudaModelMeasurement {
   int64_t segments_peak = 0;
   int64_t alloc_retries = 0;  // segment allocations retried after releasing the cache
   int64_t ooms = 0;           // requests the model's cap refused (Note [Predicted OOMs])
+  bool decides = false;       // its refusals were the run's OOMs (the verdict on reserved bytes)
 };
 
 // How a TorchScript module (model.torchscript) ran, so that a reader can trust its numbers.

@@ -199,7 +199,8 @@ json MeasurementToJson(const VariantMeasurement& m) {
                        {"requested_peak_bytes", c.requested_peak_bytes},
                        {"segments_peak", c.segments_peak},
                        {"alloc_retries", c.alloc_retries},
-                       {"ooms", c.ooms}};
+                       {"ooms", c.ooms},
+                       {"decides", c.decides}};
   }
   return j;
 }
@@ -331,7 +332,8 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
       m->cuda_model =
           CudaModelMeasurement{c.at("allocated_peak_bytes").get<int64_t>(), c.at("reserved_peak_bytes").get<int64_t>(),
                                c.at("requested_peak_bytes").get<int64_t>(), c.at("segments_peak").get<int64_t>(),
-                               c.at("alloc_retries").get<int64_t>(),        c.at("ooms").get<int64_t>()};
+                               c.at("alloc_retries").get<int64_t>(),        c.at("ooms").get<int64_t>(),
+                               c.value("decides", false)};
     }
   } catch (const json::exception& e) {
     *error = std::string("malformed measurement: ") + e.what();

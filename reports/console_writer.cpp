@@ -103,13 +103,14 @@ void WriteCudaLine(const CudaMeasurement& c, std::ostream& out) {
   out << "\n";
 }
 
-// What torch.cuda.memory_stats() would say on a GPU, predicted from a cpu or meta run (--model-cuda).
+// What torch.cuda.memory_stats() would say on a GPU, from a cpu or meta run's model of the caching
+// allocator: the verdict under a cap (--verdict reserved), or a prediction (--model-cuda).
 void WriteCudaModelLine(const CudaModelMeasurement& c, std::ostream& out) {
   out << "              cuda model: allocated " << FormatBytes(c.allocated_peak_bytes) << ", reserved "
       << FormatBytes(c.reserved_peak_bytes) << " (fragmentation "
       << FormatBytes(c.reserved_peak_bytes - c.allocated_peak_bytes) << "), " << c.alloc_retries
       << (c.alloc_retries == 1 ? " retry, " : " retries, ") << c.ooms << (c.ooms == 1 ? " OOM" : " OOMs")
-      << " predicted\n";
+      << (c.decides ? "; the verdict is on reserved bytes\n" : " predicted\n");
 }
 
 // Each diagnosis: what it found and costs, the fix in words, each fix measured (--diagnose, explain).

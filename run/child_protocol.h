@@ -52,6 +52,8 @@ struct MeasureRequest {
   std::string snapshot_dir;         // --snapshot-dir: record the allocation history into this folder
   bool snapshot_all = false;        // --snapshot-all: write a snapshot whatever the outcome
   bool model_cuda = false;          // --model-cuda
+  std::string verdict;              // --verdict: reserved or allocated (empty: reserved)
+  std::string alloc_conf;           // --alloc-conf: the resolved allocator settings (empty: PyTorch's defaults)
   bool diagnose = false;            // --diagnose: measure the fixes of what the detectors find
   std::string out_path;             // --out (required): where the measurement JSON goes
   int64_t parent_pid = 0;           // --parent-pid: the runner; the child dies with it (measure_child.cpp)

@@ -53,7 +53,12 @@ int MeasureResolvedVariant(const Scenario& scenario, const VariantSpec& variant,
   }
   measure.limits = limits;
   measure.iterations = request.iterations;
-  measure.model_cuda = request.model_cuda;
+  measure.model_cuda = ModelCudaFor(request.verdict.empty() ? kVerdictReserved : request.verdict, request.model_cuda);
+  std::string alloc_conf;
+  if (!ResolveAllocConf(request.alloc_conf, &alloc_conf, &measure.alloc_conf, &error)) {
+    err << error << "\n";
+    return kExitUsage;
+  }
   if (!request.snapshot_dir.empty()) {
     measure.snapshot.path = SnapshotPath(request.snapshot_dir, scenario.name, request.variant, request.backend);
     measure.snapshot.always = request.snapshot_all;

@@ -120,7 +120,7 @@ MeasuredFix Rerun(const Candidate& c, const VariantMeasureOptions& options) {
   VariantMeasureOptions o = options;
   o.diagnose = false;
   o.snapshot = {};
-  o.model_cuda = false;
+  if (o.model_cuda == ModelCuda::kPredict) o.model_cuda = ModelCuda::kOff;  // the verdict stays
   o.eval_no_grad = c.eval_no_grad;
   o.limits.faults = nullptr;  // the fix's own peak, not a rehearsal of the injected fault
   const VariantMeasurement r = MeasureVariant(c.spec, o);

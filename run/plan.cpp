@@ -104,6 +104,9 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
   if (!FindScenarioFiles(PathsOrCatalog(options.paths), &files, error)) return false;
   Limits probe;
   if (!ResolveLimits(options, kDefaultCard, &probe, error)) return false;  // bad flags fail before any work
+  std::string alloc_conf;
+  CachingAllocatorConfig config;
+  if (!ResolveAllocConf(options.alloc_conf, &alloc_conf, &config, error)) return false;
   if ((!options.card.empty() || !options.cap.empty()) &&
       !CapFitsHost(backend, probe, CapSource(options, nullptr), error)) {
     return false;

@@ -61,6 +61,26 @@ bool ResolveLimits(const RunOptions& options, const std::string& default_card, L
   return true;
 }
 
+ModelCuda ModelCudaFor(const std::string& verdict, bool model_cuda) {
+  if (verdict != kVerdictAllocated) return ModelCuda::kVerdict;
+  return model_cuda ? ModelCuda::kPredict : ModelCuda::kOff;
+}
+
+bool ResolveAllocConf(const std::optional<std::string>& flag, std::string* text, CachingAllocatorConfig* config,
+                      std::string* error) {
+  *text = flag ? *flag : CachingAllocatorConfigFromEnvironment();
+  std::optional<CachingAllocatorConfig> parsed = ParseCachingAllocatorConfig(*text, error);
+  if (!parsed) {
+    // The parser's "allocator config: " becomes where the text came from.
+    constexpr std::string_view kParserPrefix = "allocator config: ";
+    if (error->rfind(kParserPrefix, 0) == 0) error->erase(0, kParserPrefix.size());
+    *error = (flag ? "--alloc-conf: " : "PYTORCH_ALLOC_CONF (from the environment): ") + *error;
+    return false;
+  }
+  *config = std::move(*parsed);
+  return true;
+}
+
 bool ScenarioLimits(const RunOptions& options, const Scenario& scenario, Limits* limits, std::string* error) {
   RunOptions effective = options;
   if (options.card.empty() && options.cap.empty()) {

@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "allocators/caching_allocator_config.h"
 #include "allocators/device_account.h"
 #include "model/scenario.h"
+#include "workload/workload.h"
 
 namespace oomguard {
 
@@ -40,6 +42,9 @@ struct RunOptions {
   std::string snapshot_dir;          // --snapshot-dir DIR: memory_viz snapshots of failing or OOM variants
   bool snapshot_all = false;         // --snapshot-all: of every variant
   bool model_cuda = false;           // --model-cuda: predict the CUDA caching allocator on cpu/meta
+  // --verdict: what a card's or cap's verdict judges on cpu/meta (Note [The verdict on reserved bytes]).
+  std::string verdict = "reserved";  // reserved | allocated
+  std::optional<std::string> alloc_conf;  // --alloc-conf TEXT; absent: the environment's (PYTORCH_ALLOC_CONF)
   bool diagnose = false;             // --diagnose: rerun each variant with the fix of each diagnosis applied
   // OOMGUARD_SPAWN_CHILDREN=1: every variant in a fresh process (exec), even where a warm fork would
   // do (Note [Warm children], run/runner.cpp); for comparing the two, or a platform where fork misbehaves.
@@ -54,6 +59,30 @@ struct RunOptions {
 };
 
 inline constexpr const char* kDefaultCard = "t4";
+
+// Note [The verdict on reserved bytes]
+// On a GPU, set_per_process_memory_fraction caps the caching allocator's *reserved* bytes (segments of
+// 2 or 20 MiB, 512-byte rounding, splitting, cache), so a step can OOM with its allocated peak well
+// under the cap. So on cpu and meta every variant runs with a model of that allocator
+// (allocators/cuda_model_feed.h) whose refusals are OOMs, as the GPU's would be: `--verdict reserved`,
+// the default. `--verdict allocated` judges the ledger's allocated bytes alone, as before, for
+// comparisons with older results; `--model-cuda` then still adds the model's prediction. The opt-out
+// names what is judged rather than switching the model off (`--no-model-cuda`), since the model may
+// still be wanted for its numbers. The verdict needs no flag with a card or a cap: every run has one
+// (the scenario's or the default card).
+inline constexpr const char* kVerdictReserved = "reserved";
+inline constexpr const char* kVerdictAllocated = "allocated";
+
+// The model's use on cpu/meta for these options: kVerdict unless --verdict allocated, then kPredict
+// with --model-cuda, else kOff.
+ModelCuda ModelCudaFor(const std::string& verdict, bool model_cuda);
+
+// The allocator settings the model gets: --alloc-conf, else the environment's
+// (CachingAllocatorConfigFromEnvironment). Returns false on text the parser refuses, with its message
+// after "--alloc-conf: " or "PYTORCH_ALLOC_CONF (from the environment): ". *text receives what was
+// parsed (what a child is given).
+[[nodiscard]] bool ResolveAllocConf(const std::optional<std::string>& flag, std::string* text,
+                                    CachingAllocatorConfig* config, std::string* error);
 
 // Builds the Limits for --card/--cap/--context/--inject. With neither --card nor --cap, uses
 // default_card. Returns false and fills *error on bad input.

@@ -12,6 +12,7 @@
 #include "run/measure_child.h"
 #include "scenario/scenario_loader.h"
 #include "tests/cli_result.h"
+#include "tests/scoped_environment.h"
 #include "tests/scratch_folder.h"
 
 namespace oomguard {
@@ -32,6 +33,8 @@ MeasureRequest EveryFieldSet() {
   r.snapshot_dir = "/tmp/scratch";
   r.snapshot_all = true;
   r.model_cuda = true;
+  r.verdict = "allocated";
+  r.alloc_conf = "expandable_segments:True";
   r.out_path = "/tmp/scratch/0.json";
   r.parent_pid = getpid();  // what MeasureRequestFor sets: the runner
   return r;
@@ -58,6 +61,8 @@ TEST(ChildProtocol, EveryFieldSurvivesTheRoundTrip) {
                                             "--iterations",   "3",
                                             "--snapshot-dir", "/tmp/scratch",
                                             "--snapshot-all", "--model-cuda",
+                                            "--verdict",      "allocated",
+                                            "--alloc-conf",   "expandable_segments:True",
                                             "--parent-pid",   std::to_string(getpid())}));
   MeasureRequest received;
   std::string error;
@@ -95,6 +100,8 @@ TEST(ChildProtocol, TheRunsFlagsBecomeTheRequest) {
   options.iterations = 3;
   options.snapshot_dir = "/kept";  // the child records into the scratch folder instead
   options.model_cuda = true;
+  options.verdict = "allocated";
+  options.alloc_conf = "expandable_segments:True";
   options.filter = "t*";  // the parent's alone: filter, jobs, timeout, reports, baselines
   options.jobs = 4;
   MeasureRequest expected = EveryFieldSet();
@@ -106,6 +113,14 @@ TEST(ChildProtocol, TheRunsFlagsBecomeTheRequest) {
   const MeasureRequest plain = MeasureRequestFor(options, "f", "v", "cpu", "/tmp/scratch", "o");
   EXPECT_EQ(plain.snapshot_dir, "");
   EXPECT_FALSE(plain.snapshot_all);
+}
+
+TEST(ChildProtocol, TheDefaultVerdictAndTheEnvironmentsAllocatorConfig) {
+  testing::ScopedEnvironment env({"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF"});
+  setenv("PYTORCH_ALLOC_CONF", "max_split_size_mb:64", 1);
+  const MeasureRequest r = MeasureRequestFor(RunOptions{}, "f", "v", "cpu", "/tmp/scratch", "o");
+  EXPECT_EQ(r.verdict, "");  // reserved, the default, is left off the child's command line
+  EXPECT_EQ(r.alloc_conf, "max_split_size_mb:64");  // resolved here: the child reads no environment
 }
 
 TEST(ChildProtocol, ACommandLineItDoesNotUnderstandIsRefused) {

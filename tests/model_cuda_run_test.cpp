@@ -1,5 +1,6 @@
-// `oomguard run --model-cuda`: the child feeds a CachingAllocatorModel and the console shows its
-// prediction; without the flag nothing changes.
+// The model of the CUDA caching allocator in `oomguard run`: by default it decides, on reserved bytes
+// (--verdict reserved); with --verdict allocated the ledger decides and --model-cuda adds the
+// model's prediction.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -26,10 +27,11 @@ class ModelCudaRunTest : public ::testing::Test {
   void SetUp() override { setenv("OOMGUARD_SELF", OOMGUARD_EXE, 1); }
   void TearDown() override { unsetenv("OOMGUARD_SELF"); }
 
-  std::string Run(std::vector<std::string> args) {
+  std::string Run(std::vector<std::string> args, int code = 0, std::string* err_text = nullptr) {
     args.insert(args.begin(), {"oomguard", "run", scenario_, "--backend", "meta"});
     std::ostringstream out, err;
-    EXPECT_EQ(RunCli(args, out, err), 0) << out.str() << err.str();
+    EXPECT_EQ(RunCli(args, out, err), code) << out.str() << err.str();
+    if (err_text != nullptr) *err_text = err.str();
     return out.str();
   }
 
@@ -39,9 +41,17 @@ class ModelCudaRunTest : public ::testing::Test {
 
 TEST_F(ModelCudaRunTest, TheConsoleShowsThePrediction) {
   // 13 tensors of under 512 bytes live at the peak: 13 blocks of 512 B in one 2 MiB segment.
-  const std::string out = Run({"--cap", "1GiB", "--model-cuda"});
+  const std::string out = Run({"--cap", "1GiB", "--verdict", "allocated", "--model-cuda"});
   EXPECT_NE(out.find("\n              cuda model: allocated 6.50 KiB, reserved 2.00 MiB (fragmentation 1.99 MiB), "
                      "0 retries, 0 OOMs predicted\n"),
+            std::string::npos)
+      << out;
+}
+
+TEST_F(ModelCudaRunTest, TheVerdictIsOnReservedBytesByDefault) {
+  const std::string out = Run({"--cap", "1GiB"});
+  EXPECT_NE(out.find("\n              cuda model: allocated 6.50 KiB, reserved 2.00 MiB (fragmentation 1.99 MiB), "
+                     "0 retries, 0 OOMs; the verdict is on reserved bytes\n"),
             std::string::npos)
       << out;
 }
@@ -49,15 +59,61 @@ TEST_F(ModelCudaRunTest, TheConsoleShowsThePrediction) {
 TEST_F(ModelCudaRunTest, ACapBelowOneSegmentPassesTheLedgerButPredictsOoms) {
   // 1 MiB holds the tiny model's bytes, but not the 2 MiB segment the caching allocator would need.
   // Each of the run's 17 requests needs a segment the cap refuses: released cache, retried, refused.
-  const std::string out = Run({"--cap", "1MiB", "--model-cuda"});
+  const std::string out = Run({"--cap", "1MiB", "--verdict", "allocated", "--model-cuda"});
   EXPECT_NE(out.find("\n              cuda model: allocated 0 bytes, reserved 0 bytes (fragmentation 0 bytes), "
                      "17 retries, 17 OOMs predicted\n"),
             std::string::npos)
       << out;
 }
 
-TEST_F(ModelCudaRunTest, NoPredictionWithoutTheFlag) {
-  EXPECT_EQ(Run({"--cap", "1GiB"}).find("cuda model:"), std::string::npos);
+TEST_F(ModelCudaRunTest, ACapBelowOneSegmentIsAnOomOnReservedBytes) {
+  // The same cap under the default verdict: the first request (the first layer's 128-byte weight)
+  // needs a 2 MiB small-pool segment, 0 + 2 MiB > 1 MiB, and there is no cache to release.
+  const std::string out = Run({"--cap", "1MiB"}, 1);
+  EXPECT_NE(out.find("META out of memory (oomguard cap on reserved bytes, as on the GPU). Tried to allocate 128 bytes. "
+                     "PyTorch's caching allocator: reserved 0 bytes (allocated 0 bytes) + a 2.00 MiB segment would "
+                     "pass the cap 1024.00 KiB (1048576 bytes), even after releasing its cache. 0 bytes is live in "
+                     "tensors."),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("cuda model: allocated 0 bytes, reserved 0 bytes (fragmentation 0 bytes), 1 retry, 1 OOM; the "
+                     "verdict is on reserved bytes\n"),
+            std::string::npos)
+      << out;
+}
+
+TEST_F(ModelCudaRunTest, NoModelUnderTheAllocatedVerdictWithoutTheFlag) {
+  EXPECT_EQ(Run({"--cap", "1MiB", "--verdict", "allocated"}).find("cuda model:"), std::string::npos);
+}
+
+TEST_F(ModelCudaRunTest, TheAllocatorConfigReachesTheModel) {
+  // Expandable segments map the small pool in 2 MiB pages: the same 2 MiB for the tiny model. The key
+  // the model does not follow is a warning.
+  const std::string out = Run({"--cap", "1GiB", "--alloc-conf", "expandable_segments:True,release_lock_on_cudamalloc:True"});
+  EXPECT_NE(out.find("reserved 2.00 MiB (fragmentation 1.99 MiB), 0 retries, 0 OOMs; the verdict is on reserved bytes"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("the allocator config sets release_lock_on_cudamalloc, which the model of the CUDA caching "
+                     "allocator ignores"),
+            std::string::npos)
+      << out;
+}
+
+TEST_F(ModelCudaRunTest, ABadAllocatorConfigIsAUsageError) {
+  std::string err;
+  Run({"--alloc-conf", "bogus:1"}, 2, &err);
+  EXPECT_EQ(err,
+            "oomguard run: --alloc-conf: unrecognized key 'bogus' in the allocator config (PyTorch: \"Unrecognized key "
+            "'bogus' in CUDA allocator config.\")\n");
+}
+
+TEST_F(ModelCudaRunTest, ABadAllocatorConfigInTheEnvironmentNamesIt) {
+  setenv("PYTORCH_ALLOC_CONF", "max_split_size_mb:1", 1);
+  std::string err;
+  Run({}, 2, &err);
+  unsetenv("PYTORCH_ALLOC_CONF");
+  EXPECT_EQ(err.rfind("oomguard run: PYTORCH_ALLOC_CONF (from the environment): max_split_size_mb too small", 0), 0u)
+      << err;
 }
 
 }  // namespace

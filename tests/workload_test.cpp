@@ -160,7 +160,7 @@ TEST(Workload, SiluSavesItsInputAndReluItsOutput) {
 void ExpectTinyModelPrediction(Backend backend) {
   VariantMeasureOptions options;
   options.backend = backend;
-  options.model_cuda = true;
+  options.model_cuda = ModelCuda::kPredict;
   const VariantMeasurement m = MeasureVariant(TinyModel(), options);
   ASSERT_EQ(Name(m.outcome), "pass") << m.error;
   ASSERT_TRUE(m.cuda_model.has_value());

@@ -19,9 +19,18 @@
 namespace oomguard {
 namespace {
 
-CudaModelMeasurement CudaModelMeasurementOf(const CachingAllocatorModelStats& s) {
-  return {s.allocated_bytes.peak, s.reserved_bytes.peak, s.requested_bytes.peak,
-          s.segments.peak,        s.num_alloc_retries,   s.num_ooms};
+CudaModelMeasurement CudaModelMeasurementOf(const CudaModelFeed& feed) {
+  const CachingAllocatorModelStats s = feed.stats();
+  return {s.allocated_bytes.peak, s.reserved_bytes.peak, s.requested_bytes.peak, s.segments.peak,
+          s.num_alloc_retries,    s.num_ooms,            feed.role() == ModelRole::kDecides};
+}
+
+// The allocator settings the run was given that the model does not follow (pinned_*, backend, ...).
+std::string UnmodelledKeysWarning(const CachingAllocatorConfig& config) {
+  std::string keys;
+  for (const std::string& key : config.unmodelled_keys) keys += (keys.empty() ? "" : ", ") + key;
+  return "the allocator config sets " + keys +
+         ", which the model of the CUDA caching allocator ignores: its reserved bytes leave them out";
 }
 
 Limits Bounded(const VariantMeasureOptions& options) {
@@ -49,8 +58,9 @@ struct MeasurementSession::Parts {
     if (options.diagnose) observer.emplace(account.ledger(), &trace, backend->device().type(), mode);
     snapshot.emplace(options.snapshot, *backend, trace);
     // Before the run's tensors, so that they are freed while it is still attached.
-    if (options.model_cuda && !backend->traits().has_caching_allocator) {
-      model_feed.emplace(options.limits.cap_bytes);
+    if (options.model_cuda != ModelCuda::kOff && !backend->traits().has_caching_allocator) {
+      model_feed.emplace(options.limits.cap_bytes, options.alloc_conf,
+                         options.model_cuda == ModelCuda::kVerdict ? ModelRole::kDecides : ModelRole::kPredicts);
       attach_model.emplace(account, &*model_feed);
     }
     if (backend->traits().books_host_scalars) host_scalars.emplace();  // Note [Host scalars]
@@ -124,7 +134,12 @@ MeasurementSession::Observed MeasurementSession::Finish() {
     m.injection =
         VariantMeasurement::Injection{p.options.limits.faults->Describe(), p.options.limits.faults->requests_seen()};
   }
-  if (p.model_feed) m.cuda_model = CudaModelMeasurementOf(p.model_feed->stats());
+  if (p.model_feed) {
+    m.cuda_model = CudaModelMeasurementOf(*p.model_feed);
+    if (!p.model_feed->config().unmodelled_keys.empty()) {
+      m.warnings.push_back(UnmodelledKeysWarning(p.model_feed->config()));
+    }
+  }
   p.snapshot->Finish(&m);
   return observed;
 }

@@ -121,7 +121,7 @@ VariantMeasurement Measure(const VariantSpec& spec, const VariantMeasureOptions&
   if (screen && !m.screen->cause.empty()) {
     VariantMeasureOptions again = options;
     again.snapshot = {};
-    again.model_cuda = false;
+    if (again.model_cuda == ModelCuda::kPredict) again.model_cuda = ModelCuda::kOff;  // the verdict stays
     Observed watched;
     const VariantMeasurement second = MeasureOnce(spec, again, make_run, RunObserver::Mode::kWatch, &watched);
     observed.seen = std::move(watched.seen);

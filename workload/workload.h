@@ -23,6 +23,7 @@
 
 #include <string>
 
+#include "allocators/caching_allocator_config.h"
 #include "allocators/device_account.h"
 #include "model/backend.h"
 #include "model/measurement.h"
@@ -32,13 +33,19 @@
 
 namespace oomguard {
 
+enum class ModelCuda { kOff, kPredict, kVerdict };
+
 struct VariantMeasureOptions {
   Backend backend = Backend::kCpu;
   Limits limits = {};
   int64_t iterations = 0;  // 0: the variant's own loop.iterations
   size_t timeline_points = 2000;
   SnapshotOptions snapshot = {};  // path set: record the allocation history, write it for a failure
-  bool model_cuda = false;        // cpu/meta: feed a CachingAllocatorModel (m.cuda_model); ignored on cuda
+  // cpu/meta: feed a CachingAllocatorModel with every allocation (m.cuda_model); ignored on cuda.
+  // kVerdict: a request the model refuses is an OOM, as on a GPU whose cap limits reserved bytes
+  // (Note [One decision point], allocators/device_account.h); kPredict: the ledger's cap decides.
+  ModelCuda model_cuda = ModelCuda::kOff;
+  CachingAllocatorConfig alloc_conf = {};  // the model's PYTORCH_ALLOC_CONF settings
   // Watch the run for the catalog's pitfalls (diagnose/detectors.h): m.diagnoses, m.diagnosed.
   bool diagnose = true;
   // How (Note [Screen, then watch], diagnose/run_observer.h): kByBackend screens first on meta, where
