@@ -147,12 +147,15 @@ bool CheckJsonFolder(const std::string& path, std::string* error) {
 
 // Everything FitCommand checks before the first trial; false with the message for exit code 2.
 bool Prepare(const FitOptions& options, FitResults* report, Backend* backend, std::vector<const VariantSpec*>* variants,
-             std::vector<FitTarget>* targets, Scenario* scenario, std::string* error) {
+             std::vector<FitTarget>* targets, Scenario* scenario, CachingAllocatorConfig* alloc_conf,
+             std::string* error) {
   if (options.min_value > options.max_value) {
     *error =
         "--min " + std::to_string(options.min_value) + " is larger than --max " + std::to_string(options.max_value);
     return false;
   }
+  std::string alloc_conf_text;
+  if (!ResolveAllocConf(options.alloc_conf, &alloc_conf_text, alloc_conf, error)) return false;
   if (!LoadFitScenario(options, scenario, error) || !ChooseBackend(options.backend, *scenario, backend, error) ||
       !SelectVariants(*scenario, options.variants, variants, error) || !ResolveTargets(options, targets, error) ||
       !CheckHostMemory(*backend, *targets, error) || !CheckJsonFolder(options.json_path, error)) {
@@ -184,7 +187,8 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
   std::vector<FitTarget> targets;
   Backend backend = Backend::kCpu;
   std::string error;
-  if (!Prepare(options, &report, &backend, &variants, &targets, &scenario, &error)) {
+  CachingAllocatorConfig alloc_conf;
+  if (!Prepare(options, &report, &backend, &variants, &targets, &scenario, &alloc_conf, &error)) {
     err << CommandPrefix("fit") << error << "\n";
     return kExitUsage;
   }
@@ -196,7 +200,8 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
   try {
     for (const VariantSpec* v : variants) {
       const TrialFunction measured =
-          MakeFitTrial(*v, options.knob, backend, options.iterations, options.timeout_seconds, measure);
+          MakeFitTrial(*v, options.knob, backend, options.iterations, options.timeout_seconds, measure,
+                       ModelCudaFor(options.verdict, /*model_cuda=*/false), alloc_conf);
       int64_t card_trials = 0;
       Clock::time_point card_start = Clock::now();
       std::vector<std::string> warnings;
@@ -279,6 +284,7 @@ class FitCli : public Command {
     AddTimeoutFlag(fit, &o_.timeout_seconds);
     fit->add_option("--json", o_.json_path, "Also write the results to this file");
     fit->add_option("--paths", o_.paths, "Where to look a name up (default: the built-in catalog)");
+    AddVerdictFlags(fit, &o_.verdict, &o_.alloc_conf);
     return fit;
   }
   int Run(const std::string&, std::ostream& out, std::ostream& err) override { return FitCommand(o_, out, err); }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -35,6 +36,8 @@ struct FitOptions {
   int64_t iterations = 0;  // 0: each variant's own loop.iterations
   double timeout_seconds = 300;  // --timeout, per trial, as `run`'s per variant (Note [A trial that does not end])
   std::string json_path;   // --json FILE
+  std::string verdict = "reserved";       // --verdict (Note [The verdict on reserved bytes], run/run_options.h)
+  std::optional<std::string> alloc_conf;  // --alloc-conf; absent: the environment's
 };
 
 // `measure` is the seam tests use to make trials leak.

@@ -16,10 +16,10 @@ FitSearch::FitSearch(int64_t min_value, int64_t max_value, TrialFunction trial)
 
 FitSearch::Bracket FitSearch::Known(int64_t cap_bytes) const {
   Bracket b;
-  for (const auto& [value, peak] : fit_peaks_) {
-    if (peak <= cap_bytes && (!b.fits || value > *b.fits)) {
+  for (const auto& [value, peaks] : fit_peaks_) {
+    if (peaks.verdict_bytes <= cap_bytes && (!b.fits || value > *b.fits)) {
       b.fits = value;
-      b.peak_bytes = peak;
+      b.peak_bytes = peaks.verdict_bytes;
     }
   }
   // Only values above the largest fit bound it: a monotone knob has no fails below its fits.
@@ -27,8 +27,8 @@ FitSearch::Bracket FitSearch::Known(int64_t cap_bytes) const {
   auto lower_fails = [&](int64_t value) {
     if (value > floor && (!b.fails || value < *b.fails)) b.fails = value;
   };
-  for (const auto& [value, peak] : fit_peaks_) {
-    if (peak > cap_bytes) lower_fails(value);
+  for (const auto& [value, peaks] : fit_peaks_) {
+    if (peaks.allocated_bytes > cap_bytes) lower_fails(value);
   }
   for (const auto& [value, refused_cap] : oom_caps_) {
     if (refused_cap >= cap_bytes) lower_fails(value);
@@ -67,7 +67,7 @@ CardFit FitSearch::Fit(const FitTarget& target) {
     ++trials_;
     switch (trial.outcome) {
       case Trial::Outcome::kFits:
-        fit_peaks_[*probe] = trial.peak_bytes;
+        fit_peaks_[*probe] = {trial.peak_bytes, trial.allocated_peak_bytes.value_or(trial.peak_bytes)};
         break;
       case Trial::Outcome::kOom:
         oom_caps_[*probe] = std::max(oom_caps_[*probe], target.cap_bytes);

@@ -18,6 +18,12 @@
 // every cap <= c. One FitSearch keeps these facts for one variant; each cap starts from the bracket
 // they give, and the largest cap goes first, since its OOMs bound every smaller cap.
 //
+// Note [Reserved peaks across caps]: under the verdict on reserved bytes the peak is the caching
+// allocator's reserved peak, and a smaller cap can still fit: the allocator releases its cache and
+// retries before it gives up. So a fit with reserved peak r and allocated peak a proves a fit at
+// every cap >= r and an OOM only below a (the ledger refuses there whatever the cache); caps in
+// [a, r) need a trial of their own.
+//
 // Error policy: a trial that ends in neither a fit nor an OOM (an error outcome) stops the variant's
 // search: that card and every later one carry the error, and no more trials run. Nothing here throws;
 // exceptions from the trial function pass through unchanged.
@@ -42,7 +48,10 @@ struct FitTarget {
 struct Trial {
   enum class Outcome { kFits, kOom, kError };
   Outcome outcome = Outcome::kFits;
-  int64_t peak_bytes = 0;  // kFits: the peak measured
+  int64_t peak_bytes = 0;  // kFits: the peak the verdict was on (reserved under --verdict reserved)
+  // kFits: a cap below this refuses the value for sure (the ledger's allocated peak); absent:
+  // peak_bytes. Note [Reserved peaks across caps].
+  std::optional<int64_t> allocated_peak_bytes;
   std::string error;       // kError: what went wrong, as the report should show it
   // The measurement's warnings (a module's fixed train/eval modes, what meta does not mirror): a fit
   // on numbers the backend says are not cpu's must say so.
@@ -75,7 +84,11 @@ class FitSearch {
   const int64_t min_value_;
   const int64_t max_value_;
   TrialFunction trial_;
-  std::map<int64_t, int64_t> fit_peaks_;  // value -> the peak measured when it fit
+  struct Peaks {
+    int64_t verdict_bytes = 0;    // fits every cap >= this
+    int64_t allocated_bytes = 0;  // refused by every cap < this
+  };
+  std::map<int64_t, Peaks> fit_peaks_;  // value -> the peaks measured when it fit
   std::map<int64_t, int64_t> oom_caps_;   // value -> the largest cap it was refused at
   std::string error_;                     // the first error: the search is over
   int64_t trials_ = 0;

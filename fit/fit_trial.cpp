@@ -130,10 +130,14 @@ VariantSpec WithKnob(const VariantSpec& spec, const std::string& knob, int64_t v
 }
 
 TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Backend backend, int64_t iterations,
-                           double timeout_seconds, MeasureFunction measure) {
-  return [spec, knob, backend, iterations, timeout_seconds, measure](int64_t value, const FitTarget& target) {
+                           double timeout_seconds, MeasureFunction measure, ModelCuda model_cuda,
+                           CachingAllocatorConfig alloc_conf) {
+  return [spec, knob, backend, iterations, timeout_seconds, measure, model_cuda, alloc_conf](int64_t value,
+                                                                                             const FitTarget& target) {
     VariantMeasureOptions options;
     options.backend = backend;
+    options.model_cuda = model_cuda;
+    options.alloc_conf = alloc_conf;
     options.limits = LimitsForTarget(target);
     options.iterations = iterations;
     options.timeline_points = 0;  // only the peak is needed
@@ -163,6 +167,10 @@ TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Bac
     trial.steady_state = m.steady_state;
     if (m.outcome.kind == Outcome::kPass) {
       trial.peak_bytes = m.ledger.peak_bytes;
+      if (m.cuda_model && m.cuda_model->decides) {
+        trial.peak_bytes = m.cuda_model->reserved_peak_bytes;
+        trial.allocated_peak_bytes = m.ledger.peak_bytes;
+      }
     } else if (m.outcome.kind == Outcome::kOom) {
       trial.outcome = Trial::Outcome::kOom;
     } else {

@@ -76,7 +76,11 @@ using MeasureFunction = std::function<VariantMeasurement(const VariantSpec&, con
 // variant's own. The target's limits are its card's (LimitsForCard) or, for a plain cap, LimitsForCap.
 // The ledger checked for leaks is the backend's account's. A trial longer than timeout_seconds throws
 // TrialTimedOut.
+// model_cuda and alloc_conf: the caching allocator's model (VariantMeasureOptions); with kVerdict a
+// trial's peak is the model's reserved peak, and its allocated peak the ledger's (Note [Reserved
+// peaks across caps], fit_search.h).
 TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Backend backend, int64_t iterations,
-                           double timeout_seconds = 300, MeasureFunction measure = MeasureVariant);
+                           double timeout_seconds = 300, MeasureFunction measure = MeasureVariant,
+                           ModelCuda model_cuda = ModelCuda::kOff, CachingAllocatorConfig alloc_conf = {});
 
 }  // namespace oomguard

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <vector>
 
@@ -159,6 +160,32 @@ TEST(FitSearch, AnErrorStopsTheVariantsSearch) {
   EXPECT_EQ(fits[0].error, fits[1].error);
   EXPECT_EQ(fits[0].trials, 0);
   EXPECT_EQ(calls, 4);
+}
+
+// Note [Reserved peaks across caps]: a synthetic caching allocator whose value k allocates 100 k
+// bytes, holds 150 k reserved when the cap does not bind, and fits any cap >= 120 k by releasing
+// its cache (its reserved peak is then the cap). At cap 1500: 12 fits (reserved 1500). At cap 1200
+// the facts from 1500 say 8 fits (reserved 1200), and 13 fails (an OOM at a larger cap), but 9..12,
+// whose reserved peaks passed 1200 and allocated peaks did not, are left to trials: 10 fits. Judged
+// on reserved peaks alone, they would have been taken for failures: 8.
+TEST(FitSearch, AReservedPeakOverACapDoesNotProveAnOomThere) {
+  const TrialFunction trial = [](int64_t k, const FitTarget& target) {
+    Trial t;
+    if (120 * k > target.cap_bytes) {
+      t.outcome = Trial::Outcome::kOom;
+    } else {
+      t.peak_bytes = std::min<int64_t>(150 * k, target.cap_bytes);
+      t.allocated_peak_bytes = 100 * k;
+    }
+    return t;
+  };
+  FitSearch search(1, 1024, trial);
+  const std::vector<CardFit> fits = FitTargets(search, {{"small", 1200}, {"large", 1500}});
+  EXPECT_EQ(fits[1].max_value, 12);
+  EXPECT_EQ(fits[1].peak_bytes_at_max, 1500);
+  EXPECT_EQ(fits[0].max_value, 10);
+  EXPECT_EQ(fits[0].peak_bytes_at_max, 1200);
+  EXPECT_EQ(fits[0].first_oom_value, 11);
 }
 
 }  // namespace

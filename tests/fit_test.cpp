@@ -86,9 +86,13 @@ nlohmann::json ReadJson(const std::string& path) {
 TEST_F(FitCommandTest, CpuAndMetaGiveTheSameAnswerForASmallModel) {
   const std::string file = Write("small-mlp.json", kSmallMlp);
   const std::string cpu_json = Path("cpu.fit.json"), meta_json = Path("meta.fit.json");
-  const CliResult cpu = Cli({file, "--backend", "cpu", "--cap", "1MiB", "--cap", "3MiB", "--json", cpu_json});
+  // On the tensors' bytes (--verdict allocated): caps this small hold no 2 MiB segment of the caching
+  // allocator (ReservedVerdict.FitFindsTheBoundaryOnReservedBytes fits on reserved bytes).
+  const CliResult cpu = Cli({file, "--backend", "cpu", "--cap", "1MiB", "--cap", "3MiB", "--json", cpu_json,
+                             "--verdict", "allocated"});
   ASSERT_EQ(cpu.code, kExitOk) << cpu.err;
-  const CliResult meta = Cli({file, "--backend", "meta", "--cap", "1MiB", "--cap", "3MiB", "--json", meta_json});
+  const CliResult meta = Cli({file, "--backend", "meta", "--cap", "1MiB", "--cap", "3MiB", "--json", meta_json,
+                              "--verdict", "allocated"});
   ASSERT_EQ(meta.code, kExitOk) << meta.err;
   const nlohmann::json c = ReadJson(cpu_json), m = ReadJson(meta_json);
   EXPECT_EQ(c["fit"]["backend"], "cpu");
@@ -147,7 +151,8 @@ TEST_F(FitCommandTest, JsonFileHasTheDocumentedFields) {
 TEST_F(FitCommandTest, SeqVariesTheSequenceLengthOfTokenIds) {
   const std::string file = Write("tokens.json", kTokens);
   const std::string json = Path("seq.fit.json");
-  const CliResult r = Cli({file, "--knob", "seq", "--backend", "cpu", "--cap", "2MiB", "--json", json});
+  const CliResult r =
+      Cli({file, "--knob", "seq", "--backend", "cpu", "--cap", "2MiB", "--json", json, "--verdict", "allocated"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json card = ReadJson(json)["fit"]["variants"][0]["cards"][0];
   const int64_t seq = card["max_value"];
