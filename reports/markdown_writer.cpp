@@ -63,8 +63,9 @@ std::string ResultCell(ResultCode code, const VariantResult* v) {
 }
 
 void WriteTable(const std::vector<Row>& rows, std::string* out) {
-  *out += "| scenario | variant | backend | card | outcome | peak | baseline | delta | delta % | peak phase |\n";
-  *out += "|---|---|---|---|---|---:|---:|---:|---:|---|\n";
+  // reserved: the caching allocator model's reserved peak beside the ledger's (allocated) peak.
+  *out += "| scenario | variant | backend | card | outcome | peak | reserved | baseline | delta | delta % | peak phase |\n";
+  *out += "|---|---|---|---|---|---:|---:|---:|---:|---:|---|\n";
   for (const Row& r : rows) {
     const ScenarioResult& s = *r.scenario;
     const VariantResult* v = r.variant;
@@ -72,6 +73,7 @@ void WriteTable(const std::vector<Row>& rows, std::string* out) {
                                       Card(s), ResultCell(v ? v->code : s.code, v)};
     const VariantMeasurement* m = v && v->measurement ? &*v->measurement : nullptr;
     cells.push_back(m ? FormatBytes(m->ledger.peak_bytes) : kNone);
+    cells.push_back(m && m->cuda_model ? FormatBytes(m->cuda_model->reserved_peak_bytes) : kNone);
     if (const MetricDiff* d = v ? PeakDiff(v->baseline) : nullptr) {
       cells.push_back(FormatMetricValue(d->metric, d->baseline, false));
       cells.push_back(FormatMetricValue(d->metric, d->delta, true));

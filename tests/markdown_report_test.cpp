@@ -40,16 +40,16 @@ TEST(Markdown, RegressionRowComesFirstThenFailuresThenReportOrder) {
   ASSERT_EQ(rows.size(), 6u);
   EXPECT_EQ(
       rows[0],
-      "| bad&amp;name&lt;\"x\"&gt; | a&lt;b&gt;&amp;c | cpu | NVIDIA T4 16GB | **FAIL** (regressed) | 18.00 MiB | "
+      "| bad&amp;name&lt;\"x\"&gt; | a&lt;b&gt;&amp;c | cpu | NVIDIA T4 16GB | **FAIL** (regressed) | 18.00 MiB | — | "
       "16.20 MiB | +1.80 MiB | +11.1% | backward |");
-  EXPECT_EQ(rows[1], "| broken | — | cpu | — | **UNRESOLVED** | — | — | — | — | — |");
+  EXPECT_EQ(rows[1], "| broken | — | cpu | — | **UNRESOLVED** | — | — | — | — | — | — |");
   EXPECT_EQ(rows[2].rfind("| forgotten-no-grad | pitfall |", 0), 0u) << rows[2];
   EXPECT_EQ(
       rows[3],
-      "| forgotten-no-grad | fixed | cpu | NVIDIA T4 16GB | PASS (improved) | 9.00 MiB | 10.00 MiB | -1024.00 KiB | "
+      "| forgotten-no-grad | fixed | cpu | NVIDIA T4 16GB | PASS (improved) | 9.00 MiB | — | 10.00 MiB | -1024.00 KiB | "
       "-10.0% | backward |");
   EXPECT_EQ(rows[4].rfind("| bad&amp;name&lt;\"x\"&gt; | new\\_variant |", 0), 0u) << rows[4];
-  EXPECT_EQ(rows[5], "| gpu-only | — | cpu | — | UNSUPPORTED | — | — | — | — | — |");
+  EXPECT_EQ(rows[5], "| gpu-only | — | cpu | — | UNSUPPORTED | — | — | — | — | — | — |");
 }
 
 TEST(Markdown, SuggestsUpdatingBaselinesAndNotesStrict) {
