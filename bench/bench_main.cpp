@@ -20,7 +20,7 @@ constexpr Goal kGoals[] = {
     {"alloc+free 4 KiB", "BM_AllocFree/4096", 1.10, 0},
     {"alloc+free 1 MiB", "BM_AllocFree/1048576", 0, 0},
     // The same with the caching allocator's model deciding each request, as in every cpu run now.
-    {"alloc+free 4 KiB, verdict", "BM_AllocFreeUnderTheVerdict/4096", 0, 0},
+    {"verdict 4 KiB", "BM_AllocFreeUnderTheVerdict/4096", 0, 0},
     {"MLP training step", "BM_TrainingStep", 1.02, 0},
     // Baseline: the same step in plain LibTorch code on meta; candidate: oomguard's MeasureVariant.
     {"7B step on meta", "BM_MetaStep/llm_7b", 0, 100},
