@@ -1,0 +1,38 @@
+"""The forgotten no_grad of mlp_eval.py: the fix passes oomguard's limits, the pitfall is diagnosed at
+its Python line. Run: pytest examples/python (see README.md)."""
+import inspect
+
+import mlp_eval
+import oomguard
+import pytest
+
+# The fix peaks at 9.1 MiB on cpu (9.7 MiB on meta); the pitfall's eight kept graphs take it past 27 MiB.
+LIMITS = {"card": "t4", "peak_at_most": "10 MiB", "no_leak": True, "no_pitfalls": True}
+BACKENDS = [pytest.param(b, marks=pytest.mark.oomguard(backend=b, **LIMITS), id=b) for b in ("cpu", "meta")]
+
+
+def line_of(module, statement):
+    """Where `statement` is in the module's source: name.py:N (statement), as diagnoses name it."""
+    lines = inspect.getsource(module).splitlines()
+    number = next(i for i, line in enumerate(lines, 1) if line.strip() == statement)
+    return f"{module.__name__}.py:{number} ({statement})"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_evaluation_under_no_grad_fits(oomguard_measure, backend):
+    mlp_eval.train(oomguard_measure, no_grad=True)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "meta"])
+def test_forgotten_no_grad_is_diagnosed(backend):
+    with oomguard.measure(card="t4", backend=backend) as m:
+        mlp_eval.train(m, no_grad=False)
+    r = m.result
+    # Each kept output holds its graph: the input batch and both hidden activations it saved, and itself.
+    b = mlp_eval
+    per_batch = 4 * (b.BATCH * b.FEATURES + 2 * b.BATCH * b.HIDDEN + b.BATCH * b.CLASSES)
+    made = f"AddmmBackward0, made in {line_of(mlp_eval, 'yield model(x)')}"
+    assert [(d.kind, d.bytes, d.where) for d in r.diagnoses] == [
+        ("eval-keeps-graph", b.EVAL_BATCHES * per_batch, made)]
+    assert r.peak_phase == "eval" and r.peak_bytes > 27 * 2**20
+    assert not r.leak  # the outputs die with the evaluation: the peak, not the live bytes, grows
