@@ -2,25 +2,19 @@
 summing the loss tensors keeps every validation graph, diagnosed at its Python line. Run: pytest
 examples/python (see README.md)."""
 import gpt2_validation
-import oomguard
 import pytest
-from test_mlp_eval import line_of
+from measuring import BACKENDS, line_of, measured_on_each_backend, result_of
+
 
 # The fix peaks at 17.2 MiB on cpu (19.1 MiB on meta); the kept graphs add 11.4 MiB an iteration.
-LIMITS = {"card": "t4", "peak_at_most": "20 MiB", "no_leak": True, "no_pitfalls": True}
-BACKENDS = [pytest.param(b, marks=pytest.mark.oomguard(backend=b, **LIMITS), id=b) for b in ("cpu", "meta")]
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
+@measured_on_each_backend(card="t4", peak_at_most="20 MiB", no_leak=True, no_pitfalls=True)
 def test_summing_detached_losses_fits(oomguard_measure, backend):
     gpt2_validation.train(oomguard_measure, detach=True)
 
 
-@pytest.mark.parametrize("backend", ["cpu", "meta"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_summing_loss_tensors_is_diagnosed(backend):
-    with oomguard.measure(card="t4", backend=backend) as m:
-        gpt2_validation.train(m, detach=False)
-    r = m.result
+    r = result_of(gpt2_validation.train, backend, detach=False)
     made = f"AddBackward0, made in {line_of(gpt2_validation, 'total = total + validation_loss(model, held_out, detach)')}"
     kept = {d.kind: d for d in r.diagnoses if d.where == made}
     assert sorted(kept) == ["eval-keeps-graph", "graph-kept-across-iterations"]

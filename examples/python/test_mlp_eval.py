@@ -1,33 +1,19 @@
 """The forgotten no_grad of mlp_eval.py: the fix passes oomguard's limits, the pitfall is diagnosed at
 its Python line. Run: pytest examples/python (see README.md)."""
-import inspect
-
 import mlp_eval
-import oomguard
 import pytest
+from measuring import BACKENDS, line_of, measured_on_each_backend, result_of
+
 
 # The fix peaks at 9.1 MiB on cpu (9.7 MiB on meta); the pitfall's eight kept graphs take it past 27 MiB.
-LIMITS = {"card": "t4", "peak_at_most": "10 MiB", "no_leak": True, "no_pitfalls": True}
-BACKENDS = [pytest.param(b, marks=pytest.mark.oomguard(backend=b, **LIMITS), id=b) for b in ("cpu", "meta")]
-
-
-def line_of(module, statement):
-    """Where `statement` is in the module's source: name.py:N (statement), as diagnoses name it."""
-    lines = inspect.getsource(module).splitlines()
-    number = next(i for i, line in enumerate(lines, 1) if line.strip() == statement)
-    return f"{module.__name__}.py:{number} ({statement})"
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
+@measured_on_each_backend(card="t4", peak_at_most="10 MiB", no_leak=True, no_pitfalls=True)
 def test_evaluation_under_no_grad_fits(oomguard_measure, backend):
     mlp_eval.train(oomguard_measure, no_grad=True)
 
 
-@pytest.mark.parametrize("backend", ["cpu", "meta"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_forgotten_no_grad_is_diagnosed(backend):
-    with oomguard.measure(card="t4", backend=backend) as m:
-        mlp_eval.train(m, no_grad=False)
-    r = m.result
+    r = result_of(mlp_eval.train, backend, no_grad=False)
     # Each kept output holds its graph: the input batch and both hidden activations it saved, and itself.
     b = mlp_eval
     per_batch = 4 * (b.BATCH * b.FEATURES + 2 * b.BATCH * b.HIDDEN + b.BATCH * b.CLASSES)
