@@ -24,6 +24,7 @@ def make_model(device):
 
 
 def next_batch(device):
+    """Inputs and labels drawn on the device: the bytes the catalog's host draw and copy book there."""
     return torch.randn(BATCH, FEATURES, device=device), torch.randint(0, CLASSES, (BATCH,), device=device)
 
 
@@ -32,7 +33,7 @@ def train_step(model, m):
     with m.phase("transfer"):
         x, y = next_batch(m.device)
     with m.phase("forward"):
-        output = model(x)
+        output = model(x)  # alive until the step ends, as the C++ loop's local
         loss = F.cross_entropy(output, y)
     with m.phase("backward"):
         loss.backward()
@@ -54,7 +55,7 @@ def evaluate(model, m, no_grad):
 
 
 def train(m, no_grad=True):
-    """The scenario's loop inside the measurement `m` (an oomguard.measure)."""
+    """The scenario's loop inside the measurement `m` (an oomguard.measure); returns the optimizer."""
     model = make_model(m.device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     m.track(model, opt)
