@@ -35,6 +35,7 @@ oomguard_live_after_iteration, oomguard_leak, oomguard_diagnoses, oomguard_basel
 measured tests. Under --oomguard an unmarked test that opens its own oomguard.measure meets "a
 measurement is already running": mark it instead.
 """
+import contextlib
 import inspect
 import json
 import os
@@ -276,7 +277,13 @@ def _run_forked(item, measure, call):
         os.close(read_fd)
         _child(item, measure, call, write_fd)
     os.close(write_fd)
-    data, status = _wait(pid, read_fd, timeout)
+    try:
+        data, status = _wait(pid, read_fd, timeout)
+    except BaseException:  # Ctrl-C while the child runs: it goes too
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        raise
     if status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and data:
         return json.loads(data)
     return {"outcome": "crashed", "text": _died(status, timeout), "timeout": status is None}
