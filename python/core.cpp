@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
+#include <torch/headeronly/version.h>
 
 #include <algorithm>
 #include <cstring>
@@ -315,6 +316,9 @@ PYBIND11_MODULE(_core, module) {
   module.def("parse_bytes", &oomguard::ParseBytes);
   module.def("card_cap_bytes", &oomguard::CardCapBytes);
   module.def("format_bytes", &oomguard::FormatBytes);  // "1.54 MiB", as PyTorch's OOM message writes sizes
+  // The torch whose headers and libraries this module was built with: oomguard/__init__.py refuses another.
+  module.attr("built_for_torch") =
+      std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." + std::to_string(TORCH_VERSION_PATCH);
 
   // The pytest plugin's block (Note [One implementation of baselines]).
   module.def("compare_with_baseline", &plugin::CompareTest, py::arg("baselines_dir"), py::arg("scenario"),
