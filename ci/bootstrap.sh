@@ -2,7 +2,8 @@
 # Installs everything oomguard needs, idempotently: quiet and fast when all is present.
 #   - Debian packages: compiler toolchain pieces (clang and libFuzzer too), CLI11, nlohmann/json,
 #     GoogleTest/Benchmark, ccache, valgrind.
-#   - PyPI torch==$TORCH_VERSION, torchvision==$TORCHVISION_VERSION and pytest==$PYTEST_VERSION (ci/pins.env) in a venv outside the
+#   - PyPI torch==$TORCH_VERSION, torchvision==$TORCHVISION_VERSION, pytest==$PYTEST_VERSION and
+#     transformers==$TRANSFORMERS_VERSION (ci/pins.env) in a venv outside the
 #     checkout, so every clone reuses it:
 #     ${OOMGUARD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/oomguard}/torch-$TORCH_VERSION
 # Prints the venv's python on the last line of stdout.
@@ -53,5 +54,13 @@ if ! have_pytest; then
   log "installing pytest==$PYTEST_VERSION into $venv (python/tests: the pytest plugin's tests)"
   "$py" -m pip install -q --disable-pip-version-check "pytest==$PYTEST_VERSION" "torch==$TORCH_VERSION" >&2
   have_pytest || { log "pytest $PYTEST_VERSION did not import from $venv"; exit 1; }
+fi
+have_transformers() {
+  "$py" -c "import transformers, sys; sys.exit(transformers.__version__ != '$TRANSFORMERS_VERSION')" 2>/dev/null
+}
+if ! have_transformers; then
+  log "installing transformers==$TRANSFORMERS_VERSION into $venv (examples/python: a model TorchScript cannot compile)"
+  "$py" -m pip install -q --disable-pip-version-check "transformers==$TRANSFORMERS_VERSION" "torch==$TORCH_VERSION" >&2
+  have_torch && have_transformers || { log "transformers $TRANSFORMERS_VERSION did not import with torch $TORCH_VERSION"; exit 1; }
 fi
 echo "$py"

@@ -16,7 +16,7 @@ generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
 # vptr is left out: LibTorch is built without it, and its types cross into our code.
 flags="-fsanitize=address,undefined -fno-sanitize=vptr -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"
-         "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined" -DOOMGUARD_BUILD_BENCH=OFF)
+         "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined" -DOOMGUARD_BUILD_BENCH=OFF -DOOMGUARD_PYTHON=OFF)
 if [ "$mode" = free ]; then
   options+=(-DOOMGUARD_WITH_TORCH=OFF)
 else

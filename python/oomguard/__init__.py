@@ -19,7 +19,17 @@ model to book everything the loop makes. The pytest plugin: oomguard/pytest_plug
 """
 import torch  # first: the extension binds to this torch's libc10, libtorch_cpu and libtorch_python
 
-from oomguard import _core
+try:
+    from oomguard import _core
+except ImportError as e:  # most often a torch other than the one oomguard was built with (missing symbols)
+    raise ImportError(f"oomguard: its C++ core does not load into torch {torch.__version__} "
+                      f"(from {torch.__file__}): {e}. Build oomguard against this torch "
+                      "(pip install --no-build-isolation ./python, with this torch installed)") from None
+# One torch in the process: the module runs on the libraries of the torch it was built with.
+if torch.__version__.split("+")[0] != _core.built_for_torch:
+    raise ImportError(f"oomguard was built for torch {_core.built_for_torch}, and this process imported "
+                      f"torch {torch.__version__} (from {torch.__file__}); reinstall oomguard with this torch "
+                      "(pip install --no-build-isolation ./python)")
 from oomguard.measure import Measure, measure
 
 __all__ = ["measure", "Measure", "Result", "parse_bytes", "card_cap_bytes"]

@@ -7,24 +7,79 @@
 
 A marked test runs inside oomguard.measure(card=, backend=, cap=) and fails, with the numbers, when its
 peak is over peak_at_most, when its live bytes grow from iteration to iteration (no_leak, with
-m.iterations(n)), or when oomguard diagnoses a pitfall (no_pitfalls). `--oomguard` measures every test
-(no cap, cpu) and prints a table of peaks at the end; `--oomguard-json PATH` writes the numbers.
-A bad marker (an unknown argument, card or size) stops the run at collection with a usage error.
-Under --oomguard an unmarked test that opens its own oomguard.measure meets "a measurement is already
-running": mark it instead.
+m.iterations(n)), when oomguard diagnoses a pitfall (no_pitfalls), or when its numbers are worse than
+its baseline. `--oomguard` measures every test (no cap, cpu) and prints a table of peaks at the end;
+`--oomguard-json PATH` writes the numbers. A bad marker (an unknown argument, card or size) stops the
+run at collection with a usage error.
+
+Isolation: each measured test's body runs in a child forked from pytest (as `oomguard run` runs each
+variant in a child of its own), inside the measurement, with one intra-op thread; the child sends its
+numbers, outcome and failure text back through a pipe as JSON and leaves with os._exit, so what one
+test keeps alive (a module-level tensor, the allocator's state) never reaches another's numbers. The
+fixtures are set up and torn down in pytest's process: the child inherits them, and what it does to
+them stays in the child. A child that dies (a signal, os._exit) or outlives --oomguard-timeout
+(600 s) fails its test saying so. isolate=False in the marker, or --oomguard-no-fork, runs the test in
+pytest's process instead.
+
+Baselines: each measured test's numbers are compared with the CLI's baseline files (scenarios/FORMAT.md),
+one per test module (tests/test_models.py: tests.test_models.json, a variant per test), in
+--oomguard-baselines DIR (the ini option oomguard_baselines; default <rootdir>/oomguard-baselines), with
+the CLI's own C++ code: exact by default, a file's "tolerance" applies. Worse beyond the tolerance fails
+the test ("oomguard: regression: peak_bytes ..."); better passes, noted at the end; no baseline is a note,
+and a failure under --oomguard-strict. --oomguard-update-baselines records the numbers of the tests that
+passed (atomically, under the folder's lock) instead of failing on them.
+
+Reports: the numbers go to the JUnit XML as properties (oomguard_peak_bytes, oomguard_phase_peak_bytes.<phase>,
+oomguard_live_after_iteration, oomguard_leak, oomguard_diagnoses, oomguard_baseline, ...), and
+--oomguard-report FORMAT=PATH (repeatable: md, html, junit, json, csv) writes the CLI's reports of the
+measured tests. Under --oomguard an unmarked test that opens its own oomguard.measure meets "a
+measurement is already running": mark it instead.
 """
+import contextlib
+import inspect
 import json
+import os
+import select
+import signal
+import sys
+import time
+import traceback
 
 import pytest
 
+from oomguard import _core
 from oomguard.measure import Measure
-from oomguard.report import failures_of, record_of, summary_lines
+from oomguard.report import baseline_lines, failures_of, junit_properties, names_of_test, record_of, summary_lines
 
 MARKER_ARGUMENTS = {"card": None, "backend": "cpu", "cap": None, "peak_at_most": None, "no_leak": True,
-                    "no_pitfalls": False}
+                    "no_pitfalls": False, "isolate": True}
+DEFAULT_BASELINES = "oomguard-baselines"
 _MEASURE = pytest.StashKey()
 _CHECKS = pytest.StashKey()
-_RECORDS = pytest.StashKey()
+_ISOLATE = pytest.StashKey()
+_RUN = pytest.StashKey()
+
+
+class _Run:
+    """What the session measured: the records (--oomguard-json, the table), each test's result for the
+    reports and the baselines' update, and the comparisons that passed (the notes at the end)."""
+
+    def __init__(self, config):
+        self.records = []
+        self.tests = []  # {"nodeid", "record" (or None), "code", "reasons"}
+        self.compared = []  # (nodeid, comparison) of tests whose baseline did not fail them
+        self.end_lines = []
+        self.started = time.monotonic()
+        self.update = config.getoption("oomguard_update_baselines")
+        self.strict = config.getoption("oomguard_strict")
+        self.reports = config.getoption("oomguard_report") or []
+        given, ini = config.getoption("oomguard_baselines"), config.getini("oomguard_baselines")
+        if given:  # relative to where pytest was started, as other paths on its command line
+            self.baselines = str(config.invocation_params.dir / given)
+        elif ini:  # relative to the ini file
+            self.baselines = str(config.inipath.parent / ini)
+        else:
+            self.baselines = str(config.rootpath / DEFAULT_BASELINES)
 
 
 def pytest_addoption(parser):
@@ -33,18 +88,38 @@ def pytest_addoption(parser):
                     help="measure every test (unmarked ones on cpu, no cap) and print a table of peaks")
     group.addoption("--oomguard-json", metavar="PATH", default=None,
                     help="write each measured test's numbers to PATH as JSON")
+    group.addoption("--oomguard-no-fork", action="store_true", default=False,
+                    help="run measured tests in pytest's process, not each in a forked child")
+    group.addoption("--oomguard-timeout", metavar="SECONDS", type=float, default=600.0,
+                    help="fail a forked test whose child runs longer than this (default 600)")
+    group.addoption("--oomguard-baselines", metavar="DIR", default=None,
+                    help=f"the baseline files' folder (default: ini oomguard_baselines, else <rootdir>/{DEFAULT_BASELINES})")
+    group.addoption("--oomguard-update-baselines", action="store_true", default=False,
+                    help="record the numbers of the measured tests that pass as their baselines")
+    group.addoption("--oomguard-strict", action="store_true", default=False,
+                    help="fail a measured test that has no baseline")
+    group.addoption("--oomguard-report", metavar="FORMAT=PATH", action="append", default=None,
+                    help="write the CLI's report of the measured tests: md, html, junit, json or csv (repeatable)")
+    parser.addini("oomguard_baselines", f"the baseline files' folder, relative to the ini file (default {DEFAULT_BASELINES})",
+                  default=None)
 
 
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
-        "oomguard(card=None, backend='cpu', cap=None, peak_at_most=None, no_leak=True, no_pitfalls=False): "
-        "run the test inside oomguard.measure and fail it past the limits")
-    config.stash[_RECORDS] = []
+        "oomguard(card=None, backend='cpu', cap=None, peak_at_most=None, no_leak=True, no_pitfalls=False, "
+        "isolate=True): run the test inside oomguard.measure (in a forked child) and fail it past the limits")
+    for spec in config.getoption("oomguard_report") or []:
+        error = _core.report_spec_error(spec)
+        if error:
+            raise pytest.UsageError(error.replace("--report", "--oomguard-report"))
+    if config.getoption("oomguard_timeout") <= 0:
+        raise pytest.UsageError("--oomguard-timeout: expected a number of seconds above 0")
+    config.stash[_RUN] = _Run(config)
 
 
 def _checks_of(marker, nodeid):
-    """The marker's arguments, checked: (Measure, checks), or pytest.UsageError naming what is accepted."""
+    """The marker's arguments, checked: (Measure, checks, isolate), or pytest.UsageError naming what is accepted."""
     where = f"{nodeid}: @pytest.mark.oomguard"
     if marker.args:
         raise pytest.UsageError(f"{where}: takes keyword arguments only ({', '.join(MARKER_ARGUMENTS)})")
@@ -56,8 +131,6 @@ def _checks_of(marker, nodeid):
         measure = Measure(card=args["card"], backend=args["backend"], cap=args["cap"])
         limit = None
         if args["peak_at_most"] is not None:
-            from oomguard import _core
-
             try:
                 limit = _core.parse_bytes(str(args["peak_at_most"]))
             except ValueError as e:
@@ -66,17 +139,20 @@ def _checks_of(marker, nodeid):
         raise pytest.UsageError(f"{where}: {str(e).removeprefix('oomguard.measure: ')}") from None
     checks = {"peak_at_most": limit, "peak_at_most_text": args["peak_at_most"], "no_leak": bool(args["no_leak"]),
               "no_pitfalls": bool(args["no_pitfalls"])}
-    return measure, checks
+    return measure, checks, bool(args["isolate"])
 
 
 def pytest_collection_modifyitems(config, items):
     measure_all = config.getoption("oomguard")
+    no_fork = config.getoption("oomguard_no_fork")
     for item in items:
         marker = item.get_closest_marker("oomguard")
         if marker is not None:
-            item.stash[_MEASURE], item.stash[_CHECKS] = _checks_of(marker, item.nodeid)
+            item.stash[_MEASURE], item.stash[_CHECKS], isolate = _checks_of(marker, item.nodeid)
+            item.stash[_ISOLATE] = isolate and not no_fork
         elif measure_all:
             item.stash[_MEASURE] = Measure()
+            item.stash[_ISOLATE] = not no_fork
 
 
 @pytest.fixture
@@ -89,41 +165,278 @@ def oomguard_measure(request):
     return measure
 
 
-@pytest.hookimpl(wrapper=True)
+# ---- the forked child -----------------------------------------------------------------------------
+
+def _failure_text(item, excinfo):
+    """The exception as pytest would print it for this test (its repr_failure), else a plain traceback."""
+    try:
+        return str(item.repr_failure(excinfo))
+    except Exception:  # noqa: BLE001 - a failure to format must still report the failure
+        return "".join(traceback.format_exception(excinfo.type, excinfo.value, excinfo.tb))
+
+
+def _outcome_of(item, call):
+    """Runs call() and says how it ended: {"outcome": "passed" | "failed" | "skipped" | "xfailed", "text"}."""
+    try:
+        call()
+        return {"outcome": "passed", "text": ""}
+    except pytest.skip.Exception as e:
+        return {"outcome": "skipped", "text": e.msg}
+    except pytest.xfail.Exception as e:
+        return {"outcome": "xfailed", "text": e.msg}
+    except BaseException:  # noqa: BLE001 - SystemExit and KeyboardInterrupt in the body fail the test too
+        return {"outcome": "failed", "text": _failure_text(item, pytest.ExceptionInfo.from_current())}
+
+
+def _child(item, measure, call, write_fd):
+    """In the forked child: the test body inside the measurement, the message to the parent, os._exit."""
+    code = 0
+    try:
+        import torch
+
+        # One intra-op thread, as the CLI's child (run/measure_child.cpp): a forked child must not run
+        # OpenMP regions on the pool pytest's process started (its threads are not in the child).
+        torch.set_num_threads(1)
+        started = time.monotonic()
+        message = _outcome_of(item, call)
+        if measure.result is not None:
+            message["record"] = record_of(item.nodeid, measure.result, 1000 * (time.monotonic() - started))
+        message["user_properties"] = [(str(k), v if isinstance(v, (int, float, str, bool)) else str(v))
+                                      for k, v in item.user_properties]
+        payload = json.dumps(message).encode()
+        with os.fdopen(write_fd, "wb") as out:
+            out.write(payload)
+    except BaseException:  # noqa: BLE001 - the parent reports a child that sent nothing
+        traceback.print_exc()
+        code = 3
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001, S110 - a closed capture stream: nothing more to say
+                pass
+        os._exit(code)
+
+
+def _wait(pid, read_fd, timeout):
+    """The child's message bytes and its wait status, or None status when it outlived `timeout` (then killed)."""
+    chunks, deadline, status = [], time.monotonic() + timeout, None
+    open_pipe = True
+    while status is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(read_fd)
+            return b"".join(chunks), None
+        if open_pipe:
+            ready, _, _ = select.select([read_fd], [], [], min(left, 0.1))
+            if ready:
+                chunk = os.read(read_fd, 1 << 16)
+                open_pipe = bool(chunk)
+                chunks.append(chunk)
+        else:
+            time.sleep(min(left, 0.01))
+        done, wait_status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = wait_status
+    os.set_blocking(read_fd, False)
+    try:  # what is left in the pipe (a grandchild holding its write end open must not stall us)
+        while chunk := os.read(read_fd, 1 << 16):
+            chunks.append(chunk)
+    except BlockingIOError:
+        pass
+    os.close(read_fd)
+    return b"".join(chunks), status
+
+
+def _died(status, timeout):
+    if status is None:
+        return (f"oomguard: the test's forked child ran past --oomguard-timeout={timeout:g} s and was killed "
+                "(SIGKILL); no numbers")
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = "unknown signal"
+        return f"oomguard: the test's forked child died of signal {number} ({name}) before it reported; no numbers"
+    return (f"oomguard: the test's forked child exited with code {os.waitstatus_to_exitcode(status)} before it "
+            "reported (os._exit in the test?); no numbers")
+
+
+def _run_forked(item, measure, call):
+    """The test body in a forked child: the message it sent ({"outcome", "text", "record"}), or a
+    failed outcome saying how the child ended without one."""
+    timeout = item.config.getoption("oomguard_timeout")
+    read_fd, write_fd = os.pipe()
+    for stream in (sys.stdout, sys.stderr):  # nothing buffered before the fork is written twice
+        stream.flush()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        _child(item, measure, call, write_fd)
+    os.close(write_fd)
+    try:
+        data, status = _wait(pid, read_fd, timeout)
+    except BaseException:  # Ctrl-C while the child runs: it goes too
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        raise
+    if status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and data:
+        return json.loads(data)
+    return {"outcome": "crashed", "text": _died(status, timeout), "timeout": status is None}
+
+
+# ---- the hook -----------------------------------------------------------------------------------
+
+def _flags(failure):
+    """A baseline failure as the C++ core words it for the CLI, with the plugin's options."""
+    failure = failure.replace("(--strict)", "(--oomguard-strict)").replace("--update-baselines", "--oomguard-update-baselines")
+    return f"oomguard: {failure}"
+
+
+def _compare(run, record):
+    """The record against its baseline, or a failure line for a baseline file that cannot be read."""
+    try:
+        return _core.compare_with_baseline(run.baselines, record["scenario"], record, run.strict), None
+    except ValueError as e:
+        return None, f"oomguard: baseline: {e}"
+
+
+def _code(message, failures):
+    """The test's result as the CLI's reports name it (model/result_code.h)."""
+    if message.get("timeout"):
+        return "TIMEOUT"
+    if message["outcome"] == "crashed":
+        return "UNRESOLVED"
+    return "FAIL" if failures or message["outcome"] == "failed" else "PASS"
+
+
+def _reasons(text, outcome):
+    """A failed test's reason in one line: pytest's first "E   ..." line, else the text's last line."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    explained = [line[1:].strip() for line in lines if line.startswith("E ")]
+    return [(explained or lines or [outcome])[0 if explained else -1]]
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem):
     measure = pyfuncitem.stash.get(_MEASURE, None)
-    if measure is None:
-        return (yield)
     function = pyfuncitem.obj
-    pyfuncitem.obj = measure(function)
-    try:
-        outcome = yield
-    finally:
-        pyfuncitem.obj = function
+    if measure is None or inspect.iscoroutinefunction(function):
+        return None  # pytest's own call (an async test is pytest's, or its plugins', to run)
+    run = pyfuncitem.config.stash[_RUN]
+    args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+
+    def call():
+        measure(function)(**args)
+
+    if pyfuncitem.stash[_ISOLATE]:
+        message = _run_forked(pyfuncitem, measure, call)
+        error = None
+    else:
+        started, error = time.monotonic(), None
+        try:
+            call()
+            message = {"outcome": "passed", "text": ""}
+        except BaseException as e:  # noqa: BLE001 - re-raised below, after the numbers are kept
+            error = e
+            message = {"outcome": "failed", "text": str(e)}
         if measure.result is not None:
-            record = record_of(pyfuncitem.nodeid, measure.result)
-            pyfuncitem.config.stash[_RECORDS].append(record)
-            pyfuncitem.user_properties.append(("oomguard_peak_bytes", measure.result.peak_bytes))
-    checks = pyfuncitem.stash.get(_CHECKS, None)
-    if checks is not None:
-        failures = failures_of(measure.result, checks)
-        if failures:
-            pytest.fail("\n".join(failures), pytrace=False)
-    return outcome
+            message["record"] = record_of(pyfuncitem.nodeid, measure.result, 1000 * (time.monotonic() - started))
+    pyfuncitem.user_properties.extend(tuple(p) for p in message.get("user_properties", []))
+    record = message.get("record")
+    failures, comparison = [], None
+    if record is not None:
+        run.records.append(record)
+        checks = pyfuncitem.stash.get(_CHECKS, None)
+        if message["outcome"] == "passed":
+            failures = failures_of(record, checks) if checks is not None else []
+            comparison, broken = _compare(run, record)
+            failures += [broken] if broken else [] if run.update else [_flags(f) for f in comparison["failures"]]
+            if comparison is not None and not comparison["failures"]:
+                run.compared.append((pyfuncitem.nodeid, comparison))
+        pyfuncitem.user_properties.extend(junit_properties(record, comparison))
+    outcome = message["outcome"]
+    run.tests.append({"nodeid": pyfuncitem.nodeid, "record": record, "code": _code(message, failures),
+                      "reasons": failures if outcome == "passed" else _reasons(message["text"], outcome)})
+    if error is not None:
+        raise error
+    if outcome == "skipped":  # reported at the test, as pytest reports a skip in its body
+        raise pytest.skip.Exception(message["text"], _use_item_location=True)
+    if outcome == "xfailed":
+        pytest.xfail(message["text"])
+    if outcome == "crashed":
+        pytest.fail(message["text"], pytrace=False)
+    if outcome == "failed":  # the child's traceback, under its one-line reason (pytest's short summary shows it)
+        pytest.fail(f"in the test's forked child: {_reasons(message['text'], outcome)[0]}\n\n{message['text']}",
+                    pytrace=False)
+    if failures:
+        pytest.fail("\n".join(failures), pytrace=False)
+    return True
 
 
-def pytest_terminal_summary(terminalreporter, config):
-    records = config.stash.get(_RECORDS, [])
-    if not records or not config.getoption("oomguard"):
-        return
-    terminalreporter.write_sep("=", "oomguard report")
-    for line in summary_lines(records):
-        terminalreporter.write_line(line)
+# ---- the end of the run -------------------------------------------------------------------------
+
+def _scenarios(run):
+    """The measured tests as the CLI's scenarios (one per module, backend and limit) for the C++ writers."""
+    groups = {}
+    for test in run.tests:
+        r = test["record"]
+        scenario, variant = names_of_test(test["nodeid"])
+        key = (scenario, r["backend"], r["card"], r["cap_bytes"]) if r else (scenario, "", "", -1)
+        group = groups.setdefault(key, {"name": scenario, "file": test["nodeid"].partition("::")[0],
+                                        "backend": key[1], "card": key[2], "cap_bytes": key[3],
+                                        "duration_ms": 0.0, "variants": []})
+        group["variants"].append({"record": r, "name": variant, "code": test["code"], "reasons": test["reasons"]})
+        group["duration_ms"] += r["duration_ms"] if r else 0.0
+    return list(groups.values())
 
 
 def pytest_sessionfinish(session):
-    path = session.config.getoption("oomguard_json")
+    config = session.config
+    run = config.stash.get(_RUN, None)
+    if run is None:
+        return
+    path = config.getoption("oomguard_json")
     if path:
         with open(path, "w") as out:
-            json.dump({"tests": session.config.stash.get(_RECORDS, [])}, out, indent=2)
+            json.dump({"tests": run.records}, out, indent=2)
             out.write("\n")
+    if not run.tests:
+        return
+    scenarios = _scenarios(run)
+    backends = sorted({s["backend"] for s in scenarios if s["backend"]})
+    meta = {"backend": ", ".join(backends), "duration_ms": 1000 * (time.monotonic() - run.started),
+            "strict": run.strict, "updating_baselines": run.update, "baselines_dir": run.baselines}
+    for spec in run.reports:
+        try:
+            _core.write_report(spec, scenarios, meta)
+            run.end_lines.append(f"report: {spec}")
+        except (ValueError, RuntimeError) as e:
+            run.end_lines.append(f"report {spec} not written: {e}")
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if run.update:
+        text, error = _core.update_baselines(scenarios, meta)
+        run.end_lines += [f"{line.strip()} ({run.baselines})" if line.startswith("baselines:") else line
+                          for line in text.splitlines()]
+        if error:
+            run.end_lines.append(error.replace("--update-baselines", "--oomguard-update-baselines"))
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    run = config.stash.get(_RUN, None)
+    if run is None:
+        return
+    if run.records and config.getoption("oomguard"):
+        terminalreporter.write_sep("=", "oomguard report")
+        for line in summary_lines(run.records):
+            terminalreporter.write_line(line)
+    notes = baseline_lines(run.compared, run.baselines, run.strict, run.update) + run.end_lines
+    if notes:
+        terminalreporter.write_sep("=", "oomguard baselines and reports")
+        for line in notes:
+            terminalreporter.write_line(line)

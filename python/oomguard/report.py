@@ -1,49 +1,91 @@
-"""The pytest plugin's verdicts and summary, computed from a measurement (no pytest here)."""
-from oomguard._core import format_bytes
+"""The pytest plugin's records, verdicts and summary (no pytest here).
 
-GIB = 1 << 30
+A record is one test's numbers as a plain dict (record_of): what --oomguard-json writes, what a forked
+test's child sends its parent as JSON, and what the C++ core reads back to compare with a baseline and
+to write the CLI's reports (oomguard._core.compare_with_baseline, update_baselines, write_report).
+"""
+from oomguard._core import format_bytes
 
 
 def bytes_text(n):
-    """2147483648 -> "2147483648 bytes (2 GiB)"; 2097152 -> "2097152 bytes (0.001953 GiB)"."""
-    return f"{n} bytes ({n / GIB:.4g} GiB)"
+    """2097152 -> "2.00 MiB (2097152 bytes)", as the C++ matchers' messages write a size (DescribeBytes)."""
+    return f"{format_bytes(n)} ({n} bytes)"
 
 
-def failures_of(result, checks):
-    """The marker's checks that the measurement fails, one message each (none: the test passes)."""
-    failures = []
-    limit = checks["peak_at_most"]
-    if limit is not None and result.peak_bytes > limit:
-        failures.append(f"oomguard: peak {bytes_text(result.peak_bytes)} in {result.peak_phase} is over "
-                        f"peak_at_most={checks['peak_at_most_text']!r}: {bytes_text(limit)}")
-    if checks["no_leak"] and result.leak:
-        growth = int(result.live_growth_per_iteration_bytes)
-        failures.append(f"oomguard: leak: live bytes grow by {growth} bytes per iteration "
-                        f"(live after each iteration: {', '.join(str(b) for b in result.live_after_iteration)})")
-    if checks["no_pitfalls"]:
-        for d in result.diagnoses:
-            if d.severity == "pitfall":
-                failures.append(f"oomguard: pitfall {d.kind} ({d.amount}): {d.message}\n  fix: {d.fix}")
-    return failures
+def names_of_test(nodeid):
+    """A test's scenario and variant, as baseline files and reports name them: the module's path without
+    .py, dotted ("tests/test_models.py" -> "tests.test_models"), and the rest of the node id
+    ("TestX::test_y[2]")."""
+    path, _, rest = nodeid.partition("::")
+    module = path[:-3] if path.endswith(".py") else path
+    return module.replace("/", ".").replace("\\", "."), rest or path
 
 
-def record_of(test, result):
-    """One test's numbers, as --oomguard-json writes them."""
+def record_of(nodeid, result, duration_ms=0.0):
+    """One test's numbers, from its _core.Measurement."""
+    scenario, variant = names_of_test(nodeid)
     return {
-        "test": test,
+        "test": nodeid,
+        "scenario": scenario,
+        "variant": variant,
         "outcome": result.outcome,
+        "error": result.error,
         "backend": result.backend,
         "card": result.card,
         "cap_bytes": result.cap_bytes,
         "peak_bytes": result.peak_bytes,
         "peak_phase": result.peak_phase,
         "phase_peak_bytes": dict(result.phase_peak_bytes),
+        "live_at_peak_by_phase": [list(p) for p in result.live_at_peak_by_phase],
+        "alloc_count": result.alloc_count,
         "live_after_iteration": list(result.live_after_iteration),
+        "iteration_peak_bytes": list(result.iteration_peak_bytes),
         "live_growth_per_iteration_bytes": result.live_growth_per_iteration_bytes,
+        "leak": result.leak,
         "breakdown": result.breakdown,
-        "diagnoses": [{"kind": d.kind, "severity": d.severity, "amount": d.amount, "message": d.message}
+        "warnings": list(result.warnings),
+        "steady_state": result.steady_state,
+        "diagnoses": [{"kind": d.kind, "severity": d.severity, "bytes": d.bytes, "per": d.per, "phase": d.phase,
+                       "where": d.where, "amount": d.amount, "message": d.message, "fix": d.fix}
                       for d in result.diagnoses],
+        "duration_ms": duration_ms,
     }
+
+
+def failures_of(record, checks):
+    """The marker's checks that the record fails, one message each (none: the test passes)."""
+    failures = []
+    limit = checks["peak_at_most"]
+    if limit is not None and record["peak_bytes"] > limit:
+        failures.append(f"oomguard: peak {bytes_text(record['peak_bytes'])} in {record['peak_phase']} is over "
+                        f"peak_at_most={checks['peak_at_most_text']!r}: {bytes_text(limit)}")
+    if checks["no_leak"] and record["leak"]:
+        growth = int(record["live_growth_per_iteration_bytes"])
+        failures.append(f"oomguard: leak: live bytes grow by {growth} bytes per iteration "
+                        f"(live after each iteration: {', '.join(str(b) for b in record['live_after_iteration'])})")
+    if checks["no_pitfalls"]:
+        for d in record["diagnoses"]:
+            if d["severity"] == "pitfall":
+                failures.append(f"oomguard: pitfall {d['kind']} ({d['amount']}): {d['message']}\n  fix: {d['fix']}")
+    return failures
+
+
+def junit_properties(record, comparison):
+    """The numbers as JUnit <property> pairs (pytest's user_properties), names prefixed oomguard_."""
+    props = [("oomguard_peak_bytes", record["peak_bytes"]), ("oomguard_peak_phase", record["peak_phase"])]
+    props += [(f"oomguard_phase_peak_bytes.{phase}", b) for phase, b in sorted(record["phase_peak_bytes"].items())]
+    props.append(("oomguard_live_after_iteration", ",".join(str(b) for b in record["live_after_iteration"])))
+    growth = record["live_growth_per_iteration_bytes"]
+    props.append(("oomguard_live_growth_per_iteration_bytes", "" if growth is None else growth))
+    props.append(("oomguard_leak", str(bool(record["leak"])).lower()))
+    props.append(("oomguard_alloc_count", record["alloc_count"]))
+    props.append(("oomguard_diagnoses", ",".join(d["kind"] for d in record["diagnoses"])))
+    if comparison is not None:
+        props.append(("oomguard_baseline", comparison["verdict"]))
+        peak = next((m for m in comparison["metrics"] if m["metric"] == "peak_bytes"), None)
+        if peak is not None:
+            props.append(("oomguard_baseline_peak_bytes", peak["baseline"]))
+    return props
 
 
 def summary_lines(records):
@@ -54,4 +96,24 @@ def summary_lines(records):
     for r in rows:
         lines.append(f"{r['test']:<{width}}  {r['peak_bytes']:>14}  {format_bytes(r['peak_bytes']):>12}  "
                      f"{r['peak_phase']:<11}  {r['outcome']}")
+    return lines
+
+
+def baseline_lines(compared, baselines_dir, strict, updating):
+    """What the baselines said of the tests that passed them, for the end of the run: (nodeid, comparison)
+    pairs in; improvements (with their numbers) and tests without a baseline out, one line each (none
+    while updating)."""
+    lines = []
+    if updating:  # the update's own lines say what it recorded
+        return lines
+    for nodeid, c in compared:
+        if c["verdict"] == "improved":
+            better = "; ".join(m["text"] for m in c["metrics"] if m["verdict"] == "improved")
+            lines.append(f"improved: {nodeid}: {better}")
+    new = [nodeid for nodeid, c in compared if c["verdict"] == "new"]
+    if new:
+        lines.append(f"no baseline in {baselines_dir} for {len(new)} test(s): {', '.join(new)}")
+    if lines:
+        lines.append("record the numbers with --oomguard-update-baselines" +
+                     ("; --oomguard-strict fails a test without a baseline" if new and not strict else ""))
     return lines

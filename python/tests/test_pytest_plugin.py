@@ -1,10 +1,15 @@
 """Python.PytestPluginFailsPastTheLimits: the pytest plugin (oomguard/pytest_plugin.py), run by
 pytest's own pytester on small test files: a test under its limit passes, one over it fails with the
-peak and the limit in bytes and GiB, a growing list fails no_leak with its bytes per iteration, and
-a kept eval graph fails no_pitfalls with the detectors' text and the Python line that made it, and bad markers stop the run with a
-usage error naming what is accepted.
+peak and the limit in bytes, a growing list fails no_leak with its bytes per iteration, a kept eval
+graph fails no_pitfalls with the detectors' text and the Python line that made it, and bad markers
+stop the run with a usage error naming what is accepted. Then what issue #32 item 4 added: baselines
+(a regression fails with the CLI's numbers, an improvement is noted, an update rewrites the file, a
+missing baseline fails under --oomguard-strict), isolation in forked children (a module-level tensor
+one test keeps does not reach the next one's numbers; a child that exits, crashes or hangs is
+reported), JUnit properties, and the CLI's Markdown and HTML reports.
 """
 import json
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -62,8 +67,7 @@ def test_limits_and_leaks(pytester):
     result.assert_outcomes(passed=2, failed=3)
     result.stdout.fnmatch_lines([
         "*_ test_over _*",
-        "oomguard: peak 2097152 bytes (0.001953 GiB) in forward is over peak_at_most='1 MiB': "
-        "1048576 bytes (0.0009766 GiB)",
+        "oomguard: peak 2.00 MiB (2097152 bytes) in forward is over peak_at_most='1 MiB': 1024.00 KiB (1048576 bytes)",
     ])
     result.stdout.fnmatch_lines([
         "oomguard: leak: live bytes grow by 4096 bytes per iteration (live after each iteration: 4096, 8192, 12288)",
@@ -113,7 +117,8 @@ def test_unmarked_tests_measured_with_the_option_only(pytester):
         ('peak_at_most="2 parsecs"', f"peak_at_most: invalid size '2 parsecs': unknown unit 'parsecs'; {SIZES}"),
         ('cap="lots"', f"invalid size 'lots': {SIZES}"),
         ('backend="cuda"', "backend='cuda' is not one of cpu, meta (cuda: not yet)"),
-        ('peak="2GiB"', "unknown argument 'peak'; accepted: card, backend, cap, peak_at_most, no_leak, no_pitfalls"),
+        ('peak="2GiB"', "unknown argument 'peak'; accepted: card, backend, cap, peak_at_most, no_leak, no_pitfalls, "
+                         "isolate"),
     ],
 )
 def test_bad_marker_is_a_usage_error(pytester, marker, message):
@@ -121,3 +126,218 @@ def test_bad_marker_is_a_usage_error(pytester, marker, message):
     result = pytester.runpytest(*PLUGIN)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: test_bad.py::test_it: @pytest.mark.oomguard: {message}"])
+
+
+def step(kib):
+    """A test file whose one test allocates `kib` KiB in forward: the code a baseline is recorded for."""
+    return ("import pytest\nimport torch\n\n@pytest.mark.oomguard(card=\"t4\")\ndef test_step(oomguard_measure):\n"
+            f"    with oomguard_measure.phase(\"forward\"):\n        torch.empty({kib} * 1024, dtype=torch.uint8)\n")
+
+
+def test_baselines_regression_improvement_update_and_strict(pytester):
+    baselines = pytester.path / "oomguard-baselines"
+    stored = baselines / "test_train.json"
+    pytester.makepyfile(test_train=step(1024))
+    result = pytester.runpytest(*PLUGIN, "--oomguard-strict")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"oomguard: no baseline in {stored} (--oomguard-strict); "
+                                 "record one with --oomguard-update-baselines"])
+    result = pytester.runpytest(*PLUGIN)  # not strict: a note
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"no baseline in {baselines} for 1 test(s): test_train.py::test_step",
+                                 "record the numbers with --oomguard-update-baselines; "
+                                 "--oomguard-strict fails a test without a baseline"])
+
+    result = pytester.runpytest(*PLUGIN, "--oomguard-update-baselines")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["  new        test_train/test_step: peak 1024.00 KiB",
+                                 f"baselines: 1 file(s) written ({baselines})"])
+    file = json.loads(stored.read_text())  # the CLI's format (scenarios/FORMAT.md), one file per module
+    assert file["scenario"] == "test_train"
+    assert file["tolerance"] == {"absolute_bytes": 0, "relative": 0.0}
+    assert file["entries"] == [{"alloc_count": 1, "backend": "cpu", "cap_bytes": 15381561344, "card": "NVIDIA T4 16GB",
+                                "live_after": [], "peak_bytes": 1048576,
+                                "phase_peaks": {"forward": 1048576, "setup": 0}, "variant": "test_step"}]
+    result = pytester.runpytest(*PLUGIN, "--oomguard-strict")  # unchanged: nothing to say
+    result.assert_outcomes(passed=1)
+    result.stdout.no_fnmatch_line("*oomguard baselines*")
+
+    pytester.makepyfile(test_train=step(1280))  # the code made worse
+    result = pytester.runpytest(*PLUGIN)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*_ test_step _*",
+        "oomguard: regression: peak_bytes 1.25 MiB vs baseline 1024.00 KiB (+256.00 KiB, +25.0%)",
+        "oomguard: regression: phase_peak.forward 1.25 MiB vs baseline 1024.00 KiB (+256.00 KiB, +25.0%)",
+    ])
+    pytester.makepyfile(test_train=step(768))  # better: passes, with a note
+    result = pytester.runpytest(*PLUGIN)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "improved: test_train.py::test_step: peak_bytes 768.00 KiB vs baseline 1024.00 KiB (-256.00 KiB, -25.0%); "
+        "phase_peak.forward 768.00 KiB vs baseline 1024.00 KiB (-256.00 KiB, -25.0%)",
+        "record the numbers with --oomguard-update-baselines",
+    ])
+
+    pytester.makepyfile(test_train=step(1280))  # the change intended: the update records it, and passes
+    result = pytester.runpytest(*PLUGIN, "--oomguard-update-baselines")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["  changed    test_train/test_step: peak 1024.00 KiB -> 1.25 MiB (+256.00 KiB)"])
+    assert json.loads(stored.read_text())["entries"][0]["peak_bytes"] == 1310720
+    assert sorted(p.name for p in baselines.iterdir()) == [".update.lock", "test_train.json"]  # no temporaries
+    pytester.runpytest(*PLUGIN, "--oomguard-strict").assert_outcomes(passed=1)
+
+    file = json.loads(stored.read_text())  # a file's tolerance is the CLI's: 25% more passes under 30%
+    file["tolerance"]["relative"] = 0.3
+    stored.write_text(json.dumps(file))
+    pytester.makepyfile(test_train=step(1600))
+    pytester.runpytest(*PLUGIN).assert_outcomes(passed=1)
+    elsewhere = pytester.path / "memory" / "test_train.json"  # --oomguard-baselines DIR, from where pytest runs
+    result = pytester.runpytest(*PLUGIN, "--oomguard-baselines=memory", "--oomguard-update-baselines")
+    result.stdout.fnmatch_lines(["  new        test_train/test_step: peak 1.56 MiB"])
+    assert json.loads(elsewhere.read_text())["entries"][0]["peak_bytes"] == 1600 * 1024
+    stored.write_text("{")  # a broken file fails the test, naming it
+    result = pytester.runpytest(*PLUGIN)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"oomguard: baseline: {stored}:*"])
+
+
+ISOLATION = """
+import pytest
+import torch
+
+KEPT = []
+
+@pytest.mark.oomguard(cap="1GiB"{isolate})
+def test_a_keeps(oomguard_measure):
+    KEPT.append(torch.empty(1 << 20, dtype=torch.uint8))  # a module-level tensor, alive after the test
+
+@pytest.mark.oomguard(cap="1GiB")
+def test_b_after(oomguard_measure):
+    assert len(KEPT) == {kept}
+    torch.empty(1000, dtype=torch.uint8)
+
+def test_c_clears():  # not measured: in pytest's process, the next pytester run starts without the megabyte
+    KEPT.clear()
+"""
+
+
+def test_isolation_keeps_each_tests_memory_to_itself(pytester):
+    out = pytester.path / "numbers.json"
+
+    def peaks(*options, isolate="", kept):
+        pytester.makepyfile(test_iso=ISOLATION.format(isolate=isolate, kept=kept))
+        pytester.runpytest(*PLUGIN, f"--oomguard-json={out}", *options).assert_outcomes(passed=3)
+        return [t["peak_bytes"] for t in json.loads(out.read_text())["tests"]]
+
+    assert peaks(kept=0) == [1048576, 1000]  # forked: the kept megabyte stayed in test_a's child
+    # In pytest's process the kept megabyte is live when the next test starts, and counts in its peak.
+    assert peaks("--oomguard-no-fork", kept=1) == [1048576, 1049576]
+    assert peaks(isolate=", isolate=False", kept=1) == [1048576, 1049576]
+
+
+CHILDREN = """
+import ctypes
+import os
+import time
+
+import pytest
+import torch
+
+@pytest.mark.oomguard(cap="1GiB")
+def test_exits(oomguard_measure):
+    os._exit(3)
+
+@pytest.mark.oomguard(cap="1GiB")
+def test_crashes(oomguard_measure):
+    ctypes.string_at(0)
+
+@pytest.mark.oomguard(cap="1GiB")
+def test_hangs(oomguard_measure):
+    time.sleep(60)
+
+@pytest.mark.oomguard(cap="1GiB")
+def test_asserts(oomguard_measure):
+    x = torch.empty(1000, dtype=torch.uint8)
+    assert x.numel() == 3
+
+@pytest.mark.oomguard(cap="1KiB")
+def test_oom(oomguard_measure):
+    torch.empty(1 << 20, dtype=torch.uint8)
+
+@pytest.mark.oomguard(cap="1GiB")
+def test_skips(oomguard_measure):
+    pytest.skip("not today")
+
+@pytest.mark.oomguard(cap="1GiB")
+def test_xfails(oomguard_measure):
+    pytest.xfail("known")
+
+@pytest.mark.oomguard(cap="1GiB")
+def test_passes(oomguard_measure, record_property):
+    record_property("rows", 7)  # recorded in the child, reported by the parent
+    torch.empty(1000, dtype=torch.uint8)
+"""
+
+
+def test_children_that_fail_die_or_hang_are_reported(pytester):
+    pytester.makepyfile(test_children=CHILDREN)
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest(*PLUGIN, "-rs", "-p", "no:faulthandler", "--oomguard-timeout=1", f"--junitxml={junit}", "-o", "junit_family=xunit1")
+    result.assert_outcomes(passed=1, failed=5, skipped=1, xfailed=1)
+    result.stdout.fnmatch_lines([
+        "*_ test_exits _*",
+        "oomguard: the test's forked child exited with code 3 before it reported (os._exit in the test?); no numbers",
+        "*_ test_crashes _*",
+        "oomguard: the test's forked child died of signal 11 (SIGSEGV) before it reported; no numbers",
+        "*_ test_hangs _*",
+        "oomguard: the test's forked child ran past --oomguard-timeout=1 s and was killed (SIGKILL); no numbers",
+        "*_ test_asserts _*",
+        "in the test's forked child: assert 1000 == 3",
+        ">       assert x.numel() == 3",
+        "test_children.py:23: AssertionError",
+        "*_ test_oom _*",
+        "in the test's forked child: torch.OutOfMemoryError: CPU out of memory (oomguard cap). Tried to allocate "
+        "1024.00 KiB. *",
+    ])
+    result.stdout.fnmatch_lines(["SKIPPED [1] test_children.py:29: not today"])
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    props = {p.get("name"): p.get("value") for p in cases["test_passes"].iter("property")}
+    assert props["rows"] == "7" and props["oomguard_peak_bytes"] == "1000"
+
+
+def test_junit_properties_and_the_clis_reports(pytester):
+    pytester.makepyfile(test_models=TESTS)
+    junit, md, html = (pytester.path / name for name in ("junit.xml", "memory.md", "memory.html"))
+    result = pytester.runpytest(*PLUGIN, "-k", "under or over or pitfall", f"--junitxml={junit}",
+                                f"--oomguard-report=md={md}", f"--oomguard-report=html={html}")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines([f"report: md={md}", f"report: html={html}"])
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    under = [(p.get("name"), p.get("value")) for p in cases["test_under"].iter("property")]
+    assert under == [("oomguard_peak_bytes", "1000"), ("oomguard_peak_phase", "forward"),
+                     ("oomguard_phase_peak_bytes.forward", "1000"), ("oomguard_phase_peak_bytes.setup", "0"),
+                     ("oomguard_live_after_iteration", ""), ("oomguard_live_growth_per_iteration_bytes", ""),
+                     ("oomguard_leak", "false"), ("oomguard_alloc_count", "1"), ("oomguard_diagnoses", "activations-dominate"),
+                     ("oomguard_baseline", "new")]
+    pitfall = {p.get("name"): p.get("value") for p in cases["test_pitfall"].iter("property")}
+    # w and x (262,144 + 32,768 bytes), and each iteration's kept x @ w and loss (32,768 + 4 bytes) more
+    assert pitfall["oomguard_live_after_iteration"] == "327684,360456,393228"
+    assert pitfall["oomguard_diagnoses"] == "eval-keeps-graph,graph-kept-across-iterations"
+
+    text = md.read_text()
+    assert text.startswith("**oomguard: FAIL** — 2 of 2 scenarios failing, no memory regressions\n"), text
+    for row in ["| test\\_models | test\\_over | cpu | NVIDIA T4 16GB | **FAIL** (no baseline) | 2.00 MiB | — | — | — "
+                "| forward |",
+                "| test\\_models | test\\_under | cpu | NVIDIA T4 16GB | PASS (no baseline) | 1000 bytes | — | — | — "
+                "| forward |",
+                "  - oomguard: peak 2.00 MiB (2097152 bytes) in forward is over peak\\_at\\_most='1 MiB': 1024.00 KiB "
+                "(1048576 bytes)"]:
+        assert row in text.splitlines(), (row, text)
+    page = html.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "test_over" in page and "2.00 MiB" in page
+
+    result = pytester.runpytest(*PLUGIN, "--oomguard-report=pdf=x.pdf")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --oomguard-report: expected FORMAT=FILE with FORMAT one of "
+                                 "junit, md, html, json, csv, got 'pdf=x.pdf'"])
