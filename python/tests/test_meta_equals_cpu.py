@@ -131,7 +131,8 @@ def main():
         meta, opt = measured(mlp_eval.train, "meta", no_grad=no_grad)
         step, divisor = adam_host_bytes(opt)
         del opt
-        print(f"{name}: cpu {cpu.describe()}\nmeta {meta.describe()}\n  Adam's host bytes: step {step}, divisor {divisor}")
+        print(f"{name}: cpu {cpu.describe()}\nmeta {meta.describe()}\n  Adam's host bytes: step {step}, "
+              f"divisor {divisor}")
         compare_loop(check, name, cpu, meta, step, divisor)
 
     import gpt2_validation
