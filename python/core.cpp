@@ -280,7 +280,8 @@ PYBIND11_MODULE(_core, module) {
       .def_property_readonly("leak", &Measurement::leaks)
       .def_property_readonly("breakdown", &Breakdown)
       .def_readonly("steady_state", &Measurement::steady_state)
-      .def_readonly("warnings", &Measurement::warnings)
+      // Writable: oomguard.measure adds the ops that ran on torch's Python Meta kernels (oomguard/meta_kernels.py).
+      .def_readwrite("warnings", &Measurement::warnings)
       .def_readonly("oom", &Measurement::oom)
       .def_readonly("diagnoses", &Measurement::diagnoses)
       .def("passed", &Measurement::passed)
