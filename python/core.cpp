@@ -30,6 +30,7 @@
 #include "model/run_results.h"
 #include "reports/report_format.h"
 #include "reports/report_registry.h"
+#include "verdict/verdict.h"
 
 namespace py = pybind11;
 
@@ -208,14 +209,13 @@ RunResults Results(const py::list& scenarios, const py::dict& run) {
     out.card = Get<std::string>(s, "card");
     out.cap_bytes = std::max<int64_t>(0, Get<int64_t>(s, "cap_bytes"));
     out.duration_ms = Get<double>(s, "duration_ms");
-    out.code = ResultCode::kPass;
     BaselineFile file;
     std::string path;
     if (!dir.empty()) file = LoadBaseline(dir, out.name, &path);
     for (const py::handle vh : Get<py::list>(s, "variants")) {
       const py::dict v = py::reinterpret_borrow<py::dict>(vh);
       VariantResult& variant = out.variants.emplace_back();
-      variant.code = CodeNamed(Get<std::string>(v, "code"));
+      RecordOutcome(variant, CodeNamed(Get<std::string>(v, "code")));
       variant.reasons = Get<std::vector<std::string>>(v, "reasons");
       variant.diagnostics = Get<std::string>(v, "diagnostics");
       if (v.contains("record") && !v["record"].is_none()) {
@@ -225,8 +225,8 @@ RunResults Results(const py::list& scenarios, const py::dict& run) {
       } else {
         variant.name = Get<std::string>(v, "name");
       }
-      out.code = Worse(out.code, variant.code);
     }
+    RecordScenarioOutcome(out);
   }
   return report;
 }
@@ -280,7 +280,8 @@ PYBIND11_MODULE(_core, module) {
       .def_property_readonly("leak", &Measurement::leaks)
       .def_property_readonly("breakdown", &Breakdown)
       .def_readonly("steady_state", &Measurement::steady_state)
-      .def_readonly("warnings", &Measurement::warnings)
+      // Writable: oomguard.measure adds the ops that ran on torch's Python Meta kernels (oomguard/meta_kernels.py).
+      .def_readwrite("warnings", &Measurement::warnings)
       .def_readonly("oom", &Measurement::oom)
       .def_readonly("diagnoses", &Measurement::diagnoses)
       .def("passed", &Measurement::passed)

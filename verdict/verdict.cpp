@@ -175,4 +175,12 @@ ScenarioResult JudgeScenario(const Scenario& scenario, ScenarioResult header, co
   return result;
 }
 
+void RecordOutcome(VariantResult& variant, ResultCode code) { variant.code = code; }
+
+void RecordScenarioOutcome(ScenarioResult& scenario) {
+  ResultCode code = ResultCode::kPass;
+  for (const VariantResult& v : scenario.variants) code = Worse(code, v.code);
+  scenario.code = code;
+}
+
 }  // namespace oomguard

@@ -56,4 +56,9 @@ VariantResult JudgeVariant(const VariantEvidence& evidence);
 // that already holds variants, checks or an error was judged before: a programmer bug (checked).
 ScenarioResult JudgeScenario(const Scenario& scenario, ScenarioResult header, const ScenarioEvidence& evidence);
 
+// A verdict reached outside the runner: the pytest plugin's (python/core.cpp), where pytest decided
+// each test's outcome. The variant takes that code; the scenario, once its variants are in, the worst.
+void RecordOutcome(VariantResult& variant, ResultCode code);
+void RecordScenarioOutcome(ScenarioResult& scenario);
+
 }  // namespace oomguard

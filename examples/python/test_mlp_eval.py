@@ -5,7 +5,7 @@ import pytest
 from measuring import BACKENDS, line_of, measured_on_each_backend, result_of
 
 
-# The fix peaks at 9.1 MiB on cpu (9.7 MiB on meta); the pitfall's eight kept graphs take it past 27 MiB.
+# The fix peaks at 9.1 MiB on cpu and on meta; the pitfall's eight kept graphs take it past 27 MiB.
 @measured_on_each_backend(card="t4", peak_at_most="10 MiB", no_leak=True, no_pitfalls=True)
 def test_evaluation_under_no_grad_fits(oomguard_measure, backend):
     mlp_eval.train(oomguard_measure, no_grad=True)

@@ -15,7 +15,9 @@ The bytes are booked by oomguard's tracking allocators (the C++ core, oomguard._
 the torch you imported; an allocation past the cap raises torch.OutOfMemoryError, as on a full GPU,
 and m.result.oom.live_by_category says what was live. Tensors made before the first measurement stay
 with PyTorch's allocator (and out of the numbers until freed); import oomguard before building the
-model to book everything the loop makes. The pytest plugin: oomguard/pytest_plugin.py.
+model to book everything the loop makes. On meta the loop runs the Meta kernels the C++ tool runs, not
+torch's Python ones (Note [Which Meta kernel runs in Python], oomguard/meta_kernels.py), so its bytes are
+cpu's. The pytest plugin: oomguard/pytest_plugin.py.
 """
 import torch  # first: the extension binds to this torch's libc10, libtorch_cpu and libtorch_python
 

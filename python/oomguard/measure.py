@@ -5,7 +5,7 @@ import threading
 
 import torch
 
-from oomguard import _core
+from oomguard import _core, meta_kernels
 from oomguard.tracking import optimizer_of, parameters_of
 
 BACKENDS = ("cpu", "meta")
@@ -51,12 +51,22 @@ class Measure:
             raise RuntimeError("oomguard.measure: a measurement is already running on this thread")
         self.result = None
         self._scope = _core.MeasureScope(self.backend, self.card, self.cap)
+        if self.backend == "meta":  # after the scope: it registers oomguard's own Meta kernels
+            meta_kernels.use_cpp_meta_kernels()  # Note [Which Meta kernel runs in Python]
+            meta_kernels.python_only_ops_run()
         _active.scope = self._scope
         return self
 
     def __exit__(self, exc_type, exc, tb):
         scope, self._scope, _active.scope = self._scope, None, None
         self.result = scope.finish() if exc is None else scope.finish_with_error(str(exc))
+        if self.backend == "meta":
+            unmirrored = meta_kernels.python_only_ops_run()
+            if unmirrored:
+                self.result.warnings = list(self.result.warnings) + [
+                    f"{', '.join(unmirrored)} ran on torch's Python Meta kernels (torch/_meta_registrations.py; "
+                    "LibTorch has none), which meta does not mirror yet: their bytes on meta are not cpu's. "
+                    "Run it on cpu for exact bytes"]
         return False  # an exception (torch.OutOfMemoryError included) goes on to the caller
 
     def _running(self, what):

@@ -1,5 +1,5 @@
 """Python.MlpLoopEqualsTheCatalogVariant: the Python loop of examples/python/mlp_eval.py measures the
-bytes the C++ catalog measures for scenarios/forgotten-no-grad.json, variant by variant.
+bytes the C++ catalog measures for scenarios/forgotten-no-grad.json, variant by variant, on cpu and on meta.
 
 Usage: test_catalog_mlp.py OOMGUARD_CLI SCENARIO_FILE. The CLI runs both variants on cpu and writes its
 numbers as JSON; the same loop (model, Adam, batches, phases, 2 iterations, 8 kept eval outputs) then
@@ -33,27 +33,28 @@ def catalog(cli, scenario):
     return {v["measurement"]["variant"]: v["measurement"] for v in variants}
 
 
-def python_adam_extra(opt):
-    """What torch.optim.Adam keeps that torch::optim::Adam does not, in bytes:
-    - state: a 0-dim float32 `step` tensor per parameter (LibTorch keeps an int64_t);
+def python_adam_extra(opt, backend):
+    """What torch.optim.Adam keeps on the measured device that torch::optim::Adam does not, in bytes:
+    - state: a 0-dim float32 `step` tensor per parameter (LibTorch keeps an int64_t), on cpu whatever the
+      parameters' device: on meta (as on a GPU) host memory, outside the numbers;
     - at the step's peak (the largest parameter's sqrt and division temporaries, as in C++), the previous
-      parameter's `denom`, still held by the Python loop's local variable, and the float64 0-dim tensor
-      Python's argument parser wraps the float divisor in (LibTorch's own wrapped numbers are host scalars
-      oomguard leaves out, Note [Host scalars]; the parser's is made outside any operator)."""
+      parameter's `denom`, still held by the Python loop's local variable, and on cpu the float64 0-dim
+      tensor Python's argument parser wraps the float divisor in (LibTorch's own wrapped numbers are host
+      scalars oomguard leaves out, Note [Host scalars]; the parser's is made outside any operator)."""
     params = [p for group in opt.param_groups for p in group["params"]]
-    step = sum(opt.state[p]["step"].nbytes for p in params)
+    step = sum(opt.state[p]["step"].nbytes for p in params if opt.state[p]["step"].device.type == backend)
     largest = max(range(len(params)), key=lambda i: params[i].nbytes)
     previous_denom = params[largest - 1].nbytes if largest > 0 else 0
-    wrapped_float = torch.tensor(0.0, dtype=torch.float64).nbytes
+    wrapped_float = torch.tensor(0.0, dtype=torch.float64).nbytes if backend == "cpu" else 0
     return step, previous_denom + wrapped_float
 
 
-def measured(no_grad):
+def measured(no_grad, backend):
     import oomguard
 
-    with oomguard.measure(card="t4", backend="cpu") as m:
+    with oomguard.measure(card="t4", backend=backend) as m:
         opt = mlp_eval.train(m, no_grad=no_grad)
-    step, at_step_peak = python_adam_extra(opt)
+    step, at_step_peak = python_adam_extra(opt, backend)
     del opt  # a later measurement would count its tensors' frees
     return m.result, step, at_step_peak
 
@@ -81,10 +82,14 @@ def main():
     cli, scenario = sys.argv[1:3]
     check = Checks()
     cpp = catalog(cli, scenario)
-    for name, no_grad in (("pitfall", False), ("fixed", True)):
-        r, step, at_step_peak = measured(no_grad)
-        print(f"{name}: python {r.describe()}\n  Adam's extra: step {step}, at the step's peak {at_step_peak}")
-        compare(check, name, cpp[name], r, step, at_step_peak)
+    # On meta the Python loop runs the C++ tool's Meta kernels (Note [Which Meta kernel runs in Python]),
+    # which mirror cpu's allocations: it books the catalog's cpu bytes too, but for what Adam keeps on the host.
+    for backend in ("cpu", "meta"):
+        for variant, no_grad in (("pitfall", False), ("fixed", True)):
+            r, step, at_step_peak = measured(no_grad, backend)
+            name = f"{variant} on {backend}"
+            print(f"{name}: python {r.describe()}\n  Adam's extra: step {step}, at the step's peak {at_step_peak}")
+            compare(check, name, cpp[variant], r, step, at_step_peak)
     return check.exit_code()
 
 

@@ -1,0 +1,153 @@
+"""Python.MetaEqualsCpu: the user's own loop on meta books what it books on cpu, to the byte, and the
+Meta kernel that runs each op is the one the C++ tool runs (Note [Which Meta kernel runs in Python],
+python/oomguard/meta_kernels.py).
+
+1. Which kernel wins: before a meta measurement, torch/_meta_registrations.py's Python kernels run
+   relu (oomguard has one too), addmm and uniform_ (PyTorch has C++ ones); from the first meta
+   measurement on, oomguard's and PyTorch's C++ kernels do, and an op with only a Python kernel keeps
+   it and the measurement warns that it ran.
+2. nn.Linear's init (uniform_) and its forward under no_grad (addmm) allocate on meta what they do on cpu.
+3. The catalog's forgotten-no-grad loop (examples/python/mlp_eval.py), both variants: peak, phase
+   peaks, live bytes after each iteration and the breakdown equal cpu's, but for the tensors Python's
+   Adam keeps on the host whatever the parameters' device: its `step` tensors (cpu tensors beside meta
+   or cuda parameters, torch.tensor(0.0) in torch/optim/adam.py) and the float64 0-dim tensor Python's
+   argument parser wraps the step's divisor in. The cpu backend books those, as they are on its device;
+   meta, like a GPU, does not.
+4. The GPT-2 example (examples/python/gpt2_validation.py, the fix): the same, less also the 8-byte
+   numbers Python's argument parser wraps the floats of GPT-2's tanh GELU in (0.5 * x, ...): host
+   tensors the backward's MulBackward0 nodes save, three per block.
+"""
+import os
+import sys
+
+os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")  # what oomguard sets (Note [One oneDNN ISA on every machine])
+
+import torch
+from checks import Checks
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python"))
+import mlp_eval  # noqa: E402
+
+torch.set_num_threads(1)
+
+import oomguard  # noqa: E402
+from oomguard import meta_kernels  # noqa: E402
+
+# An op with a Python and an oomguard Meta kernel, two with a Python and a PyTorch C++ one, one with
+# only a Python one (nn.PReLU's).
+OPS = ("aten::relu", "aten::addmm", "aten::uniform_", "aten::_prelu_kernel")
+
+
+def kernels():
+    return {op: meta_kernels.kernel_of(op) for op in OPS}
+
+
+def kernel_warnings(result):
+    """The warnings on Meta kernels (these measurements run no m.iterations(n), which is warned about too)."""
+    return [w for w in result.warnings if "Meta kernels" in w]
+
+
+def check_winners(check):
+    check("before a meta measurement: torch's Python Meta kernels", kernels(),
+          {op: "torch-python" for op in OPS})
+    with oomguard.measure(backend="meta") as m:
+        x = torch.empty(4, 3, device=m.device)
+        torch.nn.functional.prelu(x, torch.empty(1, device=m.device))
+    check("from the first meta measurement on: the C++ tool's", kernels(),
+          {"aten::relu": "oomguard", "aten::addmm": "pytorch-c++", "aten::uniform_": "pytorch-c++",
+           "aten::_prelu_kernel": "torch-python"})
+    check("an op on torch's Python Meta kernel is warned about", kernel_warnings(m.result),
+          ["aten::_prelu_kernel ran on torch's Python Meta kernels (torch/_meta_registrations.py; LibTorch "
+           "has none), which meta does not mirror yet: their bytes on meta are not cpu's. Run it on cpu "
+           "for exact bytes"])
+    with oomguard.measure(backend="meta") as m:
+        torch.relu(torch.empty(4, device=m.device))
+    check("a measurement without one has no such warning", kernel_warnings(m.result), [])
+
+
+def linear(device):
+    """nn.Linear(512, 512)'s init (uniform_ on weight and bias) and a forward of 512 rows under no_grad."""
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(512, 512, device=device)
+    x = torch.empty(512, 512, device=device)
+    with torch.no_grad():
+        y = layer(x)
+    return layer, x, y
+
+
+def measured(train, backend, **options):
+    with oomguard.measure(card="t4", backend=backend) as m:
+        kept = train(m, **options)
+    return m.result, kept
+
+
+def adam_host_bytes(opt):
+    """What Python's Adam keeps on the host beside parameters on any device: (its `step` tensors, the
+    float64 0-dim divisor at the step's peak)."""
+    step = sum(s["step"].nbytes for s in opt.state.values() if s["step"].device.type == "cpu")
+    return step, torch.tensor(0.0, dtype=torch.float64).nbytes
+
+
+def compare_loop(check, name, cpu, meta, step, divisor, saved_numbers=0):
+    """meta = cpu less the host's: `step` from the first step on, `divisor` at the optimizer's peak,
+    `saved_numbers` (wrapped numbers the graph saves) at the peaks of the phases the graph lives in."""
+    host = {phase: 0 if phase == "setup" else step for phase in cpu.phase_peak_bytes}
+    host["optimizer"] += divisor
+    for phase in ("forward", "backward", "eval", "step"):
+        host[phase] += saved_numbers
+    check(f"{name}: phase peaks on meta = cpu's less the host's", dict(meta.phase_peak_bytes),
+          {p: b - host[p] for p, b in cpu.phase_peak_bytes.items()})
+    check(f"{name}: peak", (meta.peak_bytes, meta.peak_phase), (cpu.peak_bytes - host[cpu.peak_phase], cpu.peak_phase))
+    check(f"{name}: live after each iteration", list(meta.live_after_iteration),
+          [b - step for b in cpu.live_after_iteration])
+    want = dict(cpu.breakdown, optimizer_state=cpu.breakdown["optimizer_state"] - step,
+                forward_saved=cpu.breakdown["forward_saved"] - saved_numbers)
+    check(f"{name}: breakdown", meta.breakdown, want)
+    # activations-dominate weighs the forward's activations, the saved numbers among them.
+    check(f"{name}: diagnoses", [(d.kind, d.bytes) for d in meta.diagnoses],
+          [(d.kind, d.bytes - (saved_numbers if d.kind == "activations-dominate" else 0)) for d in cpu.diagnoses])
+    check(f"{name}: warnings", list(meta.warnings), list(cpu.warnings))
+
+
+def main():
+    check = Checks()
+    check_winners(check)
+
+    def run_linear(m):
+        return linear(m.device)
+
+    cpu, kept = measured(run_linear, "cpu")
+    del kept
+    meta, kept = measured(run_linear, "meta")
+    del kept
+    print(f"nn.Linear: cpu {cpu.describe()}\nmeta {meta.describe()}")
+    check("nn.Linear's init and forward: peak and allocations on meta = cpu's",
+          (meta.peak_bytes, meta.alloc_count), (cpu.peak_bytes, cpu.alloc_count))
+    check("... = weight, bias, input and output, nothing more", meta.peak_bytes, (3 * 512 * 512 + 512) * 4)
+
+    for name, no_grad in (("pitfall", False), ("fixed", True)):
+        cpu, opt = measured(mlp_eval.train, "cpu", no_grad=no_grad)
+        del opt
+        meta, opt = measured(mlp_eval.train, "meta", no_grad=no_grad)
+        step, divisor = adam_host_bytes(opt)
+        del opt
+        print(f"{name}: cpu {cpu.describe()}\nmeta {meta.describe()}\n  Adam's host bytes: step {step}, "
+              f"divisor {divisor}")
+        compare_loop(check, name, cpu, meta, step, divisor)
+
+    import gpt2_validation
+
+    cpu, _ = measured(gpt2_validation.train, "cpu", detach=True)
+    meta, _ = measured(gpt2_validation.train, "meta", detach=True)
+    model = gpt2_validation.make_model(torch.device("meta"))
+    opt = torch.optim.AdamW(model.parameters())
+    step = len(list(model.parameters())) * torch.tensor(0.0).nbytes  # AdamW's step tensors
+    saved_numbers = model.config.n_layer * 3 * torch.tensor(0.0, dtype=torch.float64).nbytes
+    del model, opt
+    print(f"gpt2: cpu {cpu.describe()}\nmeta {meta.describe()}")
+    compare_loop(check, "gpt2", cpu, meta, step, torch.tensor(0.0, dtype=torch.float64).nbytes, saved_numbers)
+    return check.exit_code()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
