@@ -25,6 +25,10 @@ struct CardPreset {
   int64_t total_bytes;            // bytes the CUDA runtime reports (Note [Card capacity])
   int64_t context_bytes;          // modelled CUDA context, unavailable to the allocator
   std::string_view source;        // where total_bytes comes from
+  // major * 10 + minor (a T4 is sm_75): what picks a card's kernels on meta (`--kernels cuda`,
+  // backends/meta/kernel_target.h), e.g. whether flash attention runs (sm_80 and later). NVIDIA's
+  // "CUDA GPUs - Compute Capability" table.
+  int compute_capability;
 
   int64_t allocator_cap_bytes() const { return total_bytes - context_bytes; }
 };

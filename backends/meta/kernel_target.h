@@ -1,0 +1,50 @@
+// Whose kernels the Meta kernels mirror: the cpu's (the default, byte-equal to the cpu backend) or a
+// card's CUDA kernels at its compute capability (`--kernels cuda`).
+//
+//   oomguard::ScopedKernelTarget cuda(oomguard::KernelTarget::Cuda(75));  // a T4's kernels
+//   ... meta ops ...                                                      // back to cpu's on scope exit
+//
+// Note [Meta as a card]: PyTorch's cpu and CUDA kernels for the same op allocate differently (dropout
+// keeps a mask in the model dtype on cpu and a 1-byte mask on CUDA; bf16 layer norm keeps bf16
+// statistics on cpu and fp32 on CUDA; scaled_dot_product_attention runs cpu's flash kernel on cpu and
+// flash, memory-efficient or math on CUDA by compute capability, dtype and mask, each saving other
+// tensors). A Meta kernel asks CurrentKernelTarget() which allocations to make; each family names the
+// CUDA source it mirrors. The target is process-wide, set once before a measurement starts (a
+// variant's child, or a Python measurement); kernels only read it.
+#pragma once
+
+#include <string>
+
+namespace oomguard {
+
+struct KernelTarget {
+  enum class Family { kCpu, kCuda };
+  Family family = Family::kCpu;
+  int compute_capability = 0;  // kCuda: major * 10 + minor (75 for sm_75); 0 for kCpu
+
+  static KernelTarget Cpu() { return {}; }
+  static KernelTarget Cuda(int compute_capability) { return {Family::kCuda, compute_capability}; }
+  bool cuda() const { return family == Family::kCuda; }
+  bool operator==(const KernelTarget&) const = default;
+};
+
+// "cpu" or "cuda sm_75".
+std::string Describe(const KernelTarget& target);
+
+const KernelTarget& CurrentKernelTarget();
+void SetKernelTarget(const KernelTarget& target);
+
+class ScopedKernelTarget {
+ public:
+  explicit ScopedKernelTarget(const KernelTarget& target) : previous_(CurrentKernelTarget()) {
+    SetKernelTarget(target);
+  }
+  ~ScopedKernelTarget() { SetKernelTarget(previous_); }
+  ScopedKernelTarget(const ScopedKernelTarget&) = delete;
+  ScopedKernelTarget& operator=(const ScopedKernelTarget&) = delete;
+
+ private:
+  KernelTarget previous_;
+};
+
+}  // namespace oomguard
