@@ -135,8 +135,8 @@ TEST_F(CardAttention, ChooserRulesAtTheirEdges) {
   EXPECT_EQ(CudaSdpPriorityOrder(90)[0], at::SDPBackend::cudnn_attention);
 }
 
-// Runs sdpa forward, then autograd's backward with a gradient shaped like the output (empty_like: the
-// layout a following transpose-reshape's backward hands over, so no kernel copies it).
+// Runs sdpa forward, then autograd's backward with a gradient laid out like the output (empty_like),
+// keeping the graph (retain_graph) so that what backward leaves is its gradients alone.
 struct Pass {
   Measured forward, backward;
 };
@@ -147,7 +147,7 @@ Pass RunPass(const Inputs& in, int cc) {
   pass.forward = Measure([&] { out = at::scaled_dot_product_attention(in.q, in.k, in.v, in.mask, in.dropout); });
   const at::Tensor grad = at::empty_like(out);
   std::vector<at::Tensor> grads;
-  pass.backward = Measure([&] { grads = torch::autograd::grad({out}, {in.q, in.k, in.v}, {grad}); });
+  pass.backward = Measure([&] { grads = torch::autograd::grad({out}, {in.q, in.k, in.v}, {grad}, /*retain_graph=*/true); });
   return pass;
 }
 
@@ -157,18 +157,20 @@ constexpr int64_t kLse = 2 * 4 * 256 * 4; // a float per (batch, head, query): 8
 // Flash, A100, fp16 (attention.cu _scaled_dot_product_flash_attention_cuda, flash_api.cpp mha_fwd):
 // out empty_like(q) 262144 + softmax_lse [2, 4, 256] float 8192 + rng_state [2] uint64 16 + _unused []
 // uint64 8; no split-KV (2 x 4 x 4 query blocks = 32 < 0.8 x 2 x 108 SMs, and one 256-key block).
-// All stay: the output and, saved for backward, logsumexp, rng_state and _unused. Backward (mha_bwd): dq,
-// dk, dv 3 x 262144, softmax_d [2, 4, round128(256)] float 8192, dq_accum [2, 256, 4, 64] float 524288;
-// grad_out and out are already [B, S, H, D]-contiguous, so no copies. The gradients stay.
+// All stay: the output and, saved for backward, logsumexp, rng_state and _unused. The inputs are
+// [B, H, S, D]-contiguous, so q.transpose(1, 2) and out = empty_like of it keep that memory order:
+// backward's _flash_attention_backward copies grad_out and out to [B, S, H, D] ("CUDA code assumes that
+// dout is contiguous"), 2 x 262144. Then mha_bwd: dq, dk, dv 3 x 262144, softmax_d [2, 4, round128(256)]
+// float 8192, dq_accum [2, 256, 4, 64] float 524288, all live together. The gradients stay.
 TEST_F(CardAttention, FlashOnAnA100AllocatesWhatMhaFwdAndMhaBwdDo) {
   const Pass pass = RunPass(MakeInputs(at::kHalf, Extra::kNone), 80);
   const int64_t forward = kN * 2 + kLse + 16 + 8;
   EXPECT_EQ(pass.forward.allocated, forward);
   EXPECT_EQ(pass.forward.live, forward);
   EXPECT_EQ(pass.forward.peak, forward);
-  const int64_t grads = 3 * kN * 2, softmax_d = kLse, dq_accum = 2 * 256 * 4 * 64 * 4;
-  EXPECT_EQ(pass.backward.allocated, grads + softmax_d + dq_accum);
-  EXPECT_EQ(pass.backward.peak, grads + softmax_d + dq_accum);
+  const int64_t copies = 2 * kN * 2, grads = 3 * kN * 2, softmax_d = kLse, dq_accum = 2 * 256 * 4 * 64 * 4;
+  EXPECT_EQ(pass.backward.allocated, copies + grads + softmax_d + dq_accum);
+  EXPECT_EQ(pass.backward.peak, copies + grads + softmax_d + dq_accum);
   EXPECT_EQ(pass.backward.live, grads);
 }
 
@@ -225,14 +227,14 @@ TEST_F(CardAttention, MemEfficientOnAnA100Fp32) {
 }
 
 // Mem-efficient with a bool mask, A100, fp16: the mask becomes an additive fp16 [256, 256] (where:
-// 131072, with its 2-byte -inf scalar, freed after), aligned already (stride 256), expanded to
+// 131072, beside two 2-byte fp16 scalars freed after it, the -inf and where.ScalarSelf's 0), aligned already (stride 256), expanded to
 // [2, 4, 256, 256] as a view and saved as the attention bias; res 262144, logsumexp 8192. Backward:
 // cutlassB's f16 sm80 64x64 k64 sequence-aligned kernel, output in registers: grads 3 x 262144, delta
 // [2, 4, 256] float 8192 (the kernel computes it), workspace 524800 (dQ only). No bias gradient.
 TEST_F(CardAttention, MemEfficientWithAMaskOnAnA100Fp16) {
   const Pass pass = RunPass(MakeInputs(at::kHalf, Extra::kMask), 80);
   const int64_t mask = 256 * 256 * 2;
-  EXPECT_EQ(pass.forward.allocated, 2 + mask + kN * 2 + kLse);
+  EXPECT_EQ(pass.forward.allocated, 2 + 2 + mask + kN * 2 + kLse);
   EXPECT_EQ(pass.forward.live, mask + kN * 2 + kLse);
   EXPECT_EQ(pass.forward.peak, mask + kN * 2 + kLse);
   const int64_t grads = 3 * kN * 2, delta = kLse, workspace = 8 * 16400 * 4;
