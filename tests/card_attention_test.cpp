@@ -174,6 +174,23 @@ TEST_F(CardAttention, FlashOnAnA100AllocatesWhatMhaFwdAndMhaBwdDo) {
   EXPECT_EQ(pass.backward.live, grads);
 }
 
+// The layout a model hands over: q, k, v projected as [B, S, H, D] and transposed, so q.transpose(1, 2)
+// is contiguous, out is [B, S, H, D] in memory and a gradient laid out like it needs no copy: backward
+// allocates mha_bwd's buffers and the gradients only.
+TEST_F(CardAttention, FlashBackwardCopiesNothingForProjectedInputs) {
+  ScopedKernelTarget card(KernelTarget::Cuda(80));
+  std::vector<at::Tensor> leaves;
+  for (int i = 0; i < 3; ++i) leaves.push_back(at::empty({2, 256, 4, 64}, kMeta.dtype(at::kHalf)).requires_grad_());
+  const at::Tensor out = at::scaled_dot_product_attention(leaves[0].transpose(1, 2), leaves[1].transpose(1, 2),
+                                                          leaves[2].transpose(1, 2));
+  const at::Tensor grad = at::empty_like(out);
+  std::vector<at::Tensor> grads;
+  const Measured m = Measure([&] { grads = torch::autograd::grad({out}, leaves, {grad}, /*retain_graph=*/true); });
+  const int64_t dq_accum = 2 * 256 * 4 * 64 * 4;
+  EXPECT_EQ(m.allocated, 3 * kN * 2 + kLse + dq_accum);
+  EXPECT_EQ(m.live, 3 * kN * 2);
+}
+
 // With dropout mha_fwd makes rng_state a second time (the first is freed when replaced): 16 bytes more
 // allocated and at the peak, the same kept. bf16 allocates as fp16.
 TEST_F(CardAttention, FlashWithDropoutMakesItsRngStateTwice) {
