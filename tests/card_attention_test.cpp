@@ -16,6 +16,7 @@
 #include "backends/meta/cuda_sdp_choice.h"
 #include "backends/meta/kernel_target.h"
 #include "backends/meta/meta_kernels.h"
+#include "tests/meta_ops_harness.h"
 
 namespace oomguard {
 namespace {
@@ -38,7 +39,7 @@ Measured Measure(F&& f) {
   return {stats.allocated_bytes_total, ledger.live_bytes() - before, stats.peak_bytes - before};
 }
 
-class CardAttention : public testing::Test {
+class CardAttention : public ::testing::Test {
  protected:
   void SetUp() override {
     RegisterMetaKernels();
@@ -70,7 +71,7 @@ at::SDPBackend Choice(const Inputs& in, int cc, bool is_causal = false, bool gqa
   return CudaSdpChoice({in.q, in.k, in.v, in.mask, in.dropout, is_causal, gqa}, cc);
 }
 
-std::string Name(at::SDPBackend b) {
+std::string BackendName(at::SDPBackend b) {
   switch (b) {
     case at::SDPBackend::math: return "math";
     case at::SDPBackend::flash_attention: return "flash";
@@ -101,35 +102,35 @@ TEST_F(CardAttention, ChoosesTheBackendCudaChoosesOnEachCard) {
   };
   for (const Row& r : rows) {
     SCOPED_TRACE("sm_" + std::to_string(r.cc) + " " + std::string(c10::toString(r.dtype)));
-    EXPECT_EQ(Name(Choice(MakeInputs(r.dtype, Extra::kNone), r.cc)), r.none);
-    EXPECT_EQ(Name(Choice(MakeInputs(r.dtype, Extra::kMask), r.cc)), r.mask);
-    EXPECT_EQ(Name(Choice(MakeInputs(r.dtype, Extra::kDropout), r.cc)), r.dropout);
+    EXPECT_EQ(BackendName(Choice(MakeInputs(r.dtype, Extra::kNone), r.cc)), r.none);
+    EXPECT_EQ(BackendName(Choice(MakeInputs(r.dtype, Extra::kMask), r.cc)), r.mask);
+    EXPECT_EQ(BackendName(Choice(MakeInputs(r.dtype, Extra::kDropout), r.cc)), r.dropout);
   }
 }
 
 TEST_F(CardAttention, ChooserRulesAtTheirEdges) {
   // Flash pads head dims to multiples of 8 itself, so 60 is flash's; mem-efficient needs 60 % 8 == 0.
-  EXPECT_EQ(Name(Choice(MakeInputs(at::kHalf, Extra::kNone, 60), 80)), "flash");
-  EXPECT_EQ(Name(Choice(MakeInputs(at::kHalf, Extra::kNone, 60), 75)), "math");
+  EXPECT_EQ(BackendName(Choice(MakeInputs(at::kHalf, Extra::kNone, 60), 80)), "flash");
+  EXPECT_EQ(BackendName(Choice(MakeInputs(at::kHalf, Extra::kNone, 60), 75)), "math");
   // Head dims past 256 leave flash; mem-efficient has no upper bound.
-  EXPECT_EQ(Name(Choice(MakeInputs(at::kHalf, Extra::kNone, 264), 80)), "efficient");
+  EXPECT_EQ(BackendName(Choice(MakeInputs(at::kHalf, Extra::kNone, 264), 80)), "efficient");
   // cuDNN takes head dims up to 128 on sm_90 (256 needs cuDNN > 9.22); 160 goes to flash.
-  EXPECT_EQ(Name(Choice(MakeInputs(at::kHalf, Extra::kNone, 160), 90)), "flash");
+  EXPECT_EQ(BackendName(Choice(MakeInputs(at::kHalf, Extra::kNone, 160), 90)), "flash");
   // is_causal with seq_q != seq_k: not flash.
-  EXPECT_EQ(Name(Choice(MakeInputs(at::kHalf, Extra::kNone, 64, 128, 256), 80, /*is_causal=*/true)), "efficient");
+  EXPECT_EQ(BackendName(Choice(MakeInputs(at::kHalf, Extra::kNone, 64, 128, 256), 80, /*is_causal=*/true)), "efficient");
   // sm_86 training with head dim in (192, 224]: not flash.
-  EXPECT_EQ(Name(Choice(MakeInputs(at::kHalf, Extra::kNone, 200), 86)), "efficient");
-  EXPECT_EQ(Name(Choice(MakeInputs(at::kHalf, Extra::kNone, 200), 80)), "flash");
+  EXPECT_EQ(BackendName(Choice(MakeInputs(at::kHalf, Extra::kNone, 200), 86)), "efficient");
+  EXPECT_EQ(BackendName(Choice(MakeInputs(at::kHalf, Extra::kNone, 200), 80)), "flash");
   // Grouped-query heads with enable_gqa: flash takes them, mem-efficient does not.
   Inputs gqa = MakeInputs(at::kHalf, Extra::kNone);
   gqa.k = at::empty({2, 2, 256, 64}, kMeta.dtype(at::kHalf));
   gqa.v = at::empty({2, 2, 256, 64}, kMeta.dtype(at::kHalf));
-  EXPECT_EQ(Name(Choice(gqa, 80, false, /*gqa=*/true)), "flash");
-  EXPECT_EQ(Name(Choice(gqa, 75, false, /*gqa=*/true)), "math");
+  EXPECT_EQ(BackendName(Choice(gqa, 80, false, /*gqa=*/true)), "flash");
+  EXPECT_EQ(BackendName(Choice(gqa, 75, false, /*gqa=*/true)), "math");
   // cuDNN needs the mask shape check: a [B, 1, L, S] mask passes, a 3-d one does not.
   Inputs mask3 = MakeInputs(at::kHalf, Extra::kNone);
   mask3.mask = at::empty({4, 256, 256}, kMeta.dtype(at::kBool));
-  EXPECT_EQ(Name(Choice(mask3, 90)), "efficient");
+  EXPECT_EQ(BackendName(Choice(mask3, 90)), "efficient");
   // The default order everywhere else puts math before cuDNN.
   EXPECT_EQ(CudaSdpPriorityOrder(80)[0], at::SDPBackend::flash_attention);
   EXPECT_EQ(CudaSdpPriorityOrder(90)[0], at::SDPBackend::cudnn_attention);
@@ -348,6 +349,36 @@ TEST_F(CardAttention, ALinearWithABiasAllocatesTheCublasLtWorkspaceToo) {
   const Measured m = Measure([&] { y = at::linear(x, w, bias); });
   EXPECT_EQ(m.live, 128 + 8519680 + 1048576);
   EXPECT_EQ(HeldCublasWorkspaceBytes(), 8519680 + 1048576);
+}
+
+// The meta backend frees the workspaces when a measurement begins, so each measurement in a process
+// shows them from its own first matmul: two measurements of one step peak alike, 32 MiB above the same
+// step on cpu's kernels (an H100's size) beside the [8, 4] output.
+TEST_F(CardAttention, EachMeasurementShowsTheWorkspaceFromItsFirstMatmul) {
+  const auto peak = [] {
+    VariantSpec spec;
+    spec.loop.iterations = 1;
+    VariantMeasureOptions options;
+    options.backend = Backend::kMeta;
+    const VariantMeasurement m = MeasureWorkload(
+        [](Context& ctx) {
+          oomguard::testing::Parameters p(ctx);
+          const at::Tensor a = p.Add({8, 16}), b = p.Add({16, 4});
+          for (int64_t i : ctx.Iterations()) {
+            (void)i;
+            auto phase = ctx.Phase("forward");
+            const at::Tensor c = at::mm(a, b);
+          }
+        },
+        spec, options);
+    EXPECT_EQ(Name(m.outcome), "pass") << m.error;
+    return m.ledger.peak_bytes;
+  };
+  const int64_t on_cpu_kernels = peak();
+  ScopedKernelTarget card(KernelTarget::Cuda(90));
+  const int64_t first = peak(), second = peak();
+  EXPECT_EQ(first, on_cpu_kernels + 33554432);
+  EXPECT_EQ(second, first);
 }
 
 }  // namespace
