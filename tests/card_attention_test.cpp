@@ -274,19 +274,18 @@ TEST_F(CardAttention, MemEfficientWithDropoutOnAT4) {
   EXPECT_EQ(pass.backward.live, grads);
 }
 
-// cuDNN, H100, fp16 (run_cudnn_SDP_fprop): the output in the query's layout 262144 and the softmax
-// statistics [2, 4, 256, 1] float 8192, both kept; no dropout, so seed and offset stay on the host.
-// Backward: dq, dk, dv like q, k, v. cuDNN's own workspace is not mirrored (Note [Attention kernels of a
-// card on meta]).
+// cuDNN, H100, fp16 (_cudnn_attention_forward, run_cudnn_SDP_fprop): the philox seed and offset, 0-dim
+// int64 on the card, 8 + 8 bytes with or without dropout; the output in the query's layout 262144 and the
+// softmax statistics [2, 4, 256, 1] float 8192; all kept for backward. Backward: dq, dk, dv like q, k, v.
+// cuDNN's own workspace is not mirrored (Note [Attention kernels of a card on meta]).
 TEST_F(CardAttention, CudnnOnAnH100) {
   const Pass pass = RunPass(MakeInputs(at::kHalf, Extra::kNone), 90);
-  EXPECT_EQ(pass.forward.allocated, kN * 2 + kLse);
-  EXPECT_EQ(pass.forward.live, kN * 2 + kLse);
+  EXPECT_EQ(pass.forward.allocated, 8 + 8 + kN * 2 + kLse);
+  EXPECT_EQ(pass.forward.live, 8 + 8 + kN * 2 + kLse);
   EXPECT_EQ(pass.backward.allocated, 3 * kN * 2);
   EXPECT_EQ(pass.backward.live, 3 * kN * 2);
-  // With dropout the seed and offset are 8-byte tensors on the card.
   const Pass dropout = RunPass(MakeInputs(at::kBFloat16, Extra::kDropout), 90);
-  EXPECT_EQ(dropout.forward.allocated, kN * 2 + kLse + 8 + 8);
+  EXPECT_EQ(dropout.forward.allocated, 8 + 8 + kN * 2 + kLse);
 }
 
 // Math on a T4 for bf16: the CUDA path computes in float (q, k, v upcast) and returns bf16; forward and

@@ -283,19 +283,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> EfficientAttentionBac
   return {grad_q.transpose(1, 2), grad_k.transpose(1, 2), grad_v.transpose(1, 2), grad_bias};
 }
 
-// _scaled_dot_product_cudnn_attention_cuda -> run_cudnn_SDP_fprop (MHA.cpp): the output in the query's
-// layout ([B, H, S_q, D_v]), softmax statistics [B, H, S_q, 1] float when asked for; with dropout the
-// seed and offset live on the card.
+// _scaled_dot_product_cudnn_attention_cuda -> _cudnn_attention_forward -> run_cudnn_SDP_fprop (MHA.cpp):
+// the philox seed and offset as 0-dim int64 tensors on the card, made whether or not dropout runs; the
+// bias expanded to [B, 1|H, L, S] (a view); the output in the query's layout ([B, H, S_q, D_v]) and the
+// softmax statistics [B, H, S_q, 1] float when asked for.
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor, at::Tensor, at::Tensor>
 CudnnAttentionCudaMeta(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                        const std::optional<at::Tensor>& attn_bias, bool compute_log_sumexp, double dropout_p,
                        bool is_causal, bool return_debug_mask, std::optional<double> scale) {
   const int64_t batch = query.size(0), heads = query.size(1), s_q = query.size(2), s_kv = key.size(2);
   const int64_t d_v = value.size(3);
-  const auto long_on = [&](bool card) {
-    return card ? at::empty({}, query.options().dtype(at::kLong)) : at::empty({}, at::dtype(at::kLong));
-  };
-  const at::Tensor seed = long_on(dropout_p > 0.0), offset = long_on(dropout_p > 0.0);
+  const at::Tensor seed = at::empty({}, query.options().dtype(at::kLong));
+  const at::Tensor offset = at::empty({}, query.options().dtype(at::kLong));
   at::Tensor out = query.sizes() == at::IntArrayRef({batch, heads, s_q, d_v})
                        ? at::empty_like(query)
                        : at::empty({batch, heads, s_q, d_v}, query.options());  // alloc_with_matching_layout
