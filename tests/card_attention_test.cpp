@@ -261,6 +261,20 @@ TEST_F(CardAttention, MemEfficientWithAMaskOnAnA100Fp16) {
   EXPECT_EQ(pass.backward.live, grads);
 }
 
+// A mask over 100 keys: its rows (stride 100) are not 8-aligned, so preprocess_mask pads it to 104
+// columns (pad_bias: constant_pad_nd, [256, 104] fp16 53248) and slices it back, freeing the unpadded
+// additive mask (where: 51200, beside its two 2-byte scalars) once replaced; the padded one is the
+// saved bias. res [2, 256, 4, 64] fp16 262144, logsumexp 8192.
+TEST_F(CardAttention, MemEfficientPadsAnUnalignedMask) {
+  const Inputs in = MakeInputs(at::kHalf, Extra::kMask, 64, 256, 100);
+  ScopedKernelTarget card(KernelTarget::Cuda(80));
+  ASSERT_EQ(BackendName(Choice(in, 80)), "efficient");
+  at::Tensor out;
+  const Measured m = Measure([&] { out = at::scaled_dot_product_attention(in.q, in.k, in.v, in.mask); });
+  EXPECT_EQ(m.allocated, 2 + 2 + 256 * 100 * 2 + 256 * 104 * 2 + kN * 2 + kLse);
+  EXPECT_EQ(m.live, 256 * 104 * 2 + kN * 2 + kLse);
+}
+
 // A T4 with dropout, fp16: mem-efficient (no flash below sm_80), the same forward bytes as without
 // (seed and offset on the host); backward through cutlassB's f16 sm75 64x64 k64 dropout kernel (the
 // first with kApplyDropout and kMaxK >= 64): output in registers (kIsHalf, kMaxK <= kBlockSizeI), so the
