@@ -28,7 +28,7 @@ int NamedDescriptor(const std::string& path) {
   if (path == "/dev/stdout") return 1;
   if (path == "/dev/stderr") return 2;
   const std::string self_pid = "/proc/" + std::to_string(getpid()) + "/fd/";
-  for (const std::string prefix :
+  for (const std::string& prefix :
        {std::string("/dev/fd/"), std::string("/proc/self/fd/"), std::string("/proc/thread-self/fd/"), self_pid}) {
     if (path.rfind(prefix, 0) == 0) return DescriptorNumber(path.substr(prefix.size()));
   }

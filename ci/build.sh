@@ -7,7 +7,7 @@ python="$("$root/ci/bootstrap.sh")"
 build="${OOMGUARD_BUILD_DIR:-$root/build}"
 # ccache hits across clones in other folders (CI's fresh clone reuses this machine's cache): paths
 # are hashed relative to the checkout.
-export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true CCACHE_SLOPPINESS=pch_defines,time_macros
 generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
 if [ ! -f "$build/CMakeCache.txt" ] || [ $# -gt 0 ]; then
   cmake -S "$root" -B "$build" "${generator[@]}" -DOOMGUARD_TORCH_PYTHON="$python" "$@" >/dev/null

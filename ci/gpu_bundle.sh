@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what the GPU check needs from this machine's build into gpu-bundle/ (gitignored), small enough
 # to carry to a GPU machine that has torch 2.11 but no compiler and no network: the stripped CLI and
-# test binaries (a few MB; RelWithDebInfo ones are ~150 MB). They find LibTorch through
+# test binaries (a few MB; with debug info they are ~150 MB). They find LibTorch through
 # LD_LIBRARY_PATH there (the wheel's libraries are ABI-compatible), which ci/gpu_check.sh sets.
 #   ci/gpu_bundle.sh            # after ci/build.sh
 #   then, on the GPU machine:  ci/gpu_check.sh gpu-bundle OUT_DIR

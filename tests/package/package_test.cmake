@@ -167,7 +167,7 @@ elseif(MODE STREQUAL "embedded")
     # oomguard's compiles that would be the main build's take its objects (tests/object_reuse.py says
     # when that holds); the consumer's own, the archives, the links and the ctest are real.
     object_reuse_arguments(reuse "${build}/_deps/oomguard-build" "${build}/object_reuse.log")
-    # The build type of this build: the baselines hold what a RelWithDebInfo harness measures, and an
+    # The build type of this build: the baselines hold what an optimised (NDEBUG) harness measures, and an
     # unoptimised one (no build type) counts more allocations (README, "Install and use as a CMake package").
     build_and_test_consumer("${build}" ${reuse} -DOOMGUARD_CONSUME=${way} "-DOOMGUARD_SOURCE=${SOURCE_DIR}"
                             "-DOOMGUARD_TORCH_PYTHON=${TORCH_PYTHON}" -DCMAKE_BUILD_TYPE=${BUILD_TYPE})
