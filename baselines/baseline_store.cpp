@@ -26,8 +26,8 @@ int64_t Tolerance::Allowed(int64_t baseline) const {
   return std::max(absolute_bytes, relative_bytes);
 }
 
-const BaselineEntry* BaselineFile::Find(const std::string& variant, const std::string& backend,
-                                        int64_t cap_bytes, const std::string& kernels) const {
+const BaselineEntry* BaselineFile::Find(const std::string& variant, const std::string& backend, int64_t cap_bytes,
+                                        const std::string& kernels) const {
   for (const BaselineEntry& e : entries) {
     if (e.variant == variant && e.backend == backend && e.cap_bytes == cap_bytes && e.kernels == kernels) return &e;
   }
@@ -188,31 +188,28 @@ bool LoadBaselineText(const std::string& text, const std::string& path, Baseline
   OrderedJson j;
   if (!ParseJsonDocument(text, path, &j, error)) return false;
   BaselineFile read;
-  const std::vector<Field> fields = {{"scenario", StringField(&read.scenario)},
-                                     {"oomguard_version", AnyStringField(&read.oomguard_version)},
-                                     {"libtorch_version", AnyStringField(&read.libtorch_version)},
-                                     {"tolerance", ToleranceField(&read.tolerance, &read.metric_tolerances)},
-                                     {"entries", [&](const OrderedJson& v, const JsonPath& p, std::string* e) {
-                                        if (!v.is_array())
-                                          return Fail(p, "expected an array of entries, got " + DescribeJson(v), e);
-                                        for (size_t i = 0; i < v.size(); ++i) {
-                                          BaselineEntry entry;
-                                          const JsonPath at = p.Index(static_cast<int64_t>(i));
-                                          if (!EntryField(&entry)(v[i], at, e)) return false;
-                                          if (read.Find(entry.variant, entry.backend, entry.cap_bytes, entry.kernels) !=
-                                              nullptr) {
-                                            return Fail(at,
-                                                        "a second entry for variant " + Quoted(entry.variant) +
-                                                            ", backend " + entry.backend +
-                                                            (entry.kernels.empty() ? "" : ", kernels " + entry.kernels) +
-                                                            ", cap_bytes " +
-                                                            std::to_string(entry.cap_bytes) + " (each may appear once)",
-                                                        e);
-                                          }
-                                          read.entries.push_back(std::move(entry));
-                                        }
-                                        return true;
-                                      }}};
+  const std::vector<Field> fields = {
+      {"scenario", StringField(&read.scenario)},
+      {"oomguard_version", AnyStringField(&read.oomguard_version)},
+      {"libtorch_version", AnyStringField(&read.libtorch_version)},
+      {"tolerance", ToleranceField(&read.tolerance, &read.metric_tolerances)},
+      {"entries", [&](const OrderedJson& v, const JsonPath& p, std::string* e) {
+         if (!v.is_array()) return Fail(p, "expected an array of entries, got " + DescribeJson(v), e);
+         for (size_t i = 0; i < v.size(); ++i) {
+           BaselineEntry entry;
+           const JsonPath at = p.Index(static_cast<int64_t>(i));
+           if (!EntryField(&entry)(v[i], at, e)) return false;
+           if (read.Find(entry.variant, entry.backend, entry.cap_bytes, entry.kernels) != nullptr) {
+             return Fail(at,
+                         "a second entry for variant " + Quoted(entry.variant) + ", backend " + entry.backend +
+                             (entry.kernels.empty() ? "" : ", kernels " + entry.kernels) + ", cap_bytes " +
+                             std::to_string(entry.cap_bytes) + " (each may appear once)",
+                         e);
+           }
+           read.entries.push_back(std::move(entry));
+         }
+         return true;
+       }}};
   std::string what;
   bool ok = ReadFields(j, JsonPath(), fields, /*allow_null=*/false, &what);
   for (const char* key : {"scenario", "entries"}) {
@@ -230,7 +227,8 @@ bool LoadBaselineText(const std::string& text, const std::string& path, Baseline
 std::string SerializeBaselineFile(const BaselineFile& file) {
   std::vector<BaselineEntry> entries = file.entries;
   std::sort(entries.begin(), entries.end(), [](const BaselineEntry& a, const BaselineEntry& b) {
-    return std::tie(a.variant, a.backend, a.kernels, a.cap_bytes) < std::tie(b.variant, b.backend, b.kernels, b.cap_bytes);
+    return std::tie(a.variant, a.backend, a.kernels, a.cap_bytes) <
+           std::tie(b.variant, b.backend, b.kernels, b.cap_bytes);
   });
   json j;  // std::map-backed: keys come out sorted, so files diff well
   j["scenario"] = file.scenario;
@@ -243,8 +241,8 @@ std::string SerializeBaselineFile(const BaselineFile& file) {
   j["tolerance"] = tolerance;
   json out = json::array();
   for (const BaselineEntry& e : entries) {
-    json entry = {{"variant", e.variant},         {"backend", e.backend},         {"card", e.card},
-                  {"cap_bytes", e.cap_bytes},     {"peak_bytes", e.peak_bytes},   {"phase_peaks", e.phase_peaks},
+    json entry = {{"variant", e.variant},       {"backend", e.backend},        {"card", e.card},
+                  {"cap_bytes", e.cap_bytes},   {"peak_bytes", e.peak_bytes},  {"phase_peaks", e.phase_peaks},
                   {"live_after", e.live_after}, {"alloc_count", e.alloc_count}};
     if (!e.kernels.empty()) entry["kernels"] = e.kernels;  // cpu's: left out, as in files older than the field
     out.push_back(std::move(entry));

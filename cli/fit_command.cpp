@@ -158,8 +158,8 @@ bool Prepare(const FitOptions& options, FitResults* report, Backend* backend, st
   if (!ResolveAllocConf(options.alloc_conf, &alloc_conf_text, alloc_conf, error)) return false;
   if (!LoadFitScenario(options, scenario, error) || !ChooseBackend(options.backend, *scenario, backend, error) ||
       !SelectVariants(*scenario, options.variants, variants, error) || !ResolveTargets(options, targets, error) ||
-      !CheckKernelsFlag(options.kernels, Name(*backend), error) || !CheckHostMemory(*backend, *targets, error) ||
-      !CheckJsonFolder(options.json_path, error)) {
+      !CheckKernelsFlag(options.kernels, std::string(Name(*backend)), error) ||
+      !CheckHostMemory(*backend, *targets, error) || !CheckJsonFolder(options.json_path, error)) {
     return false;
   }
   if (std::string why; !WorkloadsRegistered(*scenario, &why)) {
@@ -200,10 +200,9 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
   const Clock::time_point start = Clock::now();
   try {
     for (const VariantSpec* v : variants) {
-      const TrialFunction measured =
-          MakeFitTrial(*v, options.knob, backend, options.iterations, options.timeout_seconds, measure,
-                       ModelCudaFor(options.verdict, /*model_cuda=*/false), alloc_conf,
-                       options.kernels == kKernelsCuda);
+      const TrialFunction measured = MakeFitTrial(
+          *v, options.knob, backend, options.iterations, options.timeout_seconds, measure,
+          ModelCudaFor(options.verdict, /*model_cuda=*/false), alloc_conf, options.kernels == kKernelsCuda);
       int64_t card_trials = 0;
       Clock::time_point card_start = Clock::now();
       std::vector<std::string> warnings;

@@ -97,8 +97,9 @@ bool ScenarioKernelTarget(const RunOptions& options, const Scenario& scenario, K
   if (card.empty() && cap.empty()) card = scenario.card, cap = scenario.cap;
   if (card.empty() && !cap.empty()) {
     *target = KernelTarget::Cuda(kCapOnlyComputeCapability);
-    *warning = "--kernels cuda with a cap and no card: the kernels are a compute capability 8.0 card's (sm_80); "
-               "give --card for another";
+    *warning =
+        "--kernels cuda with a cap and no card: the kernels are a compute capability 8.0 card's (sm_80); "
+        "give --card for another";
     return true;
   }
   const CardPreset* preset = FindCard(card.empty() ? kDefaultCard : card, error);

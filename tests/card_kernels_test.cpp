@@ -4,7 +4,9 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/autograd/function.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -145,8 +147,7 @@ TEST_F(CardKernelsTest, BFloat16MeanOnACardReducesIntoTheResult) {
 TEST_F(CardKernelsTest, EmbeddingBackwardOnACardSortsItsIndices) {
   const at::Tensor grad = at::empty({4000, 16}, kMeta.dtype(at::kFloat));
   const at::Tensor indices = at::empty({4000}, kMeta.dtype(at::kLong));
-  const Bytes cuda =
-      MeasureOnCard(kT4, [&] { return at::embedding_dense_backward(grad, indices, 100, -1, false); });
+  const Bytes cuda = MeasureOnCard(kT4, [&] { return at::embedding_dense_backward(grad, indices, 100, -1, false); });
   const int64_t grad_weight = 100 * 16 * 4;
   EXPECT_EQ(cuda.left, grad_weight);
   // sorted and original indices (8 bytes each), segment offsets [n], two 0-dim int64s, partials per
@@ -178,11 +179,12 @@ TEST_F(CardKernelsTest, ConvolutionOnACardBooksNoOneDnnBuffersAndWarnsOfTheWorks
 // group_norm.cpp's group_norm: cuda makes X plain contiguous (a copy of a channels-last input, which
 // the backward keeps); cpu keeps it channels last.
 TEST_F(CardKernelsTest, GroupNormOnACardCopiesAChannelsLastInput) {
-  const at::Tensor x = at::empty({2, 8, 4, 4}, kMetaBf16).contiguous(at::MemoryFormat::ChannelsLast).requires_grad_(true);
+  const at::Tensor x =
+      at::empty({2, 8, 4, 4}, kMetaBf16).contiguous(at::MemoryFormat::ChannelsLast).requires_grad_(true);
   const at::Tensor w = at::empty({8}, kMetaBf16).requires_grad_(true);
   const at::Tensor b = at::empty({8}, kMetaBf16).requires_grad_(true);
   const auto gn = [&] { return at::group_norm(x, 2, w, b); };
-  const int64_t x_bytes = 2 * 8 * 16 * 2, stats = 2 * 2 * 2;  // mean and rstd [N, group] in bf16
+  const int64_t x_bytes = 2 * 8 * 16 * 2, stats = 2 * 2 * 2;              // mean and rstd [N, group] in bf16
   EXPECT_EQ(MeasureOnCard(kT4, gn).left, x_bytes + x_bytes + 2 * stats);  // the copy, Y, mean, rstd
   EXPECT_EQ(MeasureOnCard(KernelTarget::Cpu(), gn).left, x_bytes + 2 * stats);
 }
@@ -234,7 +236,8 @@ struct GptLayer {
 // [s, b] each in float on CUDA (layer_norm_cuda), 2 x 2 x 4sb = 16sb bytes.
 TEST_F(CardKernelsTest, AGptLayerOnACardKeepsKorthikantisActivations) {
   const int64_t s = 32, b = 2, h = 64, a = 4;
-  const GptLayer layer(s, b, h, a, [](at::IntArrayRef sizes) { return at::empty(sizes, kMetaBf16).requires_grad_(true); });
+  const GptLayer layer(s, b, h, a,
+                       [](at::IntArrayRef sizes) { return at::empty(sizes, kMetaBf16).requires_grad_(true); });
   const at::Tensor x = at::empty({s, b, h}, kMetaBf16).requires_grad_(true);
   const int64_t sbh = s * b * h;
   const int64_t formula = sbh * 34 + 5 * a * s * s * b;  // sbh(34 + 5as/h)
@@ -296,7 +299,12 @@ TEST_F(CardKernelsTest, AMeasurementOnMetaRecordsItsKernels) {
   EXPECT_EQ(m.kernels, "cuda sm_75");
   EXPECT_NE(std::find(m.warnings.begin(), m.warnings.end(), "assumed"), m.warnings.end());
   options.backend = Backend::kCpu;
-  EXPECT_EQ(MeasureWorkload([](Context& ctx) { for (int64_t i : ctx.Iterations()) (void)i; }, spec, options).kernels,
+  EXPECT_EQ(MeasureWorkload(
+                [](Context& ctx) {
+                  for (int64_t i : ctx.Iterations()) (void)i;
+                },
+                spec, options)
+                .kernels,
             "cpu");
 }
 
