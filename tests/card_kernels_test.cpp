@@ -145,21 +145,29 @@ TEST_F(CardKernelsTest, BFloat16MeanOnACardReducesIntoTheResult) {
 // Embedding.cu's embedding_dense_backward_cuda: beyond 3072 indices it sorts them; the sizes of
 // embedding_backward_cuda_kernel's buffers follow from n, V and dim alone (not modelled: CUB's scratch).
 TEST_F(CardKernelsTest, EmbeddingBackwardOnACardSortsItsIndices) {
+  (void)TakeKernelWarnings();
   const at::Tensor grad = at::empty({4000, 16}, kMeta.dtype(at::kFloat));
   const at::Tensor indices = at::empty({4000}, kMeta.dtype(at::kLong));
-  const Bytes cuda = MeasureOnCard(kT4, [&] { return at::embedding_dense_backward(grad, indices, 100, -1, false); });
-  const int64_t grad_weight = 100 * 16 * 4;
+  const Bytes cuda = MeasureOnCard(kT4, [&] { return at::embedding_dense_backward(grad, indices, 200, -1, false); });
+  const int64_t grad_weight = 200 * 16 * 4;
   EXPECT_EQ(cuda.left, grad_weight);
   // sorted and original indices (8 bytes each), segment offsets [n], two 0-dim int64s, partials per
-  // segment and their offsets [min(n, V) = 100], partial segment offsets [n / 10 + 100 = 500], and the
-  // per-segment float sums [500, 16], all at once at the end.
-  EXPECT_EQ(cuda.peak, 2 * 4000 * 8 + grad_weight + 4000 * 8 + 8 + 2 * 100 * 8 + 8 + 500 * 8 + 500 * 16 * 4);
+  // segment and their offsets [min(n, V) = 200], partial segment offsets [n / 10 + 200 = 600], and the
+  // two-pass path's per-segment float sums [600, 16], all at once at the end. (600 partial segments
+  // are under 4 x the 200 blocks of sum_and_scatter: no card takes the fused path here.)
+  EXPECT_EQ(cuda.peak, 2 * 4000 * 8 + grad_weight + 4000 * 8 + 8 + 2 * 200 * 8 + 8 + 600 * 8 + 600 * 16 * 4);
+  EXPECT_EQ(TakeKernelWarnings().size(), 1u);  // CUB's scratch, said once
   // Up to 3072 indices: the gradient only.
   const at::Tensor few = at::empty({3072}, kMeta.dtype(at::kLong));
   const at::Tensor few_grad = at::empty({3072, 16}, kMeta.dtype(at::kFloat));
-  EXPECT_EQ(MeasureOnCard(kT4, [&] { return at::embedding_dense_backward(few_grad, few, 100, -1, false); }).peak,
+  EXPECT_EQ(MeasureOnCard(kT4, [&] { return at::embedding_dense_backward(few_grad, few, 200, -1, false); }).peak,
             grad_weight);
-  EXPECT_FALSE(TakeKernelWarnings().empty());  // CUB's scratch, said once
+  // A vocabulary of 100 for 4000 indices: 500 partial segments past 4 x 100 blocks, where a card may
+  // take the fused path: said.
+  (void)MeasureOnCard(kT4, [&] { return at::embedding_dense_backward(grad, indices, 100, -1, false); });
+  const std::vector<std::string> warnings = TakeKernelWarnings();
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(),
+                          [](const std::string& w) { return w.find("fused atomic path") != std::string::npos; }));
 }
 
 // Note [cuDNN's workspace is not modelled]: a card's convolution books its output alone, and warns.

@@ -99,6 +99,13 @@ at::Tensor EmbeddingDenseBackwardCuda(const at::Tensor& grad_in, const at::Tenso
   const at::Tensor partials_per_segment_offset = at::empty({max_segments}, indices.options());
   const at::Tensor num_of_partial_segments = at::empty({}, indices.options().dtype(at::kLong));
   const int64_t max_partial_segment = n / 10 + max_segments;
+  // use_fused_kernel's half that the shapes decide (its other half asks the card's SM count).
+  const int64_t stride_warped = (grad_in.size(-1) + 31) / 32 * 32, block = std::min<int64_t>(stride_warped, 1024);
+  if (max_partial_segment > 4 * ((max_segments * stride_warped + block - 1) / block)) {
+    NoteKernelWarning(
+        "embedding backward with few distinct rows for its indices: a card may take EmbeddingBackwardKernel.cu's "
+        "fused atomic path (by its SM count), whose buffers differ from the two-pass path's modelled here");
+  }
   const at::Tensor partial_segment_offset = at::empty({max_partial_segment}, indices.options());
   const at::Tensor grad_weight_per_segment =
       at::empty({max_partial_segment, grad_weight.stride(0)}, meta_kernels::OpMathOptions(grad_in));
