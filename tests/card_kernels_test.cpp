@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "allocators/install.h"
+#include "backends/meta/cublas_workspace.h"
 #include "backends/meta/kernel_target.h"
 #include "backends/meta/meta_kernels.h"
 #include "tests/meta_ops_harness.h"
@@ -255,10 +256,14 @@ TEST_F(CardKernelsTest, AGptLayerOnACardKeepsKorthikantisActivations) {
   int64_t saved = 0;
   {
     ScopedKernelTarget cuda(kT4);
+    // A card's process holds cuBLAS's workspaces from its first matmul on (Note [cuBLAS workspaces held
+    // from the start]): made here, before the layer, as an earlier layer's matmul would have.
+    EnsureCublasLtWorkspace();
     const int64_t before = Live();
     at::Tensor y = layer.Forward(x, 0.1);
     saved = Live() - before;
     y.sum().backward();  // every kernel's backward runs in cuda mode
+    ReleaseCublasWorkspaces();
   }
   EXPECT_EQ(saved, formula + statistics);
   EXPECT_EQ(saved, 181248);

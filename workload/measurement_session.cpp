@@ -39,9 +39,15 @@ Limits Bounded(const VariantMeasureOptions& options) {
   return bounded;
 }
 
-// What m.kernels says for these options (VariantMeasurement::kernels).
+// The kernels a meta measurement mirrors: the options' card when they name one, else whatever the process
+// has set (cpu's unless a caller holds a ScopedKernelTarget around the measurement).
+KernelTarget TargetFor(const VariantMeasureOptions& options) {
+  return options.backend == Backend::kMeta && options.kernels.cuda() ? options.kernels : CurrentKernelTarget();
+}
+
+// What m.kernels says (VariantMeasurement::kernels), once the session has set the target.
 std::string KernelsOf(const VariantMeasureOptions& options) {
-  if (options.backend == Backend::kMeta) return Describe(options.kernels);
+  if (options.backend == Backend::kMeta) return Describe(CurrentKernelTarget());
   return options.backend == Backend::kCuda ? "cuda" : "cpu";
 }
 
@@ -52,7 +58,7 @@ struct MeasurementSession::Parts {
   Parts(const VariantMeasureOptions& options, RunObserver::Mode mode, VariantMeasurement* m)
       : options(options),
         m(*m),
-        kernels(options.backend == Backend::kMeta ? options.kernels : KernelTarget::Cpu()),
+        kernels(TargetFor(options)),
         backend(GetBackend(options.backend).Open(options.limits)),
         account(backend->account()),
         limits(account, Bounded(options)) {
@@ -94,9 +100,9 @@ MeasurementSession::MeasurementSession(const VariantSpec& spec, const VariantMea
   m->backend = Name(options.backend);
   m->card = options.limits.card;
   m->cap_bytes = options.limits.cap_bytes;
-  m->kernels = KernelsOf(options);
   (void)TakeKernelWarnings();  // an earlier measurement's, if it ended without taking them
   parts_ = std::make_unique<Parts>(options, mode, m);
+  m->kernels = KernelsOf(options);
 }
 
 MeasurementSession::~MeasurementSession() = default;

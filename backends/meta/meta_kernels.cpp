@@ -356,6 +356,7 @@ void RegisterMetaKernels() {
     meta_kernels::RegisterTransformer(*library);
     meta_kernels::RegisterResize(*library);
     meta_kernels::RegisterPromote(*library, *lib);
+    meta_kernels::RegisterCublasWorkspace(*library);  // Note [cuBLAS workspaces held from the start]
     return lib;
   }();
   (void)autograd_library;

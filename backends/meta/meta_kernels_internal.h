@@ -9,6 +9,9 @@
 #include <ATen/OpMathType.h>
 #include <torch/library.h>
 
+#include <optional>
+#include <tuple>
+
 namespace oomguard::meta_kernels {
 
 void RegisterNorm(torch::Library& meta, torch::Library& autograd_meta);       // meta_kernels_norm.cpp
@@ -20,6 +23,23 @@ void RegisterAttention(torch::Library& meta, torch::Library& autograd_meta);  //
 void RegisterTransformer(torch::Library& meta);                               // meta_kernels_transformer.cpp
 void RegisterResize(torch::Library& meta);                                    // meta_kernels_resize.cpp
 void RegisterPromote(torch::Library& meta, torch::Library& autograd_meta);    // meta_kernels_promote.cpp
+void RegisterAttentionCuda(torch::Library& meta);                             // meta_kernels_attention_cuda.cpp
+void RegisterCublasWorkspace(torch::Library& meta);                           // cublas_workspace.cpp
+
+// attention.cpp's convert_boolean_attn_mask: a bool mask becomes 0 where attending, -inf elsewhere.
+std::optional<at::Tensor> ConvertBooleanMask(const std::optional<at::Tensor>& mask, caffe2::TypeMeta dtype);
+// attention.cpp's pre_process_group_query_attention_input.
+std::tuple<at::Tensor, at::Tensor> RepeatKeyValueHeads(const at::Tensor& query, const at::Tensor& key,
+                                                       const at::Tensor& value, bool enable_gqa);
+// _scaled_dot_product_attention_math as cpu runs it, or a card (cuda_float_math: fp16/bf16 computed in
+// float) (meta_kernels_attention.cpp).
+at::Tensor AttentionMath(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                         std::optional<at::Tensor> attn_mask, double dropout_p, bool is_causal,
+                         std::optional<double> scale, bool enable_gqa, bool cuda_float_math);
+// scaled_dot_product_attention as a card's CUDA build runs it (meta_kernels_attention_cuda.cpp).
+at::Tensor ScaledDotProductAttentionCuda(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                                         const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
+                                         std::optional<double> scale, bool enable_gqa);
 
 // The opmath dtype of `t` (float for bfloat16 and float16): what cpu kernels accumulate scratch in.
 inline at::TensorOptions OpMathOptions(const at::Tensor& t) {

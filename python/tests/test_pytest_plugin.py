@@ -327,9 +327,9 @@ def test_junit_properties_and_the_clis_reports(pytester):
 
     text = md.read_text()
     assert text.startswith("**oomguard: FAIL** — 2 of 2 scenarios failing, no memory regressions\n"), text
-    for row in ["| test\\_models | test\\_over | cpu | NVIDIA T4 16GB | **FAIL** (no baseline) | 2.00 MiB | — | — | — "
+    for row in ["| test\\_models | test\\_over | cpu | NVIDIA T4 16GB | **FAIL** (no baseline) | 2.00 MiB | — | — | — | — "
                 "| forward |",
-                "| test\\_models | test\\_under | cpu | NVIDIA T4 16GB | PASS (no baseline) | 1000 bytes | — | — | — "
+                "| test\\_models | test\\_under | cpu | NVIDIA T4 16GB | PASS (no baseline) | 1000 bytes | — | — | — | — "
                 "| forward |",
                 "  - oomguard: peak 2.00 MiB (2097152 bytes) in forward is over peak\\_at\\_most='1 MiB': 1024.00 KiB "
                 "(1048576 bytes)"]:
