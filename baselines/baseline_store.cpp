@@ -26,17 +26,18 @@ int64_t Tolerance::Allowed(int64_t baseline) const {
   return std::max(absolute_bytes, relative_bytes);
 }
 
-const BaselineEntry* BaselineFile::Find(const std::string& variant, const std::string& backend,
-                                        int64_t cap_bytes) const {
+const BaselineEntry* BaselineFile::Find(const std::string& variant, const std::string& backend, int64_t cap_bytes,
+                                        const std::string& kernels) const {
   for (const BaselineEntry& e : entries) {
-    if (e.variant == variant && e.backend == backend && e.cap_bytes == cap_bytes) return &e;
+    if (e.variant == variant && e.backend == backend && e.cap_bytes == cap_bytes && e.kernels == kernels) return &e;
   }
   return nullptr;
 }
 
 void BaselineFile::Put(BaselineEntry entry) {
   for (BaselineEntry& e : entries) {
-    if (e.variant == entry.variant && e.backend == entry.backend && e.cap_bytes == entry.cap_bytes) {
+    if (e.variant == entry.variant && e.backend == entry.backend && e.cap_bytes == entry.cap_bytes &&
+        e.kernels == entry.kernels) {
       e = std::move(entry);
       return;
     }
@@ -119,6 +120,7 @@ FieldReader EntryField(BaselineEntry* out) {
         {"variant", StringField(&out->variant)},
         {"backend", EnumField(&out->backend, "backend", backends)},
         {"card", AnyStringField(&out->card)},
+        {"kernels", AnyStringField(&out->kernels)},
         {"cap_bytes", IntField(&out->cap_bytes, 1)},
         {"peak_bytes", IntField(&out->peak_bytes, 0)},
         {"phase_peaks",
@@ -186,28 +188,28 @@ bool LoadBaselineText(const std::string& text, const std::string& path, Baseline
   OrderedJson j;
   if (!ParseJsonDocument(text, path, &j, error)) return false;
   BaselineFile read;
-  const std::vector<Field> fields = {{"scenario", StringField(&read.scenario)},
-                                     {"oomguard_version", AnyStringField(&read.oomguard_version)},
-                                     {"libtorch_version", AnyStringField(&read.libtorch_version)},
-                                     {"tolerance", ToleranceField(&read.tolerance, &read.metric_tolerances)},
-                                     {"entries", [&](const OrderedJson& v, const JsonPath& p, std::string* e) {
-                                        if (!v.is_array())
-                                          return Fail(p, "expected an array of entries, got " + DescribeJson(v), e);
-                                        for (size_t i = 0; i < v.size(); ++i) {
-                                          BaselineEntry entry;
-                                          const JsonPath at = p.Index(static_cast<int64_t>(i));
-                                          if (!EntryField(&entry)(v[i], at, e)) return false;
-                                          if (read.Find(entry.variant, entry.backend, entry.cap_bytes) != nullptr) {
-                                            return Fail(at,
-                                                        "a second entry for variant " + Quoted(entry.variant) +
-                                                            ", backend " + entry.backend + ", cap_bytes " +
-                                                            std::to_string(entry.cap_bytes) + " (each may appear once)",
-                                                        e);
-                                          }
-                                          read.entries.push_back(std::move(entry));
-                                        }
-                                        return true;
-                                      }}};
+  const std::vector<Field> fields = {
+      {"scenario", StringField(&read.scenario)},
+      {"oomguard_version", AnyStringField(&read.oomguard_version)},
+      {"libtorch_version", AnyStringField(&read.libtorch_version)},
+      {"tolerance", ToleranceField(&read.tolerance, &read.metric_tolerances)},
+      {"entries", [&](const OrderedJson& v, const JsonPath& p, std::string* e) {
+         if (!v.is_array()) return Fail(p, "expected an array of entries, got " + DescribeJson(v), e);
+         for (size_t i = 0; i < v.size(); ++i) {
+           BaselineEntry entry;
+           const JsonPath at = p.Index(static_cast<int64_t>(i));
+           if (!EntryField(&entry)(v[i], at, e)) return false;
+           if (read.Find(entry.variant, entry.backend, entry.cap_bytes, entry.kernels) != nullptr) {
+             return Fail(at,
+                         "a second entry for variant " + Quoted(entry.variant) + ", backend " + entry.backend +
+                             (entry.kernels.empty() ? "" : ", kernels " + entry.kernels) + ", cap_bytes " +
+                             std::to_string(entry.cap_bytes) + " (each may appear once)",
+                         e);
+           }
+           read.entries.push_back(std::move(entry));
+         }
+         return true;
+       }}};
   std::string what;
   bool ok = ReadFields(j, JsonPath(), fields, /*allow_null=*/false, &what);
   for (const char* key : {"scenario", "entries"}) {
@@ -225,7 +227,8 @@ bool LoadBaselineText(const std::string& text, const std::string& path, Baseline
 std::string SerializeBaselineFile(const BaselineFile& file) {
   std::vector<BaselineEntry> entries = file.entries;
   std::sort(entries.begin(), entries.end(), [](const BaselineEntry& a, const BaselineEntry& b) {
-    return std::tie(a.variant, a.backend, a.cap_bytes) < std::tie(b.variant, b.backend, b.cap_bytes);
+    return std::tie(a.variant, a.backend, a.kernels, a.cap_bytes) <
+           std::tie(b.variant, b.backend, b.kernels, b.cap_bytes);
   });
   json j;  // std::map-backed: keys come out sorted, so files diff well
   j["scenario"] = file.scenario;
@@ -238,14 +241,11 @@ std::string SerializeBaselineFile(const BaselineFile& file) {
   j["tolerance"] = tolerance;
   json out = json::array();
   for (const BaselineEntry& e : entries) {
-    out.push_back({{"variant", e.variant},
-                   {"backend", e.backend},
-                   {"card", e.card},
-                   {"cap_bytes", e.cap_bytes},
-                   {"peak_bytes", e.peak_bytes},
-                   {"phase_peaks", e.phase_peaks},
-                   {"live_after", e.live_after},
-                   {"alloc_count", e.alloc_count}});
+    json entry = {{"variant", e.variant},       {"backend", e.backend},        {"card", e.card},
+                  {"cap_bytes", e.cap_bytes},   {"peak_bytes", e.peak_bytes},  {"phase_peaks", e.phase_peaks},
+                  {"live_after", e.live_after}, {"alloc_count", e.alloc_count}};
+    if (!e.kernels.empty()) entry["kernels"] = e.kernels;  // cpu's: left out, as in files older than the field
+    out.push_back(std::move(entry));
   }
   j["entries"] = out;
   return DumpJson(j, 2) + "\n";
@@ -256,12 +256,17 @@ BaselineEntry EntryFromMeasurement(const VariantMeasurement& m) {
   e.variant = m.variant;
   e.backend = m.backend;
   e.card = m.card;
+  e.kernels = BaselineKernels(m);
   e.cap_bytes = m.cap_bytes;
   e.peak_bytes = m.ledger.peak_bytes;
   for (const PhasePeak& p : m.ledger.phase_peaks) e.phase_peaks[p.phase] = p.peak_bytes;
   for (const IterationMeasurement& it : m.iterations) e.live_after.push_back(it.live_after_bytes);
   e.alloc_count = m.ledger.alloc_count;
   return e;
+}
+
+std::string BaselineKernels(const VariantMeasurement& m) {
+  return m.backend == "meta" && m.kernels != "cpu" ? m.kernels : "";
 }
 
 }  // namespace oomguard

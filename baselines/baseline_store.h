@@ -31,6 +31,9 @@ struct BaselineEntry {
   std::string variant;
   std::string backend;
   std::string card;  // display only; entries are keyed by cap_bytes
+  // Part of the key: empty for cpu's kernels (every file written before the field was), else a meta run's
+  // mirrored kernels, "cuda sm_75" (`--kernels cuda`): numbers of other kernels are never compared.
+  std::string kernels;
   int64_t cap_bytes = 0;
   int64_t peak_bytes = 0;
   std::map<std::string, int64_t> phase_peaks;  // phase -> bytes
@@ -47,7 +50,8 @@ struct BaselineFile {
   std::vector<BaselineEntry> entries;
   bool exists = false;  // false: no file yet
 
-  const BaselineEntry* Find(const std::string& variant, const std::string& backend, int64_t cap_bytes) const;
+  const BaselineEntry* Find(const std::string& variant, const std::string& backend, int64_t cap_bytes,
+                            const std::string& kernels = "") const;
   // Replaces the entry with the same key, or adds it.
   void Put(BaselineEntry entry);
   const Tolerance& ToleranceFor(const std::string& metric) const;
@@ -71,5 +75,8 @@ std::string BaselineDirectory(const std::string& baselines_dir, const std::strin
 std::string SerializeBaselineFile(const BaselineFile& file);
 
 BaselineEntry EntryFromMeasurement(const VariantMeasurement& m);
+// The kernels part of m's baseline key (BaselineEntry::kernels): m.kernels for a meta run that mirrored
+// other kernels than cpu's, else empty.
+std::string BaselineKernels(const VariantMeasurement& m);
 
 }  // namespace oomguard

@@ -74,7 +74,7 @@ bool UpdateBaselines(const RunResults& report, const std::string& baselines_dir,
       // Only what ran successfully: a variant that missed its expectations keeps its old baseline.
       if (!v.measurement || (v.code != ResultCode::kPass && v.code != ResultCode::kXFail)) continue;
       const BaselineEntry now = EntryFromMeasurement(*v.measurement);
-      const BaselineEntry* old = file.Find(now.variant, now.backend, now.cap_bytes);
+      const BaselineEntry* old = file.Find(now.variant, now.backend, now.cap_bytes, now.kernels);
       if (old == nullptr) {
         out << "  new        " << s.name << "/" << v.name << ": peak " << FormatBytes(now.peak_bytes) << "\n";
       } else if (old->peak_bytes != now.peak_bytes || old->phase_peaks != now.phase_peaks ||

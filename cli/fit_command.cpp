@@ -158,6 +158,7 @@ bool Prepare(const FitOptions& options, FitResults* report, Backend* backend, st
   if (!ResolveAllocConf(options.alloc_conf, &alloc_conf_text, alloc_conf, error)) return false;
   if (!LoadFitScenario(options, scenario, error) || !ChooseBackend(options.backend, *scenario, backend, error) ||
       !SelectVariants(*scenario, options.variants, variants, error) || !ResolveTargets(options, targets, error) ||
+      !CheckKernelsFlag(options.kernels, std::string(Name(*backend)), error) ||
       !CheckHostMemory(*backend, *targets, error) || !CheckJsonFolder(options.json_path, error)) {
     return false;
   }
@@ -199,9 +200,9 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
   const Clock::time_point start = Clock::now();
   try {
     for (const VariantSpec* v : variants) {
-      const TrialFunction measured =
-          MakeFitTrial(*v, options.knob, backend, options.iterations, options.timeout_seconds, measure,
-                       ModelCudaFor(options.verdict, /*model_cuda=*/false), alloc_conf);
+      const TrialFunction measured = MakeFitTrial(
+          *v, options.knob, backend, options.iterations, options.timeout_seconds, measure,
+          ModelCudaFor(options.verdict, /*model_cuda=*/false), alloc_conf, options.kernels == kKernelsCuda);
       int64_t card_trials = 0;
       Clock::time_point card_start = Clock::now();
       std::vector<std::string> warnings;
@@ -285,6 +286,7 @@ class FitCli : public Command {
     fit->add_option("--json", o_.json_path, "Also write the results to this file");
     fit->add_option("--paths", o_.paths, "Where to look a name up (default: the built-in catalog)");
     AddVerdictFlags(fit, &o_.verdict, &o_.alloc_conf);
+    AddKernelsFlag(fit, &o_.kernels);
     return fit;
   }
   int Run(const std::string&, std::ostream& out, std::ostream& err) override { return FitCommand(o_, out, err); }

@@ -38,6 +38,7 @@ struct FitOptions {
   std::string json_path;   // --json FILE
   std::string verdict = "reserved";       // --verdict (Note [The verdict on reserved bytes], run/run_options.h)
   std::optional<std::string> alloc_conf;  // --alloc-conf; absent: the environment's
+  std::string kernels;  // --kernels cpu|cuda, meta only (Note [Kernels of a meta run]); empty: cpu's
 };
 
 // `measure` is the seam tests use to make trials leak.

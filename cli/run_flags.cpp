@@ -36,6 +36,7 @@ void AddRunFlags(CLI::App* app, RunOptions* o) {
   AddVerdictFlags(app, &o->verdict, &o->alloc_conf);
   app->add_flag("--model-cuda", o->model_cuda,
                 "With --verdict allocated: still predict the CUDA caching allocator's peaks, retries and OOMs");
+  AddKernelsFlag(app, &o->kernels);
   app->add_flag("--diagnose", o->diagnose,
                 "Measure the fix of each pitfall found: rerun the variant with it applied (peak, live after)");
   const char* spawn = std::getenv("OOMGUARD_SPAWN_CHILDREN");
@@ -50,6 +51,13 @@ void AddVerdictFlags(CLI::App* app, std::string* verdict, std::optional<std::str
   app->add_option("--alloc-conf", *alloc_conf,
                   "The caching allocator's settings, in PYTORCH_ALLOC_CONF's syntax, e.g. expandable_segments:True "
                   "(default: the PYTORCH_ALLOC_CONF environment variable)");
+}
+
+void AddKernelsFlag(CLI::App* app, std::string* kernels) {
+  app->add_option("--kernels", *kernels,
+                  "With --backend meta: mirror the allocations of cpu's kernels (default) or of PyTorch's CUDA "
+                  "kernels at the card's compute capability (cuda)")
+      ->check(CLI::IsMember({kKernelsCpu, kKernelsCuda}));
 }
 
 CLI::Validator FiniteRange(double min, double max) {

@@ -24,6 +24,10 @@ void AddRunFlags(CLI::App* app, RunOptions* options);
 // run/run_options.h): `run`, `explain` and `fit`.
 void AddVerdictFlags(CLI::App* app, std::string* verdict, std::optional<std::string>* alloc_conf);
 
+// --kernels cpu|cuda: whose kernels a meta run mirrors (Note [Kernels of a meta run], run/run_options.h):
+// `run`, `explain` and `fit`.
+void AddKernelsFlag(CLI::App* app, std::string* kernels);
+
 // A number in [min, max], as CLI::Range checks it, that also refuses nan and inf (which every comparison
 // in CLI::Range lets through: "--timeout nan" would turn the timeout off).
 CLI::Validator FiniteRange(double min, double max);

@@ -29,6 +29,18 @@ Limits LimitsForTarget(const FitTarget& target) {
   return card != nullptr ? LimitsForCard(*card) : LimitsForCap(target.cap_bytes);
 }
 
+}  // namespace
+
+KernelTarget CudaKernelsForTarget(const FitTarget& target, std::string* warning) {
+  std::string ignored;
+  const CardPreset* card = target.card.empty() ? nullptr : FindCard(target.card, &ignored);
+  if (card != nullptr) return KernelTarget::Cuda(card->compute_capability);
+  *warning = "--kernels cuda with a cap and no card: the kernels are a compute capability 8.0 card's (sm_80)";
+  return KernelTarget::Cuda(80);
+}
+
+namespace {
+
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 // Note [A fresh thread per trial]: when an OOM interrupts a backward pass, LibTorch's autograd engine
@@ -131,11 +143,14 @@ VariantSpec WithKnob(const VariantSpec& spec, const std::string& knob, int64_t v
 
 TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Backend backend, int64_t iterations,
                            double timeout_seconds, MeasureFunction measure, ModelCuda model_cuda,
-                           CachingAllocatorConfig alloc_conf) {
-  return [spec, knob, backend, iterations, timeout_seconds, measure, model_cuda, alloc_conf](int64_t value,
-                                                                                             const FitTarget& target) {
+                           CachingAllocatorConfig alloc_conf, bool cuda_kernels) {
+  return [spec, knob, backend, iterations, timeout_seconds, measure, model_cuda, alloc_conf, cuda_kernels](
+             int64_t value, const FitTarget& target) {
     VariantMeasureOptions options;
     options.backend = backend;
+    if (cuda_kernels && backend == Backend::kMeta) {
+      options.kernels = CudaKernelsForTarget(target, &options.kernels_warning);
+    }
     options.model_cuda = model_cuda;
     options.alloc_conf = alloc_conf;
     options.limits = LimitsForTarget(target);

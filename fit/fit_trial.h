@@ -81,6 +81,11 @@ using MeasureFunction = std::function<VariantMeasurement(const VariantSpec&, con
 // peaks across caps], fit_search.h).
 TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Backend backend, int64_t iterations,
                            double timeout_seconds = 300, MeasureFunction measure = MeasureVariant,
-                           ModelCuda model_cuda = ModelCuda::kOff, CachingAllocatorConfig alloc_conf = {});
+                           ModelCuda model_cuda = ModelCuda::kOff, CachingAllocatorConfig alloc_conf = {},
+                           bool cuda_kernels = false);
+
+// The kernels a meta trial at `target` mirrors with --kernels cuda: the card's, or sm_80 for a plain
+// cap, with *warning saying so (Note [Kernels of a meta run], run/run_options.h).
+KernelTarget CudaKernelsForTarget(const FitTarget& target, std::string* warning);
 
 }  // namespace oomguard

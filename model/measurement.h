@@ -101,6 +101,9 @@ struct VariantMeasurement {
   VariantOutcome outcome;          // pass | oom | error:<category> (workload/error_category.h)
   std::string error;               // the message, for oom and errors
   std::string attention = "math";  // the attention implementation the layers use
+  // Whose kernels made the allocations: "cpu" (cpu, and meta mirroring cpu), "cuda sm_75" (meta
+  // mirroring a card's CUDA kernels, `--kernels cuda`, backends/meta/kernel_target.h), "cuda" (a GPU's own).
+  std::string kernels = "cpu";
   double duration_ms = 0;
 
   LedgerStats ledger;  // peak, per-phase peaks, allocation count, timeline

@@ -86,6 +86,7 @@ json MeasurementToJson(const VariantMeasurement& m) {
   j["outcome"] = Name(m.outcome);
   j["error"] = m.error;
   j["attention"] = m.attention;
+  j["kernels"] = m.kernels;
   j["duration_ms"] = m.duration_ms;
   j["peak_bytes"] = m.ledger.peak_bytes;
   j["peak_phase"] = m.ledger.peak_phase;
@@ -218,6 +219,7 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
     }
     m->error = j.at("error").get<std::string>();
     m->attention = j.at("attention").get<std::string>();
+    m->kernels = j.value("kernels", "cpu");  // absent in results written before it was
     m->duration_ms = j.at("duration_ms").get<double>();
     m->ledger.peak_bytes = j.at("peak_bytes").get<int64_t>();
     m->ledger.peak_phase = j.at("peak_phase").get<std::string>();

@@ -50,6 +50,10 @@ struct MeasureOptions {
   int64_t seed = 0;
   Knobs knobs;                      // what ctx.Int/Number/Bool/String read
   std::vector<std::string> inject;  // fault injection, as `oomguard run --inject` takes it: "nth=3"
+  // meta only: whose kernels' allocations the Meta kernels mirror, "cpu" (or empty: the default) or
+  // "cuda": PyTorch's CUDA kernels at the card's compute capability (t4's without a card, sm_80 with
+  // only a cap), as `oomguard run --kernels cuda` (README, "What runs on meta").
+  std::string kernels;
 };
 
 struct Measurement {
@@ -58,6 +62,7 @@ struct Measurement {
   std::string backend;
   std::string card;        // empty for a plain cap or none
   int64_t cap_bytes = -1;  // -1: no cap
+  std::string kernels;     // whose kernels made the allocations: "cpu", "cuda sm_75" (meta, kernels="cuda"), "cuda"
 
   int64_t peak_bytes = 0;
   std::string peak_phase;                           // the phase that was current at the peak

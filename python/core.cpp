@@ -267,6 +267,7 @@ PYBIND11_MODULE(_core, module) {
       .def_readonly("outcome", &Measurement::outcome)
       .def_readonly("error", &Measurement::error)
       .def_readonly("backend", &Measurement::backend)
+      .def_readonly("kernels", &Measurement::kernels)
       .def_readonly("card", &Measurement::card)
       .def_readonly("cap_bytes", &Measurement::cap_bytes)
       .def_readonly("peak_bytes", &Measurement::peak_bytes)
@@ -291,16 +292,19 @@ PYBIND11_MODULE(_core, module) {
 
   // The lock a scope takes may be held by another thread's scope, which needs the GIL to end it.
   py::class_<oomguard::MeasureScope>(module, "MeasureScope")
-      .def(py::init([](const std::string& backend, const std::string& card, const std::string& cap) {
+      .def(py::init([](const std::string& backend, const std::string& card, const std::string& cap,
+                       const std::string& kernels) {
              oomguard::MeasureOptions options;
              options.backend = backend;
              options.card = card;
              options.cap = cap;
+             options.kernels = kernels;
              auto scope = std::make_unique<oomguard::MeasureScope>(options);
              scope->SetCallerLocation(&PythonCallerLocation);
              return scope;
            }),
-           py::arg("backend"), py::arg("card"), py::arg("cap"), py::call_guard<py::gil_scoped_release>())
+           py::arg("backend"), py::arg("card"), py::arg("cap"), py::arg("kernels") = "",
+           py::call_guard<py::gil_scoped_release>())
       .def("set_phase", &oomguard::MeasureScope::SetPhase, py::arg("phase"), py::arg("unwinding") = false)
       .def_property_readonly("phase", &oomguard::MeasureScope::phase)
       .def("iterations", &oomguard::MeasureScope::Iterations, py::arg("requested"))

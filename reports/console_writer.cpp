@@ -135,9 +135,22 @@ ConsoleStyle StyleFor(int fd) {
   return style;
 }
 
+namespace {
+// The kernels a meta scenario's variants mirrored when they are not cpu's ("cuda sm_75"), else empty.
+std::string MirroredKernels(const ScenarioResult& s) {
+  for (const VariantResult& v : s.variants) {
+    if (v.measurement && v.measurement->backend == "meta" && v.measurement->kernels != "cpu") {
+      return v.measurement->kernels;
+    }
+  }
+  return "";
+}
+}  // namespace
+
 void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const ConsoleStyle& style) {
   const bool detailed = style.detailed;
   out << Code(s.code, style, 12) << s.name << "  [" << s.backend;
+  if (const std::string kernels = MirroredKernels(s); !kernels.empty()) out << ", " << kernels << " kernels";
   if (!s.card.empty()) out << ", " << s.card;
   if (s.cap_bytes > 0) out << ", cap " << FormatBytes(s.cap_bytes);
   out << "]";

@@ -13,7 +13,7 @@ namespace {
 template <class Request, class Visit>
 void ForEachField(Request& request, Visit&& visit) {
   auto& [scenario_file, variant, variant_file, backend, card, cap, context, inject, iterations, snapshot_dir,
-         snapshot_all, model_cuda, verdict, alloc_conf, diagnose, out_path, parent_pid] = request;
+         snapshot_all, model_cuda, verdict, kernels, alloc_conf, diagnose, out_path, parent_pid] = request;
   visit("--scenario", scenario_file);
   visit("--variant", variant);
   visit("--variant-file", variant_file);
@@ -28,6 +28,7 @@ void ForEachField(Request& request, Visit&& visit) {
   visit("--snapshot-all", snapshot_all);
   visit("--model-cuda", model_cuda);
   visit("--verdict", verdict);
+  visit("--kernels", kernels);
   visit("--alloc-conf", alloc_conf);
   visit("--diagnose", diagnose);
   visit("--parent-pid", parent_pid);
@@ -108,6 +109,7 @@ MeasureRequest MeasureRequestFor(const RunOptions& options, const std::string& s
   }
   r.model_cuda = options.model_cuda;
   r.verdict = options.verdict == kVerdictReserved ? "" : options.verdict;
+  r.kernels = options.kernels;
   CachingAllocatorConfig config;
   std::string error;
   OOMGUARD_CHECK(ResolveAllocConf(options.alloc_conf, &r.alloc_conf, &config, &error))

@@ -53,6 +53,7 @@ struct MeasureRequest {
   bool snapshot_all = false;        // --snapshot-all: write a snapshot whatever the outcome
   bool model_cuda = false;          // --model-cuda
   std::string verdict;              // --verdict: reserved or allocated (empty: reserved)
+  std::string kernels;              // --kernels: cpu or cuda (empty: cpu's; Note [Kernels of a meta run])
   std::string alloc_conf;           // --alloc-conf: the resolved allocator settings (empty: PyTorch's defaults)
   bool diagnose = false;            // --diagnose: measure the fixes of what the detectors find
   std::string out_path;             // --out (required): where the measurement JSON goes

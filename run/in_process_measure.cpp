@@ -43,6 +43,19 @@ VariantMeasureOptions HarnessOptions(const MeasureOptions& options) {
   if (!ResolveLimits(flags, "", &harness.limits, &error)) throw std::invalid_argument("oomguard::Measure: " + error);
   if (options.card.empty() && options.cap.empty()) harness.limits.cap_bytes = Ledger::kUnlimited;
   harness.iterations = options.iterations;
+  if (!options.kernels.empty() && options.kernels != kKernelsCpu && options.kernels != kKernelsCuda) {
+    throw std::invalid_argument("oomguard::Measure: kernels '" + options.kernels + "' is not one of cpu, cuda");
+  }
+  if (!CheckKernelsFlag(options.kernels, options.backend, &error)) {
+    throw std::invalid_argument("oomguard::Measure: " + error);
+  }
+  RunOptions kernels;
+  kernels.kernels = options.kernels;
+  kernels.card = options.card;
+  kernels.cap = options.cap;
+  if (!ScenarioKernelTarget(kernels, Scenario{}, &harness.kernels, &harness.kernels_warning, &error)) {
+    throw std::invalid_argument("oomguard::Measure: " + error);
+  }
   return harness;
 }
 
@@ -52,6 +65,7 @@ Measurement ToPublic(const VariantMeasurement& m) {
   out.error = m.error;
   out.backend = m.backend;
   out.card = m.card;
+  out.kernels = m.kernels;
   out.cap_bytes = m.cap_bytes == Ledger::kUnlimited ? -1 : m.cap_bytes;
   out.peak_bytes = m.ledger.peak_bytes;
   out.peak_phase = m.ledger.peak_phase;

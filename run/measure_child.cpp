@@ -41,6 +41,7 @@ int MeasureResolvedVariant(const Scenario& scenario, const VariantSpec& variant,
   flags.cap = request.cap;
   flags.context = request.context;
   flags.inject = request.inject;
+  flags.kernels = request.kernels;
   Limits limits;
   if (!ScenarioLimits(flags, scenario, &limits, &error)) {
     err << error << "\n";
@@ -52,6 +53,10 @@ int MeasureResolvedVariant(const Scenario& scenario, const VariantSpec& variant,
     return kExitUsage;
   }
   measure.limits = limits;
+  if (!ScenarioKernelTarget(flags, scenario, &measure.kernels, &measure.kernels_warning, &error)) {
+    err << error << "\n";
+    return kExitUsage;
+  }
   measure.iterations = request.iterations;
   measure.model_cuda = ModelCudaFor(request.verdict.empty() ? kVerdictReserved : request.verdict, request.model_cuda);
   std::string alloc_conf;

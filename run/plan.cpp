@@ -102,6 +102,7 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
              std::string* error) {
   std::vector<std::string> files;
   if (!FindScenarioFiles(PathsOrCatalog(options.paths), &files, error)) return false;
+  if (!CheckKernelsFlag(options.kernels, backend, error)) return false;
   Limits probe;
   if (!ResolveLimits(options, kDefaultCard, &probe, error)) return false;  // bad flags fail before any work
   std::string alloc_conf;

@@ -81,6 +81,33 @@ bool ResolveAllocConf(const std::optional<std::string>& flag, std::string* text,
   return true;
 }
 
+bool CheckKernelsFlag(const std::string& kernels, const std::string& backend, std::string* error) {
+  if (kernels.empty() || backend == "meta") return true;
+  *error = "--kernels " + kernels + ": only the meta backend mirrors other kernels (--backend " + backend +
+           " runs its own); use --backend meta";
+  return false;
+}
+
+bool ScenarioKernelTarget(const RunOptions& options, const Scenario& scenario, KernelTarget* target,
+                          std::string* warning, std::string* error) {
+  *target = KernelTarget::Cpu();
+  warning->clear();
+  if (options.kernels != kKernelsCuda) return true;
+  std::string card = options.card, cap = options.cap;
+  if (card.empty() && cap.empty()) card = scenario.card, cap = scenario.cap;
+  if (card.empty() && !cap.empty()) {
+    *target = KernelTarget::Cuda(kCapOnlyComputeCapability);
+    *warning =
+        "--kernels cuda with a cap and no card: the kernels are a compute capability 8.0 card's (sm_80); "
+        "give --card for another";
+    return true;
+  }
+  const CardPreset* preset = FindCard(card.empty() ? kDefaultCard : card, error);
+  if (preset == nullptr) return false;
+  *target = KernelTarget::Cuda(preset->compute_capability);
+  return true;
+}
+
 bool ScenarioLimits(const RunOptions& options, const Scenario& scenario, Limits* limits, std::string* error) {
   RunOptions effective = options;
   if (options.card.empty() && options.cap.empty()) {

@@ -11,6 +11,7 @@
 
 #include "allocators/caching_allocator_config.h"
 #include "allocators/device_account.h"
+#include "backends/meta/kernel_target.h"
 #include "model/scenario.h"
 #include "workload/workload.h"
 
@@ -42,6 +43,8 @@ struct RunOptions {
   std::string snapshot_dir;          // --snapshot-dir DIR: memory_viz snapshots of failing or OOM variants
   bool snapshot_all = false;         // --snapshot-all: of every variant
   bool model_cuda = false;           // --model-cuda: predict the CUDA caching allocator on cpu/meta
+  // --kernels cpu|cuda (Note [Kernels of a meta run]); empty: not given, cpu's.
+  std::string kernels;
   // --verdict: what a card's or cap's verdict judges on cpu/meta (Note [The verdict on reserved bytes]).
   std::string verdict = "reserved";  // reserved | allocated
   std::optional<std::string> alloc_conf;  // --alloc-conf TEXT; absent: the environment's (PYTORCH_ALLOC_CONF)
@@ -72,6 +75,25 @@ inline constexpr const char* kDefaultCard = "t4";
 // (the scenario's or the default card).
 inline constexpr const char* kVerdictReserved = "reserved";
 inline constexpr const char* kVerdictAllocated = "allocated";
+
+// Note [Kernels of a meta run]: `--kernels cuda` makes the Meta kernels mirror PyTorch's CUDA kernels
+// (backends/meta/kernel_target.h, Note [Meta as a card]) at the compute capability of the run's card:
+// --card, else the scenario's card, else kDefaultCard's. A plain cap names no card: such a run takes
+// sm_80 (an A100's) and says so in each measurement's warnings. The default stays cpu's kernels, so a
+// meta run reads what the cpu backend reads and every baseline holds. The flag is meta's alone: the cpu
+// and cuda backends run their own kernels, and `--kernels` with them is a usage error.
+inline constexpr const char* kKernelsCpu = "cpu";
+inline constexpr const char* kKernelsCuda = "cuda";
+inline constexpr int kCapOnlyComputeCapability = 80;
+
+// A --kernels given with a backend other than meta (already resolved: "cpu", "cuda"): false with
+// "--kernels cuda: only the meta backend mirrors other kernels (--backend cpu runs cpu's own)".
+[[nodiscard]] bool CheckKernelsFlag(const std::string& kernels, const std::string& backend, std::string* error);
+
+// The kernels one scenario's meta run mirrors (Note [Kernels of a meta run]); *warning is set when a
+// cap without a card made it assume sm_80. False for an unknown card, with the lookup's message.
+[[nodiscard]] bool ScenarioKernelTarget(const RunOptions& options, const Scenario& scenario, KernelTarget* target,
+                                        std::string* warning, std::string* error);
 
 // The model's use on cpu/meta for these options: kVerdict unless --verdict allocated, then kPredict
 // with --model-cuda, else kOff.

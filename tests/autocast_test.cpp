@@ -167,8 +167,8 @@ TEST_P(AutocastRun, CpuAndMetaAllocateTheSameBytes) {
   if (name.find("checkpoint") != std::string::npos) spec.pitfalls.checkpoint.segments = 2;
   if (name.find("clip") != std::string::npos) spec.loop.clip_grad_norm = 1.0;
   if (name.find("eval") != std::string::npos) spec.loop.eval.batches = 2;
-  const VariantMeasurement cpu = MeasureVariant(spec, VariantMeasureOptions{Backend::kCpu});
-  const VariantMeasurement meta = MeasureVariant(spec, VariantMeasureOptions{Backend::kMeta});
+  const VariantMeasurement cpu = MeasureVariant(spec, VariantMeasureOptions{.backend = Backend::kCpu});
+  const VariantMeasurement meta = MeasureVariant(spec, VariantMeasureOptions{.backend = Backend::kMeta});
   ASSERT_EQ(cpu.outcome, VariantOutcome::Pass()) << cpu.error;
   ASSERT_EQ(meta.outcome, VariantOutcome::Pass()) << meta.error;
   EXPECT_TRUE(cpu.warnings.empty()) << cpu.warnings.front();
@@ -184,8 +184,8 @@ TEST(Autocast, KeepsParametersGradientsAndOptimizerStateInFp32) {
   VariantSpec fp32 = Mlp("fp32");
   VariantSpec bf16 = Mlp("bf16");
   bf16.loop.autocast = "bfloat16";
-  const VariantMeasurement a = MeasureVariant(fp32, VariantMeasureOptions{Backend::kCpu});
-  const VariantMeasurement b = MeasureVariant(bf16, VariantMeasureOptions{Backend::kCpu});
+  const VariantMeasurement a = MeasureVariant(fp32, VariantMeasureOptions{.backend = Backend::kCpu});
+  const VariantMeasurement b = MeasureVariant(bf16, VariantMeasureOptions{.backend = Backend::kCpu});
   ASSERT_TRUE(a.outcome == VariantOutcome::Pass() && b.outcome == VariantOutcome::Pass()) << a.error << b.error;
   EXPECT_EQ(a.param_bytes, b.param_bytes);  // fp32 master weights
   EXPECT_EQ(*a.grad_bytes, *b.grad_bytes);  // fp32 gradients
@@ -201,8 +201,8 @@ TEST(Autocast, CheckpointRecomputesUnderTheForwardsAutocast) {
   plain.loop.autocast = "bfloat16";
   VariantSpec checkpointed = plain;
   checkpointed.pitfalls.checkpoint.segments = 3;
-  const VariantMeasurement a = MeasureVariant(plain, VariantMeasureOptions{Backend::kCpu});
-  const VariantMeasurement b = MeasureVariant(checkpointed, VariantMeasureOptions{Backend::kCpu});
+  const VariantMeasurement a = MeasureVariant(plain, VariantMeasureOptions{.backend = Backend::kCpu});
+  const VariantMeasurement b = MeasureVariant(checkpointed, VariantMeasureOptions{.backend = Backend::kCpu});
   ASSERT_TRUE(a.outcome == VariantOutcome::Pass() && b.outcome == VariantOutcome::Pass()) << a.error << b.error;
   EXPECT_EQ(a.grad_digest, b.grad_digest);
   EXPECT_LT(*b.forward_saved_bytes, *a.forward_saved_bytes);
@@ -216,14 +216,14 @@ TEST(ClipGradNorm, AllocatesScalarsNotACopyOfTheGradients) {
   VariantSpec spec = Mlp("clip");
   spec.loop.clip_grad_norm = 0.5;
   for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
-    const VariantMeasurement m = MeasureVariant(spec, VariantMeasureOptions{backend});
+    const VariantMeasurement m = MeasureVariant(spec, VariantMeasureOptions{.backend = backend});
     ASSERT_EQ(m.outcome, VariantOutcome::Pass()) << m.error;
     const int64_t p = 8;  // 3 linears (weight, bias) + layer_norm (weight, bias)
     ASSERT_TRUE(m.clip_grad_norm_bytes.has_value());
     EXPECT_EQ(*m.clip_grad_norm_bytes, 4 * p + 4 * p + 4) << Name(backend);
     EXPECT_LT(*m.clip_grad_norm_bytes, *m.grad_bytes / 1000);
   }
-  const VariantMeasurement unclipped = MeasureVariant(Mlp("plain"), VariantMeasureOptions{Backend::kCpu});
+  const VariantMeasurement unclipped = MeasureVariant(Mlp("plain"), VariantMeasureOptions{.backend = Backend::kCpu});
   EXPECT_FALSE(unclipped.clip_grad_norm_bytes.has_value());
 }
 
@@ -237,11 +237,11 @@ TEST(ClipGradNorm, RunsWithoutAnOptimizerAndOtherwiseNoOptimizerPhaseAppears) {
   };
   VariantSpec spec = Mlp("no_optimizer");
   spec.loop.optimizer.kind = "none";
-  const VariantMeasurement plain = MeasureVariant(spec, VariantMeasureOptions{Backend::kCpu});
+  const VariantMeasurement plain = MeasureVariant(spec, VariantMeasureOptions{.backend = Backend::kCpu});
   ASSERT_EQ(plain.outcome, VariantOutcome::Pass()) << plain.error;
   EXPECT_FALSE(has_optimizer_phase(plain));
   spec.loop.clip_grad_norm = 1.0;
-  const VariantMeasurement clipped = MeasureVariant(spec, VariantMeasureOptions{Backend::kCpu});
+  const VariantMeasurement clipped = MeasureVariant(spec, VariantMeasureOptions{.backend = Backend::kCpu});
   ASSERT_EQ(clipped.outcome, VariantOutcome::Pass()) << clipped.error;
   EXPECT_TRUE(has_optimizer_phase(clipped));
   EXPECT_EQ(clipped.clip_grad_norm_bytes, 8 * 4 + 8 * 4 + 4);

@@ -143,7 +143,7 @@ TEST(BaselineStore, EveryValueIsValidated) {
             "transfer, forward, backward, optimizer, zero_grad, eval, step)");
   EXPECT_EQ(error_of(with("\"alloc_count\"", "\"alloc_cout\"")),
             "at entries[0]: unknown key \"alloc_cout\"; did you mean \"alloc_count\"? (valid keys: variant, backend, "
-            "card, cap_bytes, peak_bytes, phase_peaks, live_after, alloc_count)");
+            "card, kernels, cap_bytes, peak_bytes, phase_peaks, live_after, alloc_count)");
   EXPECT_EQ(error_of(with("\"backend\": \"cpu\"", "\"backend\": \"gpu\"")),
             "at entries[0].backend: unknown backend \"gpu\"; did you mean \"cpu\"? (valid values: cpu, meta, cuda)");
   EXPECT_EQ(error_of(R"({"scenario": "s", "entries": [)" + entry + ", " + entry + "]}"),
@@ -204,6 +204,34 @@ TEST(BaselineDiff, VerdictsFollowTheTolerance) {
   file.tolerance.relative = 0.01;  // 10 bytes of 1000
   EXPECT_EQ(CompareWithBaseline(file, "f", Measured("v", 1010)).verdict, BaselineVerdict::kUnchanged);
   EXPECT_EQ(CompareWithBaseline(file, "f", Measured("v", 1011)).verdict, BaselineVerdict::kRegressed);
+}
+
+// Note [Kernels of a meta run]: a meta run that mirrored a card's CUDA kernels is keyed apart from one
+// that mirrored cpu's, so neither is compared with the other; cpu's entries keep no field, as files
+// written before it have none.
+TEST(BaselineDiff, CudaKernelRunsAreKeyedApartFromCpuKernelRuns) {
+  VariantMeasurement cpu_kernels = Measured("v", 1000);
+  cpu_kernels.backend = "meta";
+  VariantMeasurement cuda_kernels = Measured("v", 700);
+  cuda_kernels.backend = "meta";
+  cuda_kernels.kernels = "cuda sm_75";
+  BaselineFile file;
+  file.scenario = "s";
+  file.Put(EntryFromMeasurement(cpu_kernels));
+  EXPECT_EQ(CompareWithBaseline(file, "f", cuda_kernels).verdict, BaselineVerdict::kNew);
+  file.Put(EntryFromMeasurement(cuda_kernels));
+  ASSERT_EQ(file.entries.size(), 2u);
+  EXPECT_EQ(CompareWithBaseline(file, "f", cuda_kernels).verdict, BaselineVerdict::kUnchanged);
+  EXPECT_EQ(CompareWithBaseline(file, "f", cpu_kernels).verdict, BaselineVerdict::kUnchanged);
+  const std::string text = SerializeBaselineFile(file);
+  EXPECT_EQ(text.find("\"kernels\": \"cpu\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"kernels\": \"cuda sm_75\""), std::string::npos) << text;
+  BaselineFile loaded;
+  std::string error;
+  ASSERT_TRUE(LoadBaselineText(text, "b.json", &loaded, &error)) << error;
+  EXPECT_EQ(loaded.Find("v", "meta", 1000000)->peak_bytes, 1000);
+  EXPECT_EQ(loaded.Find("v", "meta", 1000000, "cuda sm_75")->peak_bytes, 700);
+  EXPECT_EQ(SerializeBaselineFile(loaded), text);
 }
 
 // The comparison is data; what of it fails a variant is data too (the verdict decides the code).

@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "backends/meta/cublas_workspace.h"
 #include "tests/cli_result.h"
 #include "tests/scoped_environment.h"
 #include "tests/scratch_folder.h"
@@ -314,6 +315,67 @@ TEST_F(ShardRunTest, WithoutShardsTheReportIsAllAndAFilterMatchingNothingAnywher
             "  alpha: not selected by --filter 'alpha/fixed' (no variant matches 'fixed'; its variants: only)\n");
   r = Run({"--filter", "alpha/on*"});
   EXPECT_EQ(r.code, kExitOk) << r.err;
+}
+
+}  // namespace
+}  // namespace oomguard
+
+namespace oomguard {
+namespace {
+
+// `--kernels cuda` (Note [Kernels of a meta run], run/run_options.h): the children mirror a card's CUDA
+// kernels, and every measurement says whose.
+class CliKernelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("OOMGUARD_SELF", OOMGUARD_EXE, 1);
+    folder_.Write("drop.json", R"({"name": "drop", "summary": "dropout", "backends": ["cpu", "meta"],
+      "model": {"layers": [{"kind": "linear", "in": 64, "out": 64}, {"kind": "dropout", "p": 0.1}]},
+      "data": {"batch": 32, "shape": [64]}, "variants": {"only": {}}})");
+  }
+  void TearDown() override { unsetenv("OOMGUARD_SELF"); }
+  nlohmann::json Measurement(const std::vector<std::string>& flags) {
+    const std::string json = folder_.path() + "/r.json";
+    std::vector<std::string> args = {"run", folder_.path() + "/drop.json", "--json", json};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const testing::CliResult r = testing::Cli(args);
+    EXPECT_EQ(r.code, kExitOk) << r.err << r.out;
+    last_out_ = r.out;
+    return nlohmann::json::parse(testing::Contents(json))["scenarios"][0]["variants"][0]["measurement"];
+  }
+  testing::ScratchFolder folder_{"kernels"};
+  std::string last_out_;
+};
+
+TEST_F(CliKernelsTest, ARunsJsonSaysWhoseKernelsItMirrored) {
+  const nlohmann::json cpu = Measurement({"--backend", "meta"});
+  EXPECT_EQ(cpu["kernels"], "cpu");
+  const nlohmann::json t4 = Measurement({"--backend", "meta", "--kernels", "cuda"});
+  EXPECT_EQ(t4["kernels"], "cuda sm_75");
+  EXPECT_NE(last_out_.find("[meta, cuda sm_75 kernels, NVIDIA T4"), std::string::npos) << last_out_;
+  // What the forward keeps: the float32 dropout's mask is 1 byte an element on the card, cpu's noise 4;
+  // and the card's process holds cuBLAS's and cuBLASLt's workspaces from the linear's addmm on (Note
+  // [cuBLAS workspaces held from the start]).
+  EXPECT_EQ(t4["forward_saved_bytes"].get<int64_t>(), cpu["forward_saved_bytes"].get<int64_t>() - 32 * 64 * (4 - 1) +
+                                                          CublasWorkspaceBytes(75) + CublasLtWorkspaceBytes(75));
+  EXPECT_EQ(Measurement({"--backend", "meta", "--kernels", "cuda", "--card", "h100"})["kernels"], "cuda sm_90");
+  const nlohmann::json capped = Measurement({"--backend", "meta", "--kernels", "cuda", "--cap", "1GiB"});
+  EXPECT_EQ(capped["kernels"], "cuda sm_80");
+  EXPECT_NE(capped["warnings"].dump().find("sm_80"), std::string::npos) << capped.dump();
+  EXPECT_EQ(Measurement({"--backend", "cpu"})["kernels"], "cpu");
+}
+
+TEST_F(CliKernelsTest, KernelsWithAnotherBackendIsAUsageError) {
+  const std::string file = folder_.path() + "/drop.json";
+  testing::CliResult r = testing::Cli({"run", file, "--backend", "cpu", "--kernels", "cuda"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--kernels cuda: only the meta backend mirrors other kernels (--backend cpu runs its own); "
+                       "use --backend meta"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(testing::Cli({"run", file, "--backend", "meta", "--kernels", "gpu"}).code, kExitUsage);
+  EXPECT_EQ(testing::Cli({"explain", file, "--backend", "cpu", "--kernels", "cpu"}).code, kExitUsage);
+  EXPECT_EQ(testing::Cli({"fit", file, "--backend", "cpu", "--kernels", "cuda", "--cap", "1GiB"}).code, kExitUsage);
 }
 
 }  // namespace

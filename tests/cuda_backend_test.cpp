@@ -57,7 +57,8 @@ TEST(CudaBackendOnGpu, LedgerCountsTheRequestedBytesTheAllocatorReports) {
   std::string error;
   const CardPreset* t4 = FindCard("t4", &error);
   ASSERT_NE(t4, nullptr) << error;
-  const VariantMeasurement m = MeasureVariant(TinyMlp(), VariantMeasureOptions{Backend::kCuda, LimitsForCard(*t4)});
+  const VariantMeasurement m =
+      MeasureVariant(TinyMlp(), VariantMeasureOptions{.backend = Backend::kCuda, .limits = LimitsForCard(*t4)});
   ASSERT_EQ(Name(m.outcome), "pass") << m.error;
   ASSERT_TRUE(m.cuda.has_value());
   // The feed (Note [The cuda ledger]) and the allocator's requested_bytes count the same requests, but
@@ -79,7 +80,8 @@ TEST(CudaBackendOnGpu, LedgerCountsTheRequestedBytesTheAllocatorReports) {
   EXPECT_EQ(m.cuda->timed_transfers, m.transfers);
   EXPECT_GT(m.cuda->transfer_ms, 0.0);
   // Parameters, gradients and Adam state are the same tensors as on cpu.
-  const VariantMeasurement cpu = MeasureVariant(TinyMlp(), VariantMeasureOptions{Backend::kCpu, LimitsForCard(*t4)});
+  const VariantMeasurement cpu =
+      MeasureVariant(TinyMlp(), VariantMeasureOptions{.backend = Backend::kCpu, .limits = LimitsForCard(*t4)});
   EXPECT_EQ(m.param_bytes, cpu.param_bytes);
   EXPECT_EQ(m.grad_bytes, cpu.grad_bytes);
   EXPECT_EQ(m.optimizer_state_bytes, cpu.optimizer_state_bytes);
@@ -90,7 +92,7 @@ TEST(CudaBackendOnGpu, ACapBelowTheModelIsAnOomWithTheCard) {
   VariantSpec big = TinyMlp();
   big.data.batch = 1 << 20;  // 256 MiB of activations in the first layer alone
   const VariantMeasurement m =
-      MeasureVariant(big, VariantMeasureOptions{Backend::kCuda, LimitsForCap(int64_t{64} << 20)});
+      MeasureVariant(big, VariantMeasureOptions{.backend = Backend::kCuda, .limits = LimitsForCap(int64_t{64} << 20)});
   EXPECT_EQ(Name(m.outcome), "oom") << m.error;
   // The simulated cap first, then PyTorch's own message (it names the physical GPU).
   EXPECT_EQ(m.error.rfind("CUDA out of memory on a GPU capped at 64.00 MiB (oomguard cap): tried to allocate ", 0), 0u)
@@ -140,7 +142,8 @@ TEST(CudaBackendOnGpu, InjectedFaultInBackwardLeavesTheCachingAllocatorAndItsSta
   std::unique_ptr<FaultPolicy> policy = ParseFaultSpec("phase=backward,nth=1", &error);
   ASSERT_NE(policy, nullptr) << error;
   limits.faults = std::make_shared<FaultInjector>(std::move(policy));
-  const VariantMeasurement m = MeasureVariant(TinyMlp(), VariantMeasureOptions{Backend::kCuda, limits});
+  const VariantMeasurement m =
+      MeasureVariant(TinyMlp(), VariantMeasureOptions{.backend = Backend::kCuda, .limits = limits});
   EXPECT_EQ(Name(m.outcome), "oom") << m.error;
   EXPECT_NE(m.error.find("CUDA out of memory (injected by oomguard: phase=backward,nth=1, allocation #"),
             std::string::npos)

@@ -25,7 +25,7 @@ VariantSpec OneLargeLayer() {
 TEST(CudaSnapshotOnGpu, AnOomWritesPyTorchsOwnSnapshot) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no GPU visible (CUDA driver: " << CudaDriverVersion() << ")";
   testing::ScratchFolder folder("cuda-snapshot");
-  VariantMeasureOptions options{Backend::kCuda, LimitsForCap(int64_t{64} << 20)};
+  VariantMeasureOptions options{.backend = Backend::kCuda, .limits = LimitsForCap(int64_t{64} << 20)};
   options.snapshot.path = folder.path() + "/large.pickle";
   const VariantMeasurement m = MeasureVariant(OneLargeLayer(), options);
   EXPECT_EQ(Name(m.outcome), "oom") << m.error;

@@ -183,7 +183,7 @@ TEST_F(FitCommandTest, LedgerReturnsToItsPreTrialLevel) {
 // thread that ran it until that thread ends; a trial's own thread takes them with it.
 TEST_F(FitCommandTest, AnOomInBackwardLeavesNothingAfterItsTrial) {
   const VariantSpec spec = WithKnob(Variant(kTokens, "base"), "seq", 2000);
-  const VariantMeasurement unlimited = MeasureVariant(spec, VariantMeasureOptions{Backend::kCpu, Limits{}, 0, 0});
+  const VariantMeasurement unlimited = MeasureVariant(spec, VariantMeasureOptions{.backend = Backend::kCpu, .limits = Limits{}, .iterations = 0, .timeline_points = 0});
   ASSERT_EQ(Name(unlimited.outcome), "pass");
   int64_t forward_peak = 0;
   for (const PhasePeak& p : unlimited.ledger.phase_peaks) {
@@ -194,7 +194,7 @@ TEST_F(FitCommandTest, AnOomInBackwardLeavesNothingAfterItsTrial) {
   const int64_t before = CpuAccount().ledger().live_bytes();
   int64_t left_on_thread = 0;
   std::thread([&] {
-    const VariantMeasurement m = MeasureVariant(spec, VariantMeasureOptions{Backend::kCpu, LimitsForCap(cap), 0, 0});
+    const VariantMeasurement m = MeasureVariant(spec, VariantMeasureOptions{.backend = Backend::kCpu, .limits = LimitsForCap(cap), .iterations = 0, .timeline_points = 0});
     EXPECT_EQ(Name(m.outcome), "oom");
     EXPECT_EQ(m.oom->phase, "backward");
     left_on_thread = CpuAccount().ledger().live_bytes() - before;

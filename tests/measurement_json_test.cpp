@@ -63,6 +63,22 @@ TEST(MeasurementJson, CudaModelRoundTripsAndIsAbsentWithoutIt) {
   EXPECT_EQ(MeasurementToJson(back), j);
 }
 
+// Note [Kernels of a meta run]: whose kernels made the bytes; results written before the field read "cpu".
+TEST(MeasurementJson, KernelsRoundTripAndOlderResultsReadCpu) {
+  VariantMeasurement m = testing::SampleMeasurement("pitfall", 1);
+  m.backend = "meta";
+  m.kernels = "cuda sm_75";
+  nlohmann::json j = MeasurementToJson(m);
+  EXPECT_EQ(j.at("kernels"), "cuda sm_75");
+  VariantMeasurement back;
+  std::string error;
+  ASSERT_TRUE(MeasurementFromJson(j, &back, &error)) << error;
+  EXPECT_EQ(back.kernels, "cuda sm_75");
+  j.erase("kernels");
+  ASSERT_TRUE(MeasurementFromJson(j, &back, &error)) << error;
+  EXPECT_EQ(back.kernels, "cpu");
+}
+
 TEST(MeasurementJson, SnapshotPathAndErrorRoundTrip) {
   VariantMeasurement m = testing::SampleMeasurement("pitfall", 1);
   m.snapshot = "snaps/s.pitfall.cpu.pickle";

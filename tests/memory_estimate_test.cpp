@@ -57,7 +57,7 @@ TEST(ScenarioKeys, BadRepeatAndEstimateNameThePath) {
 
 TEST(MemoryEstimate, RowsCompareTheRuleWithTheMeasurementExactly) {
   const Scenario s = LoadTinyDecoder();
-  const VariantMeasurement m = MeasureVariant(s.variants[0], VariantMeasureOptions{Backend::kMeta});
+  const VariantMeasurement m = MeasureVariant(s.variants[0], VariantMeasureOptions{.backend = Backend::kMeta});
   ASSERT_EQ(Name(m.outcome), "pass") << m.error;
   const std::optional<MemoryEstimate> e = EstimateMemory(s, s.variants[0], m);
   ASSERT_TRUE(e.has_value());

@@ -87,8 +87,8 @@ TEST(MetaCoverage, EveryLayerKindRunsForwardAndBackwardWithTheCpuBytes) {
         if (loss == "cross_entropy" && kind.name != "embedding") continue;
         const VariantSpec spec = CoverageModel(kind, inplace, loss, variant == "flash" ? "flash" : "math");
         SCOPED_TRACE(spec.name);
-        const VariantMeasurement cpu = MeasureVariant(spec, VariantMeasureOptions{Backend::kCpu});
-        const VariantMeasurement meta = MeasureVariant(spec, VariantMeasureOptions{Backend::kMeta});
+        const VariantMeasurement cpu = MeasureVariant(spec, VariantMeasureOptions{.backend = Backend::kCpu});
+        const VariantMeasurement meta = MeasureVariant(spec, VariantMeasureOptions{.backend = Backend::kMeta});
         ASSERT_EQ(Name(cpu.outcome), "pass") << cpu.error;
         ASSERT_EQ(Name(meta.outcome), "pass") << meta.error;
         ExpectSameBytes(cpu, meta);
@@ -104,8 +104,8 @@ TEST(MetaCoverage, MseLossAndSgdMomentumMatchToo) {
   VariantSpec spec = CoverageModel(LayerKinds().front(), false, "mse");
   spec.loop.optimizer.kind = "sgd";
   spec.loop.optimizer.momentum = 0.9;
-  const VariantMeasurement cpu = MeasureVariant(spec, VariantMeasureOptions{Backend::kCpu});
-  const VariantMeasurement meta = MeasureVariant(spec, VariantMeasureOptions{Backend::kMeta});
+  const VariantMeasurement cpu = MeasureVariant(spec, VariantMeasureOptions{.backend = Backend::kCpu});
+  const VariantMeasurement meta = MeasureVariant(spec, VariantMeasureOptions{.backend = Backend::kMeta});
   ASSERT_EQ(Name(meta.outcome), "pass") << meta.error;
   ExpectSameBytes(cpu, meta);
 }

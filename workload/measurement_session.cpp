@@ -39,6 +39,18 @@ Limits Bounded(const VariantMeasureOptions& options) {
   return bounded;
 }
 
+// The kernels a meta measurement mirrors: the options' card when they name one, else whatever the process
+// has set (cpu's unless a caller holds a ScopedKernelTarget around the measurement).
+KernelTarget TargetFor(const VariantMeasureOptions& options) {
+  return options.backend == Backend::kMeta && options.kernels.cuda() ? options.kernels : CurrentKernelTarget();
+}
+
+// What m.kernels says (VariantMeasurement::kernels), once the session has set the target.
+std::string KernelsOf(const VariantMeasureOptions& options) {
+  if (options.backend == Backend::kMeta) return Describe(CurrentKernelTarget());
+  return options.backend == Backend::kCuda ? "cuda" : "cpu";
+}
+
 }  // namespace
 
 // In the order MeasureOnce declared them: destroyed in reverse, so the limits go last.
@@ -46,6 +58,7 @@ struct MeasurementSession::Parts {
   Parts(const VariantMeasureOptions& options, RunObserver::Mode mode, VariantMeasurement* m)
       : options(options),
         m(*m),
+        kernels(TargetFor(options)),
         backend(GetBackend(options.backend).Open(options.limits)),
         account(backend->account()),
         limits(account, Bounded(options)) {
@@ -68,6 +81,7 @@ struct MeasurementSession::Parts {
 
   const VariantMeasureOptions& options;
   VariantMeasurement& m;
+  ScopedKernelTarget kernels;  // before any tensor: Note [Meta as a card]
   const std::unique_ptr<BackendSession> backend;
   DeviceAccount& account;
   ScopedLimits limits;
@@ -86,7 +100,9 @@ MeasurementSession::MeasurementSession(const VariantSpec& spec, const VariantMea
   m->backend = Name(options.backend);
   m->card = options.limits.card;
   m->cap_bytes = options.limits.cap_bytes;
+  (void)TakeKernelWarnings();  // an earlier measurement's, if it ended without taking them
   parts_ = std::make_unique<Parts>(options, mode, m);
+  m->kernels = KernelsOf(options);
 }
 
 MeasurementSession::~MeasurementSession() = default;
@@ -140,6 +156,10 @@ MeasurementSession::Observed MeasurementSession::Finish() {
       m.warnings.push_back(UnmodelledKeysWarning(p.model_feed->config()));
     }
   }
+  if (p.options.backend == Backend::kMeta && !p.options.kernels_warning.empty()) {
+    m.warnings.push_back(p.options.kernels_warning);
+  }
+  for (const std::string& warning : TakeKernelWarnings()) m.warnings.push_back("--kernels cuda: " + warning);
   p.snapshot->Finish(&m);
   return observed;
 }

@@ -25,6 +25,7 @@
 
 #include "allocators/caching_allocator_config.h"
 #include "allocators/device_account.h"
+#include "backends/meta/kernel_target.h"
 #include "model/backend.h"
 #include "model/measurement.h"
 #include "model/scenario.h"
@@ -46,6 +47,10 @@ struct VariantMeasureOptions {
   // (Note [One decision point], allocators/device_account.h); kPredict: the ledger's cap decides.
   ModelCuda model_cuda = ModelCuda::kOff;
   CachingAllocatorConfig alloc_conf = {};  // the model's PYTORCH_ALLOC_CONF settings
+  // meta: whose kernels the Meta kernels mirror for this measurement (Note [Meta as a card]); the
+  // session sets it while it runs. Ignored on cpu and cuda, whose kernels are their own.
+  KernelTarget kernels = {};
+  std::string kernels_warning;  // meta: how the target was chosen, when a reader should know (m.warnings)
   // Watch the run for the catalog's pitfalls (diagnose/detectors.h): m.diagnoses, m.diagnosed.
   bool diagnose = true;
   // How (Note [Screen, then watch], diagnose/run_observer.h): kByBackend screens first on meta, where

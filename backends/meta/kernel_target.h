@@ -14,6 +14,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace oomguard {
 
@@ -33,6 +34,12 @@ std::string Describe(const KernelTarget& target);
 
 const KernelTarget& CurrentKernelTarget();
 void SetKernelTarget(const KernelTarget& target);
+
+// What a Meta kernel in cuda mode could not model (a cuDNN workspace, say): one sentence per kind,
+// kept once, for the measurement's warnings. A measurement takes them when it ends (TakeKernelWarnings
+// clears the list); kernels only add.
+void NoteKernelWarning(const std::string& warning);
+std::vector<std::string> TakeKernelWarnings();
 
 class ScopedKernelTarget {
  public:

@@ -10,6 +10,7 @@
 
 #include <cmath>
 
+#include "backends/meta/kernel_target.h"
 #include "backends/meta/meta_kernels_internal.h"
 
 namespace oomguard {
@@ -55,15 +56,6 @@ at::Tensor& BernoulliTensorInplaceMeta(at::Tensor& self, const at::Tensor&, std:
   return self;
 }
 
-// The fused dropout CUDA picks (at::dropout on cuda): the output and a bool mask.
-std::tuple<at::Tensor, at::Tensor> NativeDropoutMeta(const at::Tensor& input, double p, std::optional<bool> train) {
-  if (train.has_value() && !*train) return {at::empty_like(input), at::empty({0}, input.options().dtype(at::kBool))};
-  return {at::empty_like(input), at::empty_like(input, input.options().dtype(at::kBool))};
-}
-at::Tensor NativeDropoutBackwardMeta(const at::Tensor& grad, const at::Tensor& mask, double) {
-  return at::empty_like(grad);
-}
-
 // embedding's forward: weight.index_select(0, ids.reshape(-1)).
 at::Tensor IndexSelectMeta(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
   TORCH_CHECK(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
@@ -75,60 +67,62 @@ at::Tensor IndexSelectMeta(const at::Tensor& self, int64_t dim, const at::Tensor
   return at::empty(sizes, self.options());
 }
 
+// cuda (Embedding.cu, embedding_dense_backward_cuda): indices and grad contiguous; up to 3072 indices
+// (no scale_grad_by_freq) zeros [num_weights, dim] and a kernel. Beyond, the indices are sorted:
+// sorted_indices and orig_indices like the indices, arange(n) for the sort (dead after it), counts for
+// scale_grad_by_freq, then EmbeddingBackwardKernel.cu's embedding_backward_cuda_kernel: grad_weight
+// zeros, segment_offsets [n], a 0-dim int64, partials_per_segment and its offsets [min(n, V)], another
+// 0-dim int64, partial_segment_offset [n / NROWS_PER_THREAD (10) + min(n, V)], and the two-pass path's
+// grad_weight_per_segment [that, dim] in the opmath dtype (float for bf16/fp16), freed on return. The
+// sizes do not depend on the indices' values. Not modelled: CUB's temporary storage for the sort and
+// scans, and the fused atomic path a card takes when few segments would leave its SMs idle (then a
+// float [num_weights, dim] accumulator instead of the per-segment sums; its test needs the SM count).
+at::Tensor EmbeddingDenseBackwardCuda(const at::Tensor& grad_in, const at::Tensor& indices_in, int64_t num_weights,
+                                      bool scale_grad_by_freq) {
+  const at::Tensor indices = indices_in.contiguous();
+  const int64_t n = indices.numel();
+  const at::Tensor grad = grad_in.contiguous().view({n, grad_in.size(-1)});
+  if (n <= 3072 && !scale_grad_by_freq) return at::zeros({num_weights, grad_in.size(-1)}, grad_in.options());
+  NoteKernelWarning(
+      "embedding backward: CUB's temporary storage for sorting the indices (Embedding.cu, radix_sort_pairs and "
+      "the segment scans) is not modelled");
+  const at::Tensor sorted_indices = at::empty_like(indices, at::MemoryFormat::Contiguous);
+  const at::Tensor orig_indices = at::empty_like(indices, at::MemoryFormat::Contiguous);
+  { const at::Tensor range = at::arange(n, indices.options()); }
+  at::Tensor count;
+  if (scale_grad_by_freq) count = at::empty_like(indices, at::MemoryFormat::Contiguous);
+  at::Tensor grad_weight = at::zeros({num_weights, grad_in.size(-1)}, grad_in.options());
+  const at::Tensor segment_offsets = at::empty({n}, indices.options());
+  const at::Tensor num_of_segments = at::empty({}, indices.options().dtype(at::kLong));
+  const int64_t max_segments = std::min(n, num_weights);
+  const at::Tensor partials_per_segment = at::empty({max_segments}, indices.options());
+  const at::Tensor partials_per_segment_offset = at::empty({max_segments}, indices.options());
+  const at::Tensor num_of_partial_segments = at::empty({}, indices.options().dtype(at::kLong));
+  const int64_t max_partial_segment = n / 10 + max_segments;
+  // use_fused_kernel's half that the shapes decide (its other half asks the card's SM count).
+  const int64_t stride_warped = (grad_in.size(-1) + 31) / 32 * 32, block = std::min<int64_t>(stride_warped, 1024);
+  if (max_partial_segment > 4 * ((max_segments * stride_warped + block - 1) / block)) {
+    NoteKernelWarning(
+        "embedding backward with few distinct rows for its indices: a card may take EmbeddingBackwardKernel.cu's "
+        "fused atomic path (by its SM count), whose buffers differ from the two-pass path's modelled here");
+  }
+  const at::Tensor partial_segment_offset = at::empty({max_partial_segment}, indices.options());
+  const at::Tensor grad_weight_per_segment =
+      at::empty({max_partial_segment, grad_weight.stride(0)}, meta_kernels::OpMathOptions(grad_in));
+  return grad_weight;
+}
+
 // cpu: grad.contiguous() (a copy when grad is not contiguous), then zeros [num_weights, dim].
 at::Tensor EmbeddingDenseBackwardMeta(const at::Tensor& grad, const at::Tensor& indices, c10::SymInt num_weights,
                                       c10::SymInt padding_idx, bool scale_grad_by_freq) {
+  if (CurrentKernelTarget().cuda()) {
+    return EmbeddingDenseBackwardCuda(grad, indices, num_weights.expect_int(), scale_grad_by_freq);
+  }
   at::Tensor grad_weight = at::empty_symint({num_weights, grad.sym_size(-1)}, grad.options());
   at::Tensor contiguous = grad.contiguous();
   // cpu allocates grad_weight first and the contiguous copy after; the copy dies with the call.
   if (scale_grad_by_freq) (void)at::empty({num_weights.expect_int()}, indices.options());  // the counts
   return grad_weight;
-}
-
-// cpu (layer_norm_cpu): Y like X, mean and rstd [M] shaped X's leading dims plus ones, in X's dtype
-// (the parameters' dtype when they are float and X is reduced). Without this kernel meta would take
-// the CompositeExplicitAutograd fallback through native_batch_norm, which has no Meta kernel either.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> NativeLayerNormMeta(const at::Tensor& input,
-                                                                   c10::SymIntArrayRef normalized_shape,
-                                                                   const std::optional<at::Tensor>& weight,
-                                                                   const std::optional<at::Tensor>& bias, double) {
-  const int64_t axis = input.dim() - static_cast<int64_t>(normalized_shape.size());
-  TORCH_CHECK(axis >= 0, "native_layer_norm: normalized_shape has more dimensions than the input");
-  std::vector<int64_t> stat_sizes(input.sizes().begin(), input.sizes().begin() + axis);
-  stat_sizes.resize(static_cast<size_t>(input.dim()), 1);
-  at::ScalarType stat_dtype = input.scalar_type();
-  if (weight.has_value() && weight->defined() && weight->scalar_type() != stat_dtype)
-    stat_dtype = weight->scalar_type();
-  // layer_norm_cpu: X = input.expect_contiguous() first (a copy of a non-contiguous input, such as a
-  // transposed [batch, channels, tokens] view, which dies on return), then Y, mean and rstd.
-  const at::Tensor x = input.contiguous();
-  at::Tensor y = at::empty_like(input, at::MemoryFormat::Contiguous);
-  at::Tensor mean = at::empty(stat_sizes, input.options().dtype(stat_dtype));
-  at::Tensor rstd = at::empty(stat_sizes, input.options().dtype(stat_dtype));
-  return {y, mean, rstd};
-}
-
-// cpu (layer_norm_backward_cpu, layer_norm_kernel.cpp): X's contiguous copy, dX, dgamma, dbeta as
-// masked, then dY's contiguous copy, and a scratch buffer [threads, 2 * N] of X's dtype for the
-// dgamma/dbeta partial sums (the profiler's memory events of a transposed input and gradient).
-std::tuple<at::Tensor, at::Tensor, at::Tensor> NativeLayerNormBackwardMeta(
-    const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean,
-    const at::Tensor& rstd, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
-    std::array<bool, 3> output_mask) {
-  const bool has_weight = weight.has_value() && weight->defined();
-  const bool has_bias = bias.has_value() && bias->defined();
-  const at::Tensor x = input.contiguous();
-  at::Tensor dx, dgamma, dbeta;
-  if (output_mask[0]) dx = at::empty_like(input, at::MemoryFormat::Contiguous);
-  if (output_mask[1] && has_weight) dgamma = at::empty_like(*weight, at::MemoryFormat::Contiguous);
-  if (output_mask[2] && has_bias) dbeta = at::empty_like(*bias, at::MemoryFormat::Contiguous);
-  const at::Tensor dy = grad_out.contiguous();
-  if (dgamma.defined() || dbeta.defined()) {
-    int64_t n = 1;
-    for (const c10::SymInt& s : normalized_shape) n *= s.expect_int();
-    (void)at::empty({at::get_num_threads(), 2 * n}, input.options());
-  }
-  return {dx, dgamma, dbeta};
 }
 
 // cpu (structured mse_loss): the meta function sizes the result like the elementwise loss, the
@@ -295,6 +289,8 @@ at::Tensor MeanDimMeta(const at::Tensor& self, at::OptionalIntArrayRef dim, bool
   const at::DimVector sizes =
       at::native::shape_from_dim_mask(self, at::native::make_dim_mask(dim, self.dim()), keepdim);
   at::Tensor result = at::empty(sizes, self.options().dtype(out_dtype));
+  // cuda (mean_out's non-cpu branch): mean_stub reduces into the result, accumulating in registers.
+  if (CurrentKernelTarget().cuda()) return result;
   if (out_dtype == at::kHalf || out_dtype == at::kBFloat16) {
     const at::Tensor result32 = at::empty(sizes, self.options().dtype(at::kFloat));
     if (self.scalar_type() != at::kFloat) (void)at::empty(self.sizes(), self.options().dtype(at::kFloat));
@@ -331,18 +327,14 @@ void RegisterMetaKernels() {
     lib->impl("hardtanh_backward", TORCH_FN(HardtanhBackwardMeta));
     lib->impl("bernoulli_.float", TORCH_FN(BernoulliScalarInplaceMeta));
     lib->impl("bernoulli_.Tensor", TORCH_FN(BernoulliTensorInplaceMeta));
-    lib->impl("native_dropout", TORCH_FN(NativeDropoutMeta));
-    lib->impl("native_dropout_backward", TORCH_FN(NativeDropoutBackwardMeta));
     lib->impl("index_select", TORCH_FN(IndexSelectMeta));
     lib->impl("embedding_dense_backward", TORCH_FN(EmbeddingDenseBackwardMeta));
-    lib->impl("native_layer_norm", TORCH_FN(NativeLayerNormMeta));
     lib->impl("mse_loss", TORCH_FN(MseLossMeta));
     lib->impl("_scaled_dot_product_flash_attention_for_cpu", TORCH_FN(FlashAttentionForCpuMeta));
     lib->impl("_scaled_dot_product_flash_attention_for_cpu_backward", TORCH_FN(FlashAttentionForCpuBackwardMeta));
     lib->impl("mse_loss_backward", TORCH_FN(MseLossBackwardMeta));
     lib->impl("nll_loss2d_forward", TORCH_FN(NllLoss2dForwardMeta));
     lib->impl("nll_loss2d_backward", TORCH_FN(NllLoss2dBackwardMeta));
-    lib->impl("native_layer_norm_backward", TORCH_FN(NativeLayerNormBackwardMeta));
     lib->impl("arange", TORCH_FN(ArangeMeta));
     lib->impl("arange.start", TORCH_FN(ArangeStartMeta));
     lib->impl("arange.start_step", TORCH_FN(ArangeStartStepMeta));
@@ -356,6 +348,8 @@ void RegisterMetaKernels() {
   static torch::Library* autograd_library = [] {
     auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::AutogradMeta, __FILE__, __LINE__);
     meta_kernels::RegisterNorm(*library, *lib);
+    meta_kernels::RegisterLayerNorm(*library);
+    meta_kernels::RegisterDropout(*library, *lib);
     meta_kernels::RegisterPool(*library, *lib);
     meta_kernels::RegisterConv(*library);
     meta_kernels::RegisterAttention(*library, *lib);

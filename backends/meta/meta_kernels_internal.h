@@ -15,6 +15,8 @@
 namespace oomguard::meta_kernels {
 
 void RegisterNorm(torch::Library& meta, torch::Library& autograd_meta);       // meta_kernels_norm.cpp
+void RegisterLayerNorm(torch::Library& meta);                                 // meta_kernels_layer_norm.cpp
+void RegisterDropout(torch::Library& meta, torch::Library& autograd_meta);    // meta_kernels_dropout.cpp
 void RegisterPool(torch::Library& meta, torch::Library& autograd_meta);       // meta_kernels_pool.cpp
 void RegisterConv(torch::Library& meta);                                      // meta_kernels_conv.cpp
 void RegisterAttention(torch::Library& meta, torch::Library& autograd_meta);  // meta_kernels_attention.cpp

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backends/meta/kernel_target.h"
 #include "backends/meta/meta_kernels_internal.h"
 
 namespace oomguard::meta_kernels {
@@ -309,6 +310,15 @@ at::Tensor GroupNormAutogradMeta(const at::Tensor& input, int64_t num_groups, co
               "num_groups, but got input of shape ", input.sizes(), " and num_groups=", num_groups);
   int64_t hxw = 1;
   for (int64_t d = 2; d < input.dim(); ++d) hxw *= input.size(d);
+  if (CurrentKernelTarget().cuda()) {
+    // group_norm.cpp's group_norm on cuda: X = input.contiguous(), a copy of a channels-last input that
+    // NativeGroupNormBackward0 keeps; native_group_norm's own tensors are the same on both devices
+    // (mean and rstd by param_scalar_type), and group_norm_kernel.cu's [N, C] float scale and bias
+    // transients are not modelled.
+    const at::Tensor gamma = Or(weight).defined() ? weight->contiguous() : at::Tensor();
+    const at::Tensor beta = Or(bias).defined() ? bias->contiguous() : at::Tensor();
+    return std::get<0>(at::native_group_norm(input.contiguous(), gamma, beta, n, c, hxw, num_groups, eps));
+  }
   const at::Tensor x = input.contiguous(input.suggest_memory_format());
   const at::Tensor gamma = Or(weight).defined() ? weight->contiguous() : at::Tensor();
   const at::Tensor beta = Or(bias).defined() ? bias->contiguous() : at::Tensor();

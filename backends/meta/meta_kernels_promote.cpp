@@ -8,7 +8,10 @@
 // to it (`op.tensor().to(common_dtype)`, a temporary freed when the op returns), then allocates the
 // output; on any other device the kernel reads mixed dtypes in place, and so does meta's. These kernels
 // make cpu's casts on meta, then let the structured Meta function (at::meta::...) make the output. A
-// wrapped number (`t * 2.0`) is left out: its cast is host memory (Note [Host scalars]).
+// wrapped number (`t * 2.0`) is left out: its cast is host memory (Note [Host scalars]). With a card's
+// kernels (`--kernels cuda`, Note [Meta as a card]) there is no cast: CUDA's TensorIterator
+// (TensorIterator.cpp, compute_types: the temporaries are made only when the common device is cpu)
+// reads each operand in its own dtype and casts while it computes (Loops.cuh's dynamic casting).
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/add_meta_dispatch.h>
@@ -20,6 +23,7 @@
 #include <optional>
 #include <string_view>
 
+#include "backends/meta/kernel_target.h"
 #include "backends/meta/meta_gradient_sums.h"
 #include "backends/meta/meta_kernels_internal.h"
 
@@ -30,6 +34,7 @@ namespace {
 // while the op runs.
 struct PromotedOperands {
   PromotedOperands(const at::Tensor& self, const at::Tensor& other, bool integer_to_float = false) {
+    if (CurrentKernelTarget().cuda()) return;
     at::ScalarType common = at::result_type(self, other);
     if (integer_to_float && at::isIntegralType(common, /*includeBool=*/true)) {
       common = c10::typeMetaToScalarType(c10::get_default_dtype());

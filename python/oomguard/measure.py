@@ -33,11 +33,17 @@ def _checked_limits(card, cap):
 class Measure:
     """A measurement of the code inside `with` (or of a decorated function's calls)."""
 
-    def __init__(self, card=None, backend="cpu", cap=None):
+    def __init__(self, card=None, backend="cpu", cap=None, kernels=None):
         if backend not in BACKENDS:
             raise ValueError(f"oomguard.measure: backend={backend!r} is not one of {', '.join(BACKENDS)} (cuda: not yet)")
         self.card, self.cap = _checked_limits(card, cap)
         self.backend = backend
+        if kernels not in (None, "cpu", "cuda"):
+            raise ValueError(f"oomguard.measure: kernels={kernels!r} is not one of cpu, cuda")
+        if kernels is not None and backend != "meta":
+            raise ValueError(f"oomguard.measure: kernels={kernels!r} needs backend=\"meta\" "
+                             f"(backend={backend!r} runs its own kernels)")
+        self.kernels = kernels or ""
         self.result = None
         self._scope = None
 
@@ -50,7 +56,7 @@ class Measure:
         if getattr(_active, "scope", None) is not None:
             raise RuntimeError("oomguard.measure: a measurement is already running on this thread")
         self.result = None
-        self._scope = _core.MeasureScope(self.backend, self.card, self.cap)
+        self._scope = _core.MeasureScope(self.backend, self.card, self.cap, self.kernels)
         if self.backend == "meta":  # after the scope: it registers oomguard's own Meta kernels
             meta_kernels.use_cpp_meta_kernels()  # Note [Which Meta kernel runs in Python]
             meta_kernels.python_only_ops_run()
@@ -132,6 +138,8 @@ class Measure:
         return measured
 
 
-def measure(card=None, backend="cpu", cap=None):
-    """oomguard.measure(card="t4" | cap="1GiB", backend="cpu" | "meta"): a context manager and decorator."""
-    return Measure(card=card, backend=backend, cap=cap)
+def measure(card=None, backend="cpu", cap=None, kernels=None):
+    """oomguard.measure(card="t4" | cap="1GiB", backend="cpu" | "meta", kernels="cpu" | "cuda"): a context
+    manager and decorator. kernels="cuda" (meta only) mirrors PyTorch's CUDA kernels at the card's compute
+    capability (t4's without a card, sm_80 with only a cap) rather than cpu's."""
+    return Measure(card=card, backend=backend, cap=cap, kernels=kernels)

@@ -1,0 +1,46 @@
+"""Python.MetaAsACard: oomguard.measure(backend="meta", kernels="cuda") mirrors a card's CUDA kernels
+(README, "Meta as a card: --kernels cuda"; backends/meta/kernel_target.h).
+
+A bf16 dropout's saved bytes: cuda's native_dropout keeps a 1-byte mask beside the output, cpu's
+composite a noise tensor in bf16 (2 bytes an element). The measurement says whose kernels ran, the
+target is the card's (t4: sm_75, h100: sm_90; a cap alone: sm_80, with a warning), and kernels= with
+another backend is refused.
+"""
+import os
+
+os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")  # what oomguard sets (Note [One oneDNN ISA on every machine])
+
+import oomguard
+import torch
+from checks import Checks
+
+torch.set_num_threads(1)
+check = Checks()
+
+
+def dropout(**kwargs):
+    """A training bf16 dropout of 1000 elements (x made in setup, the dropout in forward), measured."""
+    with oomguard.measure(backend="meta", **kwargs) as m:
+        x = torch.empty(1000, dtype=torch.bfloat16, device=m.device, requires_grad=True)
+        with m.phase("forward"):
+            y = torch.nn.functional.dropout(x, 0.1, training=True)
+        del x, y
+    return m.result
+
+
+cpu = dropout(card="t4")
+cuda = dropout(card="t4", kernels="cuda")
+check("kernels (default)", cpu.kernels, "cpu")
+check("kernels (t4)", cuda.kernels, "cuda sm_75")
+# At the peak, what the forward allocated: output and noise (2 + 2 bytes an element), or output and mask (2 + 1).
+check("forward's bytes, cpu's kernels", dict(cpu.live_at_peak_by_phase)["forward"], 4000)
+check("forward's bytes, cuda's kernels", dict(cuda.live_at_peak_by_phase)["forward"], 3000)
+check("kernels (h100)", dropout(card="h100", kernels="cuda").kernels, "cuda sm_90")
+capped = dropout(cap="1GiB", kernels="cuda")
+check("kernels (a cap)", capped.kernels, "cuda sm_80")
+check("a cap's warning", any("sm_80" in w for w in capped.warnings), True)
+check.raises("kernels with cpu", lambda: oomguard.measure(backend="cpu", kernels="cuda"), ValueError,
+             "oomguard.measure: kernels='cuda' needs backend=\"meta\" (backend='cpu' runs its own kernels)")
+check.raises("an unknown kernels", lambda: oomguard.measure(backend="meta", kernels="gpu"), ValueError,
+             "oomguard.measure: kernels='gpu' is not one of cpu, cuda")
+raise SystemExit(check.exit_code())
