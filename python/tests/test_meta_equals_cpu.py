@@ -3,7 +3,7 @@ Meta kernel that runs each op is the one the C++ tool runs (Note [Which Meta ker
 python/oomguard/meta_kernels.py).
 
 1. Which kernel wins: before a meta measurement, torch/_meta_registrations.py's Python kernels run
-   relu (oomguard has one too), addmm and uniform_ (PyTorch has C++ ones); from the first meta
+   relu and addmm (oomguard has its own: addmm books a card's cuBLAS workspace) and uniform_ (PyTorch has a C++ one); from the first meta
    measurement on, oomguard's and PyTorch's C++ kernels do, and an op with only a Python kernel keeps
    it and the measurement warns that it ran.
 2. nn.Linear's init (uniform_) and its forward under no_grad (addmm) allocate on meta what they do on cpu.
@@ -54,7 +54,7 @@ def check_winners(check):
         x = torch.empty(4, 3, device=m.device)
         torch.nn.functional.prelu(x, torch.empty(1, device=m.device))
     check("from the first meta measurement on: the C++ tool's", kernels(),
-          {"aten::relu": "oomguard", "aten::addmm": "pytorch-c++", "aten::uniform_": "pytorch-c++",
+          {"aten::relu": "oomguard", "aten::addmm": "oomguard", "aten::uniform_": "pytorch-c++",
            "aten::_prelu_kernel": "torch-python"})
     check("an op on torch's Python Meta kernel is warned about", kernel_warnings(m.result),
           ["aten::_prelu_kernel ran on torch's Python Meta kernels (torch/_meta_registrations.py; LibTorch "
