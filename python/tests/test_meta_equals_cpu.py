@@ -4,8 +4,8 @@ python/oomguard/meta_kernels.py).
 
 1. Which kernel wins: before a meta measurement, torch/_meta_registrations.py's Python kernels run
    relu, addmm (oomguard has its own of both; addmm books a card's cuBLAS workspace) and uniform_
-   (PyTorch has a C++ one); from the first meta measurement on, oomguard's and PyTorch's C++ kernels do, and an op with only a Python kernel keeps
-   it and the measurement warns that it ran.
+   (PyTorch has a C++ one); from the first meta measurement on, oomguard's and PyTorch's C++ kernels
+   do, and an op with only a Python kernel keeps it and the measurement warns that it ran.
 2. nn.Linear's init (uniform_) and its forward under no_grad (addmm) allocate on meta what they do on cpu.
 3. The catalog's forgotten-no-grad loop (examples/python/mlp_eval.py), both variants: peak, phase
    peaks, live bytes after each iteration and the breakdown equal cpu's, but for the tensors Python's
