@@ -54,6 +54,19 @@ void CudaModelFeed::OnFree(uint64_t address) {
   blocks_.erase(it);
 }
 
+void CudaModelFeed::HoldFromStart(int64_t nbytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // A cap below the workspaces refuses them here (a counted OOM); the scenario's first request then
+  // meets the same full model. Kept: never bound to an address, so never freed.
+  (void)model_.Allocate(nbytes);
+  at_start_ = {model_.stats().allocated_bytes.current, model_.stats().reserved_bytes.current};
+}
+
+CudaModelFeed::AtStart CudaModelFeed::at_start() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return at_start_;
+}
+
 CachingAllocatorModelStats CudaModelFeed::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return model_.stats();

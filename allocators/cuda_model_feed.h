@@ -57,6 +57,17 @@ class CudaModelFeed : public Ledger::Admission {
   // The tensor at address is freed; addresses the feed never saw (allocated before it was attached,
   // or refused by the model) are ignored.
   void OnFree(uint64_t address);
+  // Allocates a block of nbytes that no tensor owns and nothing frees: a library workspace the card's
+  // process holds from the start (Note [cuBLAS workspaces held from the start]). Call before the first
+  // tensor; the model's statistics then count it, and at_start() says what was held.
+  void HoldFromStart(int64_t nbytes);
+  // Allocated and reserved bytes held from the start (HoldFromStart), as the cuda backend reports its
+  // allocator's at the start of a measurement.
+  struct AtStart {
+    int64_t allocated_bytes = 0;
+    int64_t reserved_bytes = 0;
+  };
+  AtStart at_start() const;
   CachingAllocatorModelStats stats() const;
   std::optional<ModelRefusal> last_refusal() const;
   ModelRole role() const { return role_; }
@@ -68,6 +79,7 @@ class CudaModelFeed : public Ledger::Admission {
   mutable std::mutex mutex_;
   CachingAllocatorModel model_;                    // guarded by mutex_
   std::unordered_map<uint64_t, uint64_t> blocks_;  // guarded by mutex_: tensor address -> model block
+  AtStart at_start_;                               // guarded by mutex_
 };
 
 // Attaches a feed to an account for a scope (the controlling thread's job); detaches on exit.

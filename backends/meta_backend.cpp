@@ -2,7 +2,6 @@
 // byte; oomguard's Meta kernels fill LibTorch's gaps (backends/meta/meta_kernels.h).
 #include "allocators/install.h"
 #include "backends/backend.h"
-#include "backends/meta/cublas_workspace.h"
 #include "backends/meta/meta_gradient_sums.h"
 #include "backends/meta/meta_kernels.h"
 
@@ -12,11 +11,6 @@ namespace {
 class MetaSession : public BackendSession {
  public:
   MetaSession() : BackendSession(Backend::kMeta, c10::Device(c10::kMeta), MetaAccount()) { RegisterMetaKernels(); }
-  ~MetaSession() override { ReleaseCublasWorkspaces(); }
-  // A measurement shows a card's cuBLAS workspaces from its own first matmul (Note [cuBLAS workspaces
-  // held from the start]).
-  void BeginMeasurement() override { ReleaseCublasWorkspaces(); }
-
  private:
   EngineSumWatch engine_sums_;  // Note [Gradient sums on meta]
 };

@@ -78,6 +78,11 @@ struct CudaModelMeasurement {
   int64_t alloc_retries = 0;  // segment allocations retried after releasing the cache
   int64_t ooms = 0;           // requests the model's cap refused (Note [Predicted OOMs])
   bool decides = false;       // its refusals were the run's OOMs (the verdict on reserved bytes)
+  // What the model held before the scenario's first tensor: a card's cuBLAS and cuBLASLt workspaces in
+  // card mode (Note [cuBLAS workspaces held from the start]), outside the ledger, as the cuda backend's
+  // CudaMeasurement::allocated_at_start_bytes. The peaks above include it, as PyTorch's do.
+  int64_t allocated_at_start_bytes = 0;
+  int64_t reserved_at_start_bytes = 0;
 };
 
 // How a TorchScript module (model.torchscript) ran, so that a reader can trust its numbers.

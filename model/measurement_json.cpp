@@ -202,6 +202,11 @@ json MeasurementToJson(const VariantMeasurement& m) {
                        {"alloc_retries", c.alloc_retries},
                        {"ooms", c.ooms},
                        {"decides", c.decides}};
+    // Only where something was held (card mode): other runs' JSON stays as it was.
+    if (c.allocated_at_start_bytes > 0 || c.reserved_at_start_bytes > 0) {
+      j["cuda_model"]["allocated_at_start_bytes"] = c.allocated_at_start_bytes;
+      j["cuda_model"]["reserved_at_start_bytes"] = c.reserved_at_start_bytes;
+    }
   }
   return j;
 }
@@ -335,7 +340,9 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
           CudaModelMeasurement{c.at("allocated_peak_bytes").get<int64_t>(), c.at("reserved_peak_bytes").get<int64_t>(),
                                c.at("requested_peak_bytes").get<int64_t>(), c.at("segments_peak").get<int64_t>(),
                                c.at("alloc_retries").get<int64_t>(),        c.at("ooms").get<int64_t>(),
-                               c.value("decides", false)};
+                               c.value("decides", false),
+                               c.value("allocated_at_start_bytes", int64_t{0}),
+                               c.value("reserved_at_start_bytes", int64_t{0})};
     }
   } catch (const json::exception& e) {
     *error = std::string("malformed measurement: ") + e.what();

@@ -110,7 +110,12 @@ void WriteCudaModelLine(const CudaModelMeasurement& c, std::ostream& out) {
       << FormatBytes(c.reserved_peak_bytes) << " (fragmentation "
       << FormatBytes(c.reserved_peak_bytes - c.allocated_peak_bytes) << "), " << c.alloc_retries
       << (c.alloc_retries == 1 ? " retry, " : " retries, ") << c.ooms << (c.ooms == 1 ? " OOM" : " OOMs")
-      << (c.decides ? "; the verdict is on reserved bytes\n" : " predicted\n");
+      << (c.decides ? "; the verdict is on reserved bytes" : " predicted");
+  if (c.reserved_at_start_bytes > 0) {
+    out << "; reserved includes " << FormatBytes(c.reserved_at_start_bytes)
+        << " held from the start (cuBLAS workspaces, outside the ledger)";
+  }
+  out << "\n";
 }
 
 // Each diagnosis: what it found and costs, the fix in words, each fix measured (--diagnose, explain).

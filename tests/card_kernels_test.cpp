@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "allocators/install.h"
-#include "backends/meta/cublas_workspace.h"
 #include "backends/meta/kernel_target.h"
 #include "backends/meta/meta_kernels.h"
 #include "tests/meta_ops_harness.h"
@@ -256,14 +255,12 @@ TEST_F(CardKernelsTest, AGptLayerOnACardKeepsKorthikantisActivations) {
   int64_t saved = 0;
   {
     ScopedKernelTarget cuda(kT4);
-    // A card's process holds cuBLAS's workspaces from its first matmul on (Note [cuBLAS workspaces held
-    // from the start]): made here, before the layer, as an earlier layer's matmul would have.
-    EnsureCublasLtWorkspace();
+    // A card's cuBLAS workspaces are held from the start, outside the ledger (Note [cuBLAS workspaces
+    // held from the start]): the layer's matmuls book their outputs alone.
     const int64_t before = Live();
     at::Tensor y = layer.Forward(x, 0.1);
     saved = Live() - before;
     y.sum().backward();  // every kernel's backward runs in cuda mode
-    ReleaseCublasWorkspaces();
   }
   EXPECT_EQ(saved, formula + statistics);
   EXPECT_EQ(saved, 181248);

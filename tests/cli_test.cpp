@@ -353,11 +353,15 @@ TEST_F(CliKernelsTest, ARunsJsonSaysWhoseKernelsItMirrored) {
   const nlohmann::json t4 = Measurement({"--backend", "meta", "--kernels", "cuda"});
   EXPECT_EQ(t4["kernels"], "cuda sm_75");
   EXPECT_NE(last_out_.find("[meta, cuda sm_75 kernels, NVIDIA T4"), std::string::npos) << last_out_;
-  // What the forward keeps: the float32 dropout's mask is 1 byte an element on the card, cpu's noise 4;
-  // and the card's process holds cuBLAS's and cuBLASLt's workspaces from the linear's addmm on (Note
-  // [cuBLAS workspaces held from the start]).
-  EXPECT_EQ(t4["forward_saved_bytes"].get<int64_t>(), cpu["forward_saved_bytes"].get<int64_t>() - 32 * 64 * (4 - 1) +
-                                                          CublasWorkspaceBytes(75) + CublasLtWorkspaceBytes(75));
+  // What the forward keeps: the float32 dropout's mask is 1 byte an element on the card, cpu's noise 4.
+  // The card's process holds cuBLAS's and cuBLASLt's workspaces from the start, outside the ledger (Note
+  // [cuBLAS workspaces held from the start]): reported as the model's, not in forward_saved_bytes.
+  EXPECT_EQ(t4["forward_saved_bytes"].get<int64_t>(), cpu["forward_saved_bytes"].get<int64_t>() - 32 * 64 * (4 - 1));
+  EXPECT_EQ(t4["cuda_model"]["allocated_at_start_bytes"].get<int64_t>(),
+            CublasWorkspaceBytes(75) + CublasLtWorkspaceBytes(75));
+  EXPECT_EQ(t4["cuda_model"]["reserved_at_start_bytes"].get<int64_t>(), (20 + 2) << 20);
+  EXPECT_FALSE(cpu.contains("cuda_model") && cpu.at("cuda_model").contains("allocated_at_start_bytes"));
+  EXPECT_NE(last_out_.find("held from the start (cuBLAS workspaces"), std::string::npos) << last_out_;
   EXPECT_EQ(Measurement({"--backend", "meta", "--kernels", "cuda", "--card", "h100"})["kernels"], "cuda sm_90");
   const nlohmann::json capped = Measurement({"--backend", "meta", "--kernels", "cuda", "--cap", "1GiB"});
   EXPECT_EQ(capped["kernels"], "cuda sm_80");

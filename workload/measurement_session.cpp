@@ -7,6 +7,7 @@
 #include "allocators/cuda_model_feed.h"
 #include "backends/backend.h"
 #include "backends/host_scalars.h"
+#include "backends/meta/cublas_workspace.h"
 #include "base/host_memory.h"
 #include "model/outcome.h"
 #include "model/phase.h"
@@ -21,8 +22,16 @@ namespace {
 
 CudaModelMeasurement CudaModelMeasurementOf(const CudaModelFeed& feed) {
   const CachingAllocatorModelStats s = feed.stats();
-  return {s.allocated_bytes.peak, s.reserved_bytes.peak, s.requested_bytes.peak, s.segments.peak,
-          s.num_alloc_retries,    s.num_ooms,            feed.role() == ModelRole::kDecides};
+  const CudaModelFeed::AtStart at_start = feed.at_start();
+  return {s.allocated_bytes.peak,
+          s.reserved_bytes.peak,
+          s.requested_bytes.peak,
+          s.segments.peak,
+          s.num_alloc_retries,
+          s.num_ooms,
+          feed.role() == ModelRole::kDecides,
+          at_start.allocated_bytes,
+          at_start.reserved_bytes};
 }
 
 // The allocator settings the run was given that the model does not follow (pinned_*, backend, ...).
@@ -74,6 +83,11 @@ struct MeasurementSession::Parts {
     if (options.model_cuda != ModelCuda::kOff && !backend->traits().has_caching_allocator) {
       model_feed.emplace(options.limits.cap_bytes, options.alloc_conf,
                          options.model_cuda == ModelCuda::kVerdict ? ModelRole::kDecides : ModelRole::kPredicts);
+      // A card's cuBLAS workspaces, held from the start outside the ledger (Note [cuBLAS workspaces held
+      // from the start]); none unless this is meta with a card's kernels.
+      if (options.backend == Backend::kMeta) {
+        for (const int64_t bytes : CublasWorkspacesHeldFromStart(CurrentKernelTarget())) model_feed->HoldFromStart(bytes);
+      }
       attach_model.emplace(account, &*model_feed);
     }
     if (backend->traits().books_host_scalars) host_scalars.emplace();  // Note [Host scalars]

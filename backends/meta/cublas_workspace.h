@@ -1,14 +1,16 @@
-// The cuBLAS and cuBLASLt workspaces a card's process holds from its first matmul on (Note [cuBLAS
-// workspaces held from the start], cublas_workspace.cpp). On meta with a card's kernels (Note [Meta as
-// a card]) the first mm, addmm, bmm, baddbmm or addmv allocates them as meta tensors kept until the
-// kernel target changes, the meta backend starts a measurement, or ReleaseCublasWorkspaces():
+// The cuBLAS and cuBLASLt workspaces a card's process holds from the start (Note [cuBLAS workspaces
+// held from the start], cublas_workspace.cpp). On meta with a card's kernels (Note [Meta as a card]) a
+// measurement takes them in its model of the caching allocator before the scenario runs, outside the
+// ledger, as the cuda backend takes the real ones (Note [Library workspaces on cuda]):
 //
-//   oomguard::ScopedKernelTarget card(oomguard::KernelTarget::Cuda(90));
-//   at::mm(a, b);                             // + 32 MiB: the cuBLAS workspace of an sm_90 card
-//   oomguard::ReleaseCublasWorkspaces();      // gone (tests; a new measurement)
+//   for (int64_t bytes : oomguard::CublasWorkspacesHeldFromStart(oomguard::KernelTarget::Cuda(90)))
+//     feed.HoldFromStart(bytes);              // 32 MiB + 1 MiB on an sm_90 card, none on cpu kernels
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include "backends/meta/kernel_target.h"
 
 namespace oomguard {
 
@@ -19,14 +21,9 @@ int64_t CublasWorkspaceBytes(int compute_capability);
 // getCUDABlasLtWorkspaceSize: CUBLASLT_WORKSPACE_SIZE KiB (default 1024), at most the cuBLAS size.
 int64_t CublasLtWorkspaceBytes(int compute_capability);
 
-// What a cuBLAS call (EnsureCublasWorkspace) or a cuBLASLt one (EnsureCublasLtWorkspace, which makes the
-// cuBLAS workspace first, as getCurrentCUDABlasLtHandle does) allocates the first time in a card-kernel
-// process; nothing when the kernel target is cpu.
-void EnsureCublasWorkspace();
-void EnsureCublasLtWorkspace();
-// Frees both (the next matmul makes them again).
-void ReleaseCublasWorkspaces();
-// The bytes the held workspaces take (0 when none is held).
-int64_t HeldCublasWorkspaceBytes();
+// The workspaces a process on `target` holds from the start, in the order PyTorch allocates them: the
+// cuBLAS one, then cuBLASLt's (unless TORCH_CUBLASLT_UNIFIED_WORKSPACE=1 makes it share the cuBLAS
+// one); none when the target is cpu.
+std::vector<int64_t> CublasWorkspacesHeldFromStart(const KernelTarget& target);
 
 }  // namespace oomguard

@@ -356,7 +356,7 @@ void RegisterMetaKernels() {
     meta_kernels::RegisterTransformer(*library);
     meta_kernels::RegisterResize(*library);
     meta_kernels::RegisterPromote(*library, *lib);
-    meta_kernels::RegisterCublasWorkspace(*library);  // Note [cuBLAS workspaces held from the start]
+    meta_kernels::RegisterCublasWorkspace(*library);  // the cuBLAS ops: LibTorch's kernels, as oomguard's
     return lib;
   }();
   (void)autograd_library;
