@@ -62,6 +62,10 @@ bool LoadComparedRun(const std::string& path, ComparedRun* out, std::string* err
           if (m.contains("cuda_model")) {
             e.model_allocated_peak = Bytes(m.at("cuda_model"), "allocated_peak_bytes", at + ".cuda_model");
             e.model_reserved_peak = Bytes(m.at("cuda_model"), "reserved_peak_bytes", at + ".cuda_model");
+            if (m.at("cuda_model").contains("allocated_at_start_bytes"))
+              e.model_allocated_at_start = Bytes(m.at("cuda_model"), "allocated_at_start_bytes", at + ".cuda_model");
+            if (m.at("cuda_model").contains("reserved_at_start_bytes"))
+              e.model_reserved_at_start = Bytes(m.at("cuda_model"), "reserved_at_start_bytes", at + ".cuda_model");
           }
         }
         out->entries.push_back(std::move(e));
@@ -97,6 +101,9 @@ size_t AddAllocatorColumns(std::vector<ComparedRun>* runs, size_t reference) {
     const ComparedRun& run = (*runs)[i];
     out.push_back(run);
     if (i == reference) new_reference = out.size() - 1;
+    const auto net = [](std::optional<int64_t> peak, int64_t held) {
+      return peak ? std::optional<int64_t>(*peak - held) : std::nullopt;
+    };
     const bool has_model = std::any_of(run.entries.begin(), run.entries.end(),
                                        [](const ComparedRun::Entry& e) { return e.model_allocated_peak.has_value(); });
     for (const bool allocated : {true, false}) {
@@ -104,8 +111,12 @@ size_t AddAllocatorColumns(std::vector<ComparedRun>* runs, size_t reference) {
       ComparedRun column{
           run.label + (allocated ? " model allocated" : " model reserved"), run.backend, allocated, true, false, {}};
       for (const ComparedRun::Entry& e : run.entries) {
+        // Net of what card mode's model held from the start, as the cuda columns are of the GPU's.
         ComparedRun::Entry cell{e.scenario, e.variant};
-        cell.peak_bytes = allocated ? e.model_allocated_peak : e.model_reserved_peak;
+        cell.peak_bytes = allocated ? net(e.model_allocated_peak, e.model_allocated_at_start)
+                                    : net(e.model_reserved_peak, e.model_reserved_at_start);
+        cell.cuda_allocated_at_start = e.model_allocated_at_start;
+        cell.cuda_reserved_at_start = e.model_reserved_at_start;
         column.entries.push_back(std::move(cell));
       }
       out.push_back(std::move(column));
@@ -117,9 +128,6 @@ size_t AddAllocatorColumns(std::vector<ComparedRun>* runs, size_t reference) {
       ComparedRun column{
           run.label + (allocated ? " allocated" : " reserved"), run.backend, allocated, false, allocated, {}};
       for (const ComparedRun::Entry& e : run.entries) {
-        const auto net = [](std::optional<int64_t> peak, int64_t held) {
-          return peak ? std::optional<int64_t>(*peak - held) : std::nullopt;
-        };
         ComparedRun::Entry cell{e.scenario, e.variant};
         cell.peak_bytes = allocated ? net(e.cuda_allocated_peak, e.cuda_allocated_at_start)
                                     : net(e.cuda_reserved_peak, e.cuda_reserved_at_start);

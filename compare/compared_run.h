@@ -31,6 +31,10 @@ struct ComparedRun {
     int64_t cuda_reserved_at_start = 0;
     std::optional<int64_t> model_allocated_peak = {};  // --model-cuda runs: the predicted peaks
     std::optional<int64_t> model_reserved_peak = {};
+    // Card mode (meta, --kernels cuda): the cuBLAS workspaces the model held from the start, which its
+    // peaks include (Note [cuBLAS workspaces held from the start]).
+    int64_t model_allocated_at_start = 0;
+    int64_t model_reserved_at_start = 0;
   };
   std::vector<Entry> entries;
 };

@@ -154,6 +154,26 @@ TEST_F(CompareTest, AModelCudaRunAddsItsPredictionsHeldToTheCudaAllocatedPeak) {
             "tails), 0 bytes asked for by the kernels (cuBLAS/cuDNN workspaces, attention scratch)\n");
 }
 
+// Card mode (meta, --kernels cuda): the model held an H100's 32 MiB cuBLAS workspace and cuBLASLt's 1 MiB
+// from the start (Note [cuBLAS workspaces held from the start]); its columns are net of them, as the
+// cuda columns are of the GPU's, and the note counts them among what was held.
+TEST_F(CompareTest, CardModesModelColumnsAreNetOfTheWorkspacesHeldFromTheStart) {
+  const std::string meta = folder_.Write("meta.json", R"({"backend": "meta", "scenarios": [{"name": "s", "variants": [
+      {"name": "a", "measurement": {"peak_bytes": 1000, "cuda_model": {"allocated_peak_bytes": 34604032,
+        "reserved_peak_bytes": 35651584, "allocated_at_start_bytes": 34603008,
+        "reserved_at_start_bytes": 35651584}}}]}]})");
+  const std::string cuda = folder_.Write("cuda.json", R"({"backend": "cuda", "scenarios": [{"name": "s", "variants": [
+      {"name": "a", "measurement": {"peak_bytes": 1000, "cuda": {"allocated_peak_bytes": 34604032,
+        "reserved_peak_bytes": 35651584, "requested_peak_bytes": 34604008, "allocated_at_start_bytes": 34603008,
+        "reserved_at_start_bytes": 35651584}}}]}]})");
+  (void)Run({{meta, cuda}});
+  EXPECT_NE(out_.str().find("meta model allocated  meta model reserved"), std::string::npos) << out_.str();
+  // The reserved column is not compared (the reference is cuda allocated): 32 + 2 MiB held, nothing more.
+  EXPECT_NE(out_.str().find("  1024 bytes (same)     0 bytes              1000 bytes"), std::string::npos)
+      << out_.str();
+  EXPECT_NE(out_.str().find("(up to 34.00 MiB: the CUDA libraries' workspaces)"), std::string::npos) << out_.str();
+}
+
 TEST_F(CompareTest, MarkdownHasTheSameRows) {
   const std::string cpu = folder_.Write("cpu.json", Results("cpu", 100, 200));
   const std::string meta = folder_.Write("meta.json", Results("meta", 100, 201));
