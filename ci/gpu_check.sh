@@ -56,7 +56,8 @@ for backend in cuda meta; do
     > "$out/fit-$backend.txt" 2>&1
 done
 # Card mode at each card's own capability (a T4's sm_75 kernels, not this GPU's): where the two
-# disagree, read the cuBLAS workspace (8.1 MiB below sm_90, 33 MiB from it) first.
+# disagree, read the cuBLAS workspaces first (8.1 MiB below sm_90, 32 MiB from it, + 1 MiB cuBLASLt: held
+# from the start in both, card mode in its model's reserved bytes).
 "$og" fit "$fit_scenario" --cards "$fit_cards" --max 4194304 --backend meta --kernels cuda \
   --json "$out/fit-meta-card.json" > "$out/fit-meta-card.txt" 2>&1
 python3 - "$out/fit-meta.json" "$out/fit-meta-card.json" "$out/fit-cuda.json" > "$out/fit-boundary.md" <<'PY'
