@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <iterator>
+#include <utility>
 
 namespace oomguard {
 namespace {
@@ -39,6 +40,13 @@ int64_t CachingAllocatorModel::AllocationSize(int64_t rounded) {
   if (rounded <= kSmallSize) return kSmallBuffer;
   if (rounded < kMinLargeAlloc) return kLargeBuffer;
   return kRoundLarge * ((rounded + kRoundLarge - 1) / kRoundLarge);
+}
+
+uint64_t CachingAllocatorModel::AllocateUncapped(int64_t requested) {
+  const int64_t cap = std::exchange(cap_bytes_, kUnlimited);
+  const std::optional<uint64_t> block = Allocate(requested);
+  cap_bytes_ = cap;
+  return block.value();  // nothing refuses an uncapped request
 }
 
 std::optional<uint64_t> CachingAllocatorModel::Allocate(int64_t requested) {

@@ -151,6 +151,10 @@ class CachingAllocatorModel {
   // refuses a new segment even after releasing the cache. A request of 0 bytes returns 0 and
   // changes nothing (the real allocator hands out a null pointer without touching its pools).
   std::optional<uint64_t> Allocate(int64_t requested);
+  // Allocate with the cap lifted for this one request, as the cuda backend takes the CUDA libraries'
+  // workspaces before it sets its cap (Note [cuBLAS workspaces held from the start]): what a later
+  // request needs then meets a model already at or past the cap.
+  uint64_t AllocateUncapped(int64_t requested);
   // Returns a block handed out by Allocate to the cache. Free(0) is a no-op that returns true.
   [[nodiscard]] bool Free(uint64_t address);
   // Releases every segment whose blocks are all free (torch.cuda.empty_cache()).

@@ -56,9 +56,9 @@ void CudaModelFeed::OnFree(uint64_t address) {
 
 void CudaModelFeed::HoldFromStart(int64_t nbytes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  // A cap below the workspaces refuses them here (a counted OOM); the scenario's first request then
-  // meets the same full model. Kept: never bound to an address, so never freed.
-  (void)model_.Allocate(nbytes);
+  // Uncapped, as the cuda backend takes them before its cap: a cap below them fails the scenario's
+  // first request that needs a segment, where it is reported. Kept: bound to no address, never freed.
+  (void)model_.AllocateUncapped(nbytes);
   at_start_ = {model_.stats().allocated_bytes.current, model_.stats().reserved_bytes.current};
 }
 

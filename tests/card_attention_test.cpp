@@ -410,7 +410,14 @@ TEST_F(CardAttention, ACapAboveTheLedgerPeakButBelowItWithTheWorkspacesIsAnOom) 
   ASSERT_LT(kMatmulLedgerPeak, below_the_sum);
   ASSERT_GT(kMatmulLedgerPeak + 8519680 + 1048576, below_the_sum);
   EXPECT_EQ(Name(MeasureMatmul(KernelTarget{}, below_the_sum).outcome), "pass");
-  EXPECT_EQ(Name(MeasureMatmul(KernelTarget::Cuda(80), below_the_sum).outcome), "oom");
+  const VariantMeasurement refused = MeasureMatmul(KernelTarget::Cuda(80), below_the_sum);
+  EXPECT_EQ(Name(refused.outcome), "oom");
+  // Taken uncapped, as the cuda backend takes them: held whole, the weight is the one refused.
+  ASSERT_TRUE(refused.cuda_model.has_value());
+  EXPECT_EQ(refused.cuda_model->reserved_at_start_bytes, 22 * kMiB);
+  EXPECT_EQ(refused.cuda_model->ooms, 1);
+  ASSERT_TRUE(refused.oom.has_value());
+  EXPECT_EQ(refused.oom->requested_bytes, 1536 * 2048 * 4);
   const int64_t cap = 23 * kMiB;
   ASSERT_LT(kMatmulLedgerPeak + 8519680 + 1048576, cap);
   EXPECT_EQ(Name(MeasureMatmul(KernelTarget{}, cap).outcome), "pass");

@@ -42,7 +42,9 @@ namespace {
 // a large block split from a 20 MiB segment; cuBLASLt's 1 MiB: a small block of a 2 MiB segment; 32
 // MiB: a segment of its own) and stay, so they count in the model's reserved bytes, and so against the
 // cap in the verdict on reserved bytes (Note [The verdict on reserved bytes]): a run whose ledger fits
-// the cap but not with the workspaces beside it OOMs, as on the card. The run's JSON reports them as
+// the cap but not with the workspaces beside it OOMs, as on the card. They are taken uncapped, as the
+// cuda backend takes them before it sets its cap, so a cap below them fails the scenario's first
+// request that needs a segment, where it is reported. The run's JSON reports them as
 // cuda_model.allocated_at_start_bytes and reserved_at_start_bytes, like the cuda backend's
 // cuda.allocated_at_start_bytes; the model's peaks include them, as PyTorch's do.
 // (Before, the first matmul allocated them as meta tensors, in the ledger: they counted in every peak
