@@ -63,6 +63,12 @@ struct Measurement {
   std::string card;        // empty for a plain cap or none
   int64_t cap_bytes = -1;  // -1: no cap
   std::string kernels;     // whose kernels made the allocations: "cpu", "cuda sm_75" (meta, kernels="cuda"), "cuda"
+  // One rank of a data-parallel or sharded run (Python's `oomguard.measure(world=N, rank=r)`): the
+  // numbers are this rank's; `process_group` is the backend its collectives ran on ("fake": PyTorch's
+  // FakeProcessGroup, which moves no data, so one process is any rank at any world size; "gloo").
+  int64_t world = 1;
+  int64_t rank = 0;
+  std::string process_group;  // empty: no process group
 
   int64_t peak_bytes = 0;
   std::string peak_phase;                           // the phase that was current at the peak
@@ -165,6 +171,10 @@ class MeasureScope {
   void EndIteration();                 // live bytes after it, its peak; the first one's gradients and state
   // The parameters; their gradients are read when the first backward phase (or iteration) ends.
   void Track(const std::vector<at::Tensor>& parameters);
+  // Gradients that the tracked tensors' .grad does not hold (Python's DTensor parameters: their local
+  // shards are tracked, their gradients are the DTensors' .grad): a function giving those gradients'
+  // bytes now, read with the tracked ones'. Released by Finish.
+  void TrackGradients(std::function<int64_t()> gradient_bytes);
   // An optimizer that is not a torch::optim::Optimizer (a Python one): its kind ("AdamW"), whether it
   // keeps state (false for SGD without momentum), and a function giving its state's bytes now
   // (nullopt: not readable), read at the end of the first optimizer phase or iteration. The function

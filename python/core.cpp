@@ -268,6 +268,10 @@ PYBIND11_MODULE(_core, module) {
       .def_readonly("error", &Measurement::error)
       .def_readonly("backend", &Measurement::backend)
       .def_readonly("kernels", &Measurement::kernels)
+      // Written by oomguard.measure(world=..., rank=...): the core does not see the process group.
+      .def_readwrite("world", &Measurement::world)
+      .def_readwrite("rank", &Measurement::rank)
+      .def_readwrite("process_group", &Measurement::process_group)
       .def_readonly("card", &Measurement::card)
       .def_readonly("cap_bytes", &Measurement::cap_bytes)
       .def_readonly("peak_bytes", &Measurement::peak_bytes)
@@ -311,6 +315,7 @@ PYBIND11_MODULE(_core, module) {
       .def("begin_iteration", &oomguard::MeasureScope::BeginIteration, py::arg("index"))
       .def("end_iteration", &oomguard::MeasureScope::EndIteration)
       .def("track", &oomguard::MeasureScope::Track, py::arg("parameters"))
+      .def("track_gradients", &oomguard::MeasureScope::TrackGradients, py::arg("gradient_bytes"))
       .def("track_optimizer", &oomguard::MeasureScope::TrackOptimizer, py::arg("kind"), py::arg("keeps_state"),
            py::arg("state_bytes"))
       .def_property_readonly("live_bytes", &oomguard::MeasureScope::live_bytes)

@@ -173,8 +173,9 @@ std::string Measurement::Describe() const {
   std::ostringstream out;
   out << "outcome " << outcome << " on " << backend
       << (card.empty() ? cap_bytes < 0 ? ", no cap" : ", cap " + DescribeBytes(cap_bytes)
-                       : ", card " + card + " (cap " + DescribeBytes(cap_bytes) + ")")
-      << "\n";
+                       : ", card " + card + " (cap " + DescribeBytes(cap_bytes) + ")");
+  if (!process_group.empty()) out << ", rank " << rank << " of " << world << " (" << process_group << " process group)";
+  out << "\n";
   if (!error.empty()) out << "  error: " << error.substr(0, error.find('\n')) << "\n";
   out << "  peak " << DescribeBytes(peak_bytes) << " in " << peak_phase << "\n";
   if (!live_at_peak_by_phase.empty()) {

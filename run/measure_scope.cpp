@@ -137,6 +137,10 @@ void MeasureScope::Track(const std::vector<at::Tensor>& parameters) {
   }
 }
 
+void MeasureScope::TrackGradients(std::function<int64_t()> gradient_bytes) {
+  state_->context->gradient_reader = std::move(gradient_bytes);
+}
+
 void MeasureScope::TrackOptimizer(const std::string& kind, bool keeps_state,
                                   std::function<std::optional<int64_t>()> state_bytes) {
   state_->context->optimizer_state_reader = std::move(state_bytes);

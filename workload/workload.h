@@ -50,7 +50,7 @@ struct VariantMeasureOptions {
   // meta: whose kernels the Meta kernels mirror for this measurement (Note [Meta as a card]); the
   // session sets it while it runs. Ignored on cpu and cuda, whose kernels are their own.
   KernelTarget kernels = {};
-  std::string kernels_warning;  // meta: how the target was chosen, when a reader should know (m.warnings)
+  std::string kernels_warning = {};  // meta: how the target was chosen, when a reader should know (m.warnings)
   // Watch the run for the catalog's pitfalls (diagnose/detectors.h): m.diagnoses, m.diagnosed.
   bool diagnose = true;
   // How (Note [Screen, then watch], diagnose/run_observer.h): kByBackend screens first on meta, where

@@ -1,12 +1,14 @@
 """oomguard.measure: the context manager and decorator over the C++ scope (_core.MeasureScope)."""
 import contextlib
 import functools
+import gc
 import threading
 
 import torch
 
 from oomguard import _core, meta_kernels
-from oomguard.tracking import optimizer_of, parameters_of
+from oomguard.ranks import RankOfMeasurement
+from oomguard.tracking import gradient_reader, is_sharded, local, optimizer_of, parameters_of
 
 BACKENDS = ("cpu", "meta")
 _active = threading.local()
@@ -33,7 +35,7 @@ def _checked_limits(card, cap):
 class Measure:
     """A measurement of the code inside `with` (or of a decorated function's calls)."""
 
-    def __init__(self, card=None, backend="cpu", cap=None, kernels=None):
+    def __init__(self, card=None, backend="cpu", cap=None, kernels=None, world=None, rank=None):
         if backend not in BACKENDS:
             raise ValueError(f"oomguard.measure: backend={backend!r} is not one of {', '.join(BACKENDS)} (cuda: not yet)")
         self.card, self.cap = _checked_limits(card, cap)
@@ -44,8 +46,10 @@ class Measure:
             raise ValueError(f"oomguard.measure: kernels={kernels!r} needs backend=\"meta\" "
                              f"(backend={backend!r} runs its own kernels)")
         self.kernels = kernels or ""
+        self._rank = RankOfMeasurement(world, rank)
         self.result = None
         self._scope = None
+        self._sharded = {}  # id -> a DTensor parameter track() was given (Note [A rank's share of a DTensor])
 
     @property
     def device(self):
@@ -56,7 +60,16 @@ class Measure:
         if getattr(_active, "scope", None) is not None:
             raise RuntimeError("oomguard.measure: a measurement is already running on this thread")
         self.result = None
-        self._scope = _core.MeasureScope(self.backend, self.card, self.cap, self.kernels)
+        self._sharded = {}
+        # Tensors alive when the measurement starts are booked as live: not those of earlier code's garbage
+        # (an FSDP module, a model with hooks: reference cycles that only the collector frees).
+        gc.collect()
+        self._rank.enter()  # before the scope: the group's own setup is not the rank's training memory
+        try:
+            self._scope = _core.MeasureScope(self.backend, self.card, self.cap, self.kernels)
+        except BaseException:
+            self._rank.exit()
+            raise
         if self.backend == "meta":  # after the scope: it registers oomguard's own Meta kernels
             meta_kernels.use_cpp_meta_kernels()  # Note [Which Meta kernel runs in Python]
             meta_kernels.python_only_ops_run()
@@ -66,6 +79,8 @@ class Measure:
     def __exit__(self, exc_type, exc, tb):
         scope, self._scope, _active.scope = self._scope, None, None
         self.result = scope.finish() if exc is None else scope.finish_with_error(str(exc))
+        self._rank.label(self.result)
+        self._rank.exit()
         if self.backend == "meta":
             unmirrored = meta_kernels.python_only_ops_run()
             if unmirrored:
@@ -123,7 +138,21 @@ class Measure:
                 scope.track_optimizer(*optimizer)
             else:
                 parameters.extend(parameters_of(thing))
-        scope.track(parameters)
+        sharded = {id(p): p for p in parameters if is_sharded(p)}
+        if sharded:  # Note [A rank's share of a DTensor]
+            self._sharded.update(sharded)
+            scope.track_gradients(gradient_reader(list(self._sharded.values())))
+        scope.track([local(p) for p in parameters])
+
+    @property
+    def world(self):
+        """How many ranks the measured run has (1 without a process group)."""
+        return self._rank.world
+
+    @property
+    def rank(self):
+        """Which of them this process is."""
+        return self._rank.rank
 
     @property
     def live_bytes(self):
@@ -138,8 +167,10 @@ class Measure:
         return measured
 
 
-def measure(card=None, backend="cpu", cap=None, kernels=None):
-    """oomguard.measure(card="t4" | cap="1GiB", backend="cpu" | "meta", kernels="cpu" | "cuda"): a context
-    manager and decorator. kernels="cuda" (meta only) mirrors PyTorch's CUDA kernels at the card's compute
-    capability (t4's without a card, sm_80 with only a cap) rather than cpu's."""
-    return Measure(card=card, backend=backend, cap=cap, kernels=kernels)
+def measure(card=None, backend="cpu", cap=None, kernels=None, world=None, rank=None):
+    """oomguard.measure(card="t4" | cap="1GiB", backend="cpu" | "meta", kernels="cpu" | "cuda", world=N, rank=r):
+    a context manager and decorator. kernels="cuda" (meta only) mirrors PyTorch's CUDA kernels at the card's
+    compute capability (t4's without a card, sm_80 with only a cap) rather than cpu's. world=N measures rank r
+    (0 by default) of N: without a process group, inside PyTorch's fake one (oomguard/ranks.py); inside
+    torchrun's or your own, its rank (world= and rank= may then be left out)."""
+    return Measure(card=card, backend=backend, cap=cap, kernels=kernels, world=world, rank=rank)

@@ -1,10 +1,31 @@
 """What m.track(...) accepts, as the C++ core takes it: parameters as tensors, an optimizer as its
-kind, whether it keeps state, and a function reading its state's bytes (made lazily by step())."""
+kind, whether it keeps state, and a function reading its state's bytes (made lazily by step()).
+
+Note [A rank's share of a DTensor]: a sharded parameter (FSDP2's fully_shard, tensor parallelism) is a
+DTensor, whose own bytes are the whole tensor's; what a rank holds is its local tensor. The core is
+given the local tensors, and the bytes of the DTensors' gradients and optimizer state are read from
+their local tensors too: every number is the rank's, as the ledger books it."""
 import weakref
 
 import torch
 
+try:
+    from torch.distributed.tensor import DTensor
+except ImportError:  # a torch built without distributed
+    DTensor = None
+
 ACCEPTED = "a torch.nn.Module, a torch.optim.Optimizer, a tensor, or an iterable of tensors"
+
+
+def local(tensor):
+    """The rank's own tensor: a DTensor's local shard, any other tensor itself."""
+    if DTensor is not None and isinstance(tensor, DTensor):
+        return tensor._local_tensor
+    return tensor
+
+
+def is_sharded(tensor):
+    return DTensor is not None and isinstance(tensor, DTensor)
 
 
 def parameters_of(thing):
@@ -41,7 +62,19 @@ def _state_reader(optimizer_ref, device):
         optimizer = optimizer_ref()
         if optimizer is None:
             return None
-        return sum(v.nbytes for per_parameter in optimizer.state.values() for v in per_parameter.values()
-                   if isinstance(v, torch.Tensor) and v.device.type == device.type)
+        tensors = (local(v) for per_parameter in optimizer.state.values() for v in per_parameter.values()
+                   if isinstance(v, torch.Tensor))
+        return sum(t.nbytes for t in tensors if t.device.type == device.type)
 
     return state_bytes
+
+
+def gradient_reader(sharded):
+    """The bytes of the sharded parameters' gradients now (Note [A rank's share of a DTensor])."""
+    refs = [weakref.ref(p) for p in sharded]
+
+    def gradient_bytes():
+        grads = (p.grad for p in (ref() for ref in refs) if p is not None and p.grad is not None)
+        return sum(local(g).nbytes for g in grads)
+
+    return gradient_bytes

@@ -68,6 +68,9 @@ struct Context::State {
   // An optimizer LibTorch does not own (a Python one, python/core.cpp): its state tensors' bytes now,
   // or nullopt for a kind whose state cannot be read. Used when `optimizer` is null.
   std::function<std::optional<int64_t>()> optimizer_state_reader;
+  // Gradients the tracked tensors do not hold (a Python DTensor parameter's: its local shard is tracked,
+  // its .grad is on the DTensor): their bytes now, added to the tracked tensors' gradients.
+  std::function<int64_t()> gradient_reader;
   std::optional<int64_t> optimizer_phase_growth;  // what the first optimizer phase left live
   std::map<std::string, std::string> knobs_read;  // name -> the type it was read as
 
@@ -113,7 +116,7 @@ struct Context::State {
   void TakeGradients() {
     if (parameters.empty()) return;
     std::vector<at::Tensor> grads;
-    int64_t bytes = 0;
+    int64_t bytes = gradient_reader ? gradient_reader() : 0;
     for (const at::Tensor& p : parameters) {
       grads.push_back(p.grad());
       bytes += TensorBytes(p.grad());
@@ -177,7 +180,11 @@ struct Context::State {
 
   // What was live when a refused allocation was asked for, by category (MeasuredRun::Breakdown).
   LiveBreakdown Breakdown(int64_t live_at_refusal) const {
-    return BreakdownByCategory(live_at_refusal, m, parameters, inputs_bytes);
+    LiveBreakdown b = BreakdownByCategory(live_at_refusal, m, parameters, inputs_bytes);
+    const int64_t untracked_gradients = gradient_reader ? gradient_reader() : 0;
+    b.gradients_bytes += untracked_gradients;
+    b.activations_and_transient_bytes -= untracked_gradients;
+    return b;
   }
 
   // The knob, checked against the type asked for: nullptr when the variant does not set it.

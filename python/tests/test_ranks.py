@@ -1,0 +1,157 @@
+"""One rank of a sharded run: oomguard.measure(world=N, rank=r) over PyTorch's own FSDP2 (fully_shard),
+in PyTorch's fake process group, and the same step on real gloo ranks (Note [One rank in one process])."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")  # what oomguard sets (Note [One oneDNN ISA on every machine])
+
+import pytest
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+
+import oomguard
+
+torch.set_num_threads(1)  # one thread: the gloo ranks are forked from this process (GNU OpenMP is not fork-safe)
+
+WIDTH, LAYERS, BATCH = 256, 4, 8
+WEIGHT, BIAS = WIDTH * WIDTH * 4, WIDTH * 4  # float32 bytes of one Linear's weight and bias
+PARAMETERS = LAYERS * (WEIGHT + BIAS)
+
+
+def sharded_step(m):
+    """Four Linears, each an FSDP2 unit under a root unit, Adam, two iterations."""
+    torch.manual_seed(0)
+    model = nn.Sequential(*[nn.Linear(WIDTH, WIDTH) for _ in range(LAYERS)])
+    for layer in model:
+        fully_shard(layer)
+    fully_shard(model)
+    optimizer = torch.optim.Adam(model.parameters())
+    m.track(model, optimizer)
+    x = torch.randn(BATCH, WIDTH)
+    for _ in m.iterations(2):
+        with m.phase("forward"):
+            loss = model(x).sum()
+        with m.phase("backward"):
+            loss.backward()
+        with m.phase("optimizer"):
+            optimizer.step()
+            optimizer.zero_grad()
+
+
+def numbers(result):
+    return {"world": result.world, "rank": result.rank, "process_group": result.process_group,
+            "outcome": result.outcome, "peak": result.peak_bytes, "phase_peaks": dict(result.phase_peak_bytes),
+            "live_after": list(result.live_after_iteration), "breakdown": result.breakdown}
+
+
+def measured_rank(world, rank):
+    with oomguard.measure(card="t4", world=world, rank=rank) as m:
+        sharded_step(m)
+    assert not dist.is_initialized(), "the fake group the measurement made ends with it"
+    return m.result
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_a_rank_keeps_its_share_of_parameters_gradients_and_adam_state(world):
+    # ZeRO-3 (FSDP): each rank holds 1/world of the parameters, of their gradients and of Adam's two
+    # moments (the widths divide by the world: no padding); Adam's `step` is one float32 per parameter
+    # tensor on the host, unsharded.
+    result = measured_rank(world, rank=world - 1)
+    assert result.outcome == "pass", result.describe()
+    assert (result.world, result.rank, result.process_group) == (world, world - 1, "fake")
+    assert f"rank {world - 1} of {world} (fake process group)" in result.describe()
+    assert result.breakdown["parameters"] == PARAMETERS // world
+    assert result.breakdown["gradients"] == PARAMETERS // world
+    assert result.breakdown["optimizer_state"] == 2 * PARAMETERS // world + 2 * LAYERS * 4
+
+
+def test_every_rank_of_the_fake_group_measures_alike_and_shards_shrink_the_live_bytes():
+    # The process's first FSDP step makes what FSDP makes once per process (14 allocations more; 16 bytes
+    # of them stay alive, and later measurements book them as live from their start): after it, every
+    # rank is alike.
+    measured_rank(4, 0)
+    ranks = [numbers(measured_rank(4, rank)) for rank in range(4)]
+    for r in ranks[1:]:
+        assert {k: v for k, v in r.items() if k != "rank"} == {k: v for k, v in ranks[0].items() if k != "rank"}
+    # What stays live between iterations is the rank's shards of the parameters and of Adam's two moments,
+    # its Adam steps (4 bytes per parameter tensor, unsharded) and the batch, plus FSDP's own small tensors
+    # (under 100 bytes here: world 1, 44 bytes; world 4, 92): the shards shrink with the world.
+    whole = measured_rank(1, 0)
+    assert not dist.is_initialized()
+    assert (whole.world, whole.process_group) == (1, "fake") and whole.breakdown["parameters"] == PARAMETERS
+    unsharded = 2 * LAYERS * 4 + BATCH * WIDTH * 4
+    for world, live in ((1, whole.live_after_iteration[-1]), (4, ranks[0]["live_after"][-1])):
+        assert 0 < live - (3 * PARAMETERS // world + unsharded) < 100, (world, live)
+
+
+def test_rank_and_world_are_checked():
+    with pytest.raises(ValueError, match=r"rank=4 is not a rank of world=4 \(0..3\)"):
+        oomguard.measure(world=4, rank=4)
+    with pytest.raises(ValueError, match=r"rank=1 without world=: say how many ranks"):
+        oomguard.measure(rank=1)
+    with pytest.raises(ValueError, match=r"world=0 must be an int >= 1"):
+        oomguard.measure(world=0)
+
+
+def _rank_in_a_process_of_its_own(group, world, rank, store_path, out_path):
+    """`python test_ranks.py fake|gloo WORLD RANK STORE OUT`: a fresh process, as a real rank's, so that
+    the two are compared from the same start (a process's first FSDP step makes one-time state)."""
+    if group == "gloo":
+        dist.init_process_group("gloo", rank=rank, world_size=world, store=dist.FileStore(store_path, world))
+        try:
+            with oomguard.measure(card="t4") as m:  # the rank of the group there is
+                sharded_step(m)
+        finally:
+            dist.destroy_process_group()
+        result = m.result
+    else:
+        result = measured_rank(world, rank)
+    with open(out_path, "w") as out:
+        json.dump(numbers(result), out)
+
+
+def ranks_in_processes(group, world, scratch):
+    # New processes, not forks: a process that has run autograd cannot be forked into one that runs it.
+    ranks = [subprocess.Popen([sys.executable, __file__, group, str(world), str(rank),
+                               os.path.join(scratch, f"{group}-store"), os.path.join(scratch, f"{group}{rank}.json")])
+             for rank in range(world)]
+    try:
+        codes = [r.wait(timeout=120) for r in ranks]
+    finally:
+        for r in ranks:
+            r.kill()
+    assert codes == [0] * world, f"{group} ranks exited with {codes}"
+    numbers_of = []
+    for rank in range(world):
+        with open(os.path.join(scratch, f"{group}{rank}.json")) as f:
+            numbers_of.append(json.load(f))
+    return numbers_of
+
+
+def test_real_gloo_ranks_hold_what_the_fake_group_says():
+    world = 2
+    with tempfile.TemporaryDirectory() as scratch:
+        gloo = ranks_in_processes("gloo", world, scratch)
+        fake = ranks_in_processes("fake", world, scratch)
+    for rank in range(world):
+        real, simulated = gloo[rank], fake[rank]
+        assert (real["world"], real["rank"], real["process_group"]) == (world, rank, "gloo")
+        assert (simulated["world"], simulated["rank"], simulated["process_group"]) == (world, rank, "fake")
+        for what in ("parameters", "gradients", "optimizer_state"):
+            assert real["breakdown"][what] == simulated["breakdown"][what], what
+        assert real["live_after"] == simulated["live_after"]
+        assert real["phase_peaks"]["setup"] == simulated["phase_peaks"]["setup"]
+        # The loop's peaks are the fake group's or more: gloo runs each collective on a thread of its own,
+        # and its work objects hold their buffers (a unit's gathered parameters: 263,168 bytes here) until
+        # that thread lets go, later or sooner as the timing falls (Note [One rank in one process]).
+        for phase, peak in simulated["phase_peaks"].items():
+            assert real["phase_peaks"][phase] >= peak, phase
+
+
+if __name__ == "__main__":
+    _rank_in_a_process_of_its_own(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5])
