@@ -33,7 +33,7 @@ def _checked_limits(card, cap):
 class Measure:
     """A measurement of the code inside `with` (or of a decorated function's calls)."""
 
-    def __init__(self, card=None, backend="cpu", cap=None, kernels=None):
+    def __init__(self, card=None, backend="cpu", cap=None, kernels=None, verdict=None, alloc_conf=None):
         if backend not in BACKENDS:
             raise ValueError(f"oomguard.measure: backend={backend!r} is not one of {', '.join(BACKENDS)} (cuda: not yet)")
         self.card, self.cap = _checked_limits(card, cap)
@@ -44,6 +44,12 @@ class Measure:
             raise ValueError(f"oomguard.measure: kernels={kernels!r} needs backend=\"meta\" "
                              f"(backend={backend!r} runs its own kernels)")
         self.kernels = kernels or ""
+        if verdict not in (None, "reserved", "allocated"):
+            raise ValueError(f"oomguard.measure: verdict={verdict!r} is not one of reserved, allocated")
+        if alloc_conf is not None and not isinstance(alloc_conf, str):
+            raise TypeError(f"oomguard.measure: alloc_conf={alloc_conf!r} is not a string "
+                            "(alloc_conf=\"expandable_segments:True\")")
+        self.verdict, self.alloc_conf = verdict or "", alloc_conf or ""
         self.result = None
         self._scope = None
 
@@ -56,7 +62,11 @@ class Measure:
         if getattr(_active, "scope", None) is not None:
             raise RuntimeError("oomguard.measure: a measurement is already running on this thread")
         self.result = None
-        self._scope = _core.MeasureScope(self.backend, self.card, self.cap, self.kernels)
+        try:
+            self._scope = _core.MeasureScope(self.backend, self.card, self.cap, self.kernels, self.verdict,
+                                             self.alloc_conf)
+        except ValueError as e:  # an alloc_conf PyTorch would refuse, given or from PYTORCH_ALLOC_CONF
+            raise ValueError(f"oomguard.measure: {str(e).removeprefix('oomguard::Measure: ')}") from None
         if self.backend == "meta":  # after the scope: it registers oomguard's own Meta kernels
             meta_kernels.use_cpp_meta_kernels()  # Note [Which Meta kernel runs in Python]
             meta_kernels.python_only_ops_run()
@@ -138,8 +148,12 @@ class Measure:
         return measured
 
 
-def measure(card=None, backend="cpu", cap=None, kernels=None):
-    """oomguard.measure(card="t4" | cap="1GiB", backend="cpu" | "meta", kernels="cpu" | "cuda"): a context
-    manager and decorator. kernels="cuda" (meta only) mirrors PyTorch's CUDA kernels at the card's compute
-    capability (t4's without a card, sm_80 with only a cap) rather than cpu's."""
-    return Measure(card=card, backend=backend, cap=cap, kernels=kernels)
+def measure(card=None, backend="cpu", cap=None, kernels=None, verdict=None, alloc_conf=None):
+    """oomguard.measure(card="t4" | cap="1GiB", backend="cpu" | "meta", kernels="cpu" | "cuda",
+    verdict="reserved" | "allocated", alloc_conf="expandable_segments:True"): a context manager and
+    decorator. kernels="cuda" (meta only) mirrors PyTorch's CUDA kernels at the card's compute capability
+    (t4's without a card, sm_80 with only a cap) rather than cpu's. Under a card or a cap the verdict is on
+    the reserved bytes of a model of PyTorch's CUDA caching allocator (m.result.cuda_model), as on the GPU;
+    verdict="allocated" judges the tensors' bytes alone. alloc_conf: the model's settings in
+    PYTORCH_ALLOC_CONF's syntax (None: the environment's PYTORCH_ALLOC_CONF)."""
+    return Measure(card=card, backend=backend, cap=cap, kernels=kernels, verdict=verdict, alloc_conf=alloc_conf)
