@@ -5,12 +5,12 @@
         m = oomguard_measure
         ...
 
-A marked test runs inside oomguard.measure(card=, backend=, cap=, verdict=, alloc_conf=) and fails, with the numbers, when its
-peak is over peak_at_most, when its live bytes grow from iteration to iteration (no_leak, with
-m.iterations(n)), when oomguard diagnoses a pitfall (no_pitfalls), or when its numbers are worse than
-its baseline. `--oomguard` measures every test (no cap, cpu) and prints a table of peaks at the end;
-`--oomguard-json PATH` writes the numbers. A bad marker (an unknown argument, card or size) stops the
-run at collection with a usage error.
+A marked test runs inside oomguard.measure(card=, backend=, cap=, verdict=, alloc_conf=) and fails,
+with the numbers, when its peak is over peak_at_most, when its live bytes grow from iteration to
+iteration (no_leak, with m.iterations(n)), when oomguard diagnoses a pitfall (no_pitfalls), or when its
+numbers are worse than its baseline. `--oomguard` measures every test (no cap, cpu) and prints a table
+of peaks at the end; `--oomguard-json PATH` writes the numbers. A bad marker (an unknown argument, card
+or size) stops the run at collection with a usage error.
 
 Isolation: each measured test's body runs in a child forked from pytest (as `oomguard run` runs each
 variant in a child of its own), inside the measurement, with one intra-op thread; the child sends its

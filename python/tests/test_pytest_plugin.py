@@ -131,7 +131,8 @@ def test_the_marker_passes_verdict_and_alloc_conf(pytester, monkeypatch):
     out = pytester.path / "oomguard.json"
     result = pytester.runpytest(*PLUGIN, f"--oomguard-json={out}")
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*_ test_reserved _*", "*CPU out of memory (oomguard cap on reserved bytes, as on the GPU)*"])
+    result.stdout.fnmatch_lines(["*_ test_reserved _*",
+                                 "*CPU out of memory (oomguard cap on reserved bytes, as on the GPU)*"])
     tests = {t["test"].split("::")[1]: t for t in json.loads(out.read_text())["tests"]}
     assert tests["test_reserved"]["outcome"] == "oom"
     assert tests["test_allocated"]["cuda_model"] is None and tests["test_allocated"]["peak_bytes"] == 3584000
@@ -366,10 +367,10 @@ def test_junit_properties_and_the_clis_reports(pytester):
     text = md.read_text()
     assert text.startswith("**oomguard: FAIL** — 2 of 2 scenarios failing, no memory regressions\n"), text
     # reserved: the model's segments, 20 MiB for a 2 MiB tensor, 2 MiB for 1000 bytes (the small pool).
-    for row in ["| test\\_models | test\\_over | cpu | NVIDIA T4 16GB | **FAIL** (no baseline) | 2.00 MiB | 20.00 MiB | — | "
-                "— | — | forward |",
-                "| test\\_models | test\\_under | cpu | NVIDIA T4 16GB | PASS (no baseline) | 1000 bytes | 2.00 MiB | — | "
-                "— | — | forward |",
+    for row in ["| test\\_models | test\\_over | cpu | NVIDIA T4 16GB | **FAIL** (no baseline) | 2.00 MiB | 20.00 MiB "
+                "| — | — | — | forward |",
+                "| test\\_models | test\\_under | cpu | NVIDIA T4 16GB | PASS (no baseline) | 1000 bytes | 2.00 MiB "
+                "| — | — | — | forward |",
                 "  - oomguard: peak 2.00 MiB (2097152 bytes) in forward is over peak\\_at\\_most='1 MiB': 1024.00 KiB "
                 "(1048576 bytes)"]:
         assert row in text.splitlines(), (row, text)

@@ -106,6 +106,7 @@ check("t4 reserved_peak_bytes", t4.reserved_peak_bytes, 22 * MiB)
 
 check.raises("an unknown verdict", lambda: oomguard.measure(cap="5MiB", verdict="bytes"), ValueError,
              "oomguard.measure: verdict='bytes' is not one of reserved, allocated")
-check.raises("a bad alloc_conf", lambda: oomguard.measure(cap="5MiB", alloc_conf="expandable_segments:true").__enter__(),
-             ValueError, "oomguard.measure: alloc_conf: expandable_segments: expected True or False, got 'true'")
+bad = oomguard.measure(cap="5MiB", alloc_conf="expandable_segments:true")
+check.raises("a bad alloc_conf", bad.__enter__, ValueError,
+             "oomguard.measure: alloc_conf: expandable_segments: expected True or False, got 'true'")
 raise SystemExit(check.exit_code())
