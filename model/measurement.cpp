@@ -1,5 +1,7 @@
 #include "model/measurement.h"
 
+#include "base/byte_size.h"
+
 namespace oomguard {
 
 void KeepFirstAndLastIterations(VariantMeasurement* m, size_t kept) {
@@ -29,6 +31,19 @@ std::optional<double> LiveGrowthPerIteration(const VariantMeasurement& m) {
   if (m.iterations.size() < 2) return std::nullopt;
   return static_cast<double>(m.iterations.back().live_after_bytes - m.iterations.front().live_after_bytes) /
          static_cast<double>(CompletedIterations(m) - 1);
+}
+
+std::string DescribeCudaModel(const CudaModelMeasurement& c) {
+  std::string out =
+      "allocated " + FormatBytes(c.allocated_peak_bytes) + ", reserved " + FormatBytes(c.reserved_peak_bytes) +
+      " (fragmentation " + FormatBytes(c.reserved_peak_bytes - c.allocated_peak_bytes) + "), " +
+      std::to_string(c.alloc_retries) + (c.alloc_retries == 1 ? " retry, " : " retries, ") + std::to_string(c.ooms) +
+      (c.ooms == 1 ? " OOM" : " OOMs") + (c.decides ? "; the verdict is on reserved bytes" : " predicted");
+  if (c.reserved_at_start_bytes > 0) {
+    out += "; reserved includes " + FormatBytes(c.reserved_at_start_bytes) +
+           " held from the start (cuBLAS workspaces, outside the ledger)";
+  }
+  return out;
 }
 
 }  // namespace oomguard

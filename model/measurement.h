@@ -186,4 +186,9 @@ const IterationMeasurement* IterationNumbered(const VariantMeasurement& m, int64
 // (live after the last iteration - live after the first) / (iterations - 1); nullopt below 2 iterations.
 std::optional<double> LiveGrowthPerIteration(const VariantMeasurement& m);
 
+// The model's numbers as the console's `cuda model:` line and Measurement::Describe say them:
+// "allocated 6.50 KiB, reserved 2.00 MiB (fragmentation 1.99 MiB), 0 retries, 0 OOMs; the verdict is on
+// reserved bytes", and "; reserved includes ... held from the start (...)" when something was.
+std::string DescribeCudaModel(const CudaModelMeasurement& c);
+
 }  // namespace oomguard

@@ -7,6 +7,7 @@
 //                                                           .knobs = {{"batch", int64_t{64}}}});
 //   m.outcome;                      // "pass", "oom", "error:<category>"
 //   m.peak_bytes;                   // exact on cpu and meta
+//   m.cuda_model->reserved_peak_bytes;  // the CUDA caching allocator's segments, which the cap judges
 //   m.phase_peak_bytes["backward"];
 //   std::cout << m.Describe();      // the numbers, and what was live at the peak by phase
 //
@@ -20,12 +21,20 @@
 // (a model built outside the callable counts against the cap, as on a GPU); what the callable leaves
 // alive after it returns shows as live bytes after the last iteration, not as a leak between calls.
 // Calls are serialised (a process-wide lock): the accounts are per process, so two measurements at
-// once would book into each other. Under a cap the cpu backend refuses allocations as a GPU's
-// allocator would; on cuda the peak includes the caching allocator's rounding.
+// once would book into each other. On cuda the peak includes the caching allocator's rounding.
 //
-// Errors: bad options (an unknown backend, card or cap, a backend not available here) and a workload
-// whose knobs disagree with options.knobs throw std::invalid_argument with the reason; an OOM or a
-// LibTorch error in the callable is the measurement's outcome.
+// Note [The in-process verdict]: on cpu and meta a measurement runs the model of PyTorch's CUDA
+// caching allocator, as `oomguard run` does (README, "Choosing a card or a cap"), and under a card or a
+// cap the verdict is on its reserved bytes: a request whose segment would take them past the cap is an
+// OOM ("oomguard cap on reserved bytes" in the message) though the tensors fit. verdict = "allocated"
+// judges the tensors' bytes alone and runs no model (m.cuda_model empty); without a cap the model only
+// predicts (decides false). The model sees what is allocated during the measurement: tensors that
+// already exist count against the cap in the tensors' bytes only.
+//
+// Errors: bad options (an unknown backend, card, cap or verdict, an alloc_conf PyTorch would refuse, a
+// backend not available here) and a workload whose knobs disagree with options.knobs throw
+// std::invalid_argument with the reason; an OOM or a LibTorch error in the callable is the
+// measurement's outcome.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +63,13 @@ struct MeasureOptions {
   // "cuda": PyTorch's CUDA kernels at the card's compute capability (t4's without a card, sm_80 with
   // only a cap), as `oomguard run --kernels cuda` (README, "What runs on meta").
   std::string kernels;
+  // cpu and meta: what a card's or a cap's verdict is on, "reserved" (or empty: the default) or
+  // "allocated" (Note [The in-process verdict]), as `oomguard run --verdict`.
+  std::string verdict;
+  // The caching allocator model's settings in PYTORCH_ALLOC_CONF's syntax ("expandable_segments:True");
+  // empty: the environment's PYTORCH_ALLOC_CONF, as `oomguard run --alloc-conf` (README, "Choosing a card
+  // or a cap").
+  std::string alloc_conf;
 };
 
 struct Measurement {
@@ -105,6 +121,23 @@ struct Measurement {
             activations_and_transient_bytes = 0;
   };
   std::optional<Oom> oom;
+  // cpu and meta: the model of PyTorch's CUDA caching allocator, fed this run's allocations (Note [The
+  // in-process verdict]); what torch.cuda.memory_stats() would say on the GPU. Empty with verdict "allocated".
+  struct CudaModel {
+    int64_t allocated_peak_bytes = 0;  // blocks: requests rounded up to 512 bytes, or whole unsplit blocks
+    int64_t reserved_peak_bytes = 0;   // segments (2 MiB, 20 MiB, ...): what the card would have to hold
+    int64_t requested_peak_bytes = 0;  // what was asked for while the model was fed
+    int64_t segments_peak = 0;
+    int64_t alloc_retries = 0;  // segment allocations retried after releasing the cache
+    int64_t ooms = 0;           // requests the model's cap refused
+    bool decides = false;       // its refusals were the run's OOMs: the verdict is on reserved bytes
+    // Held before the first tensor, and included in the peaks: a card's cuBLAS and cuBLASLt workspaces
+    // (meta with kernels "cuda"), 0 on cpu's kernels.
+    int64_t allocated_at_start_bytes = 0;
+    int64_t reserved_at_start_bytes = 0;
+    int64_t fragmentation_bytes() const { return reserved_peak_bytes - allocated_peak_bytes; }
+  };
+  std::optional<CudaModel> cuda_model;
   // The pitfalls the run showed (oomguard's detectors watch every run; scenarios/FORMAT.md, "Diagnoses").
   struct Diagnosis {
     std::string kind;      // "eval-keeps-graph", "graph-kept-across-iterations", "retained-grad", "leak", ...
@@ -125,8 +158,9 @@ struct Measurement {
   bool leaks() const { return live_growth_per_iteration_bytes && *live_growth_per_iteration_bytes > 0; }
   // The diagnosis of that kind, or null.
   const Diagnosis* diagnosis(const std::string& kind) const;
-  // Several lines: outcome, peak and its phase, phase peaks, live at the peak by phase, iterations,
-  // for an OOM the refused request and the live bytes by category, and the diagnoses. Matchers' messages use it.
+  // Several lines: outcome, peak and its phase, the model's peaks, phase peaks, live at the peak by
+  // phase, iterations, for an OOM the refused request and the live bytes by category, and the
+  // diagnoses. Matchers' messages use it.
   std::string Describe() const;
 };
 

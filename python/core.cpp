@@ -128,6 +128,18 @@ VariantMeasurement VariantFromRecord(const py::dict& r) {
     m.optimizer_state_bytes = Get<std::optional<int64_t>>(b, "optimizer_state");
     m.forward_saved_bytes = Get<std::optional<int64_t>>(b, "forward_saved");
   }
+  if (r.contains("cuda_model") && !r["cuda_model"].is_none()) {  // the Markdown's reserved column
+    const py::dict c = r["cuda_model"];
+    m.cuda_model = CudaModelMeasurement{Get<int64_t>(c, "allocated_peak_bytes"),
+                                        Get<int64_t>(c, "reserved_peak_bytes"),
+                                        Get<int64_t>(c, "requested_peak_bytes"),
+                                        Get<int64_t>(c, "segments_peak"),
+                                        Get<int64_t>(c, "alloc_retries"),
+                                        Get<int64_t>(c, "ooms"),
+                                        Get<bool>(c, "decides"),
+                                        Get<int64_t>(c, "allocated_at_start_bytes"),
+                                        Get<int64_t>(c, "reserved_at_start_bytes")};
+  }
   m.warnings = Get<std::vector<std::string>>(r, "warnings");
   m.steady_state = Get<std::string>(r, "steady_state");
   for (const py::handle h : Get<py::list>(r, "diagnoses")) {
@@ -263,6 +275,30 @@ PYBIND11_MODULE(_core, module) {
       .def_readonly("amount", &Measurement::Diagnosis::amount)
       .def("__repr__", [](const Measurement::Diagnosis& d) { return d.kind + " (" + d.amount + "): " + d.message; });
 
+  using CudaModel = Measurement::CudaModel;
+  py::class_<CudaModel>(module, "CudaModel")
+      .def_readonly("allocated_peak_bytes", &CudaModel::allocated_peak_bytes)
+      .def_readonly("reserved_peak_bytes", &CudaModel::reserved_peak_bytes)
+      .def_readonly("requested_peak_bytes", &CudaModel::requested_peak_bytes)
+      .def_readonly("segments_peak", &CudaModel::segments_peak)
+      .def_readonly("alloc_retries", &CudaModel::alloc_retries)
+      .def_readonly("ooms", &CudaModel::ooms)
+      .def_readonly("decides", &CudaModel::decides)
+      .def_readonly("allocated_at_start_bytes", &CudaModel::allocated_at_start_bytes)
+      .def_readonly("reserved_at_start_bytes", &CudaModel::reserved_at_start_bytes)
+      .def_property_readonly("fragmentation_bytes", &CudaModel::fragmentation_bytes)
+      .def("__repr__", [](const CudaModel& c) {
+        return "CudaModel(allocated_peak_bytes=" + std::to_string(c.allocated_peak_bytes) +
+               ", reserved_peak_bytes=" + std::to_string(c.reserved_peak_bytes) +
+               ", fragmentation_bytes=" + std::to_string(c.fragmentation_bytes()) +
+               ", requested_peak_bytes=" + std::to_string(c.requested_peak_bytes) +
+               ", segments_peak=" + std::to_string(c.segments_peak) +
+               ", alloc_retries=" + std::to_string(c.alloc_retries) + ", ooms=" + std::to_string(c.ooms) +
+               ", decides=" + (c.decides ? "True" : "False") +
+               ", allocated_at_start_bytes=" + std::to_string(c.allocated_at_start_bytes) +
+               ", reserved_at_start_bytes=" + std::to_string(c.reserved_at_start_bytes) + ")";
+      });
+
   py::class_<Measurement>(module, "Measurement")
       .def_readonly("outcome", &Measurement::outcome)
       .def_readonly("error", &Measurement::error)
@@ -288,6 +324,13 @@ PYBIND11_MODULE(_core, module) {
       // Writable: oomguard.measure adds the ops that ran on torch's Python Meta kernels (oomguard/meta_kernels.py).
       .def_readwrite("warnings", &Measurement::warnings)
       .def_readonly("oom", &Measurement::oom)
+      .def_readonly("cuda_model", &Measurement::cuda_model)
+      // The model's reserved peak, which a card's verdict is on; None without the model (verdict="allocated").
+      .def_property_readonly("reserved_peak_bytes",
+                             [](const Measurement& m) {
+                               return m.cuda_model ? std::optional<int64_t>(m.cuda_model->reserved_peak_bytes)
+                                                   : std::nullopt;
+                             })
       .def_readonly("diagnoses", &Measurement::diagnoses)
       .def("passed", &Measurement::passed)
       .def("ran_out_of_memory", &Measurement::ran_out_of_memory)
@@ -297,18 +340,20 @@ PYBIND11_MODULE(_core, module) {
   // The lock a scope takes may be held by another thread's scope, which needs the GIL to end it.
   py::class_<oomguard::MeasureScope>(module, "MeasureScope")
       .def(py::init([](const std::string& backend, const std::string& card, const std::string& cap,
-                       const std::string& kernels) {
+                       const std::string& kernels, const std::string& verdict, const std::string& alloc_conf) {
              oomguard::MeasureOptions options;
              options.backend = backend;
              options.card = card;
              options.cap = cap;
              options.kernels = kernels;
+             options.verdict = verdict;
+             options.alloc_conf = alloc_conf;
              auto scope = std::make_unique<oomguard::MeasureScope>(options);
              scope->SetCallerLocation(&PythonCallerLocation);
              return scope;
            }),
-           py::arg("backend"), py::arg("card"), py::arg("cap"), py::arg("kernels") = "",
-           py::call_guard<py::gil_scoped_release>())
+           py::arg("backend"), py::arg("card"), py::arg("cap"), py::arg("kernels") = "", py::arg("verdict") = "",
+           py::arg("alloc_conf") = "", py::call_guard<py::gil_scoped_release>())
       .def("set_phase", &oomguard::MeasureScope::SetPhase, py::arg("phase"), py::arg("unwinding") = false)
       .def_property_readonly("phase", &oomguard::MeasureScope::phase)
       .def("iterations", &oomguard::MeasureScope::Iterations, py::arg("requested"))

@@ -10,6 +10,7 @@
 #include "base/byte_size.h"
 #include "base/shard.h"
 #include "model/diagnosis_text.h"
+#include "model/measurement.h"
 #include "model/phase.h"
 #include "reports/report_format.h"
 
@@ -106,16 +107,7 @@ void WriteCudaLine(const CudaMeasurement& c, std::ostream& out) {
 // What torch.cuda.memory_stats() would say on a GPU, from a cpu or meta run's model of the caching
 // allocator: the verdict under a cap (--verdict reserved), or a prediction (--model-cuda).
 void WriteCudaModelLine(const CudaModelMeasurement& c, std::ostream& out) {
-  out << "              cuda model: allocated " << FormatBytes(c.allocated_peak_bytes) << ", reserved "
-      << FormatBytes(c.reserved_peak_bytes) << " (fragmentation "
-      << FormatBytes(c.reserved_peak_bytes - c.allocated_peak_bytes) << "), " << c.alloc_retries
-      << (c.alloc_retries == 1 ? " retry, " : " retries, ") << c.ooms << (c.ooms == 1 ? " OOM" : " OOMs")
-      << (c.decides ? "; the verdict is on reserved bytes" : " predicted");
-  if (c.reserved_at_start_bytes > 0) {
-    out << "; reserved includes " << FormatBytes(c.reserved_at_start_bytes)
-        << " held from the start (cuBLAS workspaces, outside the ledger)";
-  }
-  out << "\n";
+  out << "              cuda model: " << DescribeCudaModel(c) << "\n";
 }
 
 // Each diagnosis: what it found and costs, the fix in words, each fix measured (--diagnose, explain).

@@ -1,6 +1,7 @@
 // oomguard::Measure (oomguard/measure.h): a workload's function measured in this process, and the
 // public Measurement made from the harness's VariantMeasurement.
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -43,6 +44,20 @@ VariantMeasureOptions HarnessOptions(const MeasureOptions& options) {
   if (!ResolveLimits(flags, "", &harness.limits, &error)) throw std::invalid_argument("oomguard::Measure: " + error);
   if (options.card.empty() && options.cap.empty()) harness.limits.cap_bytes = Ledger::kUnlimited;
   harness.iterations = options.iterations;
+  // Note [The in-process verdict], oomguard/measure.h: the CLI's rules, but no cap has nothing to decide.
+  if (!options.verdict.empty() && options.verdict != kVerdictReserved && options.verdict != kVerdictAllocated) {
+    throw std::invalid_argument("oomguard::Measure: verdict '" + options.verdict + "' is not one of " +
+                                kVerdictReserved + ", " + kVerdictAllocated);
+  }
+  harness.model_cuda = ModelCudaFor(options.verdict.empty() ? kVerdictReserved : options.verdict, false);
+  if (harness.model_cuda == ModelCuda::kVerdict && harness.limits.cap_bytes == Ledger::kUnlimited) {
+    harness.model_cuda = ModelCuda::kPredict;
+  }
+  std::string alloc_conf;
+  if (!ResolveAllocConf(options.alloc_conf.empty() ? std::nullopt : std::optional<std::string>(options.alloc_conf),
+                        &alloc_conf, &harness.alloc_conf, &error, "alloc_conf")) {
+    throw std::invalid_argument("oomguard::Measure: " + error);
+  }
   if (!options.kernels.empty() && options.kernels != kKernelsCpu && options.kernels != kKernelsCuda) {
     throw std::invalid_argument("oomguard::Measure: kernels '" + options.kernels + "' is not one of cpu, cuda");
   }
@@ -96,6 +111,18 @@ Measurement ToPublic(const VariantMeasurement& m) {
                                b.optimizer_state_bytes,
                                b.inputs_bytes,
                                b.activations_and_transient_bytes};
+  }
+  if (m.cuda_model) {
+    const CudaModelMeasurement& c = *m.cuda_model;
+    out.cuda_model = Measurement::CudaModel{c.allocated_peak_bytes,
+                                            c.reserved_peak_bytes,
+                                            c.requested_peak_bytes,
+                                            c.segments_peak,
+                                            c.alloc_retries,
+                                            c.ooms,
+                                            c.decides,
+                                            c.allocated_at_start_bytes,
+                                            c.reserved_at_start_bytes};
   }
   for (const Diagnosis& d : m.diagnoses) {
     out.diagnoses.push_back({std::string(Name(d.kind)), std::string(Severity(d.kind)), d.bytes,
@@ -178,6 +205,14 @@ std::string Measurement::Describe() const {
   out << "\n";
   if (!error.empty()) out << "  error: " << error.substr(0, error.find('\n')) << "\n";
   out << "  peak " << DescribeBytes(peak_bytes) << " in " << peak_phase << "\n";
+  if (cuda_model) {
+    const CudaModel& c = *cuda_model;
+    out << "  cuda model: "
+        << DescribeCudaModel({c.allocated_peak_bytes, c.reserved_peak_bytes, c.requested_peak_bytes, c.segments_peak,
+                              c.alloc_retries, c.ooms, c.decides, c.allocated_at_start_bytes,
+                              c.reserved_at_start_bytes})
+        << "\n";
+  }
   if (!live_at_peak_by_phase.empty()) {
     out << "  live at the peak, by the phase that allocated it:";
     for (const auto& [phase, bytes] : live_at_peak_by_phase) out << " " << phase << " " << FormatBytes(bytes) << ";";

@@ -67,14 +67,14 @@ ModelCuda ModelCudaFor(const std::string& verdict, bool model_cuda) {
 }
 
 bool ResolveAllocConf(const std::optional<std::string>& flag, std::string* text, CachingAllocatorConfig* config,
-                      std::string* error) {
+                      std::string* error, std::string_view flag_name) {
   *text = flag ? *flag : CachingAllocatorConfigFromEnvironment();
   std::optional<CachingAllocatorConfig> parsed = ParseCachingAllocatorConfig(*text, error);
   if (!parsed) {
     // The parser's "allocator config: " becomes where the text came from.
     constexpr std::string_view kParserPrefix = "allocator config: ";
     if (error->rfind(kParserPrefix, 0) == 0) error->erase(0, kParserPrefix.size());
-    *error = (flag ? "--alloc-conf: " : "PYTORCH_ALLOC_CONF (from the environment): ") + *error;
+    *error = (flag ? std::string(flag_name) + ": " : "PYTORCH_ALLOC_CONF (from the environment): ") + *error;
     return false;
   }
   *config = std::move(*parsed);

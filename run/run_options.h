@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "allocators/caching_allocator_config.h"
@@ -101,10 +102,11 @@ ModelCuda ModelCudaFor(const std::string& verdict, bool model_cuda);
 
 // The allocator settings the model gets: --alloc-conf, else the environment's
 // (CachingAllocatorConfigFromEnvironment). Returns false on text the parser refuses, with its message
-// after "--alloc-conf: " or "PYTORCH_ALLOC_CONF (from the environment): ". *text receives what was
-// parsed (what a child is given).
+// after "--alloc-conf: " (`flag_name`: what the caller calls it) or "PYTORCH_ALLOC_CONF (from the
+// environment): ". *text receives what was parsed (what a child is given).
 [[nodiscard]] bool ResolveAllocConf(const std::optional<std::string>& flag, std::string* text,
-                                    CachingAllocatorConfig* config, std::string* error);
+                                    CachingAllocatorConfig* config, std::string* error,
+                                    std::string_view flag_name = "--alloc-conf");
 
 // Builds the Limits for --card/--cap/--context/--inject. With neither --card nor --cap, uses
 // default_card. Returns false and fills *error on bad input.

@@ -10,10 +10,18 @@
             with m.phase("optimizer"): opt.step(); opt.zero_grad()
     m.result.peak_bytes, m.result.phase_peak_bytes, m.result.live_after_iteration, m.result.leak
     m.result.breakdown  # {"parameters": ..., "gradients": ..., "optimizer_state": ..., "forward_saved": ...}
+    m.result.reserved_peak_bytes, m.result.cuda_model  # the CUDA caching allocator model's numbers
 
 The bytes are booked by oomguard's tracking allocators (the C++ core, oomguard._core), installed in
 the torch you imported; an allocation past the cap raises torch.OutOfMemoryError, as on a full GPU,
-and m.result.oom.live_by_category says what was live. Tensors made before the first measurement stay
+and m.result.oom.live_by_category says what was live. As `oomguard run`, the cap judges the reserved
+bytes of a model of PyTorch's CUDA caching allocator (2 MiB and 20 MiB segments, 512-byte blocks), so
+tensors that fit can still run out of memory: measure(verdict="allocated") judges the tensors alone,
+measure(alloc_conf="expandable_segments:True") sets the model's PYTORCH_ALLOC_CONF (default: the
+environment's). m.result.cuda_model (None with verdict="allocated"): allocated_peak_bytes,
+reserved_peak_bytes, fragmentation_bytes, requested_peak_bytes, segments_peak, alloc_retries, ooms,
+decides, allocated_at_start_bytes and reserved_at_start_bytes (a card's cuBLAS workspaces, meta with
+kernels="cuda"). Tensors made before the first measurement stay
 with PyTorch's allocator (and out of the numbers until freed); import oomguard before building the
 model to book everything the loop makes. On meta the loop runs the Meta kernels the C++ tool runs, not
 torch's Python ones (Note [Which Meta kernel runs in Python], oomguard/meta_kernels.py), so its bytes are

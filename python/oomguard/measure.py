@@ -35,7 +35,8 @@ def _checked_limits(card, cap):
 class Measure:
     """A measurement of the code inside `with` (or of a decorated function's calls)."""
 
-    def __init__(self, card=None, backend="cpu", cap=None, kernels=None, world=None, rank=None):
+    def __init__(self, card=None, backend="cpu", cap=None, kernels=None, verdict=None, alloc_conf=None, world=None,
+                 rank=None):
         if backend not in BACKENDS:
             raise ValueError(f"oomguard.measure: backend={backend!r} is not one of {', '.join(BACKENDS)} (cuda: not yet)")
         self.card, self.cap = _checked_limits(card, cap)
@@ -46,6 +47,12 @@ class Measure:
             raise ValueError(f"oomguard.measure: kernels={kernels!r} needs backend=\"meta\" "
                              f"(backend={backend!r} runs its own kernels)")
         self.kernels = kernels or ""
+        if verdict not in (None, "reserved", "allocated"):
+            raise ValueError(f"oomguard.measure: verdict={verdict!r} is not one of reserved, allocated")
+        if alloc_conf is not None and not isinstance(alloc_conf, str):
+            raise TypeError(f"oomguard.measure: alloc_conf={alloc_conf!r} is not a string "
+                            "(alloc_conf=\"expandable_segments:True\")")
+        self.verdict, self.alloc_conf = verdict or "", alloc_conf or ""
         self._rank = RankOfMeasurement(world, rank)
         self.result = None
         self._scope = None
@@ -66,7 +73,11 @@ class Measure:
         gc.collect()
         self._rank.enter()  # before the scope: the group's own setup is not the rank's training memory
         try:
-            self._scope = _core.MeasureScope(self.backend, self.card, self.cap, self.kernels)
+            self._scope = _core.MeasureScope(self.backend, self.card, self.cap, self.kernels, self.verdict,
+                                             self.alloc_conf)
+        except ValueError as e:  # an alloc_conf PyTorch would refuse, given or from PYTORCH_ALLOC_CONF
+            self._rank.exit()
+            raise ValueError(f"oomguard.measure: {str(e).removeprefix('oomguard::Measure: ')}") from None
         except BaseException:
             self._rank.exit()
             raise
@@ -167,10 +178,15 @@ class Measure:
         return measured
 
 
-def measure(card=None, backend="cpu", cap=None, kernels=None, world=None, rank=None):
-    """oomguard.measure(card="t4" | cap="1GiB", backend="cpu" | "meta", kernels="cpu" | "cuda", world=N, rank=r):
-    a context manager and decorator. kernels="cuda" (meta only) mirrors PyTorch's CUDA kernels at the card's
-    compute capability (t4's without a card, sm_80 with only a cap) rather than cpu's. world=N measures rank r
-    (0 by default) of N: without a process group, inside PyTorch's fake one (oomguard/ranks.py); inside
-    torchrun's or your own, its rank (world= and rank= may then be left out)."""
-    return Measure(card=card, backend=backend, cap=cap, kernels=kernels, world=world, rank=rank)
+def measure(card=None, backend="cpu", cap=None, kernels=None, verdict=None, alloc_conf=None, world=None, rank=None):
+    """oomguard.measure(card="t4" | cap="1GiB", backend="cpu" | "meta", kernels="cpu" | "cuda",
+    verdict="reserved" | "allocated", alloc_conf="expandable_segments:True", world=N, rank=r): a context
+    manager and decorator. kernels="cuda" (meta only) mirrors PyTorch's CUDA kernels at the card's compute
+    capability (t4's without a card, sm_80 with only a cap) rather than cpu's. Under a card or a cap the verdict
+    is on the reserved bytes of a model of PyTorch's CUDA caching allocator (m.result.cuda_model), as on the
+    GPU; verdict="allocated" judges the tensors' bytes alone. alloc_conf: the model's settings in
+    PYTORCH_ALLOC_CONF's syntax (None: the environment's PYTORCH_ALLOC_CONF). world=N measures rank r (0 by
+    default) of N: without a process group, inside PyTorch's fake one (oomguard/ranks.py); inside torchrun's
+    or your own, its rank (world= and rank= may then be left out)."""
+    return Measure(card=card, backend=backend, cap=cap, kernels=kernels, verdict=verdict, alloc_conf=alloc_conf,
+                   world=world, rank=rank)

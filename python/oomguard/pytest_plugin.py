@@ -5,12 +5,12 @@
         m = oomguard_measure
         ...
 
-A marked test runs inside oomguard.measure(card=, backend=, cap=) and fails, with the numbers, when its
-peak is over peak_at_most, when its live bytes grow from iteration to iteration (no_leak, with
-m.iterations(n)), when oomguard diagnoses a pitfall (no_pitfalls), or when its numbers are worse than
-its baseline. `--oomguard` measures every test (no cap, cpu) and prints a table of peaks at the end;
-`--oomguard-json PATH` writes the numbers. A bad marker (an unknown argument, card or size) stops the
-run at collection with a usage error.
+A marked test runs inside oomguard.measure(card=, backend=, cap=, verdict=, alloc_conf=) and fails,
+with the numbers, when its peak is over peak_at_most, when its live bytes grow from iteration to
+iteration (no_leak, with m.iterations(n)), when oomguard diagnoses a pitfall (no_pitfalls), or when its
+numbers are worse than its baseline. `--oomguard` measures every test (no cap, cpu) and prints a table
+of peaks at the end; `--oomguard-json PATH` writes the numbers. A bad marker (an unknown argument, card
+or size) stops the run at collection with a usage error.
 
 Isolation: each measured test's body runs in a child forked from pytest (as `oomguard run` runs each
 variant in a child of its own), inside the measurement, with one intra-op thread; the child sends its
@@ -51,8 +51,8 @@ from oomguard import _core
 from oomguard.measure import Measure
 from oomguard.report import baseline_lines, failures_of, junit_properties, names_of_test, record_of, summary_lines
 
-MARKER_ARGUMENTS = {"card": None, "backend": "cpu", "cap": None, "peak_at_most": None, "no_leak": True,
-                    "no_pitfalls": False, "isolate": True}
+MARKER_ARGUMENTS = {"card": None, "backend": "cpu", "cap": None, "verdict": None, "alloc_conf": None,
+                    "peak_at_most": None, "no_leak": True, "no_pitfalls": False, "isolate": True}
 DEFAULT_BASELINES = "oomguard-baselines"
 _MEASURE = pytest.StashKey()
 _CHECKS = pytest.StashKey()
@@ -107,8 +107,9 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
-        "oomguard(card=None, backend='cpu', cap=None, peak_at_most=None, no_leak=True, no_pitfalls=False, "
-        "isolate=True): run the test inside oomguard.measure (in a forked child) and fail it past the limits")
+        "oomguard(card=None, backend='cpu', cap=None, verdict=None, alloc_conf=None, peak_at_most=None, "
+        "no_leak=True, no_pitfalls=False, isolate=True): run the test inside oomguard.measure (in a forked child) "
+        "and fail it past the limits")
     for spec in config.getoption("oomguard_report") or []:
         error = _core.report_spec_error(spec)
         if error:
@@ -128,7 +129,8 @@ def _checks_of(marker, nodeid):
         raise pytest.UsageError(f"{where}: unknown argument {unknown[0]!r}; accepted: {', '.join(MARKER_ARGUMENTS)}")
     args = {**MARKER_ARGUMENTS, **marker.kwargs}
     try:
-        measure = Measure(card=args["card"], backend=args["backend"], cap=args["cap"])
+        measure = Measure(card=args["card"], backend=args["backend"], cap=args["cap"], verdict=args["verdict"],
+                          alloc_conf=args["alloc_conf"])
         limit = None
         if args["peak_at_most"] is not None:
             try:

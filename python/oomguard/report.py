@@ -21,6 +21,11 @@ def names_of_test(nodeid):
     return module.replace("/", ".").replace("\\", "."), rest or path
 
 
+# The model's numbers a record keeps (_core.CudaModel's attributes): the Markdown's `reserved` column.
+CUDA_MODEL_FIELDS = ("allocated_peak_bytes", "reserved_peak_bytes", "requested_peak_bytes", "segments_peak",
+                     "alloc_retries", "ooms", "decides", "allocated_at_start_bytes", "reserved_at_start_bytes")
+
+
 def record_of(nodeid, result, duration_ms=0.0):
     """One test's numbers, from its _core.Measurement."""
     scenario, variant = names_of_test(nodeid)
@@ -43,6 +48,8 @@ def record_of(nodeid, result, duration_ms=0.0):
         "live_growth_per_iteration_bytes": result.live_growth_per_iteration_bytes,
         "leak": result.leak,
         "breakdown": result.breakdown,
+        "cuda_model": None if result.cuda_model is None else {
+            name: getattr(result.cuda_model, name) for name in CUDA_MODEL_FIELDS},
         "warnings": list(result.warnings),
         "steady_state": result.steady_state,
         "diagnoses": [{"kind": d.kind, "severity": d.severity, "bytes": d.bytes, "per": d.per, "phase": d.phase,

@@ -96,8 +96,9 @@ def main():
         check(f"mlp_eval {name}: peak_bytes", mlp.result.peak_bytes, peak)
         check(f"mlp_eval {name}: fewer allocations than the profiler's", mlp.result.alloc_count < allocs, True)
 
-    # Past the cap: torch.OutOfMemoryError, as on a GPU; the measurement says where.
-    oom = oomguard.measure(cap="1MiB")
+    # Past the cap: torch.OutOfMemoryError, as on a GPU; the measurement says where. The tensors' bytes
+    # (verdict="allocated"): the model's 2 MiB segment would refuse the first (test_reserved_verdict.py).
+    oom = oomguard.measure(cap="1MiB", verdict="allocated")
     raised = None
     try:
         with oom:

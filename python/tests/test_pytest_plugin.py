@@ -99,6 +99,44 @@ def test_report_table_and_json(pytester):
     assert tests["test_models.py::test_over"]["peak_bytes"] == 2097152
     assert tests["test_models.py::test_under"]["phase_peak_bytes"] == {"forward": 1000, "setup": 0}
     assert tests["test_models.py::test_under"]["card"] == "NVIDIA T4 16GB"
+    assert tests["test_models.py::test_over"]["cuda_model"]["reserved_peak_bytes"] == 20 << 20  # a large segment
+    assert tests["test_models.py::test_over"]["cuda_model"]["decides"] is True
+
+
+VERDICTS = '''
+import pytest
+import torch
+
+def keeps_five():  # 700 KiB each: 3584000 bytes, in 2 MiB segments of two (6 MiB) or 2 MiB pages (4 MiB)
+    return [torch.empty(700 * 1024, dtype=torch.uint8) for _ in range(5)]
+
+@pytest.mark.oomguard(cap="5MiB")
+def test_reserved(oomguard_measure):
+    keeps_five()
+
+@pytest.mark.oomguard(cap="5MiB", verdict="allocated")
+def test_allocated(oomguard_measure):
+    keeps_five()
+
+@pytest.mark.oomguard(cap="5MiB", alloc_conf="expandable_segments:True")
+def test_expandable(oomguard_measure):
+    keeps_five()
+'''
+
+
+def test_the_marker_passes_verdict_and_alloc_conf(pytester, monkeypatch):
+    for name in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF"):
+        monkeypatch.delenv(name, raising=False)  # the model's defaults
+    pytester.makepyfile(test_verdicts=VERDICTS)
+    out = pytester.path / "oomguard.json"
+    result = pytester.runpytest(*PLUGIN, f"--oomguard-json={out}")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*_ test_reserved _*",
+                                 "*CPU out of memory (oomguard cap on reserved bytes, as on the GPU)*"])
+    tests = {t["test"].split("::")[1]: t for t in json.loads(out.read_text())["tests"]}
+    assert tests["test_reserved"]["outcome"] == "oom"
+    assert tests["test_allocated"]["cuda_model"] is None and tests["test_allocated"]["peak_bytes"] == 3584000
+    assert tests["test_expandable"]["cuda_model"]["reserved_peak_bytes"] == 4 << 20
 
 
 def test_unmarked_tests_measured_with_the_option_only(pytester):
@@ -117,8 +155,9 @@ def test_unmarked_tests_measured_with_the_option_only(pytester):
         ('peak_at_most="2 parsecs"', f"peak_at_most: invalid size '2 parsecs': unknown unit 'parsecs'; {SIZES}"),
         ('cap="lots"', f"invalid size 'lots': {SIZES}"),
         ('backend="cuda"', "backend='cuda' is not one of cpu, meta (cuda: not yet)"),
-        ('peak="2GiB"', "unknown argument 'peak'; accepted: card, backend, cap, peak_at_most, no_leak, no_pitfalls, "
-                         "isolate"),
+        ('verdict="bytes"', "verdict='bytes' is not one of reserved, allocated"),
+        ('peak="2GiB"', "unknown argument 'peak'; accepted: card, backend, cap, verdict, alloc_conf, peak_at_most, "
+                         "no_leak, no_pitfalls, isolate"),
     ],
 )
 def test_bad_marker_is_a_usage_error(pytester, marker, message):
@@ -327,10 +366,11 @@ def test_junit_properties_and_the_clis_reports(pytester):
 
     text = md.read_text()
     assert text.startswith("**oomguard: FAIL** — 2 of 2 scenarios failing, no memory regressions\n"), text
-    for row in ["| test\\_models | test\\_over | cpu | NVIDIA T4 16GB | **FAIL** (no baseline) | 2.00 MiB | — | — | — | — "
-                "| forward |",
-                "| test\\_models | test\\_under | cpu | NVIDIA T4 16GB | PASS (no baseline) | 1000 bytes | — | — | — | — "
-                "| forward |",
+    # reserved: the model's segments, 20 MiB for a 2 MiB tensor, 2 MiB for 1000 bytes (the small pool).
+    for row in ["| test\\_models | test\\_over | cpu | NVIDIA T4 16GB | **FAIL** (no baseline) | 2.00 MiB | 20.00 MiB "
+                "| — | — | — | forward |",
+                "| test\\_models | test\\_under | cpu | NVIDIA T4 16GB | PASS (no baseline) | 1000 bytes | 2.00 MiB "
+                "| — | — | — | forward |",
                 "  - oomguard: peak 2.00 MiB (2097152 bytes) in forward is over peak\\_at\\_most='1 MiB': 1024.00 KiB "
                 "(1048576 bytes)"]:
         assert row in text.splitlines(), (row, text)
