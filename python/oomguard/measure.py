@@ -1,7 +1,9 @@
 """oomguard.measure: the context manager and decorator over the C++ scope (_core.MeasureScope)."""
 import contextlib
 import functools
+import os
 import threading
+import warnings
 
 import torch
 
@@ -30,10 +32,42 @@ def _checked_limits(card, cap):
     return card, cap
 
 
+def _checked_inject(inject):
+    """inject= as a list of specs (`oomguard run --inject`'s grammar), or ValueError/TypeError naming the
+    spec and what is accepted (the C++ parser's text)."""
+    if inject is None:
+        return []
+    specs = [inject] if isinstance(inject, str) else inject
+    try:
+        specs = list(specs)
+    except TypeError:
+        specs = [specs]
+    for spec in specs:
+        if not isinstance(spec, str):
+            raise TypeError(f"oomguard.measure: inject={inject!r}: each spec is a string (inject=\"nth=3\" or a list of them)")
+        error = _core.inject_spec_error(spec)
+        if error:
+            raise ValueError(f"oomguard.measure: inject: {error}")
+    return specs
+
+
+def _checked_snapshot(snapshot):
+    """snapshot= as a path the C++ core can write, or ValueError/TypeError saying why not."""
+    if snapshot is None:
+        return ""
+    if not isinstance(snapshot, (str, os.PathLike)):
+        raise TypeError(f"oomguard.measure: snapshot={snapshot!r} is not a path (snapshot=\"out.pickle\")")
+    path = os.fspath(snapshot)
+    error = _core.snapshot_path_error(path) if path else "an empty path"
+    if error:
+        raise ValueError(f"oomguard.measure: snapshot {error}")
+    return path
+
+
 class Measure:
     """A measurement of the code inside `with` (or of a decorated function's calls)."""
 
-    def __init__(self, card=None, backend="cpu", cap=None, kernels=None):
+    def __init__(self, card=None, backend="cpu", cap=None, kernels=None, inject=None, snapshot=None):
         if backend not in BACKENDS:
             raise ValueError(f"oomguard.measure: backend={backend!r} is not one of {', '.join(BACKENDS)} (cuda: not yet)")
         self.card, self.cap = _checked_limits(card, cap)
@@ -44,6 +78,8 @@ class Measure:
             raise ValueError(f"oomguard.measure: kernels={kernels!r} needs backend=\"meta\" "
                              f"(backend={backend!r} runs its own kernels)")
         self.kernels = kernels or ""
+        self.inject = _checked_inject(inject)
+        self.snapshot = _checked_snapshot(snapshot)
         self.result = None
         self._scope = None
 
@@ -56,7 +92,7 @@ class Measure:
         if getattr(_active, "scope", None) is not None:
             raise RuntimeError("oomguard.measure: a measurement is already running on this thread")
         self.result = None
-        self._scope = _core.MeasureScope(self.backend, self.card, self.cap, self.kernels)
+        self._scope = _core.MeasureScope(self.backend, self.card, self.cap, self.kernels, self.inject, self.snapshot)
         if self.backend == "meta":  # after the scope: it registers oomguard's own Meta kernels
             meta_kernels.use_cpp_meta_kernels()  # Note [Which Meta kernel runs in Python]
             meta_kernels.python_only_ops_run()
@@ -73,6 +109,9 @@ class Measure:
                     f"{', '.join(unmirrored)} ran on torch's Python Meta kernels (torch/_meta_registrations.py; "
                     "LibTorch has none), which meta does not mirror yet: their bytes on meta are not cpu's. "
                     "Run it on cpu for exact bytes"]
+        if self.result.snapshot_error:  # the measurement stands; the file the caller asked for is not there
+            warnings.warn(f"oomguard.measure: snapshot not written: {self.result.snapshot_error}", RuntimeWarning,
+                          stacklevel=2)
         return False  # an exception (torch.OutOfMemoryError included) goes on to the caller
 
     def _running(self, what):
@@ -138,8 +177,15 @@ class Measure:
         return measured
 
 
-def measure(card=None, backend="cpu", cap=None, kernels=None):
-    """oomguard.measure(card="t4" | cap="1GiB", backend="cpu" | "meta", kernels="cpu" | "cuda"): a context
-    manager and decorator. kernels="cuda" (meta only) mirrors PyTorch's CUDA kernels at the card's compute
-    capability (t4's without a card, sm_80 with only a cap) rather than cpu's."""
-    return Measure(card=card, backend=backend, cap=cap, kernels=kernels)
+def measure(card=None, backend="cpu", cap=None, kernels=None, inject=None, snapshot=None):
+    """oomguard.measure(card="t4" | cap="1GiB", backend="cpu" | "meta", kernels="cpu" | "cuda",
+    inject="nth=3" | [specs], snapshot="out.pickle"): a context manager and decorator.
+
+    kernels="cuda" (meta only) mirrors PyTorch's CUDA kernels at the card's compute capability (t4's
+    without a card, sm_80 with only a cap) rather than cpu's. inject= fails chosen allocations with
+    torch.OutOfMemoryError, in `oomguard run --inject`'s grammar (nth=N, min-size=SIZE, p=P[,seed=S],
+    phase=NAME; several specs: any may fire); result.oom.injected and result.injection (the spec, the
+    requests seen, each failure's request index, bytes and phase) say what fired. snapshot= writes the
+    memory_viz snapshot of every allocation and free (https://pytorch.org/memory_viz) to that path when
+    the measurement ends, passed or failed; result.snapshot is the path written."""
+    return Measure(card=card, backend=backend, cap=cap, kernels=kernels, inject=inject, snapshot=snapshot)

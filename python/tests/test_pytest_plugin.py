@@ -118,7 +118,7 @@ def test_unmarked_tests_measured_with_the_option_only(pytester):
         ('cap="lots"', f"invalid size 'lots': {SIZES}"),
         ('backend="cuda"', "backend='cuda' is not one of cpu, meta (cuda: not yet)"),
         ('peak="2GiB"', "unknown argument 'peak'; accepted: card, backend, cap, peak_at_most, no_leak, no_pitfalls, "
-                         "isolate"),
+                         "isolate, inject"),
     ],
 )
 def test_bad_marker_is_a_usage_error(pytester, marker, message):
