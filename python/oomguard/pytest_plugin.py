@@ -437,6 +437,8 @@ def _keep_snapshot(run, paths, passed):
         os.replace(written, final)
     except OSError as e:
         run.end_lines.append(f"snapshot {final} not written: {e}")
+        with contextlib.suppress(OSError):
+            os.remove(written)
         return None
     run.end_lines.append(f"snapshot: {final}")
     return final
