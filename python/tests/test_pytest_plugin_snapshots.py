@@ -5,11 +5,13 @@ A marked test with inject="nth=1" fails with the injected torch.OutOfMemoryError
 passes, one whose fault never fires fails saying so, and a bad spec is a usage error with the C++
 parser's text. --oomguard-snapshot-dir writes the memory_viz snapshot of each failing measured test,
 written in its forked child, under the CLI's names (<module>.<test>.<backend>.pickle), and of every
-one with --oomguard-snapshot-all, leaving nothing else in the folder. Under pytest-xdist (-n 2) the
+one with --oomguard-snapshot-all, leaving nothing else in the folder; the HTML report links them and the
+JUnit XML names them (oomguard_snapshot). Under pytest-xdist (-n 2) the
 workers' tests reach the controller's table, --oomguard-json and snapshot lines.
 """
 import json
 import pickle
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -87,8 +89,16 @@ def allocated_and_freed(size):
 def test_snapshot_dir(pytester):
     pytester.makepyfile(test_faults=TESTS)
     snaps = pytester.path / "snaps" / "deeper"  # created
-    result = pytester.runpytest(*PLUGIN, "--oomguard-snapshot-dir=snaps/deeper", "-k", "over or under or injected")
+    result = pytester.runpytest(*PLUGIN, "--oomguard-snapshot-dir=snaps/deeper", "-k", "over or under or injected",
+                                "--junitxml=junit.xml", "--oomguard-report=html=memory.html")
     result.assert_outcomes(passed=1, failed=2)
+    over = snaps / "test_faults.test_over.cpu.pickle"
+    assert f'memory_viz snapshot: <a href="{over}">' in (pytester.path / "memory.html").read_text()
+    junit = ET.parse(pytester.path / "junit.xml").getroot()
+    snapshots = {case.get("name"): [p.get("value") for p in case.iter("property") if p.get("name") == "oomguard_snapshot"]
+                 for case in junit.iter("testcase")}
+    assert snapshots == {"test_injected": [str(snaps / "test_faults.test_injected.cpu.pickle")],
+                         "test_over": [str(over)], "test_under": []}
     assert sorted(p.name for p in snaps.iterdir()) == ["test_faults.test_injected.cpu.pickle",
                                                        "test_faults.test_over.cpu.pickle"]
     assert events(snaps / "test_faults.test_over.cpu.pickle") == allocated_and_freed(4096)
