@@ -148,6 +148,15 @@ VariantMeasurement VariantFromRecord(const py::dict& r) {
   }
   m.diagnosed = true;
   m.snapshot = Get<std::string>(r, "snapshot");  // the reports link it
+  if (r.contains("injection") && !r["injection"].is_none()) {
+    const py::dict i = r["injection"];
+    m.injection = VariantMeasurement::Injection{Get<std::string>(i, "spec"), Get<int64_t>(i, "requests_seen")};
+    for (const py::handle h : Get<py::list>(i, "failures")) {
+      const py::dict f = py::reinterpret_borrow<py::dict>(h);
+      m.injected.push_back({Get<int64_t>(f, "allocation_index"), Get<int64_t>(f, "bytes"), Get<std::string>(f, "phase"),
+                            Get<std::string>(f, "policy")});
+    }
+  }
   return m;
 }
 

@@ -48,6 +48,10 @@ def record_of(nodeid, result, duration_ms=0.0):
         "diagnoses": [{"kind": d.kind, "severity": d.severity, "bytes": d.bytes, "per": d.per, "phase": d.phase,
                        "where": d.where, "amount": d.amount, "message": d.message, "fix": d.fix}
                       for d in result.diagnoses],
+        "oom": None if result.oom is None else {
+            "phase": result.oom.phase, "requested_bytes": result.oom.requested_bytes,
+            "live_bytes": result.oom.live_bytes, "injected": result.oom.injected,
+            "live_by_category": result.oom.live_by_category},
         "injection": None if result.injection is None else {
             "spec": result.injection.spec, "requests_seen": result.injection.requests_seen,
             "failures": [{"allocation_index": f.allocation_index, "bytes": f.bytes, "phase": f.phase,

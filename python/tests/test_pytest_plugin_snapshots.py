@@ -52,8 +52,27 @@ def test_under(oomguard_measure):
 
 def test_inject(pytester):
     pytester.makepyfile(test_faults=TESTS)
-    result = pytester.runpytest(*PLUGIN, "-k", "injected or handles or never")
+    out = pytester.path / "oomguard.json"
+    result = pytester.runpytest(*PLUGIN, "-k", "injected or handles or never", f"--oomguard-json={out}",
+                                "--oomguard-report=json=results.json")
     result.assert_outcomes(passed=1, failed=2)
+    records = {t["variant"]: t for t in json.loads(out.read_text())["tests"]}
+    assert records["test_injected"]["oom"] == {
+        "phase": "forward", "requested_bytes": 8192, "live_bytes": 0, "injected": True,
+        "live_by_category": {"parameters": 0, "gradients": 0, "optimizer_state": 0, "inputs": 0,
+                             "activations_and_transient": 0}}
+    assert records["test_injected"]["injection"] == {
+        "spec": "nth=1", "requests_seen": 1,
+        "failures": [{"allocation_index": 1, "bytes": 8192, "phase": "forward", "policy": "nth=1"}]}
+    assert records["test_handles_it"]["oom"] is None  # handled: the test passed
+    assert records["test_handles_it"]["injection"] == {
+        "spec": "phase=forward,nth=1", "requests_seen": 2,
+        "failures": [{"allocation_index": 2, "bytes": 4096, "phase": "forward", "policy": "phase=forward,nth=1"}]}
+    assert records["test_never_fires"]["injection"] == {"spec": "nth=99", "requests_seen": 1, "failures": []}
+    report = json.loads((pytester.path / "results.json").read_text())  # the CLI's results JSON has them too
+    variants = {v["name"]: v for s in report["scenarios"] for v in s["variants"]}
+    assert variants["test_injected"]["measurement"]["injection"] == {"spec": "nth=1", "requests_seen": 1}
+    assert variants["test_injected"]["measurement"]["injected_failures"] == records["test_injected"]["injection"]["failures"]
     result.stdout.fnmatch_lines([
         "*_ test_injected _*",
         "in the test's forked child: torch.OutOfMemoryError: CPU out of memory (injected by oomguard: nth=1, "
