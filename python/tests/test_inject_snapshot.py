@@ -154,7 +154,7 @@ def snapshot_of_an_oom(check, folder):
     path = os.path.join(folder, "oom.pickle")
     try:
         with oomguard.measure(cap="1GiB", backend="meta", snapshot=path) as m:
-            x = torch.empty(1 << 20, dtype=torch.uint8, device=m.device)
+            x = torch.empty(20 << 20, dtype=torch.uint8, device=m.device)  # a segment of its own size on a GPU
             torch.empty(2 * GIB, dtype=torch.uint8, device=m.device)
     except torch.OutOfMemoryError:
         pass
@@ -163,8 +163,8 @@ def snapshot_of_an_oom(check, folder):
         s = pickle.load(f)
     events = s["device_traces"][0]
     check("oom snapshot: actions", [(e["action"], e["size"]) for e in events],
-          [("segment_alloc", 1 << 20), ("alloc", 1 << 20), ("oom", 2 * GIB)])
-    check("oom snapshot: device_free", events[2]["device_free"], GIB - (1 << 20))
+          [("segment_alloc", 20 << 20), ("alloc", 20 << 20), ("oom", 2 * GIB)])
+    check("oom snapshot: device_free", events[2]["device_free"], GIB - (20 << 20))
     check("oom snapshot: its frames' line", events[2]["frames"][0]["name"],
           line_of("torch.empty(2 * GIB, dtype=torch.uint8, device=m.device)"))
     check("oom snapshot: backend", s["oomguard"]["backend"], "meta")
