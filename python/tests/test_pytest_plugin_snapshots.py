@@ -6,8 +6,8 @@ passes, one whose fault never fires fails saying so, and a bad spec is a usage e
 parser's text. --oomguard-snapshot-dir writes the memory_viz snapshot of each failing measured test,
 written in its forked child, under the CLI's names (<module>.<test>.<backend>.pickle), and of every
 one with --oomguard-snapshot-all, leaving nothing else in the folder; the HTML report links them and the
-JUnit XML names them (oomguard_snapshot). Under pytest-xdist (-n 2) the
-workers' tests reach the controller's table, --oomguard-json and snapshot lines.
+JUnit XML names them (oomguard_snapshot). Under pytest-xdist (-n 2) the workers' tests reach the
+controller's table, --oomguard-json, snapshot lines and the baselines' update.
 """
 import json
 import pickle
@@ -167,3 +167,9 @@ def test_under_xdist(pytester):
     assert tests == ["test_faults.py::test_injected", "test_faults.py::test_over", "test_faults.py::test_under"]
     assert sorted(p.name for p in (pytester.path / "snaps").iterdir()) == ["test_faults.test_injected.cpu.pickle",
                                                                           "test_faults.test_over.cpu.pickle"]
+    # The baselines' update: once, by pytest's process, with the tests of both workers.
+    result = pytester.runpytest_subprocess(*PLUGIN, "-n", "2", "--oomguard-update-baselines", "-k", "under or handles")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["baselines: 1 file(s) written (*)"])
+    stored = json.loads((pytester.path / "oomguard-baselines" / "test_faults.json").read_text())
+    assert sorted(e["variant"] for e in stored["entries"]) == ["test_handles_it", "test_under"]
