@@ -384,7 +384,7 @@ def pytest_pyfunc_call(pyfuncitem):
         pyfuncitem.user_properties.extend(junit_properties(record, comparison))
     outcome = message["outcome"]
     if snapshot:
-        kept = _keep_snapshot(run, snapshot, outcome == "passed" and not failures)
+        kept = _keep_snapshot(run, snapshot, outcome in ("passed", "skipped") and not failures)
         if kept and record is not None:
             record["snapshot"] = kept
             pyfuncitem.user_properties.append(("oomguard_snapshot", kept))
@@ -411,8 +411,8 @@ def pytest_pyfunc_call(pyfuncitem):
 # Note [Snapshots of failing tests]: whether a test fails is known only in pytest's process, after its
 # numbers are checked against the marker and the baseline, so every measured test's measurement writes
 # its snapshot (in the child, before the child reports and exits) to a hidden name beside its final
-# one; the parent then moves it into place (os.replace, atomic) when the test failed, or with
-# --oomguard-snapshot-all, and removes it otherwise: as `oomguard run --snapshot-dir` keeps its
+# one; the parent then moves it into place (os.replace, atomic) when the test failed (an xfail too, as
+# the CLI keeps an XFAIL's; not a skip), or with --oomguard-snapshot-all, and removes it otherwise: as `oomguard run --snapshot-dir` keeps its
 # children's (run/snapshot_keeper.h). A child that died before its measurement ended left none.
 
 def _snapshot_paths(run, nodeid, measure):
