@@ -2,7 +2,8 @@
 # Installs everything oomguard needs, idempotently: quiet and fast when all is present.
 #   - Debian packages: compiler toolchain pieces (clang and libFuzzer too), CLI11, nlohmann/json,
 #     GoogleTest/Benchmark, ccache, valgrind.
-#   - PyPI torch==$TORCH_VERSION, torchvision==$TORCHVISION_VERSION, pytest==$PYTEST_VERSION and
+#   - PyPI torch==$TORCH_VERSION, torchvision==$TORCHVISION_VERSION, pytest==$PYTEST_VERSION,
+#     pytest-xdist==$PYTEST_XDIST_VERSION and
 #     transformers==$TRANSFORMERS_VERSION (ci/pins.env) in a venv outside the
 #     checkout, so every clone reuses it:
 #     ${OOMGUARD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/oomguard}/torch-$TORCH_VERSION
@@ -49,10 +50,13 @@ if ! have_torchvision; then
     "torch==$TORCH_VERSION" >&2
   have_torch && have_torchvision || { log "torchvision $TORCHVISION_VERSION did not import with torch $TORCH_VERSION"; exit 1; }
 fi
-have_pytest() { "$py" -c "import pytest, sys; sys.exit(pytest.__version__ != '$PYTEST_VERSION')" 2>/dev/null; }
+have_pytest() {
+  "$py" -c "import pytest, xdist, sys; sys.exit(pytest.__version__ != '$PYTEST_VERSION' or xdist.__version__ != '$PYTEST_XDIST_VERSION')" 2>/dev/null
+}
 if ! have_pytest; then
-  log "installing pytest==$PYTEST_VERSION into $venv (python/tests: the pytest plugin's tests)"
-  "$py" -m pip install -q --disable-pip-version-check "pytest==$PYTEST_VERSION" "torch==$TORCH_VERSION" >&2
+  log "installing pytest==$PYTEST_VERSION and pytest-xdist==$PYTEST_XDIST_VERSION into $venv (python/tests: the pytest plugin's tests)"
+  "$py" -m pip install -q --disable-pip-version-check "pytest==$PYTEST_VERSION" "pytest-xdist==$PYTEST_XDIST_VERSION" \
+    "torch==$TORCH_VERSION" >&2
   have_pytest || { log "pytest $PYTEST_VERSION did not import from $venv"; exit 1; }
 fi
 have_transformers() {

@@ -70,6 +70,13 @@ struct MeasureOptions {
   // empty: the environment's PYTORCH_ALLOC_CONF, as `oomguard run --alloc-conf` (README, "Choosing a card
   // or a cap").
   std::string alloc_conf;
+  // A path: record every allocation, free and refusal while the measurement runs, and write the
+  // memory_viz snapshot there when it ends, passed or not (README, "Snapshots for memory_viz": the
+  // writer of `oomguard run --snapshot-dir`), atomically; missing folders are created. Its frames name
+  // the phase and, in a MeasureScope, the caller's line (SetCallerLocation). A path that cannot be
+  // written throws std::invalid_argument before anything runs; a write that fails after the run
+  // (a full disk) is m.snapshot_error, and the measurement stands.
+  std::string snapshot;
 };
 
 struct Measurement {
@@ -151,6 +158,24 @@ struct Measurement {
     std::string amount;  // the bytes as the reports say them: "1.26 MiB per iteration", "20.16 MiB at the end of eval"
   };
   std::vector<Diagnosis> diagnoses;
+  // options.inject: the spec as the injector evaluates it (several specs: "nth=3 | min-size=1048576"),
+  // the allocation requests it saw, and each failure it injected (the request's index as it counted
+  // them, its bytes and phase, the policy that fired): what reproduces "the 3rd request, of 4096
+  // bytes, in backward". A spec that never fired is a warning (it tests nothing).
+  struct Injection {
+    struct Failure {
+      int64_t allocation_index = 0;
+      int64_t bytes = 0;
+      std::string phase;
+      std::string policy;
+    };
+    std::string spec;
+    int64_t requests_seen = 0;
+    std::vector<Failure> failures;
+  };
+  std::optional<Injection> injection;
+  std::string snapshot;        // options.snapshot, once written
+  std::string snapshot_error;  // why it could not be written
 
   bool passed() const { return outcome == "pass"; }
   bool ran_out_of_memory() const { return outcome == "oom"; }

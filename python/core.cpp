@@ -18,8 +18,12 @@
 #include <string>
 #include <vector>
 
+#include "allocators/fault_injection.h"
 #include "allocators/install.h"
+#include "base/atomic_file.h"
 #include "base/byte_size.h"
+#include "model/phase.h"
+#include "workload/snapshot_recorder.h"
 #include "oomguard/measure.h"
 // The pytest plugin's block (below): the CLI's baselines and report writers.
 #include "allocators/ledger.h"
@@ -155,6 +159,16 @@ VariantMeasurement VariantFromRecord(const py::dict& r) {
     m.diagnoses.push_back(out);
   }
   m.diagnosed = true;
+  m.snapshot = Get<std::string>(r, "snapshot");  // the reports link it
+  if (r.contains("injection") && !r["injection"].is_none()) {
+    const py::dict i = r["injection"];
+    m.injection = VariantMeasurement::Injection{Get<std::string>(i, "spec"), Get<int64_t>(i, "requests_seen")};
+    for (const py::handle h : Get<py::list>(i, "failures")) {
+      const py::dict f = py::reinterpret_borrow<py::dict>(h);
+      m.injected.push_back({Get<int64_t>(f, "allocation_index"), Get<int64_t>(f, "bytes"), Get<std::string>(f, "phase"),
+                            Get<std::string>(f, "policy")});
+    }
+  }
   return m;
 }
 
@@ -263,6 +277,21 @@ PYBIND11_MODULE(_core, module) {
         return out;
       });
 
+  py::class_<Measurement::Injection::Failure>(module, "InjectedFailure")
+      .def_readonly("allocation_index", &Measurement::Injection::Failure::allocation_index)
+      .def_readonly("bytes", &Measurement::Injection::Failure::bytes)
+      .def_readonly("phase", &Measurement::Injection::Failure::phase)
+      .def_readonly("policy", &Measurement::Injection::Failure::policy)
+      .def("__repr__", [](const Measurement::Injection::Failure& f) {
+        return "request #" + std::to_string(f.allocation_index) + " of " + std::to_string(f.bytes) + " bytes in " +
+               f.phase + " (" + f.policy + ")";
+      });
+
+  py::class_<Measurement::Injection>(module, "Injection")
+      .def_readonly("spec", &Measurement::Injection::spec)
+      .def_readonly("requests_seen", &Measurement::Injection::requests_seen)
+      .def_readonly("failures", &Measurement::Injection::failures);
+
   py::class_<Measurement::Diagnosis>(module, "Diagnosis")
       .def_readonly("kind", &Measurement::Diagnosis::kind)
       .def_readonly("severity", &Measurement::Diagnosis::severity)
@@ -332,6 +361,9 @@ PYBIND11_MODULE(_core, module) {
                                                    : std::nullopt;
                              })
       .def_readonly("diagnoses", &Measurement::diagnoses)
+      .def_readonly("injection", &Measurement::injection)
+      .def_readonly("snapshot", &Measurement::snapshot)
+      .def_readonly("snapshot_error", &Measurement::snapshot_error)
       .def("passed", &Measurement::passed)
       .def("ran_out_of_memory", &Measurement::ran_out_of_memory)
       .def("describe", &Measurement::Describe)
@@ -340,7 +372,8 @@ PYBIND11_MODULE(_core, module) {
   // The lock a scope takes may be held by another thread's scope, which needs the GIL to end it.
   py::class_<oomguard::MeasureScope>(module, "MeasureScope")
       .def(py::init([](const std::string& backend, const std::string& card, const std::string& cap,
-                       const std::string& kernels, const std::string& verdict, const std::string& alloc_conf) {
+                       const std::string& kernels, const std::string& verdict, const std::string& alloc_conf,
+                       const std::vector<std::string>& inject, const std::string& snapshot) {
              oomguard::MeasureOptions options;
              options.backend = backend;
              options.card = card;
@@ -348,12 +381,15 @@ PYBIND11_MODULE(_core, module) {
              options.kernels = kernels;
              options.verdict = verdict;
              options.alloc_conf = alloc_conf;
+             options.inject = inject;
+             options.snapshot = snapshot;
              auto scope = std::make_unique<oomguard::MeasureScope>(options);
              scope->SetCallerLocation(&PythonCallerLocation);
              return scope;
            }),
            py::arg("backend"), py::arg("card"), py::arg("cap"), py::arg("kernels") = "", py::arg("verdict") = "",
-           py::arg("alloc_conf") = "", py::call_guard<py::gil_scoped_release>())
+           py::arg("alloc_conf") = "", py::arg("inject") = std::vector<std::string>(), py::arg("snapshot") = "",
+           py::call_guard<py::gil_scoped_release>())
       .def("set_phase", &oomguard::MeasureScope::SetPhase, py::arg("phase"), py::arg("unwinding") = false)
       .def_property_readonly("phase", &oomguard::MeasureScope::phase)
       .def("iterations", &oomguard::MeasureScope::Iterations, py::arg("requested"))
@@ -370,6 +406,23 @@ PYBIND11_MODULE(_core, module) {
   module.def("tracking_allocators_installed", &oomguard::TrackingAllocatorsInstalled);
   module.def("parse_bytes", &oomguard::ParseBytes);
   module.def("card_cap_bytes", &oomguard::CardCapBytes);
+  // oomguard.measure's checks of inject= and snapshot= before it runs: the C++ parser's and the CLI's
+  // text ("invalid fault spec 'nth=0': nth must be a whole number >= 1, got '0'"), or "" when accepted.
+  module.def("inject_spec_error", [](const std::string& spec) {
+    std::string error;
+    return oomguard::ParseFaultSpec(spec, &error, oomguard::AllNames<oomguard::Phase>()) ? std::string() : error;
+  });
+  module.def("snapshot_path_error", [](const std::string& path) {
+    std::string error;
+    return oomguard::CheckWritablePath(path, &error) ? std::string() : error;
+  });
+  // The plugin's --oomguard-snapshot-dir: DIR/<scenario>.<variant>.<backend>.pickle, as the CLI names them.
+  module.def("snapshot_path", &oomguard::SnapshotPath, py::arg("dir"), py::arg("scenario"), py::arg("variant"),
+             py::arg("backend"));
+  module.def("snapshot_dir_error", [](const std::string& dir) {
+    std::string error;
+    return oomguard::MakeDirectories(dir, &error) ? std::string() : error;
+  });
   module.def("format_bytes", &oomguard::FormatBytes);  // "1.54 MiB", as PyTorch's OOM message writes sizes
   // The torch whose headers and libraries this module was built with: oomguard/__init__.py refuses another.
   module.attr("built_for_torch") =

@@ -7,6 +7,7 @@
 
 #include "allocators/cards.h"
 #include "backends/backend.h"
+#include "base/atomic_file.h"
 #include "base/byte_size.h"
 #include "base/check.h"
 #include "base/did_you_mean.h"
@@ -57,6 +58,13 @@ VariantMeasureOptions HarnessOptions(const MeasureOptions& options) {
   if (!ResolveAllocConf(options.alloc_conf.empty() ? std::nullopt : std::optional<std::string>(options.alloc_conf),
                         &alloc_conf, &harness.alloc_conf, &error, "alloc_conf")) {
     throw std::invalid_argument("oomguard::Measure: " + error);
+  }
+  if (!options.snapshot.empty()) {
+    if (!CheckWritablePath(options.snapshot, &error)) throw std::invalid_argument("oomguard::Measure: snapshot " + error);
+    harness.snapshot.path = options.snapshot;
+    harness.snapshot.always = true;  // asked for by name: written whether the measurement passed or not
+    harness.snapshot.source = {"oomguard::Measure", "measure", "measure", options.backend,
+                               options.card.empty() && options.cap.empty() ? -1 : harness.limits.cap_bytes};
   }
   if (!options.kernels.empty() && options.kernels != kKernelsCpu && options.kernels != kKernelsCuda) {
     throw std::invalid_argument("oomguard::Measure: kernels '" + options.kernels + "' is not one of cpu, cuda");
@@ -124,6 +132,19 @@ Measurement ToPublic(const VariantMeasurement& m) {
                                             c.allocated_at_start_bytes,
                                             c.reserved_at_start_bytes};
   }
+  if (m.injection) {
+    out.injection = Measurement::Injection{m.injection->spec, m.injection->requests_seen, {}};
+    for (const InjectedFailure& f : m.injected) {
+      out.injection->failures.push_back({f.allocation_index, f.bytes, f.phase, f.policy});
+    }
+    if (m.injected.empty()) {  // as verdict.cpp fails a variant for it
+      out.warnings.push_back("inject " + m.injection->spec + " never fired: it saw " +
+                             std::to_string(m.injection->requests_seen) +
+                             " allocation requests and failed none (a fault that never fires tests nothing)");
+    }
+  }
+  out.snapshot = m.snapshot;
+  out.snapshot_error = m.snapshot_error;
   for (const Diagnosis& d : m.diagnoses) {
     out.diagnoses.push_back({std::string(Name(d.kind)), std::string(Severity(d.kind)), d.bytes,
                              std::string(Name(d.per)), d.phase, d.where, d.message, d.fix, DiagnosisAmount(d)});
@@ -246,6 +267,15 @@ std::string Measurement::Describe() const {
         << FormatBytes(oom->inputs_bytes) << ", activations and transients "
         << FormatBytes(oom->activations_and_transient_bytes) << "\n";
   }
+  if (injection) {
+    out << "  inject " << injection->spec << ": " << injection->requests_seen << " requests seen";
+    for (const Injection::Failure& f : injection->failures) {
+      out << "; failed #" << f.allocation_index << " (" << DescribeBytes(f.bytes) << " in " << f.phase << ")";
+    }
+    out << "\n";
+  }
+  if (!snapshot.empty()) out << "  snapshot: " << snapshot << "\n";
+  if (!snapshot_error.empty()) out << "  snapshot not written: " << snapshot_error << "\n";
   for (const Diagnosis& d : diagnoses) {
     out << "  " << (d.severity == "advice" ? "advice " : "diagnosis ") << d.kind << " (" << d.amount
         << "): " << d.message << "\n    fix: " << d.fix << "\n";

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "allocators/allocation_trace.h"
 #include "allocators/install.h"
 #include "backends/backend.h"
 #include "base/check.h"
@@ -37,6 +38,11 @@ class ScopeRun final : public MeasuredRun {
 
 }  // namespace
 
+// Note [The caller's line in a scope's snapshot]: with options.snapshot, the trace labels each event
+// with the caller's line ("train.py:41 (total += loss)") as a C++ workload's are labelled with their
+// layer: the line SetCallerLocation's function gives the detectors, asked once per outermost operator
+// anyway, so the snapshot costs no more Python. An allocation no operator makes keeps the last line.
+//
 // Note [A scope's session]: the same MeasurementSession MeasureOnce runs a workload in (the limits, the
 // ledger's reset, the transfer counter, the backend's own numbers), and the same Context::State a
 // registered workload's run keeps (phases, iterations, tracked parameters and optimizer), so that a
@@ -149,7 +155,17 @@ void MeasureScope::TrackOptimizer(const std::string& kind, bool keeps_state,
 
 void MeasureScope::SetCallerLocation(std::function<std::string()> where) {
   OOMGUARD_CHECK(state_->session) << "MeasureScope::SetCallerLocation after Finish";
-  if (RunObserver* observer = state_->session->observer()) observer->SetCallerLocation(std::move(where));
+  RunObserver* observer = state_->session->observer();
+  if (observer == nullptr) return;
+  AllocationTrace& trace = state_->session->backend().account().trace();
+  if (where && trace.enabled()) {  // Note [The caller's line in a scope's snapshot]
+    where = [where = std::move(where), &trace] {
+      std::string here = where();
+      trace.SetLocation(here);
+      return here;
+    };
+  }
+  observer->SetCallerLocation(std::move(where));
 }
 
 int64_t MeasureScope::live_bytes() const {

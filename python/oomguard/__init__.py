@@ -25,7 +25,15 @@ kernels="cuda"). Tensors made before the first measurement stay
 with PyTorch's allocator (and out of the numbers until freed); import oomguard before building the
 model to book everything the loop makes. On meta the loop runs the Meta kernels the C++ tool runs, not
 torch's Python ones (Note [Which Meta kernel runs in Python], oomguard/meta_kernels.py), so its bytes are
-cpu's. The pytest plugin: oomguard/pytest_plugin.py.
+cpu's.
+
+    with oomguard.measure(cap="12GiB", inject="phase=backward,nth=3", snapshot="step.pickle") as m: ...
+
+inject= fails chosen allocations with torch.OutOfMemoryError, in `oomguard run --inject`'s grammar (one
+spec or a list; m.result.oom.injected, m.result.injection: the spec, the requests seen, each failure's
+request index, bytes and phase); snapshot= writes the memory_viz snapshot of the measurement
+(https://pytorch.org/memory_viz) to that path when it ends, passed or not (m.result.snapshot). The pytest
+plugin: oomguard/pytest_plugin.py (the marker's inject=, --oomguard-snapshot-dir).
 """
 import torch  # first: the extension binds to this torch's libc10, libtorch_cpu and libtorch_python
 

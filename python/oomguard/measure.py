@@ -2,7 +2,9 @@
 import contextlib
 import functools
 import gc
+import os
 import threading
+import warnings
 
 import torch
 
@@ -32,11 +34,43 @@ def _checked_limits(card, cap):
     return card, cap
 
 
+def _checked_inject(inject):
+    """inject= as a list of specs (`oomguard run --inject`'s grammar), or ValueError/TypeError naming the
+    spec and what is accepted (the C++ parser's text)."""
+    if inject is None:
+        return []
+    specs = [inject] if isinstance(inject, str) else inject
+    try:
+        specs = list(specs)
+    except TypeError:
+        specs = [specs]
+    for spec in specs:
+        if not isinstance(spec, str):
+            raise TypeError(f"oomguard.measure: inject={inject!r}: each spec is a string (inject=\"nth=3\" or a list of them)")
+        error = _core.inject_spec_error(spec)
+        if error:
+            raise ValueError(f"oomguard.measure: inject: {error}")
+    return specs
+
+
+def _checked_snapshot(snapshot):
+    """snapshot= as a path the C++ core can write, or ValueError/TypeError saying why not."""
+    if snapshot is None:
+        return ""
+    if not isinstance(snapshot, (str, os.PathLike)):
+        raise TypeError(f"oomguard.measure: snapshot={snapshot!r} is not a path (snapshot=\"out.pickle\")")
+    path = os.fspath(snapshot)
+    error = _core.snapshot_path_error(path) if path else "an empty path"
+    if error:
+        raise ValueError(f"oomguard.measure: snapshot {error}")
+    return path
+
+
 class Measure:
     """A measurement of the code inside `with` (or of a decorated function's calls)."""
 
-    def __init__(self, card=None, backend="cpu", cap=None, kernels=None, verdict=None, alloc_conf=None, world=None,
-                 rank=None):
+    def __init__(self, card=None, backend="cpu", cap=None, kernels=None, verdict=None, alloc_conf=None, inject=None,
+                 snapshot=None, world=None, rank=None):
         if backend not in BACKENDS:
             raise ValueError(f"oomguard.measure: backend={backend!r} is not one of {', '.join(BACKENDS)} (cuda: not yet)")
         self.card, self.cap = _checked_limits(card, cap)
@@ -54,6 +88,8 @@ class Measure:
                             "(alloc_conf=\"expandable_segments:True\")")
         self.verdict, self.alloc_conf = verdict or "", alloc_conf or ""
         self._rank = RankOfMeasurement(world, rank)
+        self.inject = _checked_inject(inject)
+        self.snapshot = _checked_snapshot(snapshot)
         self.result = None
         self._scope = None
         self._sharded = {}  # id -> a DTensor parameter track() was given (Note [A rank's share of a DTensor])
@@ -74,7 +110,7 @@ class Measure:
         self._rank.enter()  # before the scope: the group's own setup is not the rank's training memory
         try:
             self._scope = _core.MeasureScope(self.backend, self.card, self.cap, self.kernels, self.verdict,
-                                             self.alloc_conf)
+                                             self.alloc_conf, self.inject, self.snapshot)
         except ValueError as e:  # an alloc_conf PyTorch would refuse, given or from PYTORCH_ALLOC_CONF
             self._rank.exit()
             raise ValueError(f"oomguard.measure: {str(e).removeprefix('oomguard::Measure: ')}") from None
@@ -99,6 +135,9 @@ class Measure:
                     f"{', '.join(unmirrored)} ran on torch's Python Meta kernels (torch/_meta_registrations.py; "
                     "LibTorch has none), which meta does not mirror yet: their bytes on meta are not cpu's. "
                     "Run it on cpu for exact bytes"]
+        if self.result.snapshot_error:  # the measurement stands; the file the caller asked for is not there
+            warnings.warn(f"oomguard.measure: snapshot not written: {self.result.snapshot_error}", RuntimeWarning,
+                          stacklevel=2)
         return False  # an exception (torch.OutOfMemoryError included) goes on to the caller
 
     def _running(self, what):
@@ -178,15 +217,23 @@ class Measure:
         return measured
 
 
-def measure(card=None, backend="cpu", cap=None, kernels=None, verdict=None, alloc_conf=None, world=None, rank=None):
+def measure(card=None, backend="cpu", cap=None, kernels=None, verdict=None, alloc_conf=None, inject=None,
+            snapshot=None, world=None, rank=None):
     """oomguard.measure(card="t4" | cap="1GiB", backend="cpu" | "meta", kernels="cpu" | "cuda",
-    verdict="reserved" | "allocated", alloc_conf="expandable_segments:True", world=N, rank=r): a context
-    manager and decorator. kernels="cuda" (meta only) mirrors PyTorch's CUDA kernels at the card's compute
-    capability (t4's without a card, sm_80 with only a cap) rather than cpu's. Under a card or a cap the verdict
-    is on the reserved bytes of a model of PyTorch's CUDA caching allocator (m.result.cuda_model), as on the
-    GPU; verdict="allocated" judges the tensors' bytes alone. alloc_conf: the model's settings in
-    PYTORCH_ALLOC_CONF's syntax (None: the environment's PYTORCH_ALLOC_CONF). world=N measures rank r (0 by
-    default) of N: without a process group, inside PyTorch's fake one (oomguard/ranks.py); inside torchrun's
-    or your own, its rank (world= and rank= may then be left out)."""
+    verdict="reserved" | "allocated", alloc_conf="expandable_segments:True", inject="nth=3" | [specs],
+    snapshot="out.pickle", world=N, rank=r): a context manager and decorator.
+
+    kernels="cuda" (meta only) mirrors PyTorch's CUDA kernels at the card's compute capability (t4's
+    without a card, sm_80 with only a cap) rather than cpu's. Under a card or a cap the verdict is on the
+    reserved bytes of a model of PyTorch's CUDA caching allocator (m.result.cuda_model), as on the GPU;
+    verdict="allocated" judges the tensors' bytes alone. alloc_conf: the model's settings in
+    PYTORCH_ALLOC_CONF's syntax (None: the environment's PYTORCH_ALLOC_CONF). inject= fails chosen
+    allocations with torch.OutOfMemoryError, in `oomguard run --inject`'s grammar (nth=N, min-size=SIZE,
+    p=P[,seed=S], phase=NAME; several specs: any may fire); result.oom.injected and result.injection (the
+    spec, the requests seen, each failure's request index, bytes and phase) say what fired. snapshot= writes
+    the memory_viz snapshot of every allocation and free (https://pytorch.org/memory_viz) to that path when
+    the measurement ends, passed or failed; result.snapshot is the path written. world=N measures rank r (0
+    by default) of N: without a process group, inside PyTorch's fake one (oomguard/ranks.py); inside
+    torchrun's or your own, its rank (world= and rank= may then be left out)."""
     return Measure(card=card, backend=backend, cap=cap, kernels=kernels, verdict=verdict, alloc_conf=alloc_conf,
-                   world=world, rank=rank)
+                   inject=inject, snapshot=snapshot, world=world, rank=rank)

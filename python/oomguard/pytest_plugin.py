@@ -32,7 +32,14 @@ passed (atomically, under the folder's lock) instead of failing on them.
 Reports: the numbers go to the JUnit XML as properties (oomguard_peak_bytes, oomguard_phase_peak_bytes.<phase>,
 oomguard_live_after_iteration, oomguard_leak, oomguard_diagnoses, oomguard_baseline, ...), and
 --oomguard-report FORMAT=PATH (repeatable: md, html, junit, json, csv) writes the CLI's reports of the
-measured tests. Under --oomguard an unmarked test that opens its own oomguard.measure meets "a
+measured tests. Under pytest-xdist the workers hand their numbers to pytest's own process, which writes
+them once (Note [Under pytest-xdist]).
+
+Faults and snapshots: the marker's inject="nth=3" (or a list) fails chosen allocations as
+oomguard.measure(inject=) does; a test whose fault never fired fails. --oomguard-snapshot-dir DIR
+writes the memory_viz snapshot of each measured test that fails, DIR/<module>.<test>.<backend>.pickle
+as the CLI names its variants', and of every one with --oomguard-snapshot-all (Note [Snapshots of
+failing tests]). Under --oomguard an unmarked test that opens its own oomguard.measure meets "a
 measurement is already running": mark it instead.
 """
 import contextlib
@@ -52,7 +59,7 @@ from oomguard.measure import Measure
 from oomguard.report import baseline_lines, failures_of, junit_properties, names_of_test, record_of, summary_lines
 
 MARKER_ARGUMENTS = {"card": None, "backend": "cpu", "cap": None, "verdict": None, "alloc_conf": None,
-                    "peak_at_most": None, "no_leak": True, "no_pitfalls": False, "isolate": True}
+                    "peak_at_most": None, "no_leak": True, "no_pitfalls": False, "isolate": True, "inject": None}
 DEFAULT_BASELINES = "oomguard-baselines"
 _MEASURE = pytest.StashKey()
 _CHECKS = pytest.StashKey()
@@ -73,6 +80,9 @@ class _Run:
         self.update = config.getoption("oomguard_update_baselines")
         self.strict = config.getoption("oomguard_strict")
         self.reports = config.getoption("oomguard_report") or []
+        snapshot_dir = config.getoption("oomguard_snapshot_dir")
+        self.snapshot_dir = str(config.invocation_params.dir / snapshot_dir) if snapshot_dir else None
+        self.snapshot_all = config.getoption("oomguard_snapshot_all")
         given, ini = config.getoption("oomguard_baselines"), config.getini("oomguard_baselines")
         if given:  # relative to where pytest was started, as other paths on its command line
             self.baselines = str(config.invocation_params.dir / given)
@@ -100,6 +110,11 @@ def pytest_addoption(parser):
                     help="fail a measured test that has no baseline")
     group.addoption("--oomguard-report", metavar="FORMAT=PATH", action="append", default=None,
                     help="write the CLI's report of the measured tests: md, html, junit, json or csv (repeatable)")
+    group.addoption("--oomguard-snapshot-dir", metavar="DIR", default=None,
+                    help="write a memory_viz snapshot of each measured test that fails to DIR "
+                         "(<module>.<test>.<backend>.pickle, as oomguard run --snapshot-dir)")
+    group.addoption("--oomguard-snapshot-all", action="store_true", default=False,
+                    help="with --oomguard-snapshot-dir: a snapshot of every measured test, passed or not")
     parser.addini("oomguard_baselines", f"the baseline files' folder, relative to the ini file (default {DEFAULT_BASELINES})",
                   default=None)
 
@@ -108,15 +123,21 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         "oomguard(card=None, backend='cpu', cap=None, verdict=None, alloc_conf=None, peak_at_most=None, "
-        "no_leak=True, no_pitfalls=False, isolate=True): run the test inside oomguard.measure (in a forked child) "
-        "and fail it past the limits")
+        "no_leak=True, no_pitfalls=False, isolate=True, inject=None): run the test inside oomguard.measure "
+        "(in a forked child) and fail it past the limits")
     for spec in config.getoption("oomguard_report") or []:
         error = _core.report_spec_error(spec)
         if error:
             raise pytest.UsageError(error.replace("--report", "--oomguard-report"))
     if config.getoption("oomguard_timeout") <= 0:
         raise pytest.UsageError("--oomguard-timeout: expected a number of seconds above 0")
-    config.stash[_RUN] = _Run(config)
+    if config.getoption("oomguard_snapshot_all") and not config.getoption("oomguard_snapshot_dir"):
+        raise pytest.UsageError("--oomguard-snapshot-all needs --oomguard-snapshot-dir DIR")
+    run = config.stash[_RUN] = _Run(config)
+    if run.snapshot_dir and not _is_xdist_worker(config):  # created once, before any test runs
+        error = _core.snapshot_dir_error(run.snapshot_dir)
+        if error:
+            raise pytest.UsageError(f"--oomguard-snapshot-dir: {error}")
 
 
 def _checks_of(marker, nodeid):
@@ -130,7 +151,7 @@ def _checks_of(marker, nodeid):
     args = {**MARKER_ARGUMENTS, **marker.kwargs}
     try:
         measure = Measure(card=args["card"], backend=args["backend"], cap=args["cap"], verdict=args["verdict"],
-                          alloc_conf=args["alloc_conf"])
+                          alloc_conf=args["alloc_conf"], inject=args["inject"])
         limit = None
         if args["peak_at_most"] is not None:
             try:
@@ -335,6 +356,8 @@ def pytest_pyfunc_call(pyfuncitem):
     def call():
         measure(function)(**args)
 
+    snapshot = _snapshot_paths(run, pyfuncitem.nodeid, measure)
+    measure.snapshot = snapshot[1] if snapshot else ""  # Note [Snapshots of failing tests]
     if pyfuncitem.stash[_ISOLATE]:
         message = _run_forked(pyfuncitem, measure, call)
         error = None
@@ -362,6 +385,11 @@ def pytest_pyfunc_call(pyfuncitem):
                 run.compared.append((pyfuncitem.nodeid, comparison))
         pyfuncitem.user_properties.extend(junit_properties(record, comparison))
     outcome = message["outcome"]
+    if snapshot:
+        kept = _keep_snapshot(run, snapshot, outcome in ("passed", "skipped") and not failures)
+        if kept and record is not None:
+            record["snapshot"] = kept
+            pyfuncitem.user_properties.append(("oomguard_snapshot", kept))
     run.tests.append({"nodeid": pyfuncitem.nodeid, "record": record, "code": _code(message, failures),
                       "reasons": failures if outcome == "passed" else _reasons(message["text"], outcome)})
     if error is not None:
@@ -378,6 +406,44 @@ def pytest_pyfunc_call(pyfuncitem):
     if failures:
         pytest.fail("\n".join(failures), pytrace=False)
     return True
+
+
+# ---- snapshots --------------------------------------------------------------------------------
+
+# Note [Snapshots of failing tests]: whether a test fails is known only in pytest's process, after its
+# numbers are checked against the marker and the baseline, so every measured test's measurement writes
+# its snapshot (in the child, before the child reports and exits) to a hidden name beside its final
+# one; the parent then moves it into place (os.replace, atomic) when the test failed (an xfail too, as
+# the CLI keeps an XFAIL's; not a skip), or with --oomguard-snapshot-all, and removes it otherwise: as `oomguard run --snapshot-dir` keeps its
+# children's (run/snapshot_keeper.h). A child that died before its measurement ended left none.
+
+def _snapshot_paths(run, nodeid, measure):
+    """(final, written) paths of the test's snapshot, or None without --oomguard-snapshot-dir."""
+    if not run.snapshot_dir:
+        return None
+    scenario, variant = names_of_test(nodeid)
+    final = _core.snapshot_path(run.snapshot_dir, scenario, variant, measure.backend)
+    head, tail = os.path.split(final)
+    return final, os.path.join(head, f".{tail}.{os.getpid()}.partial")
+
+
+def _keep_snapshot(run, paths, passed):
+    """The kept snapshot's path, or None (a passing test's, or none written)."""
+    final, written = paths
+    if not os.path.exists(written):
+        return None
+    if passed and not run.snapshot_all:
+        os.remove(written)
+        return None
+    try:
+        os.replace(written, final)
+    except OSError as e:
+        run.end_lines.append(f"snapshot {final} not written: {e}")
+        with contextlib.suppress(OSError):
+            os.remove(written)
+        return None
+    run.end_lines.append(f"snapshot: {final}")
+    return final
 
 
 # ---- the end of the run -------------------------------------------------------------------------
@@ -397,10 +463,37 @@ def _scenarios(run):
     return list(groups.values())
 
 
+# Note [Under pytest-xdist]: with `pytest -n N` the tests run in worker processes and pytest's own
+# process (the controller) runs none. Each worker hands what it measured to the controller at its end
+# (config.workeroutput, as JSON) and writes nothing; the controller gathers them (pytest_testnodedown)
+# and writes --oomguard-json, the reports and the baselines' update once, and prints the summary, as a
+# run without xdist does.
+
+def _is_xdist_worker(config):
+    return hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    run = node.config.stash.get(_RUN, None)
+    data = getattr(node, "workeroutput", {}).get("oomguard")
+    if run is None or not data:
+        return
+    worker = json.loads(data)
+    run.records += worker["records"]
+    run.tests += worker["tests"]
+    run.compared += [tuple(c) for c in worker["compared"]]
+    run.end_lines += worker["end_lines"]
+
+
 def pytest_sessionfinish(session):
     config = session.config
     run = config.stash.get(_RUN, None)
     if run is None:
+        return
+    if _is_xdist_worker(config):  # Note [Under pytest-xdist]
+        config.workeroutput["oomguard"] = json.dumps({"records": run.records, "tests": run.tests,
+                                                      "compared": run.compared, "end_lines": run.end_lines})
         return
     path = config.getoption("oomguard_json")
     if path:

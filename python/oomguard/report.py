@@ -55,6 +55,14 @@ def record_of(nodeid, result, duration_ms=0.0):
         "diagnoses": [{"kind": d.kind, "severity": d.severity, "bytes": d.bytes, "per": d.per, "phase": d.phase,
                        "where": d.where, "amount": d.amount, "message": d.message, "fix": d.fix}
                       for d in result.diagnoses],
+        "oom": None if result.oom is None else {
+            "phase": result.oom.phase, "requested_bytes": result.oom.requested_bytes,
+            "live_bytes": result.oom.live_bytes, "injected": result.oom.injected,
+            "live_by_category": result.oom.live_by_category},
+        "injection": None if result.injection is None else {
+            "spec": result.injection.spec, "requests_seen": result.injection.requests_seen,
+            "failures": [{"allocation_index": f.allocation_index, "bytes": f.bytes, "phase": f.phase,
+                          "policy": f.policy} for f in result.injection.failures]},
         "duration_ms": duration_ms,
     }
 
@@ -70,6 +78,10 @@ def failures_of(record, checks):
         growth = int(record["live_growth_per_iteration_bytes"])
         failures.append(f"oomguard: leak: live bytes grow by {growth} bytes per iteration "
                         f"(live after each iteration: {', '.join(str(b) for b in record['live_after_iteration'])})")
+    injection = record.get("injection")
+    if injection and not injection["failures"]:  # as the CLI's verdict fails a variant for it
+        failures.append(f"oomguard: inject={injection['spec']!r} never fired: it saw {injection['requests_seen']} "
+                        "allocation requests and failed none (a fault that never fires tests nothing)")
     if checks["no_pitfalls"]:
         for d in record["diagnoses"]:
             if d["severity"] == "pitfall":

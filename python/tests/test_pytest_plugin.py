@@ -157,7 +157,7 @@ def test_unmarked_tests_measured_with_the_option_only(pytester):
         ('backend="cuda"', "backend='cuda' is not one of cpu, meta (cuda: not yet)"),
         ('verdict="bytes"', "verdict='bytes' is not one of reserved, allocated"),
         ('peak="2GiB"', "unknown argument 'peak'; accepted: card, backend, cap, verdict, alloc_conf, peak_at_most, "
-                         "no_leak, no_pitfalls, isolate"),
+                         "no_leak, no_pitfalls, isolate, inject"),
     ],
 )
 def test_bad_marker_is_a_usage_error(pytester, marker, message):
