@@ -51,22 +51,42 @@ bool Internal(const std::string& module) {
   return false;
 }
 
-// The innermost Python frame outside them, with its source text: "train.py:41 (total += loss)"; empty
-// on a thread that runs no Python (MeasureScope::SetCallerLocation: asked once per outermost operator).
+// The code object of the function that runs the measured loop (the caller of m.iterations() or
+// m.phase()), or null: a code object, not the frame, which would keep the loop's tensors alive.
+PyObject* loop_code = nullptr;
+
+void SetLoopCode(py::object code) {
+  Py_XDECREF(loop_code);
+  loop_code = code.is_none() ? nullptr : code.release().ptr();
+}
+
+std::string Describe(const py::object& frame) {
+  const std::string file = py::str(frame.attr("f_code").attr("co_filename"));
+  const int line = frame.attr("f_lineno").cast<int>();
+  const std::string text = py::str(py::module_::import("linecache").attr("getline")(file, line).attr("strip")());
+  return file.substr(file.rfind('/') + 1) + ":" + std::to_string(line) + (text.empty() ? "" : " (" + text + ")");
+}
+
+// The innermost Python frame outside them, with its source text: "train.py:41 (total += loss)", and
+// when that is not the loop's own line, the loop's line it was called from ("model.py:30 (...), called
+// from train.py:55 (history.append(model(x).loss))"); empty on a thread that runs no Python
+// (MeasureScope::SetCallerLocation: asked once per outermost operator).
 std::string PythonCallerLocation() {
   py::gil_scoped_acquire gil;  // torch's bindings release it around the operator
   try {
     py::object frame = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(PyEval_GetFrame()));
+    std::string where;
     while (frame && !frame.is_none()) {
-      const std::string module = py::str(frame.attr("f_globals").attr("get")("__name__", ""));
-      if (!Internal(module)) {
-        const std::string file = py::str(frame.attr("f_code").attr("co_filename"));
-        const int line = frame.attr("f_lineno").cast<int>();
-        const std::string text = py::str(py::module_::import("linecache").attr("getline")(file, line).attr("strip")());
-        return file.substr(file.rfind('/') + 1) + ":" + std::to_string(line) + (text.empty() ? "" : " (" + text + ")");
+      const bool in_loop = loop_code != nullptr && frame.attr("f_code").ptr() == loop_code;
+      if (!where.empty()) {
+        if (in_loop) return where + ", called from " + Describe(frame);
+      } else if (!Internal(py::str(frame.attr("f_globals").attr("get")("__name__", "")))) {
+        where = Describe(frame);
+        if (in_loop || loop_code == nullptr) return where;
       }
       frame = frame.attr("f_back");
     }
+    return where;
   } catch (const py::error_already_set&) {  // a frame without the usual attributes: no place, not a failure
   }
   return "";
@@ -403,6 +423,7 @@ PYBIND11_MODULE(_core, module) {
       .def("finish", &oomguard::MeasureScope::Finish)
       .def("finish_with_error", &oomguard::MeasureScope::FinishWithError);
 
+  module.def("set_loop_code", &SetLoopCode, py::arg("code"));
   module.def("tracking_allocators_installed", &oomguard::TrackingAllocatorsInstalled);
   module.def("parse_bytes", &oomguard::ParseBytes);
   module.def("card_cap_bytes", &oomguard::CardCapBytes);

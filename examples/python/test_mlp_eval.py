@@ -17,7 +17,8 @@ def test_forgotten_no_grad_is_diagnosed(backend):
     # Each kept output holds its graph: the input batch and both hidden activations it saved, and itself.
     b = mlp_eval
     per_batch = 4 * (b.BATCH * b.FEATURES + 2 * b.BATCH * b.HIDDEN + b.BATCH * b.CLASSES)
-    made = f"AddmmBackward0, made in {line_of(mlp_eval, 'yield model(x)')}"
+    made = (f"AddmmBackward0, made in {line_of(mlp_eval, 'yield model(x)')}, called from "
+            f"{line_of(mlp_eval, 'outputs = list(predictions(model, m.device))')}")
     assert [(d.kind, d.bytes, d.where) for d in r.diagnoses] == [
         ("eval-keeps-graph", b.EVAL_BATCHES * per_batch, made)]
     assert r.peak_phase == "eval" and r.peak_bytes > 27 * 2**20

@@ -3,6 +3,7 @@ import contextlib
 import functools
 import gc
 import os
+import sys
 import threading
 import warnings
 
@@ -125,6 +126,7 @@ class Measure:
 
     def __exit__(self, exc_type, exc, tb):
         scope, self._scope, _active.scope = self._scope, None, None
+        _core.set_loop_code(None)
         self.result = scope.finish() if exc is None else scope.finish_with_error(str(exc))
         self._rank.label(self.result)
         self._rank.exit()
@@ -149,6 +151,7 @@ class Measure:
     def phase(self, name):
         """Makes `name` ("forward", "backward", "optimizer", "eval", ...) the current phase inside."""
         scope = self._running("phase()")
+        _core.set_loop_code(sys._getframe(2).f_code)  # the caller's, past contextlib's __enter__
         previous = scope.phase
         scope.set_phase(name)
         unwinding = False
@@ -167,6 +170,7 @@ class Measure:
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"oomguard.measure: iterations(n={n!r}): n must be an int >= 1")
         scope = self._running("iterations()")
+        _core.set_loop_code(sys._getframe(1).f_code)  # diagnoses name the loop's line too
         count = scope.iterations(n)
 
         def loop():

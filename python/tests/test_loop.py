@@ -42,12 +42,26 @@ def train(m, iterations, keep_eval_graphs=False, then=None):
         with m.phase("optimizer"):
             opt.step()
             opt.zero_grad()
-        if keep_eval_graphs:
+        if keep_eval_graphs == "through a function":
+            with m.phase("eval"):
+                history.append(eval_loss(model, x))
+        elif keep_eval_graphs:
             with m.phase("eval"):  # the forgotten torch.no_grad(): the graph stays with the loss
                 history.append(model(x).pow(2).mean())
     if then is not None:
         then()
     return history
+
+
+def eval_loss(model, x):
+    return model(x).pow(2).mean()
+
+
+def line_of(text):
+    """ "test_loop.py:N (text)": how a diagnosis names the line of this file holding `text`."""
+    with open(__file__) as f:
+        number = next(i for i, line in enumerate(f, 1) if line.strip() == text)
+    return f"test_loop.py:{number} ({text})"
 
 
 class NoPhases:
@@ -123,10 +137,18 @@ def main():
           [steady + KEPT_GRAPH * i for i in (1, 2, 3)])
     # The C++ detectors watched the Python loop: the forgotten no_grad and the graph it keeps, made at
     # the Python line that made them.
-    made = "MeanBackward0, made in test_loop.py:47 (history.append(model(x).pow(2).mean()))"
+    made = f"MeanBackward0, made in {line_of('history.append(model(x).pow(2).mean())')}"
     check("diagnoses", [(d.kind, d.bytes, d.per, d.where) for d in r.diagnoses],
           [("eval-keeps-graph", KEPT_GRAPH, "phase_end", made),
            ("graph-kept-across-iterations", KEPT_GRAPH, "iteration", made)])
+    del kept
+    # Made in a function the loop calls: its line, and the loop's line it was called from.
+    with oomguard.measure(card="t4") as through:
+        kept = train(through, 2, keep_eval_graphs="through a function")
+    made = (f"MeanBackward0, made in {line_of('return model(x).pow(2).mean()')}, called from "
+            f"{line_of('history.append(eval_loss(model, x))')}")
+    check("diagnosis through a function", [(d.kind, d.where) for d in through.result.diagnoses],
+          [("eval-keeps-graph", made), ("graph-kept-across-iterations", made)])
     del kept
 
     # meta: the same loop on shapes: the same categories.
