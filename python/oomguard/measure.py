@@ -9,7 +9,7 @@ import warnings
 
 import torch
 
-from oomguard import _core, meta_kernels
+from oomguard import _core, cuda_choices, meta_kernels
 from oomguard.ranks import RankOfMeasurement
 from oomguard.tracking import gradient_reader, is_sharded, local, optimizer_of, parameters_of
 
@@ -121,12 +121,15 @@ class Measure:
         if self.backend == "meta":  # after the scope: it registers oomguard's own Meta kernels
             meta_kernels.use_cpp_meta_kernels()  # Note [Which Meta kernel runs in Python]
             meta_kernels.python_only_ops_run()
+        self._cuda_picks = cuda_choices.picked_as_for_cuda() if self.kernels == "cuda" else contextlib.nullcontext()
+        self._cuda_picks.__enter__()  # Note [PyTorch's Python choices for CUDA tensors]
         _active.scope = self._scope
         return self
 
     def __exit__(self, exc_type, exc, tb):
         scope, self._scope, _active.scope = self._scope, None, None
         _core.set_loop_code(None)
+        self._cuda_picks.__exit__(None, None, None)
         self.result = scope.finish() if exc is None else scope.finish_with_error(str(exc))
         self._rank.label(self.result)
         self._rank.exit()

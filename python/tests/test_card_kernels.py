@@ -1,6 +1,7 @@
 """Python.MetaAsACard: oomguard.measure(backend="meta", kernels="cuda") mirrors a card's CUDA kernels
 (README, "Meta as a card: --kernels cuda"; backends/meta/kernel_target.h).
 
+AdamW's step: foreach in card mode, as PyTorch picks it for cuda tensors, for-loop on cpu's kernels.
 A bf16 dropout's saved bytes: cuda's native_dropout keeps a 1-byte mask beside the output, cpu's
 composite a noise tensor in bf16 (2 bytes an element). The measurement says whose kernels ran, the
 target is the card's (t4: sm_75, h100: sm_90; a cap alone: sm_80, with a warning), and kernels= with
@@ -43,4 +44,43 @@ check.raises("kernels with cpu", lambda: oomguard.measure(backend="cpu", kernels
              "oomguard.measure: kernels='cuda' needs backend=\"meta\" (backend='cpu' runs its own kernels)")
 check.raises("an unknown kernels", lambda: oomguard.measure(backend="meta", kernels="gpu"), ValueError,
              "oomguard.measure: kernels='gpu' is not one of cpu, cuda")
+
+
+# Note [PyTorch's Python choices for CUDA tensors]: AdamW picks its foreach step for cuda tensors, and in
+# card mode for meta ones; on cpu's kernels, its for-loop step. Eight Linear(256, 256): W = 262,144 bytes
+# a weight, B = 1,024 a bias, P = 8 (W + B) the parameters.
+W, B = 256 * 256 * 4, 256 * 4
+P = 8 * (W + B)
+
+
+def adamw(kernels, foreach=None):
+    with oomguard.measure(card="t4", backend="meta", kernels=kernels) as m:
+        model = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(8)]).to(m.device)
+        opt = torch.optim.AdamW(model.parameters(), foreach=foreach)
+        m.track(model, opt)
+        x = torch.randn(4, 256, device=m.device)
+        for _ in m.iterations(2):
+            with m.phase("forward"):
+                loss = model(x).sum()
+            with m.phase("backward"):
+                loss.backward()
+            with m.phase("optimizer"):
+                opt.step()
+                opt.zero_grad()
+    return m.result
+
+
+card, cpu_kernels = adamw("cuda"), adamw("cpu")
+# Between iterations: the parameters, AdamW's two moments, the batch and the 4-byte loss (its `step`
+# tensors stay on the host); the step adds the gradients, then its temporaries.
+before_step = P + 2 * P + 4 * 256 * 4 + 4 + P
+check("live after each iteration", card.live_after_iteration, [before_step - P] * 2)
+# foreach: exp_avg_sq.sqrt() of every parameter at once (divided and added to in place): P more.
+check("card mode: the foreach step's peak", card.phase_peak_bytes["optimizer"], before_step + P)
+check("card mode = foreach=True", adamw("cuda", foreach=True).phase_peak_bytes["optimizer"], before_step + P)
+# for-loop: one weight's sqrt() and its quotient, while the previous parameter's (a bias's) denom lives on.
+check("cpu's kernels: the for-loop step's peak", cpu_kernels.phase_peak_bytes["optimizer"], before_step + 2 * W + B)
+check("card mode, foreach=False kept", adamw("cuda", foreach=False).phase_peak_bytes["optimizer"],
+      before_step + 2 * W + B)
+check("the choice ends with the measurement", adamw("cpu").phase_peak_bytes["optimizer"], before_step + 2 * W + B)
 raise SystemExit(check.exit_code())

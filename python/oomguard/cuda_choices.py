@@ -1,0 +1,35 @@
+"""What PyTorch's Python code picks for CUDA tensors, picked for meta tensors in card mode.
+
+Note [PyTorch's Python choices for CUDA tensors]: some of PyTorch's Python decides by the device,
+not by a kernel: torch.optim's optimizers run their foreach implementation by default for tensors of
+the devices `_get_foreach_kernels_supported_devices()` names (cuda, not cpu or meta;
+torch/optim/optimizer.py, _default_to_fused_or_foreach). The foreach step makes one temporary per
+parameter at once (Adam's `exp_avg_sq.sqrt()` list: the parameters' bytes again), the for-loop step
+one parameter's at a time, so on a card a Python optimizer's step needs more than cpu's step shows.
+With kernels="cuda" a measurement on meta picks as PyTorch picks for cuda tensors: meta counts as
+a foreach device while it runs (an optimizer given foreach= or fused= explicitly keeps its choice).
+"""
+import contextlib
+
+import torch.optim.optimizer as optimizer_module
+
+_FOREACH_DEVICES = optimizer_module._get_foreach_kernels_supported_devices  # PyTorch's own
+_in_card_mode = 0  # measurements with kernels="cuda" running now (on any thread)
+
+
+def _foreach_devices_with_meta():
+    return _FOREACH_DEVICES() + ["meta"]
+
+
+@contextlib.contextmanager
+def picked_as_for_cuda():
+    """Inside: PyTorch's Python picks for meta tensors what it picks for cuda ones."""
+    global _in_card_mode
+    _in_card_mode += 1
+    optimizer_module._get_foreach_kernels_supported_devices = _foreach_devices_with_meta
+    try:
+        yield
+    finally:
+        _in_card_mode -= 1
+        if _in_card_mode == 0:
+            optimizer_module._get_foreach_kernels_supported_devices = _FOREACH_DEVICES
