@@ -1,5 +1,19 @@
 """The plain test scripts' checks (test_measure.py, test_loop.py): each prints what it got and what
-it wants, and the script fails at the end when any differed."""
+it wants, and the script fails at the end when any differed. And the training step several tests
+measure."""
+
+
+def train_sum(m, model, optimizer, x, iterations=2):
+    """m.track(model, optimizer), then `iterations` steps of model(x).sum(), each phase marked."""
+    m.track(model, optimizer)
+    for _ in m.iterations(iterations):
+        with m.phase("forward"):
+            loss = model(x).sum()
+        with m.phase("backward"):
+            loss.backward()
+        with m.phase("optimizer"):
+            optimizer.step()
+            optimizer.zero_grad()
 
 
 class Checks:

@@ -13,7 +13,7 @@ os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")  # what oomguard sets (Note 
 
 import oomguard
 import torch
-from checks import Checks
+from checks import Checks, train_sum
 
 torch.set_num_threads(1)
 check = Checks()
@@ -56,17 +56,7 @@ P = 8 * (W + B)
 def adamw(kernels, foreach=None):
     with oomguard.measure(card="t4", backend="meta", kernels=kernels) as m:
         model = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(8)]).to(m.device)
-        opt = torch.optim.AdamW(model.parameters(), foreach=foreach)
-        m.track(model, opt)
-        x = torch.randn(4, 256, device=m.device)
-        for _ in m.iterations(2):
-            with m.phase("forward"):
-                loss = model(x).sum()
-            with m.phase("backward"):
-                loss.backward()
-            with m.phase("optimizer"):
-                opt.step()
-                opt.zero_grad()
+        train_sum(m, model, torch.optim.AdamW(model.parameters(), foreach=foreach), torch.randn(4, 256, device=m.device))
     return m.result
 
 

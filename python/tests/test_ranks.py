@@ -15,6 +15,7 @@ from torch import nn
 from torch.distributed.fsdp import fully_shard
 
 import oomguard
+from checks import train_sum
 
 torch.set_num_threads(1)  # one thread: the gloo ranks are forked from this process (GNU OpenMP is not fork-safe)
 
@@ -30,17 +31,7 @@ def sharded_step(m):
     for layer in model:
         fully_shard(layer)
     fully_shard(model)
-    optimizer = torch.optim.Adam(model.parameters())
-    m.track(model, optimizer)
-    x = torch.randn(BATCH, WIDTH)
-    for _ in m.iterations(2):
-        with m.phase("forward"):
-            loss = model(x).sum()
-        with m.phase("backward"):
-            loss.backward()
-        with m.phase("optimizer"):
-            optimizer.step()
-            optimizer.zero_grad()
+    train_sum(m, model, torch.optim.Adam(model.parameters()), torch.randn(BATCH, WIDTH))
 
 
 def numbers(result):
