@@ -72,7 +72,14 @@ bool UpdateBaselines(const RunResults& report, const std::string& baselines_dir,
     file.libtorch_version = report.libtorch_version;
     for (const VariantResult& v : s.variants) {
       // Only what ran successfully: a variant that missed its expectations keeps its old baseline.
-      if (!v.measurement || (v.code != ResultCode::kPass && v.code != ResultCode::kXFail)) continue;
+      if (!v.measurement || (v.code != ResultCode::kPass && v.code != ResultCode::kXFail)) {
+        if (IsFailure(v.code)) {
+          out << "  not recorded " << s.name << "/" << v.name << ": " << ResultName(v.code)
+              << " (a baseline records runs that pass; " << (file.exists ? "its entry stays as it was" : "none yet")
+              << ")\n";
+        }
+        continue;
+      }
       const BaselineEntry now = EntryFromMeasurement(*v.measurement);
       const BaselineEntry* old = file.Find(now.variant, now.backend, now.cap_bytes, now.kernels);
       if (old == nullptr) {
@@ -83,6 +90,7 @@ bool UpdateBaselines(const RunResults& report, const std::string& baselines_dir,
       }
       file.Put(now);
     }
+    if (!file.exists && file.entries.empty()) continue;  // nothing passed: no file of no entries
     const std::string after = SerializeBaselineFile(file);
     if (after == before) continue;
     if (!WriteFileAtomically(path, after, &why)) {

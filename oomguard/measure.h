@@ -126,6 +126,8 @@ struct Measurement {
     bool injected = false;
     int64_t parameters_bytes = 0, gradients_bytes = 0, optimizer_state_bytes = 0, inputs_bytes = 0,
             activations_and_transient_bytes = 0;
+    // "out of memory in backward: 1.00 MiB (1048576 bytes) requested with ... live: parameters ..., ...".
+    std::string Describe() const;
   };
   std::optional<Oom> oom;
   // cpu and meta: the model of PyTorch's CUDA caching allocator, fed this run's allocations (Note [The

@@ -295,7 +295,8 @@ PYBIND11_MODULE(_core, module) {
         out["inputs"] = o.inputs_bytes;
         out["activations_and_transient"] = o.activations_and_transient_bytes;
         return out;
-      });
+      })
+      .def("__repr__", &Measurement::Oom::Describe);
 
   py::class_<Measurement::Injection::Failure>(module, "InjectedFailure")
       .def_readonly("allocation_index", &Measurement::Injection::Failure::allocation_index)

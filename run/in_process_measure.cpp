@@ -217,6 +217,16 @@ const Measurement::Diagnosis* Measurement::diagnosis(const std::string& kind) co
   return nullptr;
 }
 
+std::string Measurement::Oom::Describe() const {
+  std::ostringstream out;
+  out << "out of memory in " << phase << ": " << DescribeBytes(requested_bytes) << " requested with "
+      << DescribeBytes(live_bytes) << " live" << (injected ? " (an injected failure)" : "")
+      << ": parameters " << FormatBytes(parameters_bytes) << ", gradients " << FormatBytes(gradients_bytes)
+      << ", optimizer state " << FormatBytes(optimizer_state_bytes) << ", inputs " << FormatBytes(inputs_bytes)
+      << ", activations and transients " << FormatBytes(activations_and_transient_bytes);
+  return out.str();
+}
+
 std::string Measurement::Describe() const {
   std::ostringstream out;
   out << "outcome " << outcome << " on " << backend
@@ -259,14 +269,7 @@ std::string Measurement::Describe() const {
   if (gradient_bytes) out << ", gradients " << FormatBytes(*gradient_bytes);
   if (optimizer_state_bytes) out << ", optimizer state " << FormatBytes(*optimizer_state_bytes);
   out << "\n";
-  if (oom) {
-    out << "  out of memory in " << oom->phase << ": " << DescribeBytes(oom->requested_bytes) << " requested with "
-        << DescribeBytes(oom->live_bytes) << " live" << (oom->injected ? " (an injected failure)" : "")
-        << ": parameters " << FormatBytes(oom->parameters_bytes) << ", gradients " << FormatBytes(oom->gradients_bytes)
-        << ", optimizer state " << FormatBytes(oom->optimizer_state_bytes) << ", inputs "
-        << FormatBytes(oom->inputs_bytes) << ", activations and transients "
-        << FormatBytes(oom->activations_and_transient_bytes) << "\n";
-  }
+  if (oom) out << "  " << oom->Describe() << "\n";
   if (injection) {
     out << "  inject " << injection->spec << ": " << injection->requests_seen << " requests seen";
     for (const Injection::Failure& f : injection->failures) {

@@ -167,6 +167,26 @@ TEST_F(RunnerTest, UpdatingBaselinesRewritesExactlyTheAffectedFiles) {
   rmdir(options.baselines_dir.c_str());
 }
 
+// A variant that failed records no baseline, and says so; a scenario none of whose variants passed
+// gets no file of no entries.
+TEST_F(RunnerTest, UpdatingBaselinesRecordsOnlyWhatPassedAndNamesTheRest) {
+  RunOptions options;
+  options.paths = {Write("tiny.json", kTinyScenario)};
+  options.baselines_dir = dir_ + "/baselines";
+  options.cap = "1KiB";  // every variant runs out of memory: FAIL
+  const RunResults report = Run(options);
+  ASSERT_EQ(report.scenarios[0].variants.size(), 2u);
+  std::ostringstream log;
+  std::string error;
+  ASSERT_TRUE(UpdateBaselines(report, options.baselines_dir, log, &error)) << error;
+  EXPECT_EQ(log.str(),
+            "  not recorded tiny/base: FAIL (a baseline records runs that pass; none yet)\n"
+            "  not recorded tiny/wider: FAIL (a baseline records runs that pass; none yet)\n"
+            "baselines: 0 file(s) written\n");
+  EXPECT_NE(access((options.baselines_dir + "/tiny.json").c_str(), F_OK), 0);
+  rmdir(options.baselines_dir.c_str());
+}
+
 TEST_F(RunnerTest, ACrashingChildIsUnresolvedAndTheRunCompletes) {
   RunOptions options;
   options.paths = {Write("tiny.json", kTinyScenario)};

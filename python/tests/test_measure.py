@@ -113,6 +113,10 @@ def main():
     check("refused request", oom.result.oom.requested_bytes, 1024 * 1024)
     check("live when refused", oom.result.oom.live_bytes, 512 * 1024)
     check("phase when refused", oom.result.oom.phase, "forward")
+    check("what was live, as repr() writes it", repr(oom.result.oom),
+          "out of memory in forward: 1024.00 KiB (1048576 bytes) requested with 512.00 KiB (524288 bytes) live: "
+          "parameters 0 bytes, gradients 0 bytes, optimizer state 0 bytes, inputs 0 bytes, "
+          "activations and transients 512.00 KiB")
     print("message:", str(raised).splitlines()[0])
 
     # meta: shapes only, any size.
