@@ -67,6 +67,12 @@ def _checked_snapshot(snapshot):
     return path
 
 
+# What to do when the user's code needs a value on meta (PyTorch: "Tensor.item() cannot be called on meta tensors").
+_NO_VALUES_ON_META = ("meta tensors have shapes and no values, so .item(), printing a tensor or a branch on "
+                      "its value cannot run there: keep the tensor (loss.detach()) where the loop keeps a "
+                      "number, or measure on backend=\"cpu\" (exact bytes, real values)")
+
+
 class Measure:
     """A measurement of the code inside `with` (or of a decorated function's calls)."""
 
@@ -131,6 +137,9 @@ class Measure:
         _core.set_loop_code(None)
         self._cuda_picks.__exit__(None, None, None)
         self.result = scope.finish() if exc is None else scope.finish_with_error(str(exc))
+        if self.backend == "meta" and isinstance(exc, RuntimeError) and "on meta tensors" in str(exc) \
+                and hasattr(exc, "add_note"):  # Python 3.11 on
+            exc.add_note(f"oomguard.measure(backend=\"meta\"): {_NO_VALUES_ON_META}")
         self._rank.label(self.result)
         self._rank.exit()
         if self.backend == "meta":

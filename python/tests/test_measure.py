@@ -123,6 +123,18 @@ def main():
     with oomguard.measure(backend="meta", card="t4") as meta:
         torch.empty(1 << 30, dtype=torch.uint8, device="meta")
     check("meta peak", meta.result.peak_bytes, 1 << 30)
+    # A value asked of a meta tensor: PyTorch's error, and a note of what to do instead.
+    notes = None
+    try:
+        with oomguard.measure(backend="meta") as no_values:
+            torch.ones(3, device=no_values.device).sum().item()
+    except RuntimeError as e:
+        notes = getattr(e, "__notes__", None)
+    check("a note on .item() on meta", notes, ["oomguard.measure(backend=\"meta\"): meta tensors have shapes and no "
+                                               "values, so .item(), printing a tensor or a branch on its value cannot "
+                                               "run there: keep the tensor (loss.detach()) where the loop keeps a "
+                                               "number, or measure on backend=\"cpu\" (exact bytes, real values)"])
+    check("its outcome", no_values.result.outcome, "error:error")
 
     # One torch: the module bound to the libraries `import torch` loaded, not copies of its own.
     with open("/proc/self/maps") as maps:
