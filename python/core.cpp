@@ -126,6 +126,7 @@ VariantMeasurement VariantFromRecord(const py::dict& r) {
   m.variant = Get<std::string>(r, "variant");
   m.backend = Get<std::string>(r, "backend");
   m.card = Get<std::string>(r, "card");
+  m.kernels = Get<std::string>(r, "kernels", "cpu");  // baselines key card mode's entries apart
   const auto cap = Get<int64_t>(r, "cap_bytes", -1);
   m.cap_bytes = cap < 0 ? Ledger::kUnlimited : cap;  // no cap, as the CLI keys it
   if (!Parse(Get<std::string>(r, "outcome", "pass"), &m.outcome)) m.outcome = VariantOutcome::Error(ErrorCategory::kError);

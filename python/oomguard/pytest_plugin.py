@@ -58,8 +58,9 @@ from oomguard import _core
 from oomguard.measure import Measure
 from oomguard.report import baseline_lines, failures_of, junit_properties, names_of_test, record_of, summary_lines
 
-MARKER_ARGUMENTS = {"card": None, "backend": "cpu", "cap": None, "verdict": None, "alloc_conf": None,
-                    "peak_at_most": None, "no_leak": True, "no_pitfalls": False, "isolate": True, "inject": None}
+MARKER_ARGUMENTS = {"card": None, "backend": "cpu", "cap": None, "kernels": None, "verdict": None, "alloc_conf": None,
+                    "peak_at_most": None, "no_leak": True, "no_pitfalls": False, "isolate": True, "inject": None,
+                    "world": None, "rank": None}
 DEFAULT_BASELINES = "oomguard-baselines"
 _MEASURE = pytest.StashKey()
 _CHECKS = pytest.StashKey()
@@ -122,9 +123,9 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
-        "oomguard(card=None, backend='cpu', cap=None, verdict=None, alloc_conf=None, peak_at_most=None, "
-        "no_leak=True, no_pitfalls=False, isolate=True, inject=None): run the test inside oomguard.measure "
-        "(in a forked child) and fail it past the limits")
+        "oomguard(card=None, backend='cpu', cap=None, kernels=None, verdict=None, alloc_conf=None, "
+        "peak_at_most=None, no_leak=True, no_pitfalls=False, isolate=True, inject=None, world=None, rank=None): "
+        "run the test inside oomguard.measure (in a forked child) and fail it past the limits")
     for spec in config.getoption("oomguard_report") or []:
         error = _core.report_spec_error(spec)
         if error:
@@ -150,8 +151,9 @@ def _checks_of(marker, nodeid):
         raise pytest.UsageError(f"{where}: unknown argument {unknown[0]!r}; accepted: {', '.join(MARKER_ARGUMENTS)}")
     args = {**MARKER_ARGUMENTS, **marker.kwargs}
     try:
-        measure = Measure(card=args["card"], backend=args["backend"], cap=args["cap"], verdict=args["verdict"],
-                          alloc_conf=args["alloc_conf"], inject=args["inject"])
+        measure = Measure(card=args["card"], backend=args["backend"], cap=args["cap"], kernels=args["kernels"],
+                          verdict=args["verdict"], alloc_conf=args["alloc_conf"], inject=args["inject"],
+                          world=args["world"], rank=args["rank"])
         limit = None
         if args["peak_at_most"] is not None:
             try:

@@ -103,6 +103,32 @@ def test_report_table_and_json(pytester):
     assert tests["test_models.py::test_over"]["cuda_model"]["decides"] is True
 
 
+CARD_AND_RANK = '''
+import pytest
+import torch
+
+@pytest.mark.oomguard(card="t4", backend="meta", kernels="cuda", world=4, rank=3)
+def test_a_card_s_rank(oomguard_measure):
+    x = torch.empty(1000, dtype=torch.bfloat16, device="meta", requires_grad=True)
+    with oomguard_measure.phase("forward"):
+        torch.nn.functional.dropout(x, 0.1, training=True)
+'''
+
+
+def test_card_mode_and_a_rank_in_the_marker(pytester, tmp_path):
+    pytester.makepyfile(test_card=CARD_AND_RANK)
+    out, baselines = pytester.path / "oomguard.json", tmp_path / "baselines"
+    result = pytester.runpytest(*PLUGIN, f"--oomguard-json={out}", f"--oomguard-baselines={baselines}",
+                                "--oomguard-update-baselines")
+    result.assert_outcomes(passed=1)
+    (test,) = json.loads(out.read_text())["tests"]
+    # a card's dropout: the bf16 output and a 1-byte mask
+    assert (test["kernels"], test["phase_peak_bytes"]["forward"]) == ("cuda sm_75", 2000 + 2000 + 1000)
+    assert (test["world"], test["rank"], test["process_group"]) == (4, 3, "fake")
+    (entry,) = json.loads((baselines / "test_card.json").read_text())["entries"]
+    assert entry["kernels"] == "cuda sm_75"  # keyed apart from cpu's kernels
+
+
 VERDICTS = '''
 import pytest
 import torch
@@ -156,8 +182,8 @@ def test_unmarked_tests_measured_with_the_option_only(pytester):
         ('cap="lots"', f"invalid size 'lots': {SIZES}"),
         ('backend="cuda"', "backend='cuda' is not one of cpu, meta (cuda: not yet)"),
         ('verdict="bytes"', "verdict='bytes' is not one of reserved, allocated"),
-        ('peak="2GiB"', "unknown argument 'peak'; accepted: card, backend, cap, verdict, alloc_conf, peak_at_most, "
-                         "no_leak, no_pitfalls, isolate, inject"),
+        ('peak="2GiB"', "unknown argument 'peak'; accepted: card, backend, cap, kernels, verdict, alloc_conf, "
+                         "peak_at_most, no_leak, no_pitfalls, isolate, inject, world, rank"),
     ],
 )
 def test_bad_marker_is_a_usage_error(pytester, marker, message):
