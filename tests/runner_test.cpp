@@ -180,8 +180,8 @@ TEST_F(RunnerTest, UpdatingBaselinesRecordsOnlyWhatPassedAndNamesTheRest) {
   std::string error;
   ASSERT_TRUE(UpdateBaselines(report, options.baselines_dir, log, &error)) << error;
   EXPECT_EQ(log.str(),
-            "  not recorded tiny/base: FAIL (a baseline records runs that pass; none yet)\n"
-            "  not recorded tiny/wider: FAIL (a baseline records runs that pass; none yet)\n"
+            "  not recorded tiny/base: FAIL (a baseline records runs that pass; any entry it has stays as it was)\n"
+            "  not recorded tiny/wider: FAIL (a baseline records runs that pass; any entry it has stays as it was)\n"
             "baselines: 0 file(s) written\n");
   EXPECT_NE(access((options.baselines_dir + "/tiny.json").c_str(), F_OK), 0);
   rmdir(options.baselines_dir.c_str());

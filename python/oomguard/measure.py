@@ -69,8 +69,8 @@ def _checked_snapshot(snapshot):
 
 # What to do when the user's code needs a value on meta (PyTorch: "Tensor.item() cannot be called on meta tensors").
 _NO_VALUES_ON_META = ("meta tensors have shapes and no values, so .item(), printing a tensor or a branch on "
-                      "its value cannot run there: keep the tensor (loss.detach()) where the loop keeps a "
-                      "number, or measure on backend=\"cpu\" (exact bytes, real values)")
+                      "its value cannot run there: where the loop keeps a number, sum into a tensor "
+                      "(total += loss.detach()), or measure on backend=\"cpu\" (exact bytes, real values)")
 
 
 class Measure:

@@ -132,8 +132,9 @@ def main():
         notes = getattr(e, "__notes__", None)
     check("a note on .item() on meta", notes, ["oomguard.measure(backend=\"meta\"): meta tensors have shapes and no "
                                                "values, so .item(), printing a tensor or a branch on its value cannot "
-                                               "run there: keep the tensor (loss.detach()) where the loop keeps a "
-                                               "number, or measure on backend=\"cpu\" (exact bytes, real values)"])
+                                               "run there: where the loop keeps a number, sum into a tensor "
+                                               "(total += loss.detach()), or measure on backend=\"cpu\" (exact "
+                                               "bytes, real values)"])
     check("its outcome", no_values.result.outcome, "error:error")
 
     # One torch: the module bound to the libraries `import torch` loaded, not copies of its own.
