@@ -1,6 +1,7 @@
 #include "allocators/cpu_tracking_allocator.h"
 #include "allocators/host_first_allocation.h"
 
+#include <c10/core/Allocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
 
@@ -20,10 +21,24 @@ constexpr size_t kHeaderBytes = 64;  // Note [Size header]
 struct BlockHeader {
   int64_t nbytes;
   DeviceAccount* account;
-  bool host;   // a host allocation, not in the ledger (Note [Host memory on the cpu backend])
-  int origin;  // the phase and epoch it was allocated in (Note [Live bytes by origin], ledger.h)
+  bool host;      // a host allocation, not in the ledger (Note [Host memory on the cpu backend])
+  bool profiled;  // its allocation was reported to PyTorch's profiler, so its free is (Note [The profiler's memory events])
+  int origin;     // the phase and epoch it was allocated in (Note [Live bytes by origin], ledger.h)
 };
 static_assert(sizeof(BlockHeader) <= kHeaderBytes);
+
+// Note [The profiler's memory events]: torch.profiler(profile_memory=True) learns of cpu allocations
+// from the allocator (c10's DefaultCPUAllocator reports each one, and its free, while a profiler
+// records memory). This allocator replaces that one for the whole process once installed (the Python
+// package: at import), so it reports as that one does: a user's profiler keeps its memory events and
+// timeline, and the tests compare the two on the same run. Totals: the bytes reported and not yet freed.
+std::atomic<int64_t> g_profiled_bytes{0};
+
+void ReportToProfiler(void* data, int64_t signed_bytes) {
+  const int64_t total = g_profiled_bytes.fetch_add(signed_bytes, std::memory_order_relaxed) + signed_bytes;
+  c10::reportMemoryUsageToProfiler(data, signed_bytes, static_cast<size_t>(total), static_cast<size_t>(total),
+                                   c10::Device(c10::DeviceType::CPU));
+}
 
 thread_local bool t_host_scope = false;
 thread_local bool t_host_first = false;  // the next allocation is host memory (HostFirstAllocationScope)
@@ -113,6 +128,7 @@ void DeleteBlock(void* data) {
   if (data == nullptr) return;
   void* block = static_cast<char*>(data) - kHeaderBytes;
   const BlockHeader* header = static_cast<const BlockHeader*>(block);
+  if (header->profiled) ReportToProfiler(data, -header->nbytes);
   if (header->host) {
     header->account->RefundHost(header->nbytes);
     HostBlockFreed();
@@ -180,8 +196,10 @@ c10::DataPtr CpuTrackingAllocator::allocate(size_t nbytes) {
     account_.ThrowHostOutOfMemory(
         size, host, std::string(host ? "host-side input" : "tensor memory") + ", which the system allocator refused");
   }
-  new (block) BlockHeader{size, &account_, host, origin};
+  const bool profiled = c10::memoryProfilingEnabled();
+  new (block) BlockHeader{size, &account_, host, profiled, origin};
   void* data = static_cast<char*>(block) + kHeaderBytes;
+  if (profiled) ReportToProfiler(data, size);
   if (host) {
     HostBlockAllocated();
   } else {

@@ -21,9 +21,10 @@ measure(alloc_conf="expandable_segments:True") sets the model's PYTORCH_ALLOC_CO
 environment's). m.result.cuda_model (None with verdict="allocated"): allocated_peak_bytes,
 reserved_peak_bytes, fragmentation_bytes, requested_peak_bytes, segments_peak, alloc_retries, ooms,
 decides, allocated_at_start_bytes and reserved_at_start_bytes (a card's cuBLAS workspaces, meta with
-kernels="cuda"). Tensors made before the first measurement stay
-with PyTorch's allocator (and out of the numbers until freed); import oomguard before building the
-model to book everything the loop makes. On meta the loop runs the Meta kernels the C++ tool runs, not
+kernels="cuda"). Importing oomguard installs its tracking allocators: tensors made before the import
+stay with PyTorch's allocator (and out of the numbers until freed); import oomguard before building the
+model to book everything the loop makes. torch.profiler's memory events keep coming, from oomguard's
+allocator. On meta the loop runs the Meta kernels the C++ tool runs, not
 torch's Python ones (Note [Which Meta kernel runs in Python], oomguard/meta_kernels.py), so its bytes are
 cpu's.
 

@@ -66,7 +66,7 @@ def main():
     mlp_eval.train(NoPhases(), no_grad=True)
     prof_mlp = {no_grad: profiled(lambda: mlp_eval.train(NoPhases(), no_grad)) for no_grad in (False, True)}
 
-    import oomguard  # the tracking allocator is installed by the first measurement
+    import oomguard  # importing it installs the tracking allocators (oomguard/workload.h)
 
     with oomguard.measure(cap="1GiB", backend="cpu") as m:
         train(m.phase)
@@ -83,6 +83,13 @@ def main():
     measured = oomguard.measure(cap="1GiB")
     measured(train)()
     check("decorator peak_bytes", measured.result.peak_bytes, prof_peak)
+
+    # PyTorch's profiler inside a measurement: its memory events come from oomguard's allocator now
+    # (Note [The profiler's memory events]), and say what the measurement says, allocation by allocation.
+    with oomguard.measure(cap="1GiB") as both:
+        inside = profiled(lambda: train(both.phase))
+    check("profiler inside: peak, allocations, left live", inside,
+          (both.result.peak_bytes, both.result.alloc_count, prof_left))
 
     # The catalog's loop with its evaluation: the same peak as the profiler's, kept graphs or not. The
     # profiler also records the 4-byte casts of wrapped numbers (Adam's `exp_avg_sq.mul_(beta2)`), which stay
