@@ -1,0 +1,338 @@
+"""Python.CardModeMatchesFakeCuda: every aten op card mode runs (oomguard.measure(backend="meta",
+kernels="cuda")) gives the outputs PyTorch's own fake CUDA tensors give (issue #33, item 3).
+
+Card mode runs the corpus's models (tests/corpus/models.py, torchvision's) and the op families a card's
+Meta kernels mirror (dropout, bf16 layer norm, the three attention backends by card and dtype,
+embedding's backward, cuDNN convolution, group norm, mixed-dtype arithmetic, bf16 mean, losses, batch
+norm, pooling, interpolation) for one training step at t4's sm_75, an L4's sm_89, an A100's sm_80 and
+an H100's sm_90, under a TorchDispatchMode that records each aten op's arguments and outputs (shape,
+stride, storage offset, dtype, device, storage bytes). A second process that never loads oomguard
+(its Meta kernels, once registered, would answer FakeTensorMode too) replays each distinct call under
+torch._subclasses.fake_tensor.FakeTensorMode on device "cuda" (no GPU needed: fake CUDA tensors are
+meta tensors that say cuda, run through torch/_meta_registrations.py and fake_impls) and returns its
+outputs. They must be equal op by op, but for the fake kernels' known imprecisions below (each with
+the CUDA source that says which is the card's truth), and flash's forward bytes are checked exactly.
+
+What this cannot see: the allocations a kernel makes and frees inside itself (flash's split-KV and dQ
+accumulators, mem-efficient's workspace, embedding's sort buffers): fake kernels make outputs only.
+Those stay checked against the sources by hand (tests/card_attention_test.cpp, card_kernels_test.cpp).
+"""
+import os
+import pickle
+import subprocess
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def spec_of(t):
+    """A tensor's layout as a card has it: meta is the card ("cuda"); cpu tensors stay on the host."""
+    device = "cuda" if t.device.type in ("meta", "cuda") else t.device.type
+    return ("T", device, tuple(t.shape), tuple(t.stride()), t.storage_offset(), t.dtype,
+            t.untyped_storage().nbytes())
+
+
+def freeze(x):
+    """Arguments and outputs as picklable, comparable values (tensors by spec_of)."""
+    if isinstance(x, torch.Tensor):
+        return spec_of(x)
+    if isinstance(x, (list, tuple)):
+        return tuple(freeze(v) for v in x)
+    if isinstance(x, dict):
+        return tuple(sorted((k, freeze(v)) for k, v in x.items()))
+    if isinstance(x, torch.device):
+        return ("D", "cuda" if x.type in ("meta", "cuda") else x.type)
+    if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return x.node.maybe_as_int() if isinstance(x, torch.SymInt) else x
+    if isinstance(x, (torch.dtype, torch.memory_format, torch.layout, int, float, bool, str, type(None))):
+        return x
+    if isinstance(x, torch.Generator):
+        return None
+    raise TypeError(f"cannot record an argument of type {type(x).__name__}: {x!r}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# The fake side: a process that never imports oomguard.
+
+def thaw(x):
+    if isinstance(x, tuple) and x and x[0] == "T":
+        _, device, shape, stride, offset, dtype, nbytes = x
+        itemsize = torch.empty((), dtype=dtype, device="meta").element_size()
+        base = torch.empty((nbytes + itemsize - 1) // itemsize, dtype=dtype, device=device)
+        return base.as_strided(shape, stride, offset)
+    if isinstance(x, tuple) and x and x[0] == "D":
+        return torch.device(x[1])
+    if isinstance(x, tuple):
+        return [thaw(v) for v in x]
+    return x
+
+
+def op_of(name):
+    namespace, packet, overload = name.split(".") if name.count(".") == 2 else (*name.split("."), "default")
+    return getattr(getattr(getattr(torch.ops, namespace), packet), overload)
+
+
+def replay(calls):
+    """Each (op, args, kwargs) under FakeTensorMode on cuda: its frozen outputs, or the error's text."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    results = []
+    for name, args, kwargs in calls:
+        try:
+            with FakeTensorMode():
+                a = [thaw(v) for v in args]
+                k = {key: thaw(v) for key, v in kwargs}
+                results.append(("ok", freeze(op_of(name)(*a, **k))))
+        except Exception as e:  # noqa: BLE001 - reported per op
+            results.append(("error", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
+    return results
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--fake"]:
+    calls = pickle.load(sys.stdin.buffer)
+    pickle.dump(replay(calls), sys.stdout.buffer)
+    raise SystemExit(0)
+
+# ---------------------------------------------------------------------------------------------------
+# The card side.
+
+os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")  # what oomguard sets (Note [One oneDNN ISA on every machine])
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+import oomguard  # noqa: E402
+from checks import Checks  # noqa: E402
+
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "corpus"))
+import models as corpus_models  # noqa: E402  (tests/corpus/models.py)
+
+torch.set_num_threads(1)
+check = Checks()
+
+CARDS = {"t4": 75, "l4": 89, "a100-40gb": 80, "h100": 90}
+# Ops fake tensors cannot run by design: their results are data (meta's item() reads 0).
+DATA_DEPENDENT = {"aten._local_scalar_dense.default"}
+
+
+class Recorder(TorchDispatchMode):
+    """Each aten op's name, arguments and outputs, in order."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        frozen = (str(func), freeze(args), freeze(kwargs))
+        out = func(*args, **kwargs)
+        self.calls.append((*frozen, freeze(out)))
+        return out
+
+
+def train_step(model, x, y):
+    model.train()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+
+
+def corpus_cases():
+    """tests/corpus/models.py's models and four of meta_corpus.py's torchvision models, one training step."""
+    import torchvision.models as tvm
+
+    cases = dict(corpus_models.CORPUS)
+    cases["resnet18"] = (lambda: tvm.resnet18(num_classes=10), {"batch": 2, "shape": [3, 64, 64], "classes": 10})
+    cases["mobilenet_v3_small"] = (lambda: tvm.mobilenet_v3_small(num_classes=10),
+                                   {"batch": 2, "shape": [3, 64, 64], "classes": 10})
+    cases["densenet121"] = (lambda: tvm.densenet121(num_classes=10), {"batch": 2, "shape": [3, 64, 64], "classes": 10})
+    cases["vit_tiny"] = (lambda: tvm.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                                                       hidden_dim=32, mlp_dim=64, num_classes=10),
+                         {"batch": 2, "shape": [3, 32, 32], "classes": 10})
+
+    def run(make, data):
+        def case(device):
+            model = make().to(device)
+            x = torch.randn(data["batch"], *data["shape"], device=device)
+            y = torch.randint(0, data["classes"], (data["batch"],), device=device)
+            train_step(model, x, y)
+        return case
+
+    return {name: run(make, data) for name, (make, data) in cases.items()}
+
+
+def attention(dtype, s=256, d=64, mask=False, dropout=0.0, causal=False):
+    def case(device):
+        q, k, v = (torch.randn(2, 4, s, d, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
+        m = torch.zeros(s, s, device=device, dtype=dtype) if mask else None
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=m, dropout_p=dropout, is_causal=causal)
+        out.sum().backward()
+    return case
+
+
+def gpt_layer_bf16(device):
+    """A bf16 decoder block: embedding, layer norm, attention, dropout, GELU MLP, cross entropy."""
+    vocab, b, s, h = 512, 2, 2048, 64
+    emb = nn.Embedding(vocab, h, device=device, dtype=torch.bfloat16)
+    ln = nn.LayerNorm(h, device=device, dtype=torch.bfloat16)
+    qkv = nn.Linear(h, 3 * h, device=device, dtype=torch.bfloat16)
+    mlp = nn.Sequential(nn.Linear(h, 4 * h), nn.GELU(), nn.Linear(4 * h, h), nn.Dropout(0.1)).to(device, torch.bfloat16)
+    head = nn.Linear(h, vocab, device=device, dtype=torch.bfloat16)
+    ids = torch.randint(0, vocab, (b, s), device=device)
+    x = emb(ids)
+    q, k, v = qkv(ln(x)).view(b, s, 3, 4, h // 4).permute(2, 0, 3, 1, 4)
+    a = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1, is_causal=True).transpose(1, 2).reshape(b, s, h)
+    x = x + F.dropout(a, 0.1, training=True)
+    x = x + mlp(ln(x))
+    loss = F.cross_entropy(head(x).float().view(-1, vocab), ids.view(-1))
+    (loss + x.mean()).backward()
+
+
+def norms_pools_half(device):
+    """fp16 batch norm, channels-last group norm, pools with indices, interpolation, mixed dtypes."""
+    x = torch.randn(2, 8, 16, 16, device=device, dtype=torch.half, requires_grad=True)
+    bn = nn.BatchNorm2d(8).to(device, torch.half)
+    gn = nn.GroupNorm(2, 8).to(device, torch.half)
+    y = bn(x)
+    y = gn(y.contiguous(memory_format=torch.channels_last))
+    p, _ = F.max_pool2d(y, 2, return_indices=True)
+    p = F.adaptive_avg_pool2d(p, 4) + F.avg_pool2d(p, 2)
+    u = F.interpolate(p, scale_factor=2.0, mode="bilinear") + F.interpolate(p, scale_factor=2.0, mode="nearest")
+    keep = torch.rand(u.shape, device=device) > 0.1
+    z = (u * keep).mean() + (u.float() + u).mean() + u.to(torch.bfloat16).mean()
+    z.backward()
+
+
+def batch_norm_reduced(device):
+    """Batch norm on fp16 and bf16 inputs (float statistics on a card), contiguous and channels-last,
+    training and evaluation."""
+    for dtype in (torch.half, torch.bfloat16):
+        for memory_format in (torch.contiguous_format, torch.channels_last):
+            bn = nn.BatchNorm2d(8).to(device, dtype)
+            x = torch.randn(2, 8, 6, 6, device=device, dtype=dtype).contiguous(memory_format=memory_format)
+            bn(x.requires_grad_()).sum().backward()
+            bn.eval()
+            with torch.no_grad():
+                bn(x)
+
+
+def conv_half_channels_last(device):
+    conv = nn.Conv2d(8, 16, 3, padding=1).to(device, torch.half, memory_format=torch.channels_last)
+    x = torch.randn(2, 8, 16, 16, device=device, dtype=torch.half).contiguous(memory_format=torch.channels_last)
+    conv(x.requires_grad_()).sum().backward()
+    conv1d = nn.Conv1d(8, 8, 3).to(device)
+    conv1d(torch.randn(2, 8, 20, device=device)).sum().backward()
+
+
+def embedding_small(device):
+    emb = nn.Embedding(100, 16, device=device)
+    emb(torch.randint(0, 100, (4, 8), device=device)).sum().backward()
+
+
+OP_CASES = {
+    "gpt_layer_bf16": gpt_layer_bf16,
+    "norms_pools_half": norms_pools_half,
+    "batch_norm_reduced": batch_norm_reduced,
+    "conv_half_channels_last": conv_half_channels_last,
+    "embedding_small": embedding_small,
+}
+for _dtype in (torch.half, torch.bfloat16, torch.float32):
+    _n = str(_dtype).removeprefix("torch.")
+    OP_CASES[f"sdpa_{_n}"] = attention(_dtype)
+    OP_CASES[f"sdpa_{_n}_mask"] = attention(_dtype, mask=True)
+    OP_CASES[f"sdpa_{_n}_dropout"] = attention(_dtype, dropout=0.1)
+    OP_CASES[f"sdpa_{_n}_s200_d60_causal"] = attention(_dtype, s=200, d=60, causal=True)
+
+
+def record(card, case):
+    rec = Recorder()
+    with oomguard.measure(backend="meta", kernels="cuda", card=card) as m:
+        with rec:
+            case(m.device)
+    return rec.calls
+
+
+# Every card runs the op cases (attention's backend follows the card); the models run on t4 and h100.
+calls = []  # (case, card, op, args, kwargs, card mode's outputs)
+for card in CARDS:
+    cases = dict(OP_CASES)
+    if card in ("t4", "h100"):
+        cases.update(corpus_cases())
+    for name, case in cases.items():
+        for op, args, kwargs, out in record(card, case):
+            calls.append((name, card, op, args, kwargs, out))
+
+# Distinct calls only: the same op with the same arguments and card-mode outputs is replayed once.
+distinct = {}
+for name, card, op, args, kwargs, out in calls:
+    distinct.setdefault((op, args, kwargs, out), (name, card))
+keys = [k for k in distinct if k[0] not in DATA_DEPENDENT]
+fake = subprocess.run([sys.executable, os.path.abspath(__file__), "--fake"],
+                      input=pickle.dumps([(op, args, kwargs) for op, args, kwargs, _ in keys]),
+                      capture_output=True, check=False)
+if fake.returncode != 0:
+    print(fake.stderr.decode())
+    raise SystemExit(1)
+results = pickle.loads(fake.stdout)
+
+
+def known_imprecision(op, card_out, fake_out):
+    """A difference that is the fake kernel's, not card mode's: which, and the source that says so."""
+    if op == "aten._scaled_dot_product_efficient_attention.default":
+        # attention.cu _efficient_attention_forward: outside graph capture the philox seed and offset are
+        # made on the host (at::empty({}, at::dtype(at::kLong)) without dropout, at::scalar_tensor(...,
+        # at::dtype(at::kLong)) with it); _meta_registrations.py's meta__scaled_dot_product_efficient_attention
+        # makes them on the query's device.
+        if card_out[:2] == fake_out[:2] and card_out[2][1] == "cpu" and fake_out[2][1] == "cuda":
+            return "mem-efficient's philox seed and offset are host tensors on a card (attention.cu)"
+    return None
+
+
+by_op = {}
+differing, imprecise, errors = [], [], []
+for key, (status, fake_out) in zip(keys, results):
+    op, args, kwargs, card_out = key
+    where = distinct[key]
+    by_op.setdefault(op, 0)
+    by_op[op] += 1
+    if status == "error":
+        errors.append((op, where, fake_out))
+    elif fake_out != card_out:
+        why = known_imprecision(op, card_out, fake_out)
+        (imprecise if why else differing).append((op, where, args, card_out, fake_out, why))
+
+print(f"{len(calls)} calls recorded, {len(distinct)} distinct, {len(keys)} replayed, {len(by_op)} ops")
+for op, count in sorted(by_op.items()):
+    print(f"  {op}: {count}")
+for op, where, args, card_out, fake_out, why in imprecise:
+    print(f"fake kernel imprecision, {op} ({where[0]} on {where[1]}): {why}")
+for op, where, args, card_out, fake_out, _ in differing:
+    print(f"DIFFERS {op} ({where[0]} on {where[1]})\n  args {args}\n  card {card_out}\n  fake {fake_out}")
+for op, where, error in errors:
+    print(f"FAKE ERROR {op} ({where[0]} on {where[1]}): {error}")
+check("ops whose outputs differ from fake CUDA's", sorted({d[0] for d in differing}), [])
+check("ops fake CUDA could not run", sorted({e[0] for e in errors}), [])
+
+
+def outputs_of(card, case_name, op):
+    return [out for name, c, o, _, _, out in calls if name == case_name and c == card and o == op]
+
+
+# Exact bytes (tests/card_attention_test.cpp): flash on an A100, fp16, B2 H4 S256 D64: out 262,144 B,
+# logsumexp [2, 4, 256] float 8,192 B, rng_state [2] uint64 16 B, an empty debug mask; and fake CUDA
+# says the same (the comparison above).
+flash = outputs_of("a100-40gb", "sdpa_float16", "aten._scaled_dot_product_flash_attention.default")
+check("flash forwards on an A100 (fp16)", len(flash), 1)
+out, lse, _, _, _, _, rng, unused, debug = flash[0]
+check("flash out", (out[2], out[3], out[6]), ((2, 4, 256, 64), (65536, 16384, 64, 1), 262144))
+check("flash logsumexp", (lse[2], lse[5], lse[6]), ((2, 4, 256), torch.float32, 8192))
+check("flash rng_state", (rng[1], rng[2], rng[5], rng[6]), ("cuda", (2,), torch.uint64, 16))
+check("flash debug mask", (debug[2], debug[6]), ((0,), 0))
+# Which backend each card's chooser took for fp16 without a mask: mem-efficient below sm_80, flash on
+# sm_80/sm_89, cuDNN on sm_90 (cuda_sdp_choice.cpp).
+for card, want in (("t4", "efficient"), ("l4", "flash"), ("a100-40gb", "flash"), ("h100", "cudnn")):
+    ran = sorted({op for name, c, op, *_ in calls if name == "sdpa_float16" and c == card and "_scaled_dot" in op
+                  and "backward" not in op})
+    check(f"attention backend on {card} (fp16)", ran, [f"aten._scaled_dot_product_{want}_attention.default"])
+raise SystemExit(check.exit_code())
