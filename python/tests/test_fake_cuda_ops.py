@@ -320,13 +320,27 @@ distinct = {}
 for name, card, op, args, kwargs, out in calls:
     distinct.setdefault((op, args, kwargs, out), (name, card))
 keys = [k for k in distinct if k[0] not in DATA_DEPENDENT]
+# Each fp32 batch norm card mode ran as native_batch_norm, also as the cudnn_batch_norm a card runs (same
+# arguments): its first three outputs must be card mode's.
+cudnn_keys = [k for k in keys if k[0] == "aten.native_batch_norm.default" and k[1][0][5] == torch.float32]
+replayed = [(op, args, kwargs) for op, args, kwargs, _ in keys]
+replayed += [("aten.cudnn_batch_norm.default", args, kwargs) for _, args, kwargs, _ in cudnn_keys]
 fake = subprocess.run([sys.executable, os.path.abspath(__file__), "--fake"],
-                      input=pickle.dumps(([(op, args, kwargs) for op, args, kwargs, _ in keys], same_forward)),
-                      capture_output=True, check=False)
+                      input=pickle.dumps((replayed, same_forward)), capture_output=True, check=False)
 if fake.returncode != 0:
     print(fake.stderr.decode())
     raise SystemExit(1)
 results, fake_forwards = pickle.loads(fake.stdout)
+results, cudnn_results = results[:len(keys)], results[len(keys):]
+cudnn_differing = [(k[1], k[3], r) for k, r in zip(cudnn_keys, cudnn_results) if r[0] != "ok" or r[1][:3] != k[3]]
+for args, card_out, result in cudnn_differing:
+    print(f"DIFFERS cudnn_batch_norm\n  args {args}\n  card {card_out}\n  fake {result}")
+check(f"fp32 batch norms ({len(cudnn_keys)}) whose outputs differ from fake CUDA's cudnn_batch_norm",
+      len(cudnn_differing), 0)
+# Its fourth, cuDNN's reserve space, fake CUDA makes empty (torch/_decomp/decompositions.py cudnn_batch_norm:
+# input.new_zeros((0,), dtype=torch.uint8)); a card's is what cudnnGetBatchNormalizationTrainingExReserveSpaceSize
+# says (cudnn/BatchNorm.cpp), which neither side can ask without a GPU.
+check("cuDNN reserve bytes in fake CUDA's cudnn_batch_norm", sorted({r[1][3][6] for r in cudnn_results}), [0])
 
 
 def known_imprecision(op, card_out, fake_out):
