@@ -10,15 +10,16 @@ Conv2d.weight"). So:
 1. Card mode runs the corpus's models (tests/corpus/models.py, four of torchvision's) and the op families
    a card's Meta kernels mirror (dropout, bf16 layer norm, the three attention backends by card, dtype,
    mask, dropout and causal padding, embedding's backward, cuDNN convolution, fp16/bf16 batch norm,
-   group norm, pooling, interpolation, mixed-dtype arithmetic, bf16 mean, cross entropy) for a training
-   step at sm_75, sm_89, sm_80 and sm_90, under a TorchDispatchMode that records each aten op's arguments
-   and outputs (shape, stride, storage offset, dtype, device, storage bytes). A second process that never
+   group norm, pooling, interpolation, mixed-dtype arithmetic, bf16 mean, cross entropy, AdamW's foreach
+   step) for a training step at sm_75, sm_89, sm_80 and sm_90, under a TorchDispatchMode that records each
+   aten op's arguments and outputs (shape, stride, storage offset, dtype, device, storage bytes). A second process that never
    loads oomguard (its Meta kernels, once registered, would answer the fake tensors too) replays every
    distinct call under FakeTensorMode on cuda: the outputs must be equal, but for the fake kernels'
    known imprecisions (known_imprecision, each with the CUDA source that says which is the card's).
 2. That process also runs each forward without attention (fake tensors have no compute capability and
-   take math) on fake cuda tensors: card mode on a T4 must run the same aten ops in the same order, but
-   for cuDNN's batch norm, which card mode does not model (comparable()).
+   take math) or an optimizer (fake parameters take AdamW's for-loop step) on fake cuda tensors: card
+   mode on a T4 must run the same aten ops in the same order, but for cuDNN's batch norm, which card mode
+   does not model (comparable()); each fp32 batch norm is also replayed as cudnn_batch_norm.
 3. Flash's forward bytes on an A100 and each card's attention backend are checked exactly.
 
 What this cannot see: the allocations a kernel makes and frees inside itself (flash's split-KV and dQ
@@ -78,6 +79,8 @@ class Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
+        if func.namespace == "profiler":  # record_function's markers (an optimizer's step): no tensors
+            return out
         recorded = dict(kwargs)
         # A factory without a dtype makes the default dtype, which build() may have set: say which.
         if recorded.get("dtype") is None and isinstance(out, torch.Tensor) and \
@@ -193,6 +196,16 @@ def embedding_small(device):
     return emb(torch.randint(0, 100, (4, 8), device=device)).sum()
 
 
+def adamw_step(device):
+    """An AdamW step (its foreach ops on a card: Note [PyTorch's Python choices for CUDA tensors]) over
+    gradients given by hand, then a forward."""
+    model = build(lambda: nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)), device)
+    for p in model.parameters():
+        p.grad = torch.randn_like(p)
+    torch.optim.AdamW(model.parameters(), lr=1e-3).step()
+    return model(torch.randn(8, 32, device=device)).sum()
+
+
 def all_cases():
     """The op families card mode mirrors (attention by dtype, mask, dropout and causal padding) and the
     corpus's models: each case(device) runs a forward and returns the loss to differentiate."""
@@ -202,6 +215,7 @@ def all_cases():
         "batch_norm_reduced": batch_norm_reduced,
         "conv_half_channels_last": conv_half_channels_last,
         "embedding_small": embedding_small,
+        "adamw_step": adamw_step,
     }
     for dtype in (torch.half, torch.bfloat16, torch.float32):
         n = str(dtype).removeprefix("torch.")
@@ -313,7 +327,11 @@ for card in CARDS:
 # The forwards whose ops fake CUDA must run alike: all but attention's, where fake tensors (no compute
 # capability) take math, which card mode takes only for bf16 on sm_75 (compared below).
 ATTENTION = {"gpt_layer_bf16", "encoder_layer", "encoder_layer_norm_first", "multihead_attention", "vit_tiny"}
-same_forward = [n for n in CASES if not n.startswith("sdpa_") and n not in ATTENTION] + ["sdpa_bfloat16"]
+# Nor AdamW's: a card's parameters take the foreach step, but torch/optim/optimizer.py
+# _default_to_fused_or_foreach asks `type(p) in _foreach_supported_types`, which a FakeTensor (a subclass)
+# is not, so fake CUDA takes the for-loop step (the foreach ops' outputs are still compared above).
+same_forward = [n for n in CASES if not n.startswith("sdpa_") and n not in ATTENTION | {"adamw_step"}]
+same_forward.append("sdpa_bfloat16")
 
 # Distinct calls only: the same op with the same arguments and card-mode outputs is replayed once.
 distinct = {}
