@@ -12,9 +12,9 @@ Conv2d.weight"). So:
    mask, dropout and causal padding, embedding's backward, cuDNN convolution, fp16/bf16 batch norm,
    group norm, pooling, interpolation, mixed-dtype arithmetic, bf16 mean, cross entropy, AdamW's foreach
    step) for a training step at sm_75, sm_89, sm_80 and sm_90, under a TorchDispatchMode that records each
-   aten op's arguments and outputs (shape, stride, storage offset, dtype, device, storage bytes). A second process that never
-   loads oomguard (its Meta kernels, once registered, would answer the fake tensors too) replays every
-   distinct call under FakeTensorMode on cuda: the outputs must be equal, but for the fake kernels'
+   aten op's arguments and outputs (shape, stride, storage offset, dtype, device, storage bytes). A
+   second process that never loads oomguard (its Meta kernels, once registered, would answer the fake
+   tensors too) replays every distinct call under FakeTensorMode on cuda: the outputs must be equal, but for the fake kernels'
    known imprecisions (known_imprecision, each with the CUDA source that says which is the card's).
 2. That process also runs each forward without attention (fake tensors have no compute capability and
    take math) or an optimizer (fake parameters take AdamW's for-loop step) on fake cuda tensors: card
