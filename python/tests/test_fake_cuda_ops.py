@@ -14,8 +14,8 @@ Conv2d.weight"). So:
    step) for a training step at sm_75, sm_89, sm_80 and sm_90, under a TorchDispatchMode that records each
    aten op's arguments and outputs (shape, stride, storage offset, dtype, device, storage bytes). A
    second process that never loads oomguard (its Meta kernels, once registered, would answer the fake
-   tensors too) replays every distinct call under FakeTensorMode on cuda: the outputs must be equal, but for the fake kernels'
-   known imprecisions (known_imprecision, each with the CUDA source that says which is the card's).
+   tensors too) replays every distinct call under FakeTensorMode on cuda: the outputs must be equal,
+   but for the fake kernels' known imprecisions (known_imprecision, each with the CUDA source that says which is the card's).
 2. That process also runs each forward without attention (fake tensors have no compute capability and
    take math) or an optimizer (fake parameters take AdamW's for-loop step) on fake cuda tensors: card
    mode on a T4 must run the same aten ops in the same order, but for cuDNN's batch norm, which card mode
@@ -419,7 +419,8 @@ for name in same_forward:
     cudnn_batch_norms += fake_forwards[name].count("aten.cudnn_batch_norm.default")
     card_ops, fake_ops = comparable(forwards[(name, "t4")]), comparable(fake_forwards[name])
     if card_ops != fake_ops:
-        first = next((i for i, (c, f) in enumerate(zip(card_ops, fake_ops)) if c != f), min(len(card_ops), len(fake_ops)))
+        first = next((i for i, (c, f) in enumerate(zip(card_ops, fake_ops)) if c != f),
+                     min(len(card_ops), len(fake_ops)))
         print(f"FORWARD DIFFERS {name}: card mode {len(card_ops)} ops, fake {len(fake_ops)}; from op {first}: "
               f"card {card_ops[first:first + 4]}, fake {fake_ops[first:first + 4]}")
     check(f"forward ops of {name} (t4) as fake CUDA's", card_ops == fake_ops, True)
