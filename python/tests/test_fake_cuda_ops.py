@@ -15,7 +15,8 @@ Conv2d.weight"). So:
    aten op's arguments and outputs (shape, stride, storage offset, dtype, device, storage bytes). A
    second process that never loads oomguard (its Meta kernels, once registered, would answer the fake
    tensors too) replays every distinct call under FakeTensorMode on cuda: the outputs must be equal,
-   but for the fake kernels' known imprecisions (known_imprecision, each with the CUDA source that says which is the card's).
+   but for the fake kernels' known imprecisions (known_imprecision, each with the CUDA source that
+   says which is the card's).
 2. That process also runs each forward without attention (fake tensors have no compute capability and
    take math) or an optimizer (fake parameters take AdamW's for-loop step) on fake cuda tensors: card
    mode on a T4 must run the same aten ops in the same order, but for cuDNN's batch norm, which card mode
