@@ -1,7 +1,11 @@
 // Meta kernels for batch norm and group norm, mirroring the cpu kernels' allocations
 // (ATen/native/Normalization.cpp with cpu/batch_norm_kernel.cpp, group_norm.cpp with
 // cpu/group_norm_kernel.cpp). LibTorch's C++ build has no Meta kernel for either: meta's
-// native_group_norm falls back to math_group_norm, which goes through native_batch_norm.
+// native_group_norm falls back to math_group_norm, which goes through native_batch_norm. With a card's
+// kernels (Note [Meta as a card]) batch norm and its backward make cuda/Normalization.cu's outputs
+// (BatchNormCuda, BatchNormBackward), which python/tests/test_fake_cuda_ops.py checks against PyTorch's
+// fake CUDA tensors.
+#include <ATen/AccumulateType.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -93,6 +97,23 @@ void TransformScratch(const at::Tensor& input, const at::Tensor& output, const a
   if (!train) at::Tensor invstd = 1 / at::sqrt(running_var + eps);
 }
 
+// cuda (cuda/Normalization.cu batch_norm_cuda, what native_batch_norm runs on a card): the output like
+// the input (empty_like, its format kept), save_mean and save_invstd [C] in the accumulate type (float
+// for fp16/bf16 inputs) in training and in evaluation alike (eval resizes save_mean to running_mean's
+// [C]). The statistics kernels' own buffers are not modelled; nor is cuDNN's batch norm, which a card
+// takes instead for fp32 inputs and fp16 ones with float parameters (_batch_norm_impl_index's use_cudnn):
+// the same outputs, plus its reserve space.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> BatchNormCuda(const at::Tensor& input, const at::Tensor& running_mean,
+                                                             bool train) {
+  TORCH_CHECK(train || running_mean.defined(), "batch_norm: evaluation needs running statistics on a card");
+  at::Tensor output = at::empty_like(input);
+  const at::TensorOptions stat_options =
+      input.options().dtype(at::toAccumulateType(input.scalar_type(), /*is_cuda=*/true));
+  at::Tensor save_mean = at::empty({input.size(1)}, stat_options);
+  at::Tensor save_invstd = at::empty({input.size(1)}, stat_options);
+  return {output, save_mean, save_invstd};
+}
+
 // cpu (batch_norm_cpu): the output in the input's dense format, then save_mean and save_invstd [C]
 // (empty in eval; the mean by at::mean for an input dense in no format), then the scratch of the
 // statistics and of the transform.
@@ -100,6 +121,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BatchNorm(const at::Tensor& input
                                                          const at::Tensor& bias, const at::Tensor& running_mean,
                                                          const at::Tensor& running_var, bool train, double eps) {
   TORCH_CHECK(input.dim() >= 2, "batch_norm: expected an input with at least 2 dimensions, got ", input.dim());
+  if (CurrentKernelTarget().cuda()) return BatchNormCuda(input, running_mean, train);
   const bool all_contiguous = DenseContiguous(input) && Contiguous(weight) && Contiguous(bias) &&
                               Contiguous(running_mean) && Contiguous(running_var);
   at::Tensor output = at::empty_like(input, all_contiguous ? ContigFormat(input) : input.suggest_memory_format());
@@ -141,6 +163,13 @@ void BackwardKernelScratch(const at::Tensor& input, const at::Tensor& weight, bo
   (void)at::zeros({2, threads, channels}, opmath);
 }
 
+// cuda/Normalization.cu batch_norm_choose_impl(t) == Impl::ChannelsLast: contiguous with a channel stride
+// of 1, or channels-last (4-d).
+bool BatchNormChannelsLastImpl(const at::Tensor& t) {
+  if (t.is_contiguous()) return t.stride(1) == 1;
+  return t.is_contiguous(at::MemoryFormat::ChannelsLast);
+}
+
 // cpu (batch_norm_backward_cpu_template): grad_input in the input's suggested format, grad_weight and
 // grad_bias [C]; when input and grad_out are dense in the same format grad_input is allocated again
 // (the first one dies) and the dense kernel runs, otherwise the strided path sums grad_out first.
@@ -151,6 +180,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BatchNormBackward(
   const bool mixed = MixedType(input, {&weight, &running_mean, &running_var, &save_mean, &save_invstd});
   const at::TensorOptions param_options = input.options().dtype(mixed ? at::kFloat : input.scalar_type());
   at::Tensor grad_input, grad_weight, grad_bias;
+  if (CurrentKernelTarget().cuda()) {
+    // cuda (batch_norm_backward_cuda): grad_input is channels-last only when the training backward's
+    // elementwise kernel takes batch_norm_choose_impl's ChannelsLast for both input and grad_out;
+    // the fused contiguous kernel (empty_like LEGACY_CONTIGUOUS) and the General and eval paths
+    // (at::empty(input.sizes(), grad_out.options())) make it contiguous. Its reductions' own buffers
+    // are not modelled.
+    const bool channels_last = train && BatchNormChannelsLastImpl(input) && BatchNormChannelsLastImpl(grad_out);
+    if (mask[0]) {
+      grad_input = channels_last ? at::empty_like(input, at::MemoryFormat::ChannelsLast)
+                                 : at::empty(input.sizes(), grad_out.options());
+    }
+    if (mask[1]) grad_weight = at::empty({input.size(1)}, param_options);
+    if (mask[2]) grad_bias = at::empty({input.size(1)}, param_options);
+    return {grad_input, grad_weight, grad_bias};
+  }
   if (mask[0]) grad_input = at::empty_like(input, input.suggest_memory_format());
   if (mask[1]) grad_weight = at::empty({input.size(1)}, param_options);
   if (mask[2]) grad_bias = at::empty({input.size(1)}, param_options);
