@@ -60,10 +60,29 @@ void SetLoopCode(py::object code) {
   loop_code = code.is_none() ? nullptr : code.release().ptr();
 }
 
+// The source line without a trailing comment: "history.append(loss)   # keeps the graph" -> "history.append(loss)".
+std::string WithoutComment(const std::string& line) {
+  char quote = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote != 0) {
+      if (c == '\\') ++i;
+      else if (c == quote) quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '#') {
+      const size_t end = i == 0 ? std::string::npos : line.find_last_not_of(" \t", i - 1);
+      return end == std::string::npos ? "" : line.substr(0, end + 1);
+    }
+  }
+  return line;
+}
+
 std::string Describe(const py::object& frame) {
   const std::string file = py::str(frame.attr("f_code").attr("co_filename"));
   const int line = frame.attr("f_lineno").cast<int>();
-  const std::string text = py::str(py::module_::import("linecache").attr("getline")(file, line).attr("strip")());
+  const std::string text =
+      WithoutComment(py::str(py::module_::import("linecache").attr("getline")(file, line).attr("strip")()));
   return file.substr(file.rfind('/') + 1) + ":" + std::to_string(line) + (text.empty() ? "" : " (" + text + ")");
 }
 
