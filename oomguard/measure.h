@@ -77,6 +77,9 @@ struct MeasureOptions {
   // written throws std::invalid_argument before anything runs; a write that fails after the run
   // (a full disk) is m.snapshot_error, and the measurement stands.
   std::string snapshot;
+  // Every "eval" phase under no_grad, whatever the code does: the fix of eval-keeps-graph, applied to
+  // measure what it saves (`oomguard run --diagnose` does it for a registered workload's eval phases).
+  bool eval_no_grad = false;
 };
 
 struct Measurement {

@@ -414,7 +414,7 @@ PYBIND11_MODULE(_core, module) {
   py::class_<oomguard::MeasureScope>(module, "MeasureScope")
       .def(py::init([](const std::string& backend, const std::string& card, const std::string& cap,
                        const std::string& kernels, const std::string& verdict, const std::string& alloc_conf,
-                       const std::vector<std::string>& inject, const std::string& snapshot) {
+                       const std::vector<std::string>& inject, const std::string& snapshot, bool eval_no_grad) {
              oomguard::MeasureOptions options;
              options.backend = backend;
              options.card = card;
@@ -424,13 +424,14 @@ PYBIND11_MODULE(_core, module) {
              options.alloc_conf = alloc_conf;
              options.inject = inject;
              options.snapshot = snapshot;
+             options.eval_no_grad = eval_no_grad;
              auto scope = std::make_unique<oomguard::MeasureScope>(options);
              scope->SetCallerLocation(&PythonCallerLocation);
              return scope;
            }),
            py::arg("backend"), py::arg("card"), py::arg("cap"), py::arg("kernels") = "", py::arg("verdict") = "",
            py::arg("alloc_conf") = "", py::arg("inject") = std::vector<std::string>(), py::arg("snapshot") = "",
-           py::call_guard<py::gil_scoped_release>())
+           py::arg("eval_no_grad") = false, py::call_guard<py::gil_scoped_release>())
       .def("set_phase", &oomguard::MeasureScope::SetPhase, py::arg("phase"), py::arg("unwinding") = false)
       .def_property_readonly("phase", &oomguard::MeasureScope::phase)
       .def("iterations", &oomguard::MeasureScope::Iterations, py::arg("requested"))

@@ -45,6 +45,7 @@ VariantMeasureOptions HarnessOptions(const MeasureOptions& options) {
   if (!ResolveLimits(flags, "", &harness.limits, &error)) throw std::invalid_argument("oomguard::Measure: " + error);
   if (options.card.empty() && options.cap.empty()) harness.limits.cap_bytes = Ledger::kUnlimited;
   harness.iterations = options.iterations;
+  harness.eval_no_grad = options.eval_no_grad;
   // Note [The in-process verdict], oomguard/measure.h: the CLI's rules, but no cap has nothing to decide.
   if (!options.verdict.empty() && options.verdict != kVerdictReserved && options.verdict != kVerdictAllocated) {
     throw std::invalid_argument("oomguard::Measure: verdict '" + options.verdict + "' is not one of " +

@@ -77,7 +77,7 @@ class Measure:
     """A measurement of the code inside `with` (or of a decorated function's calls)."""
 
     def __init__(self, card=None, backend="cpu", cap=None, kernels=None, verdict=None, alloc_conf=None, inject=None,
-                 snapshot=None, world=None, rank=None):
+                 snapshot=None, world=None, rank=None, eval_no_grad=False):
         if backend not in BACKENDS:
             raise ValueError(f"oomguard.measure: backend={backend!r} is not one of {', '.join(BACKENDS)} (cuda: not yet)")
         self.card, self.cap = _checked_limits(card, cap)
@@ -97,6 +97,7 @@ class Measure:
         self._rank = RankOfMeasurement(world, rank)
         self.inject = _checked_inject(inject)
         self.snapshot = _checked_snapshot(snapshot)
+        self.eval_no_grad = bool(eval_no_grad)
         self.result = None
         self._scope = None
         self._sharded = {}  # id -> a DTensor parameter track() was given (Note [A rank's share of a DTensor])
@@ -117,7 +118,7 @@ class Measure:
         self._rank.enter()  # before the scope: the group's own setup is not the rank's training memory
         try:
             self._scope = _core.MeasureScope(self.backend, self.card, self.cap, self.kernels, self.verdict,
-                                             self.alloc_conf, self.inject, self.snapshot)
+                                             self.alloc_conf, self.inject, self.snapshot, self.eval_no_grad)
         except ValueError as e:  # an alloc_conf PyTorch would refuse, given or from PYTORCH_ALLOC_CONF
             self._rank.exit()
             raise ValueError(f"oomguard.measure: {str(e).removeprefix('oomguard::Measure: ')}") from None
@@ -234,7 +235,7 @@ class Measure:
 
 
 def measure(card=None, backend="cpu", cap=None, kernels=None, verdict=None, alloc_conf=None, inject=None,
-            snapshot=None, world=None, rank=None):
+            snapshot=None, world=None, rank=None, eval_no_grad=False):
     """oomguard.measure(card="t4" | cap="1GiB", backend="cpu" | "meta", kernels="cpu" | "cuda",
     verdict="reserved" | "allocated", alloc_conf="expandable_segments:True", inject="nth=3" | [specs],
     snapshot="out.pickle", world=N, rank=r): a context manager and decorator.
@@ -250,6 +251,8 @@ def measure(card=None, backend="cpu", cap=None, kernels=None, verdict=None, allo
     the memory_viz snapshot of every allocation and free (https://pytorch.org/memory_viz) to that path when
     the measurement ends, passed or failed; result.snapshot is the path written. world=N measures rank r (0
     by default) of N: without a process group, inside PyTorch's fake one (oomguard/ranks.py); inside
-    torchrun's or your own, its rank (world= and rank= may then be left out)."""
+    torchrun's or your own, its rank (world= and rank= may then be left out). eval_no_grad=True runs every
+    m.phase("eval") under torch.no_grad(), whatever the code does: the fix of eval-keeps-graph, to measure
+    what it saves."""
     return Measure(card=card, backend=backend, cap=cap, kernels=kernels, verdict=verdict, alloc_conf=alloc_conf,
-                   inject=inject, snapshot=snapshot, world=world, rank=rank)
+                   inject=inject, snapshot=snapshot, world=world, rank=rank, eval_no_grad=eval_no_grad)

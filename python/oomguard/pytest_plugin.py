@@ -43,6 +43,7 @@ failing tests]). Under --oomguard an unmarked test that opens its own oomguard.m
 measurement is already running": mark it instead.
 """
 import contextlib
+import copy
 import inspect
 import json
 import os
@@ -111,6 +112,9 @@ def pytest_addoption(parser):
                     help="fail a measured test that has no baseline")
     group.addoption("--oomguard-report", metavar="FORMAT=PATH", action="append", default=None,
                     help="write the CLI's report of the measured tests: md, html, junit, json or csv (repeatable)")
+    group.addoption("--oomguard-diagnose", action="store_true", default=False,
+                    help="measure the fix of a test whose evaluation keeps its graph: rerun it with every "
+                         "eval phase under torch.no_grad() and say what that saves")
     group.addoption("--oomguard-snapshot-dir", metavar="DIR", default=None,
                     help="write a memory_viz snapshot of each measured test that fails to DIR "
                          "(<module>.<test>.<backend>.pickle, as oomguard run --snapshot-dir)")
@@ -376,6 +380,8 @@ def pytest_pyfunc_call(pyfuncitem):
     pyfuncitem.user_properties.extend(tuple(p) for p in message.get("user_properties", []))
     record = message.get("record")
     failures, comparison = [], None
+    if record is not None and pyfuncitem.config.getoption("oomguard_diagnose"):
+        _measure_the_fix(pyfuncitem, measure, function, args, record)
     if record is not None:
         run.records.append(record)
         checks = pyfuncitem.stash.get(_CHECKS, None)
@@ -408,6 +414,39 @@ def pytest_pyfunc_call(pyfuncitem):
     if failures:
         pytest.fail("\n".join(failures), pytrace=False)
     return True
+
+
+# ---- measured fixes ---------------------------------------------------------------------------
+
+# Note [The measured fix in pytest]: as `oomguard run --diagnose` reruns a variant with a diagnosis'
+# fix applied, --oomguard-diagnose reruns a test whose evaluation keeps its graph (eval-keeps-graph)
+# with every m.phase("eval") under torch.no_grad() (oomguard.measure(eval_no_grad=True)), in a child of
+# its own when the test has one, and puts what it gave beside the diagnosis: the fix's peak and live
+# growth, which the failure's text shows. The other pitfalls' fixes are changes to the code itself.
+FIXES = {"eval-keeps-graph": "every eval phase under torch.no_grad()"}
+
+
+def _measure_the_fix(item, measure, function, args, record):
+    kinds = [d for d in record["diagnoses"] if d["kind"] in FIXES]
+    if not kinds:
+        return
+    fixed = copy.copy(measure)
+    fixed.eval_no_grad, fixed.snapshot, fixed.inject, fixed.result = True, "", [], None
+    fixed_args = {name: fixed if value is measure else value for name, value in args.items()}
+
+    def call():
+        fixed(function)(**fixed_args)
+
+    if item.stash[_ISOLATE]:
+        fixed_record = _run_forked(item, fixed, call).get("record")
+    else:
+        with contextlib.suppress(Exception):  # its outcome is in its result
+            call()
+        fixed_record = record_of(item.nodeid, fixed.result) if fixed.result is not None else None
+    for d in kinds:
+        d["measured"] = None if fixed_record is None else {
+            "fix": FIXES[d["kind"]], "outcome": fixed_record["outcome"], "peak_bytes": fixed_record["peak_bytes"],
+            "live_growth_per_iteration_bytes": fixed_record["live_growth_per_iteration_bytes"]}
 
 
 # ---- snapshots --------------------------------------------------------------------------------

@@ -89,8 +89,23 @@ def failures_of(record, checks):
     if checks["no_pitfalls"]:
         for d in record["diagnoses"]:
             if d["severity"] == "pitfall":
-                failures.append(f"oomguard: pitfall {d['kind']} ({d['amount']}): {d['message']}\n  fix: {d['fix']}")
+                failures.append(f"oomguard: pitfall {d['kind']} ({d['amount']}): {d['message']}\n  fix: {d['fix']}"
+                                + measured_text(d, record))
     return failures
+
+
+def measured_text(diagnosis, record):
+    """The measured fix's line (--oomguard-diagnose, Note [The measured fix in pytest]), or ""."""
+    measured = diagnosis.get("measured")
+    if not measured:
+        return ""
+    growth = measured["live_growth_per_iteration_bytes"]
+    text = (f"\n  measured: with {measured['fix']}: {measured['outcome']}, peak {bytes_text(measured['peak_bytes'])} "
+            f"(now {bytes_text(record['peak_bytes'])})")
+    if growth is not None and record["live_growth_per_iteration_bytes"] is not None:
+        text += (f", live growth {int(growth)} bytes per iteration "
+                 f"(now {int(record['live_growth_per_iteration_bytes'])})")
+    return text
 
 
 def junit_properties(record, comparison):

@@ -142,6 +142,14 @@ def main():
           [("eval-keeps-graph", KEPT_GRAPH, "phase_end", made),
            ("graph-kept-across-iterations", KEPT_GRAPH, "iteration", made)])
     del kept
+    # The fix applied by oomguard (eval_no_grad=True: every eval phase under no_grad): the same loop keeps
+    # no graph, and its live bytes stay where the loop without kept losses has them, plus the 4-byte losses.
+    with oomguard.measure(card="t4", eval_no_grad=True) as fixed:
+        kept = train(fixed, 3, keep_eval_graphs=True)
+    check("fixed: no leak of graphs", (fixed.result.live_after_iteration, [d.kind for d in fixed.result.diagnoses]),
+          ([steady + 4 * i for i in (1, 2, 3)], ["leak"]))
+    check("fixed: grad mode after", torch.is_grad_enabled(), True)
+    del kept
     # Made in a function the loop calls: its line, and the loop's line it was called from.
     with oomguard.measure(card="t4") as through:
         kept = train(through, 2, keep_eval_graphs="through a function")

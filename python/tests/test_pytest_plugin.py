@@ -83,6 +83,27 @@ def test_limits_and_leaks(pytester):
     result.stdout.no_fnmatch_line("*oomguard report*")  # the table is --oomguard's
 
 
+def test_the_fix_of_a_kept_eval_graph_is_measured(pytester):
+    # --oomguard-diagnose reruns test_pitfall with every eval phase under no_grad (Note [The measured fix in
+    # pytest]). Setup: w and x, 294,912 bytes. Fixed: an eval's x @ w and its pow() (32,768 bytes each) and
+    # the two losses kept before it (4 each) at the peak; as it is: also the two earlier evals' kept graphs.
+    pytester.makepyfile(test_models=TESTS)
+    out = pytester.path / "oomguard.json"
+    result = pytester.runpytest(*PLUGIN, "--oomguard-diagnose", f"--oomguard-json={out}", "-k", "pitfall")
+    result.assert_outcomes(failed=1)
+    setup, product, kept_graph = 256 * 256 * 4 + 32 * 256 * 4, 32 * 256 * 4, 32 * 256 * 4 + 4
+    fixed_peak, peak = setup + 2 * product + 2 * 4, setup + 2 * product + 2 * kept_graph + 4
+    assert (fixed_peak, peak) == (360456, 425996)
+    result.stdout.fnmatch_lines([
+        "  fix: run evaluation under no_grad*",
+        f"  measured: with every eval phase under torch.no_grad(): pass, peak 352.01 KiB ({fixed_peak} bytes) "
+        f"(now 416.01 KiB ({peak} bytes)), live growth 4 bytes per iteration (now {kept_graph})",
+    ])
+    (test,) = json.loads(out.read_text())["tests"]
+    assert test["diagnoses"][0]["measured"] == {"fix": "every eval phase under torch.no_grad()", "outcome": "pass",
+                                                "peak_bytes": fixed_peak, "live_growth_per_iteration_bytes": 4.0}
+
+
 def test_report_table_and_json(pytester):
     pytester.makepyfile(test_models=TESTS)
     out = pytester.path / "oomguard.json"
