@@ -45,16 +45,54 @@ class RankOfMeasurement:
             self.world, self.rank, self.process_group = self.asked_world, self.asked_rank or 0, "fake"
             dist.init_process_group("fake", rank=self.rank, world_size=self.world, store=FakeStore())
             self._made_group = True
+            _DdpOnTheFakeGroup.enter()
 
     def exit(self):
         """Ends the fake group this measurement made; a group of the user's stays."""
-        if self._made_group and _initialized():
-            dist.destroy_process_group()
+        if self._made_group:
+            _DdpOnTheFakeGroup.exit()
+            if _initialized():
+                dist.destroy_process_group()
         self._made_group = False
 
     def label(self, result):
         if self.process_group:
             result.world, result.rank, result.process_group = self.world, self.rank, self.process_group
+
+
+class _DdpOnTheFakeGroup:
+    """Note [DDP on the fake group]: DistributedDataParallel's default communication hook reads the
+    tensors its allreduce's future holds, and the fake group's futures hold None (c10d::FakeWork; DDP then
+    fails in comm.cpp: "expected the hook result is either a Tensor or a TensorList found None"). While a
+    measurement's fake group runs, a DDP module built on it gets PyTorch's own noop_hook
+    (torch/distributed/algorithms/ddp_comm_hooks/debugging_hooks.py), which gives back the bucket as an
+    in-place allreduce does: no allocation, so the rank's buckets and gradients are the real DDP's. A
+    module that registers a hook of its own then meets DDP's "register_comm_hook ... can only be called
+    once"."""
+
+    _original_init = None
+
+    @classmethod
+    def enter(cls):
+        from torch.nn.parallel import DistributedDataParallel
+        if cls._original_init is not None:
+            return
+        cls._original_init = original = DistributedDataParallel.__init__
+
+        def init(module, *args, **kwargs):
+            original(module, *args, **kwargs)
+            if dist.get_backend(module.process_group) == "fake":
+                from torch.distributed.algorithms.ddp_comm_hooks.debugging_hooks import noop_hook
+                module.register_comm_hook(None, noop_hook)
+
+        DistributedDataParallel.__init__ = init
+
+    @classmethod
+    def exit(cls):
+        from torch.nn.parallel import DistributedDataParallel
+        if cls._original_init is not None:
+            DistributedDataParallel.__init__ = cls._original_init
+            cls._original_init = None
 
 
 def _initialized():

@@ -13,6 +13,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.fsdp import fully_shard
+from torch.nn.parallel import DistributedDataParallel
 
 import oomguard
 from checks import train_sum
@@ -78,6 +79,30 @@ def test_every_rank_of_the_fake_group_measures_alike_and_shards_shrink_the_live_
     unsharded = 2 * LAYERS * 4 + BATCH * WIDTH * 4
     for world, live in ((1, whole.live_after_iteration[-1]), (4, ranks[0]["live_after"][-1])):
         assert 0 < live - (3 * PARAMETERS // world + unsharded) < 100, (world, live)
+
+
+def ddp_step(gradient_as_bucket_view=None):
+    """Four Linear(256, 256) under DistributedDataParallel (or not: None), SGD, two iterations, at world 4."""
+    with oomguard.measure(card="t4", world=4) as m:
+        torch.manual_seed(0)
+        model = nn.Sequential(*[nn.Linear(WIDTH, WIDTH) for _ in range(LAYERS)])
+        if gradient_as_bucket_view is not None:
+            model = DistributedDataParallel(model, gradient_as_bucket_view=gradient_as_bucket_view)
+        train_sum(m, model, torch.optim.SGD(model.parameters(), lr=0.1), torch.randn(BATCH, WIDTH))
+    return m.result
+
+
+def test_ddp_on_the_fake_group_keeps_a_bucket_copy_of_every_gradient():
+    # Note [DDP on the fake group]: PyTorch's noop hook in place of the allreduce, which allocates nothing.
+    # DDP's buckets hold every gradient's bytes from the first backward on (one bucket of 25 MiB at most
+    # here): without gradient_as_bucket_view they are a copy beside the gradients, at the peak and
+    # between iterations alike; with it the gradients are the buckets' views.
+    plain, copied, viewed = ddp_step(), ddp_step(gradient_as_bucket_view=False), ddp_step(True)
+    assert copied.outcome == viewed.outcome == "pass", copied.describe()
+    assert copied.peak_bytes - plain.peak_bytes == PARAMETERS
+    assert copied.live_after_iteration == [live + PARAMETERS for live in plain.live_after_iteration]
+    assert viewed.live_after_iteration == copied.live_after_iteration  # zero_grad lets go of the views
+    assert viewed.peak_bytes < copied.peak_bytes
 
 
 def test_rank_and_world_are_checked():
