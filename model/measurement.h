@@ -31,6 +31,9 @@ struct LiveBreakdown {
   int64_t inputs_bytes = 0;                             // the batch on the device
   int64_t activations_and_transient_bytes = 0;          // the rest: saved activations, outputs, buffers
   std::vector<std::pair<std::string, int64_t>> layers;  // bytes each layer's forward left live
+  // One rank's buffers for collectives (scenario `parallel`): DDP's buckets beyond the gradients, a
+  // ZeRO-2 bucket's staging; 0 for one process. Part of the sum of the categories, like the others.
+  int64_t communication_bytes = 0;
 };
 
 struct OomDetail {

@@ -173,6 +173,8 @@ json MeasurementToJson(const VariantMeasurement& m) {
                   {"inputs_bytes", o.live.inputs_bytes},
                   {"activations_and_transient_bytes", o.live.activations_and_transient_bytes},
                   {"layers", layers}}}};
+    // One rank's buffers for collectives (scenario `parallel`): absent when none, as in older files.
+    if (o.live.communication_bytes > 0) j["oom"]["live"]["communication_bytes"] = o.live.communication_bytes;
   }
   json injected = json::array();
   for (const InjectedFailure& f : m.injected) {
@@ -308,6 +310,7 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
       report.live.optimizer_state_bytes = live.at("optimizer_state_bytes").get<int64_t>();
       report.live.inputs_bytes = live.at("inputs_bytes").get<int64_t>();
       report.live.activations_and_transient_bytes = live.at("activations_and_transient_bytes").get<int64_t>();
+      report.live.communication_bytes = live.value("communication_bytes", int64_t{0});
       for (const json& l : live.at("layers")) {
         report.live.layers.emplace_back(l.at("layer").get<std::string>(), l.at("bytes").get<int64_t>());
       }

@@ -194,7 +194,9 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
           << FormatBytes(o.live_bytes) << " live: parameters " << FormatBytes(o.live.parameters_bytes) << ", gradients "
           << FormatBytes(o.live.gradients_bytes) << ", optimizer state " << FormatBytes(o.live.optimizer_state_bytes)
           << ", inputs " << FormatBytes(o.live.inputs_bytes) << ", activations and transient "
-          << FormatBytes(o.live.activations_and_transient_bytes) << "\n";
+          << FormatBytes(o.live.activations_and_transient_bytes);
+      if (o.live.communication_bytes > 0) out << ", communication buffers " << FormatBytes(o.live.communication_bytes);
+      out << "\n";
     }
     if (v.measurement) {
       for (const std::string& warning : v.measurement->warnings) out << "              warning: " << warning << "\n";

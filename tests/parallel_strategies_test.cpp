@@ -126,6 +126,45 @@ TEST(ParallelStrategies, GradientAsBucketViewSavesOneCopyOfTheGradients) {
   }
 }
 
+// An OOM's breakdown names a rank's buffers for collectives: ddp's buckets (none apart from the
+// gradients with gradient_as_bucket_view: they are the views); the categories still sum to what was
+// live. The cap is one byte under each run's own peak: ddp's in Adam's step; zero2's is the staging
+// buffer of its one bucket (4N), asked for when the first gradient (the last bias, 256 bytes) is in.
+TEST(ParallelStrategies, AnOomBreakdownCountsCommunicationBuffers) {
+  VariantSpec view = Mlp("ddp", 2);
+  view.parallel.gradient_as_bucket_view = true;
+  struct Case {
+    VariantSpec spec;
+    int64_t communication, gradients;
+    std::string phase;
+    int64_t requested = 0;  // 0: not checked
+  };
+  for (const Case& c : {Case{Mlp("ddp", 2), 4 * kN, 4 * kN, "optimizer"}, Case{view, 0, 4 * kN, "optimizer"},
+                        Case{Mlp("zero2", 2), 0, 256, "backward", 4 * kN}}) {
+    SCOPED_TRACE(c.spec.parallel.strategy);
+    for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
+      VariantMeasureOptions options{.backend = backend};
+      options.limits.cap_bytes = Measure(c.spec, backend).ledger.peak_bytes - 1;
+      const VariantMeasurement m = MeasureVariant(c.spec, options);
+      ASSERT_EQ(Name(m.outcome), "oom") << m.error;
+      const OomDetail& o = *m.oom;
+      EXPECT_EQ(o.phase, c.phase);
+      if (c.requested > 0) EXPECT_EQ(o.requested_bytes, c.requested);
+      EXPECT_EQ(o.live.communication_bytes, c.communication);
+      EXPECT_EQ(o.live.gradients_bytes, c.gradients);
+      EXPECT_EQ(o.live.parameters_bytes + o.live.gradients_bytes + o.live.optimizer_state_bytes + o.live.inputs_bytes +
+                    o.live.activations_and_transient_bytes + o.live.communication_bytes,
+                o.live_bytes);
+      const nlohmann::json j = MeasurementToJson(m);
+      EXPECT_EQ(j.at("oom").at("live").value("communication_bytes", int64_t{0}), c.communication);
+      VariantMeasurement back;
+      std::string error;
+      ASSERT_TRUE(MeasurementFromJson(j, &back, &error)) << error;
+      EXPECT_EQ(back.oom->live.communication_bytes, c.communication);
+    }
+  }
+}
+
 TEST(ParallelStrategies, TheMeasurementSaysWhichRankItIs) {
   const VariantMeasurement m = Measure(Mlp("zero1", 4, 2), Backend::kMeta);
   const nlohmann::json j = MeasurementToJson(m);

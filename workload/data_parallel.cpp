@@ -297,6 +297,28 @@ int64_t DataParallel::GradientBytes() const {
   return bytes;
 }
 
+void DataParallel::Attribute(LiveBreakdown* b) const {
+  const State& s = *state_;
+  const int64_t shard = s.grad_shard.defined() ? static_cast<int64_t>(s.grad_shard.nbytes()) : 0;
+  int64_t communication = 0;
+  for (const Bucket& bucket : s.buckets) {
+    if (bucket.staging.defined()) communication += static_cast<int64_t>(bucket.staging.nbytes());
+  }
+  if (s.reducer) {
+    for (c10d::GradBucket& bucket : s.reducer->get_grad_buckets(/*return_zero_tensors=*/false)) {
+      communication += static_cast<int64_t>(bucket.getBufferRef().nbytes());
+      for (const at::Tensor& p : s.params) {
+        if (p.grad().defined() && p.grad().is_alias_of(bucket.getBufferRef())) {
+          communication -= static_cast<int64_t>(p.grad().nbytes());
+        }
+      }
+    }
+  }
+  b->gradients_bytes += shard;
+  b->communication_bytes = communication;
+  b->activations_and_transient_bytes -= shard + communication;
+}
+
 ParallelMeasurement DataParallel::Facts() const {
   const State& s = *state_;
   ParallelMeasurement m;

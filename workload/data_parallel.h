@@ -75,6 +75,11 @@ class DataParallel {
 
   int64_t ParameterBytes() const;  // this rank's: the model's, or the flat padded buffer
   int64_t GradientBytes() const;   // this rank's now: the model's gradients and the shard
+  // Moves into *b's categories what this rank holds beyond the model's gradients (which b counts
+  // already): the zero2 shard into gradients; buckets and staging into communication_bytes, but a
+  // bucket's bytes that are a gradient's view (gradient_as_bucket_view) stay gradients. Both come
+  // out of activations_and_transient_bytes, so the categories still sum to what was live.
+  void Attribute(LiveBreakdown* b) const;
   ParallelMeasurement Facts() const;
 
   struct State;

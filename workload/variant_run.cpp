@@ -119,6 +119,7 @@ class VariantRun final : public MeasuredRun {
   // What was live when the refused allocation was asked for, by category (called after a failure).
   LiveBreakdown Breakdown(int64_t live_at_refusal) const override {
     LiveBreakdown b = BreakdownByCategory(live_at_refusal, m_, params_, batch_bytes_);
+    if (parallel_) parallel_->Attribute(&b);
     b.layers = layer_bytes_;
     return b;
   }
