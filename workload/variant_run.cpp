@@ -228,7 +228,10 @@ class VariantRun final : public MeasuredRun {
 
   void ZeroGrad() {
     const bool to_none = spec_.loop.zero_grad == "none";
-    if (parallel_) parallel_->ZeroGrad(to_none);
+    // Every gradient the optimizer steps is the model's or one of the rank's: DataParallel zeroes them
+    // as Python's Optimizer.zero_grad does, without LibTorch's detach_(), which a gradient that is a
+    // DDP bucket's view refuses ("Can't detach views in-place").
+    if (parallel_) return parallel_->ZeroGrad(to_none);
     if (optimizer_) {
       optimizer_->zero_grad(to_none);
       return;
