@@ -31,6 +31,9 @@ struct LiveBreakdown {
   int64_t inputs_bytes = 0;                             // the batch on the device
   int64_t activations_and_transient_bytes = 0;          // the rest: saved activations, outputs, buffers
   std::vector<std::pair<std::string, int64_t>> layers;  // bytes each layer's forward left live
+  // One rank's buffers for collectives (scenario `parallel`): DDP's buckets beyond the gradients, a
+  // ZeRO-2 bucket's staging; 0 for one process. Part of the sum of the categories, like the others.
+  int64_t communication_bytes = 0;
 };
 
 struct OomDetail {
@@ -98,6 +101,20 @@ struct ModuleMeasurement {
   std::string output;    // which value of the forward's result the loss reads: "tensor", "tuple[0]", "dict[logits]"
 };
 
+// One rank of a data-parallel or sharded run (scenario `parallel`, workload/data_parallel.h): which
+// rank, and what it holds for its collectives. param_bytes, grad_bytes and optimizer_state_bytes of
+// the VariantMeasurement are this rank's.
+struct ParallelMeasurement {
+  int64_t world = 1;
+  int64_t rank = 0;
+  std::string strategy;  // ddp | zero1 | zero2
+  // Held for collectives after the first iteration: ddp's bucket buffers (with gradient_as_bucket_view
+  // the gradients are views of them, and grad_bytes counts the same bytes).
+  int64_t communication_bytes = 0;
+  std::vector<int64_t> bucket_bytes;  // ddp: each bucket's buffer, in the order they are reduced
+  bool operator==(const ParallelMeasurement&) const = default;
+};
+
 struct VariantMeasurement {
   std::string variant;
   std::string backend;
@@ -144,6 +161,7 @@ struct VariantMeasurement {
   // with it, and the parent reports the variant UNRESOLVED.
   std::string input_error;
   std::optional<ModuleMeasurement> module;  // model.torchscript only
+  std::optional<ParallelMeasurement> parallel;  // a scenario's `parallel` with world > 1
   std::vector<std::string> warnings;        // what a reader should know before trusting the numbers
   // How the run met the step that repeats (Note [The step that repeats], workload/steady_state.h):
   // "2 iterations, not 1: adamw keeps state ...", "every iteration: sgd without momentum ...".

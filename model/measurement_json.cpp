@@ -75,6 +75,14 @@ Diagnosis DiagnosisFromJson(const json& j) {
   return d;
 }
 
+// The rank a measurement is (scenario `parallel`), and its buffers for collectives.
+json ParallelToJson(const ParallelMeasurement& p) {
+  json j = {{"world", p.world}, {"rank", p.rank}, {"strategy", p.strategy}};
+  j["communication_bytes"] = p.communication_bytes;
+  j["bucket_bytes"] = p.bucket_bytes;
+  return j;
+}
+
 }  // namespace
 
 json MeasurementToJson(const VariantMeasurement& m) {
@@ -165,6 +173,8 @@ json MeasurementToJson(const VariantMeasurement& m) {
                   {"inputs_bytes", o.live.inputs_bytes},
                   {"activations_and_transient_bytes", o.live.activations_and_transient_bytes},
                   {"layers", layers}}}};
+    // One rank's buffers for collectives (scenario `parallel`): absent when none, as in older files.
+    if (o.live.communication_bytes > 0) j["oom"]["live"]["communication_bytes"] = o.live.communication_bytes;
   }
   json injected = json::array();
   for (const InjectedFailure& f : m.injected) {
@@ -192,6 +202,7 @@ json MeasurementToJson(const VariantMeasurement& m) {
     for (const Diagnosis& d : m.diagnoses) diagnoses.push_back(DiagnosisToJson(d));
     j["diagnoses"] = diagnoses;
   }
+  if (m.parallel) j["parallel"] = ParallelToJson(*m.parallel);
   if (m.screen) j["screen"] = {{"cause", m.screen->cause}, {"watch_ms", m.screen->watch_ms}};
   if (m.cuda_model) {
     const CudaModelMeasurement& c = *m.cuda_model;
@@ -299,6 +310,7 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
       report.live.optimizer_state_bytes = live.at("optimizer_state_bytes").get<int64_t>();
       report.live.inputs_bytes = live.at("inputs_bytes").get<int64_t>();
       report.live.activations_and_transient_bytes = live.at("activations_and_transient_bytes").get<int64_t>();
+      report.live.communication_bytes = live.value("communication_bytes", int64_t{0});
       for (const json& l : live.at("layers")) {
         report.live.layers.emplace_back(l.at("layer").get<std::string>(), l.at("bytes").get<int64_t>());
       }
@@ -328,6 +340,12 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
     if (j.contains("diagnoses")) {  // absent: the detectors did not watch the run (or an older file)
       m->diagnosed = true;
       for (const json& d : j.at("diagnoses")) m->diagnoses.push_back(DiagnosisFromJson(d));
+    }
+    if (j.contains("parallel")) {
+      const json& p = j.at("parallel");
+      m->parallel = ParallelMeasurement{p.at("world").get<int64_t>(), p.at("rank").get<int64_t>(),
+                                        p.at("strategy").get<std::string>(), p.at("communication_bytes").get<int64_t>(),
+                                        p.at("bucket_bytes").get<std::vector<int64_t>>()};
     }
     if (j.contains("screen")) {
       const json& screen = j.at("screen");

@@ -144,6 +144,20 @@ struct PitfallSpec {
   bool operator==(const PitfallSpec&) const = default;
 };
 
+// One rank of a data-parallel or sharded run (Note [One simulated rank], workload/data_parallel.h):
+// rank `rank` of `world`, simulated with c10d::FakeProcessGroup. world 1 (the default) is no
+// parallelism at all: the loop as before.
+struct ParallelSpec {
+  int64_t world = 1;
+  int64_t rank = 0;
+  std::string strategy = "ddp";          // ddp | zero1 | zero2
+  double bucket_cap_mb = 25;             // DDP's bucket_cap_mb; zero2's reduce-scatter buckets too
+  bool gradient_as_bucket_view = false;  // ddp: gradients are views of the buckets (no copy)
+
+  bool active() const { return world > 1; }
+  bool operator==(const ParallelSpec&) const = default;
+};
+
 struct VariantSpec {
   std::string name;
   // A registered workload's name (oomguard/workload.h): it builds its own model, data and loop, and
@@ -154,6 +168,7 @@ struct VariantSpec {
   DataSpec data;
   LoopSpec loop;
   PitfallSpec pitfalls;
+  ParallelSpec parallel;
   int64_t seed = 0;
   // This variant alone as a scenario file's text, written by the loader (Note [Parse once],
   // scenario/variant_resolution.h): what a spawned child parses. Empty for a spec made in code.

@@ -142,6 +142,17 @@ std::string MirroredKernels(const ScenarioResult& s) {
   }
   return "";
 }
+
+// "rank 1 of 4 (zero2): parameters 64.75 KiB, gradients 16.19 KiB, optimizer state 32.38 KiB,
+// communication buffers 0 B": the rank's share of the step (scenario `parallel`).
+void WriteParallelLine(const VariantMeasurement& m, std::ostream& out) {
+  const ParallelMeasurement& p = *m.parallel;
+  out << "              rank " << p.rank << " of " << p.world << " (" << p.strategy << "): parameters "
+      << FormatBytes(m.param_bytes);
+  if (m.grad_bytes) out << ", gradients " << FormatBytes(*m.grad_bytes);
+  if (m.optimizer_state_bytes) out << ", optimizer state " << FormatBytes(*m.optimizer_state_bytes);
+  out << ", communication buffers " << FormatBytes(p.communication_bytes) << "\n";
+}
 }  // namespace
 
 void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const ConsoleStyle& style) {
@@ -176,13 +187,16 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
     out << "\n";
     if (v.measurement && v.measurement->cuda) WriteCudaLine(*v.measurement->cuda, out);
     if (v.measurement && v.measurement->cuda_model) WriteCudaModelLine(*v.measurement->cuda_model, out);
+    if (v.measurement && v.measurement->parallel) WriteParallelLine(*v.measurement, out);
     if (v.measurement && v.measurement->oom && v.code != ResultCode::kPass) {
       const OomDetail& o = *v.measurement->oom;
       out << "              OOM in " << o.phase << ": tried to allocate " << FormatBytes(o.requested_bytes) << " with "
           << FormatBytes(o.live_bytes) << " live: parameters " << FormatBytes(o.live.parameters_bytes) << ", gradients "
           << FormatBytes(o.live.gradients_bytes) << ", optimizer state " << FormatBytes(o.live.optimizer_state_bytes)
           << ", inputs " << FormatBytes(o.live.inputs_bytes) << ", activations and transient "
-          << FormatBytes(o.live.activations_and_transient_bytes) << "\n";
+          << FormatBytes(o.live.activations_and_transient_bytes);
+      if (o.live.communication_bytes > 0) out << ", communication buffers " << FormatBytes(o.live.communication_bytes);
+      out << "\n";
     }
     if (v.measurement) {
       for (const std::string& warning : v.measurement->warnings) out << "              warning: " << warning << "\n";

@@ -27,7 +27,8 @@ namespace oomguard {
 
 // The top-level keys of a scenario file that make a variant, in the order a document writes them (so
 // that a document loaded again writes the same text).
-inline constexpr const char* kVariantKeys[] = {"model", "data", "loop", "pitfalls", "seed", "workload", "knobs"};
+inline constexpr const char* kVariantKeys[] = {"model",    "data", "loop",     "pitfalls",
+                                               "parallel", "seed", "workload", "knobs"};
 
 // `scenario` gives the file (for the TorchScript path) and the document's name, summary, backends and
 // card or cap; `base` holds the file's top-level variant keys (model, data, loop, ...).

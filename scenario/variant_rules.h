@@ -24,6 +24,24 @@ struct SpecProblem {
   std::string message;  // what is wrong, one line
 };
 
+// parallel: the rank exists, and a ZeRO stage meets only the loop it mirrors (Note [One simulated
+// rank], workload/data_parallel.h): one micro-batch per step, no clipping, no GradScaler.
+inline std::optional<SpecProblem> FindParallelProblem(const VariantSpec& spec) {
+  const ParallelSpec& p = spec.parallel;
+  const JsonPath parallel = JsonPath().Key("parallel"), loop = JsonPath().Key("loop");
+  if (p.rank >= p.world) {
+    return SpecProblem{parallel.Key("rank"), "rank " + std::to_string(p.rank) + " is not a rank of world " +
+                                                 std::to_string(p.world) + " (ranks are 0 .. world - 1)"};
+  }
+  if (!p.active() || p.strategy == "ddp") return std::nullopt;
+  const std::string not_yet = " is not simulated with parallel.strategy " + p.strategy + " yet";
+  if (spec.loop.accumulate > 1) return SpecProblem{loop.Key("accumulate"), "gradient accumulation" + not_yet};
+  if (spec.loop.clip_grad_norm > 0)
+    return SpecProblem{loop.Key("clip_grad_norm"), "clipping a shard's gradients" + not_yet};
+  if (spec.loop.autocast == "float16") return SpecProblem{loop.Key("autocast"), "float16's GradScaler" + not_yet};
+  return std::nullopt;
+}
+
 // The first rule `spec` breaks, or nullopt.
 inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
   const JsonPath model = JsonPath().Key("model"), data = JsonPath().Key("data"), loop = JsonPath().Key("loop");
@@ -160,7 +178,7 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
     return SpecProblem{loop.Key("loss_history").Key("from"),
                        "keeping evaluation losses needs loop.eval.batches >= 1 (no evaluation runs)"};
   }
-  return std::nullopt;
+  return FindParallelProblem(spec);
 }
 
 }  // namespace oomguard

@@ -74,7 +74,7 @@ inline std::optional<WorkloadRuleProblem> FindWorkloadRuleProblem(const OrderedJ
     }
     return std::nullopt;
   }
-  for (const char* key : {"model", "data", "pitfalls"}) {
+  for (const char* key : {"model", "data", "pitfalls", "parallel"}) {
     if (merged.contains(key)) {
       return WorkloadRuleProblem{JsonPath().Key(key),
                                  std::string("a workload scenario builds its own model, data and loop: \"") + key +

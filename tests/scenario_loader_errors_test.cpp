@@ -50,11 +50,12 @@ TEST(ScenarioLoader, UnknownKeysSuggestTheNearestValidKey) {
             "batches, no_grad, keep_outputs)");
   EXPECT_EQ(LoadError(With("", R"("variants": {"a": {"lop": {}}})")),
             "s.json: at variants.a: unknown key \"lop\"; did you mean \"loop\"? (valid keys: model, data, loop, "
-            "pitfalls, seed, workload, knobs)");
-  EXPECT_EQ(LoadError(With(R"("variant": {})")),
-            "s.json: at top level: unknown key \"variant\"; did you mean \"variants\"? (valid keys: name, summary, "
-            "teach, backends, card, cap, model, data, loop, pitfalls, seed, workload, knobs, variants, expect, checks, "
-            "estimate)");
+            "pitfalls, parallel, seed, workload, knobs)");
+  EXPECT_EQ(
+      LoadError(With(R"("variant": {})")),
+      "s.json: at top level: unknown key \"variant\"; did you mean \"variants\"? (valid keys: name, summary, "
+      "teach, backends, card, cap, model, data, loop, pitfalls, parallel, seed, workload, knobs, variants, expect, "
+      "checks, estimate)");
   EXPECT_EQ(LoadError(With(R"("pitfalls": {"checkpointing": {}})")),
             "s.json: at pitfalls: unknown key \"checkpointing\"; did you mean \"checkpoint\"? (valid keys: inplace, "
             "retain_grad, keep_intermediates, checkpoint, transfer)");

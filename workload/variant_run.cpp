@@ -20,6 +20,7 @@
 #include "nn/torchscript_net.h"
 #include "workload/batch_maker.h"
 #include "workload/cross_entropy.h"
+#include "workload/data_parallel.h"
 #include "workload/error_category.h"
 #include "workload/grad_digest.h"
 #include "workload/grad_scaler.h"
@@ -83,7 +84,11 @@ class VariantRun final : public MeasuredRun {
     }
     if (!m_.error.empty()) return InputError(m_.error);
     net_->set_trace(trace_);
-    optimizer_ = MakeOptimizer(spec_.loop.optimizer, params_);
+    if (spec_.parallel.active()) {  // Note [One simulated rank], workload/data_parallel.h
+      parallel_ = std::make_unique<DataParallel>(spec_.parallel, params_);
+      m_.param_bytes = parallel_->ParameterBytes();
+    }
+    optimizer_ = MakeOptimizer(spec_.loop.optimizer, parallel_ ? parallel_->OptimizerParameters() : params_);
     // Note [The step that repeats]: one iteration with a stateful optimizer is raised to two.
     const StepThatRepeats steady =
         StepThatRepeatsForLoop(spec_.loop, options_.iterations > 0 ? options_.iterations : spec_.loop.iterations);
@@ -114,6 +119,7 @@ class VariantRun final : public MeasuredRun {
   // What was live when the refused allocation was asked for, by category (called after a failure).
   LiveBreakdown Breakdown(int64_t live_at_refusal) const override {
     LiveBreakdown b = BreakdownByCategory(live_at_refusal, m_, params_, batch_bytes_);
+    if (parallel_) parallel_->Attribute(&b);
     b.layers = layer_bytes_;
     return b;
   }
@@ -150,7 +156,9 @@ class VariantRun final : public MeasuredRun {
         SetPhase(ledger_, Phase::kBackward);
         at::Tensor to_differentiate = spec_.loop.accumulate > 1 ? loss / spec_.loop.accumulate : loss;
         if (scaler_) to_differentiate = scaler_->Scale(to_differentiate);
+        if (parallel_) parallel_->BeforeBackward();
         to_differentiate.backward({}, spec_.loop.retain_graph);
+        if (parallel_) parallel_->AfterBackward();
         // What each layer's forward left live is freed now (or kept by a graph, which the activations
         // category still counts): an OOM report after this point must not list it per layer.
         layer_bytes_.clear();
@@ -171,12 +179,13 @@ class VariantRun final : public MeasuredRun {
         grads.push_back(p.grad());
         grad_bytes += Bytes(p.grad());
       }
-      m_.grad_bytes = grad_bytes;
+      m_.grad_bytes = parallel_ ? parallel_->GradientBytes() : grad_bytes;
       m_.grad_digest = GradDigest(grads, has_data_);
     }
     // No optimizer, no scaler and no clipping: no optimizer phase, as before these knobs existed.
     if (spec_.loop.backward && (optimizer_ || scaler_ || spec_.loop.clip_grad_norm > 0)) Step(first);
     if (first && !m_.optimizer_state_bytes) m_.optimizer_state_bytes = 0;  // no step, no state
+    if (first && parallel_) m_.parallel = parallel_->Facts();
     if (spec_.loop.eval.batches > 0) Evaluate();
   }
 
@@ -190,6 +199,7 @@ class VariantRun final : public MeasuredRun {
       const int64_t before = ledger_.live_bytes();
       if (trace_) trace_->EnterStage("the optimizer step");
       optimizer_->step();
+      if (parallel_) parallel_->AfterStep();
       if (trace_) trace_->Exit();
       if (first) m_.optimizer_state_bytes = ledger_.live_bytes() - before;
     } else if (optimizer_ && !warned_of_a_skipped_step_) {
@@ -218,6 +228,10 @@ class VariantRun final : public MeasuredRun {
 
   void ZeroGrad() {
     const bool to_none = spec_.loop.zero_grad == "none";
+    // Every gradient the optimizer steps is the model's or one of the rank's: DataParallel zeroes them
+    // as Python's Optimizer.zero_grad does, without LibTorch's detach_(), which a gradient that is a
+    // DDP bucket's view refuses ("Can't detach views in-place").
+    if (parallel_) return parallel_->ZeroGrad(to_none);
     if (optimizer_) {
       optimizer_->zero_grad(to_none);
       return;
@@ -363,6 +377,7 @@ class VariantRun final : public MeasuredRun {
   BatchMaker batches_;
   std::unique_ptr<Net> net_;
   std::vector<at::Tensor> params_;
+  std::unique_ptr<DataParallel> parallel_;  // the scenario's `parallel`; its hooks are on params_
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::vector<at::Tensor> history_;
   std::vector<double> items_;  // loss.item() values: what a history of numbers holds (no tensor)

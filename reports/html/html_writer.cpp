@@ -1,11 +1,11 @@
 #include "reports/html/html_writer.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <vector>
 
 #include "base/byte_size.h"
 #include "model/diagnosis_text.h"
@@ -208,13 +208,15 @@ void WriteOom(const VariantResult& v, std::string& h) {
        HtmlEscape(FormatBytes(o.live_bytes)) + " live under a cap of " + HtmlEscape(FormatBytes(o.cap_bytes)) +
        (o.injected ? " (an injected failure)" : "") + ".</p>\n";
   const LiveBreakdown& l = o.live;
-  const std::array<std::pair<std::string_view, int64_t>, 5> rows = {{
+  std::vector<std::pair<std::string_view, int64_t>> rows = {
       {"parameters", l.parameters_bytes},
       {"gradients", l.gradients_bytes},
       {"optimizer state", l.optimizer_state_bytes},
       {"inputs", l.inputs_bytes},
       {"activations and transient", l.activations_and_transient_bytes},
-  }};
+  };
+  // One rank's buffers for collectives (scenario `parallel`): a row only where there are some.
+  if (l.communication_bytes > 0) rows.emplace_back("communication buffers", l.communication_bytes);
   const double total = static_cast<double>(std::max<int64_t>(o.live_bytes, 1));
   h += "<table class=\"breakdown\">\n<tr><th>live</th><th>bytes</th><th>share</th></tr>\n";
   for (const auto& [what, bytes] : rows) {

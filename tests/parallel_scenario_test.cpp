@@ -1,0 +1,59 @@
+// The scenario format's `parallel` (scenarios/FORMAT.md): read in the base and patched by a variant,
+// carried into the variant's document, and each bad value named by its path.
+#include <gtest/gtest.h>
+
+#include "scenario/scenario_loader.h"
+#include "tests/scenario_text.h"
+
+namespace oomguard {
+namespace {
+
+using testing::Load;
+using testing::LoadError;
+using testing::With;
+
+TEST(ParallelScenario, TheBaseGivesItAndAVariantPatchesIt) {
+  const Scenario s = Load(With(R"("loop": {"optimizer": {"kind": "adam"}},
+                                  "parallel": {"world": 4, "strategy": "zero1"})",
+                               R"("variants": {"one": {}, "two": {"parallel": {"strategy": "zero2", "rank": 3}},
+                                               "ddp": {"parallel": {"strategy": "ddp", "bucket_cap_mb": 1,
+                                                                    "gradient_as_bucket_view": true}},
+                                               "alone": {"parallel": null}})"));
+  ASSERT_EQ(s.variants.size(), 4u);
+  EXPECT_EQ(s.variants[0].parallel, (ParallelSpec{.world = 4, .rank = 0, .strategy = "zero1"}));
+  EXPECT_EQ(s.variants[1].parallel, (ParallelSpec{.world = 4, .rank = 3, .strategy = "zero2"}));
+  EXPECT_EQ(s.variants[2].parallel,
+            (ParallelSpec{.world = 4, .strategy = "ddp", .bucket_cap_mb = 1, .gradient_as_bucket_view = true}));
+  EXPECT_FALSE(s.variants[3].parallel.active());
+  // The child reads the variant's document: the same spec.
+  Scenario child;
+  std::string error;
+  ASSERT_TRUE(LoadScenarioText(s.variants[1].document, "child.json", &child, &error)) << error;
+  EXPECT_EQ(child.variants.at(0).parallel, s.variants[1].parallel);
+}
+
+TEST(ParallelScenario, BadValuesNameTheirPath) {
+  EXPECT_EQ(LoadError(With(R"("parallel": {"world": 0})")),
+            "s.json: at parallel.world: expected an integer >= 1, got 0");
+  EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2, "strategy": "fsdp"})")),
+            "s.json: at parallel.strategy: unknown strategy \"fsdp\" (valid values: ddp, zero1, zero2)");
+  EXPECT_EQ(LoadError(With(R"("parallel": {"world": 4, "rank": 4})")),
+            "s.json: at parallel.rank: rank 4 is not a rank of world 4 (ranks are 0 .. world - 1) (variant a)");
+  EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2})", R"("variants": {"b": {"parallel": {"rank": 2}}})")),
+            "s.json: at variants.b.parallel.rank: rank 2 is not a rank of world 2 (ranks are 0 .. world - 1)");
+  EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2, "strategy": "zero2"}, "loop": {"accumulate": 2})")),
+            "s.json: at loop.accumulate: gradient accumulation is not simulated with parallel.strategy zero2 yet "
+            "(variant a)");
+  EXPECT_EQ(LoadError(With(R"("parallel": {"bucket_cap_mb": 0})")),
+            "s.json: at parallel.bucket_cap_mb: expected a bucket size in MiB > 0, at most 1e6, got 0");
+  EXPECT_EQ(LoadError(With(R"("parallel": {"worlds": 2})")),
+            "s.json: at parallel: unknown key \"worlds\"; did you mean \"world\"? (valid keys: world, rank, strategy, "
+            "bucket_cap_mb, gradient_as_bucket_view)");
+  EXPECT_EQ(LoadError(R"({"name": "t", "summary": "s", "workload": "w", "parallel": {"world": 2},
+                          "variants": {"a": {}}})"),
+            "s.json: at parallel: a workload scenario builds its own model, data and loop: \"parallel\" does not "
+            "apply (give the workload knobs instead) (variant a)");
+}
+
+}  // namespace
+}  // namespace oomguard

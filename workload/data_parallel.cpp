@@ -1,0 +1,336 @@
+#include "workload/data_parallel.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <algorithm>
+#include <torch/csrc/distributed/c10d/FakeProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/comm.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
+#include <utility>
+
+#include "base/check.h"
+
+namespace oomguard {
+namespace {
+
+constexpr int64_t kDdpFirstBucketBytes = 1024 * 1024;  // dist._DEFAULT_FIRST_BUCKET_BYTES
+constexpr double kDdpDefaultBucketCapMb = 25;
+
+struct Bucket {
+  std::vector<size_t> params;  // indices into the model's parameters, in the order they are filled
+  int64_t numel = 0;
+  size_t pending = 0;  // gradients not yet in during this backward
+  at::Tensor staging;  // zero2: the bucket's gradients, flattened, while it fills
+};
+
+// The parameters in reverse order (their gradients' order of readiness), a bucket closed once its bytes
+// reach its limit: limits[i] for the i-th bucket, the last for the rest. c10d's own
+// compute_bucket_assignment_by_size, called as the Reducer's rebuild_buckets calls it.
+std::vector<std::vector<size_t>> AssignBuckets(const std::vector<at::Tensor>& params,
+                                               const std::vector<size_t>& limits) {
+  std::vector<at::Tensor> ready;  // as the Reducer's rebuilt_params_: the tensors in that order, and
+  std::vector<int64_t> indices;   // rebuilt_param_indices_: their indices among the parameters
+  for (size_t k = params.size(); k-- > 0;) {
+    ready.push_back(params[k]);
+    indices.push_back(static_cast<int64_t>(k));
+  }
+  return std::get<0>(c10d::compute_bucket_assignment_by_size(ready, limits, {}, indices));
+}
+
+// The Reducer's communication through FakeProcessGroup. Its default hook reads the all-reduce's future
+// value, which FakeWork leaves None ("expected the hook result is either a Tensor or a TensorList found
+// None", comm.cpp's parseCppCommHookResult), and it reaches the group through the dispatcher's
+// c10d::allreduce_, which has no Meta kernel in a C++ process (Python registers one). This hook averages
+// the bucket in place, all-reduces it on the fake backend itself, and returns it, as DDP's
+// allreduce_hook returns the reduced bucket.
+class FakeAllReduceHook final : public c10d::CommHookInterface {
+ public:
+  explicit FakeAllReduceHook(c10::intrusive_ptr<c10d::FakeProcessGroup> group) : group_(std::move(group)) {}
+  c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override {
+    std::vector<at::Tensor> tensors = {bucket.getBufferRef()};
+    tensors[0].div_(static_cast<double>(group_->getSize()));
+    group_->allreduce(tensors)->wait();
+    auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+    future->markCompleted(c10::IValue(tensors));
+    return future;
+  }
+  at::Tensor parseHookResult(const c10::IValue& result) override { return result.toTensorVector()[0]; }
+
+ private:
+  c10::intrusive_ptr<c10d::FakeProcessGroup> group_;
+};
+
+}  // namespace
+
+struct DataParallel::State {
+  ParallelSpec spec;
+  std::vector<at::Tensor> params;
+  c10::intrusive_ptr<c10d::FakeProcessGroup> group;
+  std::unique_ptr<c10d::Reducer> reducer;  // ddp
+  std::vector<Bucket> buckets;             // zero2's reductions
+  std::vector<size_t> where;               // parameter -> its bucket
+  // zero1, zero2
+  at::Tensor flat;               // every parameter, padded; the parameters are its views
+  std::vector<int64_t> offsets;  // each parameter's first element in flat
+  int64_t shard = 0;             // S: elements each rank owns
+  struct Piece {
+    size_t param;
+    int64_t begin;  // in the parameter's elements
+    int64_t length;
+  };
+  std::vector<Piece> pieces;
+  std::vector<at::Tensor> optimized;  // ddp: the parameters; zero: the pieces, views of flat
+  at::Tensor grad_shard;              // zero2: this rank's reduced gradients, S elements
+
+  bool zero() const { return spec.strategy != "ddp"; }
+  int64_t owned_begin() const { return spec.rank * shard; }
+
+  void GradReady(size_t index);
+  void ReduceToOwners(Bucket& bucket);
+};
+
+namespace {
+
+// Runs after AccumulateGrad stored a parameter's gradient (the hook Python's
+// register_post_accumulate_grad_hook installs; DDP's Reducer uses the same point).
+class GradReadyHook final : public torch::autograd::PostAccumulateGradHook {
+ public:
+  GradReadyHook(DataParallel::State* state, size_t index) : state_(state), index_(index) {}
+  void operator()(const torch::autograd::Variable& /*tensor*/) override { state_->GradReady(index_); }
+
+ private:
+  DataParallel::State* state_;
+  size_t index_;
+};
+
+}  // namespace
+
+void DataParallel::State::GradReady(size_t index) {
+  at::NoGradGuard no_grad;
+  Bucket& bucket = buckets[where[index]];
+  OOMGUARD_CHECK(bucket.pending > 0);
+  if (spec.strategy == "zero2") {  // the gradient into the bucket's staging, and freed
+    if (!bucket.staging.defined()) bucket.staging = at::empty({bucket.numel}, params[index].options());
+    int64_t at = 0;
+    for (size_t k : bucket.params) {
+      if (k == index) break;
+      at += params[k].numel();
+    }
+    bucket.staging.narrow(0, at, params[index].numel()).copy_(params[index].grad().reshape(-1));
+    params[index].mutable_grad().reset();
+  }
+  if (--bucket.pending == 0 && spec.strategy == "zero2") ReduceToOwners(bucket);
+}
+
+// zero2: a full bucket's parts each reduced to the rank that owns it, this rank's part kept in its
+// shard, the staging freed.
+void DataParallel::State::ReduceToOwners(Bucket& bucket) {
+  if (!grad_shard.defined()) grad_shard = at::zeros({shard}, bucket.staging.options());
+  const at::Tensor staging = std::move(bucket.staging);
+  bucket.staging = at::Tensor();
+  int64_t at = 0;
+  for (size_t k : bucket.params) {
+    const int64_t n = params[k].numel();
+    for (int64_t owner = 0; owner < spec.world; ++owner) {
+      const int64_t lo = std::max(offsets[k], owner * shard), hi = std::min(offsets[k] + n, (owner + 1) * shard);
+      if (lo >= hi) continue;
+      std::vector<at::Tensor> part = {staging.narrow(0, at + lo - offsets[k], hi - lo)};
+      c10d::ReduceOptions options;
+      options.rootRank = owner;
+      group->reduce(part, options)->wait();
+      if (owner == spec.rank) grad_shard.narrow(0, lo - owned_begin(), hi - lo).copy_(part[0]);
+    }
+    at += n;
+  }
+}
+
+DataParallel::DataParallel(const ParallelSpec& spec, std::vector<at::Tensor> parameters)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.spec = spec;
+  s.params = std::move(parameters);
+  s.group = c10d::FakeProcessGroup::_create_internal(static_cast<int>(spec.rank), static_cast<int>(spec.world));
+  const int64_t cap = static_cast<int64_t>(spec.bucket_cap_mb * 1024 * 1024);
+  if (s.params.empty()) return;
+  const at::TensorOptions options = s.params.front().options();
+  if (s.zero()) {
+    at::NoGradGuard no_grad;
+    int64_t total = 0;
+    for (const at::Tensor& p : s.params) {
+      s.offsets.push_back(total);
+      total += p.numel();
+    }
+    const int64_t align = 2 * spec.world;
+    const int64_t padded = (total + align - 1) / align * align;
+    s.shard = padded / spec.world;
+    s.flat = at::zeros({padded}, options);
+    for (size_t k = 0; k < s.params.size(); ++k) {
+      at::Tensor& p = s.params[k];
+      at::Tensor view = s.flat.narrow(0, s.offsets[k], p.numel());
+      view.copy_(p.reshape(-1));
+      p.set_data(view.view(p.sizes()));
+    }
+    for (size_t k = 0; k < s.params.size(); ++k) {
+      const int64_t lo = std::max(s.offsets[k], s.owned_begin());
+      const int64_t hi = std::min(s.offsets[k] + s.params[k].numel(), s.owned_begin() + s.shard);
+      if (lo >= hi) continue;
+      s.pieces.push_back({k, lo - s.offsets[k], hi - lo});
+      s.optimized.push_back(s.flat.narrow(0, lo, hi - lo));
+    }
+    for (std::vector<size_t>& indices : AssignBuckets(s.params, {static_cast<size_t>(cap)})) {
+      Bucket bucket;
+      for (size_t k : indices) bucket.numel += s.params[k].numel();
+      bucket.params = std::move(indices);
+      s.buckets.push_back(std::move(bucket));
+    }
+    s.where.resize(s.params.size());
+    for (size_t b = 0; b < s.buckets.size(); ++b) {
+      for (size_t k : s.buckets[b].params) s.where[k] = b;
+    }
+    for (size_t k = 0; k < s.params.size(); ++k) {
+      torch::autograd::impl::set_post_acc_grad_hooks(s.params[k], std::make_unique<GradReadyHook>(&s, k));
+    }
+  } else {
+    s.optimized = s.params;
+    // DistributedDataParallel's Reducer over a ProcessGroup whose backend, for the parameters' device
+    // and for the host (where the Reducer keeps its bookkeeping), is the fake group.
+    auto process_group =
+        c10::make_intrusive<c10d::ProcessGroup>(static_cast<int>(spec.rank), static_cast<int>(spec.world));
+    process_group->setBackend(options.device().type(), c10d::ProcessGroup::CUSTOM, s.group);
+    if (options.device().type() != c10::kCPU) {
+      process_group->setBackend(c10::kCPU, c10d::ProcessGroup::CUSTOM, s.group);
+    }
+    process_group->setDefaultBackend(c10d::ProcessGroup::CUSTOM);
+    const int64_t first = spec.bucket_cap_mb == kDdpDefaultBucketCapMb ? kDdpFirstBucketBytes : cap;
+    s.reducer = std::make_unique<c10d::Reducer>(
+        s.params, AssignBuckets(s.params, {static_cast<size_t>(first), static_cast<size_t>(cap)}), process_group,
+        std::vector<bool>(s.params.size(), false), cap, /*find_unused_parameters=*/false, spec.gradient_as_bucket_view,
+        std::unordered_map<size_t, std::string>(), first,
+        /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false, std::vector<int64_t>());
+    s.reducer->register_comm_hook(std::make_unique<FakeAllReduceHook>(s.group));
+  }
+}
+
+DataParallel::~DataParallel() {
+  if (!state_->zero()) return;  // the Reducer removes its own hooks
+  for (const at::Tensor& p : state_->params) torch::autograd::impl::post_acc_grad_hooks(p).reset();
+}
+
+const std::vector<at::Tensor>& DataParallel::OptimizerParameters() const { return state_->optimized; }
+
+void DataParallel::BeforeBackward() {
+  if (state_->reducer) {  // what DDP's forward does around the module's forward
+    state_->reducer->prepare_for_forward();
+    state_->reducer->prepare_for_backward({});
+  }
+  for (Bucket& bucket : state_->buckets) bucket.pending = bucket.params.size();
+}
+
+void DataParallel::AfterBackward() {
+  State& s = *state_;
+  at::NoGradGuard no_grad;
+  if (s.reducer) return;             // its finalize_backward copied each bucket back into the gradients
+  if (s.spec.strategy == "zero1") {  // every gradient all-reduced in place
+    for (const at::Tensor& p : s.params) {
+      std::vector<at::Tensor> tensors = {p.grad()};
+      if (tensors[0].defined()) s.group->allreduce(tensors)->wait();
+    }
+  }
+  for (size_t i = 0; i < s.pieces.size(); ++i) {  // the slice's pieces get their gradients, as views
+    const State::Piece& piece = s.pieces[i];
+    if (s.spec.strategy == "zero1") {
+      const at::Tensor grad = s.params[piece.param].grad();
+      if (grad.defined()) s.optimized[i].mutable_grad() = grad.reshape(-1).narrow(0, piece.begin, piece.length);
+    } else if (s.grad_shard.defined()) {
+      const int64_t at = s.offsets[piece.param] + piece.begin - s.owned_begin();
+      s.optimized[i].mutable_grad() = s.grad_shard.narrow(0, at, piece.length);
+    }
+  }
+}
+
+void DataParallel::AfterStep() {
+  State& s = *state_;
+  if (!s.zero() || !s.flat.defined()) return;
+  at::NoGradGuard no_grad;
+  at::Tensor slice = s.flat.narrow(0, s.owned_begin(), s.shard);
+  s.group->_allgather_base(s.flat, slice)->wait();
+}
+
+void DataParallel::ZeroGrad(bool to_none) {
+  State& s = *state_;
+  for (at::Tensor& t : s.optimized) {
+    if (s.zero()) t.mutable_grad().reset();  // views of the model's gradients or of the shard
+  }
+  for (at::Tensor p : s.params) {
+    if (!p.grad().defined()) continue;
+    if (to_none) {
+      p.mutable_grad().reset();
+    } else {
+      p.mutable_grad().zero_();
+    }
+  }
+  if (s.grad_shard.defined()) {
+    if (to_none) {
+      s.grad_shard.reset();
+    } else {
+      s.grad_shard.zero_();
+    }
+  }
+}
+
+int64_t DataParallel::ParameterBytes() const {
+  const State& s = *state_;
+  if (s.flat.defined()) return static_cast<int64_t>(s.flat.nbytes());
+  int64_t bytes = 0;
+  for (const at::Tensor& p : s.params) bytes += static_cast<int64_t>(p.nbytes());
+  return bytes;
+}
+
+int64_t DataParallel::GradientBytes() const {
+  const State& s = *state_;
+  int64_t bytes = s.grad_shard.defined() ? static_cast<int64_t>(s.grad_shard.nbytes()) : 0;
+  for (const at::Tensor& p : s.params) bytes += p.grad().defined() ? static_cast<int64_t>(p.grad().nbytes()) : 0;
+  return bytes;
+}
+
+void DataParallel::Attribute(LiveBreakdown* b) const {
+  const State& s = *state_;
+  const int64_t shard = s.grad_shard.defined() ? static_cast<int64_t>(s.grad_shard.nbytes()) : 0;
+  int64_t communication = 0;
+  for (const Bucket& bucket : s.buckets) {
+    if (bucket.staging.defined()) communication += static_cast<int64_t>(bucket.staging.nbytes());
+  }
+  if (s.reducer) {
+    for (c10d::GradBucket& bucket : s.reducer->get_grad_buckets(/*return_zero_tensors=*/false)) {
+      communication += static_cast<int64_t>(bucket.getBufferRef().nbytes());
+      for (const at::Tensor& p : s.params) {
+        if (p.grad().defined() && p.grad().is_alias_of(bucket.getBufferRef())) {
+          communication -= static_cast<int64_t>(p.grad().nbytes());
+        }
+      }
+    }
+  }
+  b->gradients_bytes += shard;
+  b->communication_bytes = communication;
+  b->activations_and_transient_bytes -= shard + communication;
+}
+
+ParallelMeasurement DataParallel::Facts() const {
+  const State& s = *state_;
+  ParallelMeasurement m;
+  m.world = s.spec.world;
+  m.rank = s.spec.rank;
+  m.strategy = s.spec.strategy;
+  if (!s.reducer) return m;
+  for (c10d::GradBucket& bucket : s.reducer->get_grad_buckets(/*return_zero_tensors=*/false)) {
+    m.bucket_bytes.push_back(static_cast<int64_t>(bucket.getBufferRef().nbytes()));
+    m.communication_bytes += m.bucket_bytes.back();
+  }
+  return m;
+}
+
+}  // namespace oomguard

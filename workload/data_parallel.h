@@ -1,0 +1,91 @@
+// One rank of a data-parallel or ZeRO-sharded step in the catalog's loop (scenario `parallel`), its
+// collectives issued on a c10d::FakeProcessGroup: they move no data, so one process measures one rank
+// at any world size, on cpu and on meta alike (oomguard calls the fake Backend directly, not through
+// the dispatcher, which has no Meta kernels for c10d's ops in a C++ process).
+//
+//   DataParallel dp(spec.parallel, net->parameters());    // after the model, before the optimizer
+//   optimizer = MakeOptimizer(kind, dp.OptimizerParameters());
+//   ... backward ...                                      // the hooks reduce gradients bucket by bucket
+//   dp.BeforeStep(); optimizer->step(); dp.AfterStep();
+//
+// Note [One simulated rank]
+// What each strategy holds, and whose behaviour it mirrors (N: the parameters' elements):
+// * ddp (torch.nn.parallel.DistributedDataParallel): c10d::Reducer itself, over a c10d::ProcessGroup
+//   whose backend is the fake group, with find_unused_parameters false, bucket_cap_mb and
+//   gradient_as_bucket_view as given. Full parameters, gradients and optimizer state; the Reducer's
+//   bucket buffers are allocated when it is made (setup) and kept. Its buckets are given the layout DDP's
+//   Reducer rebuilds after the first iteration: the parameters in reverse order (the order their
+//   gradients become ready), c10d::compute_bucket_assignment_by_size with a first bucket of 1 MiB when
+//   bucket_cap_mb is the default 25 (dist._DEFAULT_FIRST_BUCKET_BYTES), bucket_cap_mb after. Python's
+//   DDP starts with one bucket of every parameter and rebuilds before the second forward: the same
+//   bytes; oomguard never calls rebuild_buckets, whose broadcast reaches c10d::broadcast_, which has no
+//   Meta kernel in a C++ process. Each backward is prepared as DDP's forward prepares it
+//   (prepare_for_forward, prepare_for_backward); the Reducer copies each accumulated gradient into its
+//   bucket view, reduces a full bucket through FakeAllReduceHook (data_parallel.cpp: why a hook), and
+//   after backward copies the buckets back into the gradients. With gradient_as_bucket_view the
+//   gradients become the views (their own tensors freed), so the buckets are the gradients; without
+//   it every gradient has a bucket copy: twice the gradients' bytes.
+// * zero1, zero2 (DeepSpeed ZeRO stage 1 and 2, stage_1_and_2.py): the parameters are flattened, in
+//   order, into one buffer padded to a multiple of 2 x world elements (DeepSpeed's
+//   nccl_start_alignment_factor 2 times the world size), and become views of it; rank r owns the slice
+//   [r S, (r+1) S) with S = padded / world, and steps it: the optimizer sees the pieces of the slice, one
+//   per parameter it crosses (views, no copy), so its state is 8 bytes (Adam) per element of the slice
+//   that is a parameter (DeepSpeed also keeps state for the padding: up to 8 x (2 world - 1) bytes on the
+//   last rank, and a float32 master copy of the slice, which oomguard, at the model's dtype, has not).
+//   After the step the slice is all-gathered into the flat buffer in place (_allgather_base).
+//   zero1: gradients stay full, all-reduced in place before the step; the slice's gradients are views.
+//   zero2: a gradient shard of S elements is kept; gradients are bucketed as ddp's (no 1 MiB first
+//   bucket); each accumulated gradient is copied into its bucket's staging buffer (allocated with the
+//   bucket's first gradient) and freed, as DeepSpeed's contiguous_gradients copies into its ipg buffer;
+//   a full bucket's parts are reduced to the ranks that own them (c10d reduce with that root, as
+//   DeepSpeed's average_tensor), this rank's part is copied into its shard, and the staging is freed.
+//   (DeepSpeed keeps one ipg buffer of reduce_bucket_size for the whole run; oomguard frees it.)
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model/measurement.h"
+#include "model/scenario.h"
+
+namespace oomguard {
+
+class DataParallel {
+ public:
+  // `parameters`: the model's, in order, of one floating dtype on one device. Flattens them for zero1
+  // and zero2, allocates ddp's buckets, and hooks each parameter's gradient accumulation.
+  DataParallel(const ParallelSpec& spec, std::vector<at::Tensor> parameters);
+  ~DataParallel();
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
+
+  // What the optimizer steps: the model's parameters (ddp), or the pieces of this rank's slice (zero).
+  const std::vector<at::Tensor>& OptimizerParameters() const;
+  // Before each micro-batch's backward: every bucket waits for its gradients again.
+  void BeforeBackward();
+  // After backward (ddp: gradients copied back from their buckets) and before the step (zero1: the
+  // gradients all-reduced; zero: the slice's pieces given their gradients).
+  void AfterBackward();
+  void AfterStep();  // zero: the updated slice all-gathered
+  // The model's gradients and the shard's: set to none, or zeroed.
+  void ZeroGrad(bool to_none);
+
+  int64_t ParameterBytes() const;  // this rank's: the model's, or the flat padded buffer
+  int64_t GradientBytes() const;   // this rank's now: the model's gradients and the shard
+  // Moves into *b's categories what this rank holds beyond the model's gradients (which b counts
+  // already): the zero2 shard into gradients; buckets and staging into communication_bytes, but a
+  // bucket's bytes that are a gradient's view (gradient_as_bucket_view) stay gradients. Both come
+  // out of activations_and_transient_bytes, so the categories still sum to what was live.
+  void Attribute(LiveBreakdown* b) const;
+  ParallelMeasurement Facts() const;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace oomguard
