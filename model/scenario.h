@@ -162,17 +162,17 @@ struct VariantSpec {
   std::string name;
   // A registered workload's name (oomguard/workload.h): it builds its own model, data and loop, and
   // reads `knobs`; model, data, pitfalls and loop (but loop.iterations) are unused. Empty: the layers.
-  std::string workload;
-  Knobs knobs;
-  ModelSpec model;
-  DataSpec data;
-  LoopSpec loop;
-  PitfallSpec pitfalls;
-  ParallelSpec parallel;
+  std::string workload = {};
+  Knobs knobs = {};
+  ModelSpec model = {};
+  DataSpec data = {};
+  LoopSpec loop = {};
+  PitfallSpec pitfalls = {};
+  ParallelSpec parallel = {};
   int64_t seed = 0;
   // This variant alone as a scenario file's text, written by the loader (Note [Parse once],
   // scenario/variant_resolution.h): what a spawned child parses. Empty for a spec made in code.
-  std::string document;
+  std::string document = {};
 
   bool operator==(const VariantSpec&) const = default;
 };

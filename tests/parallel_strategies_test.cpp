@@ -154,7 +154,9 @@ TEST(ParallelStrategies, AnOomBreakdownCountsCommunicationBuffers) {
       ASSERT_EQ(Name(m.outcome), "oom") << m.error;
       const OomDetail& o = *m.oom;
       EXPECT_EQ(o.phase, c.phase);
-      if (c.requested > 0) EXPECT_EQ(o.requested_bytes, c.requested);
+      if (c.requested > 0) {
+        EXPECT_EQ(o.requested_bytes, c.requested);
+      }
       EXPECT_EQ(o.live.communication_bytes, c.communication);
       EXPECT_EQ(o.live.gradients_bytes, c.gradients);
       EXPECT_EQ(o.live.parameters_bytes + o.live.gradients_bytes + o.live.optimizer_state_bytes + o.live.inputs_bytes +
