@@ -19,6 +19,7 @@
 
 #include "allocators/fault_injection.h"
 #include "allocators/install.h"
+#include "backends/host_scalars.h"
 #include "base/atomic_file.h"
 #include "base/byte_size.h"
 #include "model/phase.h"
@@ -197,6 +198,8 @@ PYBIND11_MODULE(_core, module) {
       .def("finish_with_error", &oomguard::MeasureScope::FinishWithError);
 
   module.def("set_loop_code", &SetLoopCode, py::arg("code"));
+  // The measurement's torch.optim step hooks: Note [The Python optimizer's step counts].
+  module.def("set_in_python_optimizer_step", &oomguard::SetInPythonOptimizerStep, py::arg("in_step"));
   module.def("tracking_allocators_installed", &oomguard::TrackingAllocatorsInstalled);
   module.def("parse_bytes", &oomguard::ParseBytes);
   module.def("card_cap_bytes", &oomguard::CardCapBytes);

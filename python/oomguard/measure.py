@@ -17,6 +17,16 @@ BACKENDS = ("cpu", "meta")
 _active = threading.local()
 
 
+def _optimizer_step_hooks():
+    """Every torch.optim optimizer's step tells the core it is stepping: what torch.tensor(number) makes
+    there is a host `step` count, as on a GPU (Note [The Python optimizer's step counts],
+    backends/host_scalars.h). Returns the hooks' handles."""
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    return (register_optimizer_step_pre_hook(lambda *_: _core.set_in_python_optimizer_step(True)),
+            register_optimizer_step_post_hook(lambda *_: _core.set_in_python_optimizer_step(False)))
+
+
 def _checked_limits(card, cap):
     """card and cap as the C++ core takes them, or ValueError/TypeError naming what is accepted."""
     for name, value in (("card", card), ("cap", cap)):
@@ -130,12 +140,16 @@ class Measure:
             meta_kernels.python_only_ops_run()
         self._cuda_picks = cuda_choices.picked_as_for_cuda() if self.kernels == "cuda" else contextlib.nullcontext()
         self._cuda_picks.__enter__()  # Note [PyTorch's Python choices for CUDA tensors]
+        self._step_hooks = _optimizer_step_hooks()  # Note [The Python optimizer's step counts]
         _active.scope = self._scope
         return self
 
     def __exit__(self, exc_type, exc, tb):
         scope, self._scope, _active.scope = self._scope, None, None
         _core.set_loop_code(None)
+        for hook in self._step_hooks:
+            hook.remove()
+        _core.set_in_python_optimizer_step(False)  # a step that raised never reached its post hook
         self._cuda_picks.__exit__(None, None, None)
         self.result = scope.finish() if exc is None else scope.finish_with_error(str(exc))
         if self.backend == "meta" and isinstance(exc, RuntimeError) and "on meta tensors" in str(exc) \
