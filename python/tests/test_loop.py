@@ -199,8 +199,13 @@ def main():
            "15.5GB, 512MiB, 4096 or 1e9 (units: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)")
     check.raises("card and cap", lambda: oomguard.measure(card="t4", cap="1GiB"), ValueError,
            "oomguard.measure: card='t4' and cap='1GiB': give one of them, not both")
-    check.raises("bad backend", lambda: oomguard.measure(backend="cuda"), ValueError,
-           "oomguard.measure: backend='cuda' is not one of cpu, meta (cuda: not yet)")
+    check.raises("bad backend", lambda: oomguard.measure(backend="gpu"), ValueError,
+           "oomguard.measure: backend='gpu' is not one of cpu, meta, cuda")
+    if not torch.cuda.is_available():  # Note [The cuda backend in Python]
+        check.raises("cuda without a GPU", lambda: oomguard.measure(backend="cuda"), ValueError,
+                     "oomguard.measure: backend=\"cuda\" needs a GPU, and this torch sees none "
+                     "(torch.cuda.is_available() is False): measure on backend=\"cpu\" (exact bytes) or "
+                     "backend=\"meta\", kernels=\"cuda\" (the card's CUDA kernels, shapes only, any size)")
     with oomguard.measure() as bad:
         check.raises("iterations(0)", lambda: bad.iterations(0), ValueError,
                "oomguard::MeasureScope: iterations(0): the count must be at least 1")
