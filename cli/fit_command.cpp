@@ -247,7 +247,7 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
       int64_t card_trials = 0;
       Clock::time_point card_start = Clock::now();
       std::vector<std::string> warnings;
-      std::string steady_state;
+      std::string steady_state, why_none;
       // Note [A strategy whose peak does not fall] (fit/fit_world.h): ddp is tried at the first world only.
       const std::string note = report.smallest ? WorldDoesNotShrink(v->parallel) : "";
       const KnobValues searched =
@@ -256,6 +256,11 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
       FitSearch search(searched, direction, [&](int64_t value, const FitTarget& target) {
         const Trial trial = measured(value, target);
         if (steady_state.empty()) steady_state = trial.steady_state;
+        // The first OOM at the last world is at the largest cap that met one (caps go largest first).
+        if (report.smallest && value == searched.last() && why_none.empty() && !trial.oom_detail.empty()) {
+          why_none = "at world " + std::to_string(value) + " on " + TargetLabel(target.card, target.cap_bytes) + " " +
+                     trial.oom_detail;
+        }
         for (const std::string& w : trial.warnings) {
           if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
         }
@@ -268,8 +273,11 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
         card_start = Clock::now();
         card_trials = 0;
       });
+      const bool any_none = std::any_of(cards.begin(), cards.end(), [](const CardFit& c) {
+        return c.error.empty() && !c.min_value && c.last_oom_value;
+      });
       report.variants.push_back({v->name, std::move(cards), std::move(warnings), std::move(steady_state),
-                                 report.smallest ? v->parallel.strategy : "", note});
+                                 report.smallest ? v->parallel.strategy : "", note, any_none ? why_none : ""});
     }
   } catch (const LeakBetweenTrials& leak) {
     progress.Finish();

@@ -69,6 +69,9 @@ struct Trial {
   // on numbers the backend says are not cpu's must say so.
   std::vector<std::string> warnings;
   std::string steady_state;  // how the trial met the step that repeats (VariantMeasurement::steady_state)
+  // kOom: where it ran out and what was live: "runs out of memory in setup, with 130.98 GiB live
+  // (parameters 130.98 GiB) and 130.98 GiB more asked"; a world trial's starts with the rank ("rank 0 runs").
+  std::string oom_detail;
 };
 
 // Runs the variant with the knob at `value` under the target's cap.

@@ -44,6 +44,23 @@ namespace {
 
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+// "runs out of memory in setup, with 130.98 GiB live (parameters 130.98 GiB) and 130.98 GiB more asked".
+std::string OomDetailText(const OomDetail& oom) {
+  std::vector<std::string> parts;
+  const LiveBreakdown& b = oom.live;
+  for (const auto& [name, bytes] : {std::pair<const char*, int64_t>{"parameters", b.parameters_bytes},
+                                    {"gradients", b.gradients_bytes},
+                                    {"optimizer state", b.optimizer_state_bytes},
+                                    {"inputs", b.inputs_bytes},
+                                    {"activations and transients", b.activations_and_transient_bytes},
+                                    {"communication", b.communication_bytes}}) {
+    if (bytes > 0) parts.push_back(std::string(name) + " " + FormatBytes(bytes));
+  }
+  return "runs out of memory in " + oom.phase + ", with " + FormatBytes(oom.live_bytes) + " live" +
+         (parts.empty() ? "" : " (" + JoinNames(parts, ", ") + ")") + " and " + FormatBytes(oom.requested_bytes) +
+         " more asked";
+}
+
 // Note [A fresh thread per trial]: when an OOM interrupts a backward pass, LibTorch's autograd engine
 // leaves the graph's unfinished tasks in the ready queue of the thread that ran it. That queue is
 // thread-local and outlives the call, so the tasks keep their saved tensors, and the parameters their
@@ -193,6 +210,7 @@ TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Bac
       }
     } else if (m.outcome.kind == Outcome::kOom) {
       trial.outcome = Trial::Outcome::kOom;
+      if (m.oom) trial.oom_detail = OomDetailText(*m.oom);
     } else {
       trial.outcome = Trial::Outcome::kError;
       trial.error = "at " + at + ": " + Name(m.outcome) + ": " + FirstLine(m.error);
@@ -205,7 +223,11 @@ TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Bac
       for (const int64_t rank : MeasuredRanks(world)) {
         const std::string at = "world " + std::to_string(world) + (world > 1 ? " rank " + std::to_string(rank) : "");
         ranks.push_back(measure_one(WithWorld(spec, world, rank), at, target));
-        if (ranks.back().outcome != Trial::Outcome::kFits) break;
+        Trial& last = ranks.back();
+        if (!last.oom_detail.empty()) {
+          last.oom_detail = (world > 1 ? "rank " + std::to_string(rank) : "the single process") + " " + last.oom_detail;
+        }
+        if (last.outcome != Trial::Outcome::kFits) break;
       }
       return CombineRankTrials(ranks);
     };

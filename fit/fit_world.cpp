@@ -95,6 +95,7 @@ Trial CombineRankTrials(const std::vector<Trial>& ranks) {
     if (t.outcome != Trial::Outcome::kFits) {
       combined.outcome = t.outcome;
       combined.error = t.error;
+      combined.oom_detail = t.oom_detail;
       combined.peak_bytes = 0;
       combined.allocated_peak_bytes.reset();
       return combined;

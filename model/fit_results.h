@@ -35,6 +35,10 @@ struct VariantFit {
   // replicates ...": only the first world size was tried).
   std::string strategy;
   std::string note;
+  // --knob world, where a card has no world that fits: what ran out at the largest world searched, on
+  // the largest cap a trial met it: "at world 4096 on h200 (cap 139.38 GiB) rank 0 runs out of memory
+  // in setup, with ...".
+  std::string why_none;
 };
 
 struct FitResults {

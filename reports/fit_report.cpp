@@ -69,6 +69,7 @@ void WriteWorldNotes(const FitResults& report, std::ostream& out) {
   }
   for (const VariantFit& v : report.variants) {
     if (!v.note.empty()) lines.push_back(v.variant + ": " + v.note);
+    if (!v.why_none.empty()) lines.push_back(v.variant + ": " + v.why_none);
   }
   if (!report.left_out.empty()) {
     lines.push_back("left out, without `parallel` (the single-process step, which world does not change): " +
@@ -176,6 +177,7 @@ std::string FitJsonText(const FitResults& report) {
     if (report.smallest) {
       variant["strategy"] = v.strategy;
       variant["note"] = v.note.empty() ? json(nullptr) : json(v.note);
+      variant["why_none"] = v.why_none.empty() ? json(nullptr) : json(v.why_none);
     }
     variants.push_back(std::move(variant));
   }

@@ -86,6 +86,9 @@ FitResults SampleWorldFit() {
   VariantFit zero2{"zero2", {WorldCard("t4", kT4Cap, std::nullopt, 0, 4096, 13),
                              WorldCard("a10g", kA10gCap, 24, 23000000000, 16, 7)}};
   zero2.strategy = "zero2";
+  zero2.why_none =
+      "at world 4096 on t4 (cap 14.33 GiB) rank 0 runs out of memory in setup, with 13.04 GiB live (parameters 13.04 "
+      "GiB) and 13.04 GiB more asked";
   zero2.steady_state = "from iteration 2: adamw keeps state from its first step on";
   VariantFit sharded{"sharded", {WorldCard("t4", kT4Cap, 1, 15000000000, std::nullopt, 1),
                                  WorldCard("a10g", kA10gCap, 1, 15000000000, std::nullopt, 0)}};

@@ -176,6 +176,18 @@ TEST_F(FitWorldTest, DdpIsTriedOnceAndAVariantWithoutParallelIsLeftOut) {
   EXPECT_EQ(zero2["cards"][0]["min_value"], nullptr);
   EXPECT_EQ(zero2["cards"][0]["last_oom_value"], 64);
   EXPECT_NE(r.out.find("\nnone: not even parallel.world = 64 fits\n"), std::string::npos) << r.out;
+  // Why, from the trial at world 64 on the largest cap that ran it (1 MiB; the 3 MiB cap fit at world 1):
+  // in backward, with the parameters (4 P bytes, no padding at 64) and the last layer's gradient
+  // (256 x 256 x 4) live, zero2 asks for the staging of its one bucket, every gradient: 4 P bytes.
+  const std::string why = zero2["why_none"];
+  EXPECT_EQ(why.rfind("at world 64 on cap 1024.00 KiB rank 0 runs out of memory in backward, with ", 0), 0u) << why;
+  EXPECT_NE(why.find(" (parameters " + FormatBytes(4 * kParams) + ", gradients " + FormatBytes(4 * 256 * 256) + ", "),
+            std::string::npos)
+      << why;
+  const std::string asked = ") and " + FormatBytes(4 * kParams) + " more asked";
+  EXPECT_EQ(why.substr(why.size() - asked.size()), asked) << why;
+  EXPECT_NE(r.out.find("\nzero2: " + why + "\n"), std::string::npos) << r.out;
+  EXPECT_EQ(ddp["why_none"], nullptr);  // its 1 MiB card ran no trial: the 3 MiB card's peak decided it
   EXPECT_NE(r.out.find("replicated: ddp replicates parameters, gradients and optimizer state on every rank"),
             std::string::npos)
       << r.out;
