@@ -59,13 +59,10 @@ FitResults SampleFit() {
 
 CardFit WorldCard(std::string card, int64_t cap, std::optional<int64_t> min_value, int64_t peak,
                   std::optional<int64_t> last_oom, int64_t trials) {
-  CardFit c;
-  c.card = std::move(card);
-  c.cap_bytes = cap;
+  CardFit c = Card(std::move(card), cap, std::nullopt, 0, std::nullopt, trials);
   c.min_value = min_value;
   c.peak_bytes_at_min = peak;
   c.last_oom_value = last_oom;
-  c.trials = trials;
   return c;
 }
 

@@ -16,7 +16,7 @@
 #include "cli/cli.h"
 #include "cli/fit_command.h"
 #include "fit/fit_trial.h"
-#include "fit_cli.h"
+#include "cli_result.h"
 #include "scenario/scenario_loader.h"
 #include "scratch_folder.h"
 
@@ -67,9 +67,14 @@ class FitCommandTest : public ::testing::Test {
 };
 
 using testing::CliResult;
-using testing::ReadJson;
 
-CliResult Cli(std::vector<std::string> args) { return testing::FitCli(std::move(args)); }
+// `oomguard fit ARGS...`
+CliResult Cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "fit");
+  return testing::Cli(std::move(args));
+}
+
+nlohmann::json ReadJson(const std::string& path) { return nlohmann::json::parse(testing::Contents(path)); }
 
 TEST_F(FitCommandTest, CpuAndMetaGiveTheSameAnswerForASmallModel) {
   const std::string file = Write("small-mlp.json", kSmallMlp);

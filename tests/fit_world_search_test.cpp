@@ -13,32 +13,14 @@
 #include "fit/fit_search.h"
 #include "fit/fit_world.h"
 #include "fit/knob_values.h"
+#include "synthetic_trials.h"
 
 namespace oomguard {
 namespace {
 
 int64_t ShardedPeak(int64_t w) { return 1000 + 720720 / w; }
 
-struct SyntheticTrials {
-  std::function<int64_t(int64_t)> peak = ShardedPeak;
-  int64_t calls = 0;
-  std::vector<int64_t> caps_seen;
-
-  TrialFunction Function() {
-    return [this](int64_t value, const FitTarget& target) {
-      ++calls;
-      if (caps_seen.empty() || caps_seen.back() != target.cap_bytes) caps_seen.push_back(target.cap_bytes);
-      Trial t;
-      const int64_t p = peak(value);
-      if (p <= target.cap_bytes) {
-        t.peak_bytes = p;
-      } else {
-        t.outcome = Trial::Outcome::kOom;
-      }
-      return t;
-    };
-  }
-};
+using testing::SyntheticTrials;
 
 int64_t TrialsOverIntegers(int64_t n) { return n == 1 ? 1 : 2 * std::bit_width(static_cast<uint64_t>(n - 1)); }
 
@@ -76,7 +58,7 @@ TEST(FitSearchWorld, FindsTheSmallestWorldOfAShardedPeakInTwoTrialsPerBit) {
     for (const int64_t slack : {0, 1}) {  // the cap exactly at peak(n), and a byte over
       const int64_t cap = ShardedPeak(n) + slack;
       ASSERT_TRUE(n == 1 || ShardedPeak(n - 1) > cap);  // n - 1 does not fit: n is the answer
-      SyntheticTrials trials;
+      SyntheticTrials trials(ShardedPeak);
       FitSearch search(KnobValues::Integers(1, 1048576), FitDirection::kSmallestFitting, trials.Function());
       const CardFit fit = search.Fit({"card", cap});
       EXPECT_EQ(fit.min_value, n) << "cap " << cap;
@@ -94,7 +76,7 @@ TEST(FitSearchWorld, FindsTheSmallestWorldOfAShardedPeakInTwoTrialsPerBit) {
 // (b + 1 trials), and between 2^(b-1) and 2^b lie 2^(b-4) - 1 multiples of 8 for b >= 5, which the
 // bisection halves in b - 4 trials (none for b <= 4: 4 and 8, 8 and 16 are neighbours).
 TEST(FitSearchWorld, OnWorldSizesTheAnswerIsTheSmallestSizeThatFits) {
-  SyntheticTrials trials;
+  SyntheticTrials trials(ShardedPeak);
   trials.peak = [](int64_t w) { return 1000 + 1000000000 / w; };
   const KnobValues world = KnobValues::Nodes(1, 4096, 8);
   for (const int64_t threshold : {1, 3, 9, 16, 17, 37, 100, 1000, 4000}) {
@@ -126,7 +108,7 @@ TEST(FitSearchWorld, OnWorldSizesTheAnswerIsTheSmallestSizeThatFits) {
 // is over the cap too); doubling 8 gives 16 (fits), then 12 (fits), 10 and 11 (do not): 4 trials,
 // against 2 bit_width(11) = 8 alone.
 TEST(FitSearchWorld, FactsFromTheLargerCapSaveTrialsForTheSmaller) {
-  SyntheticTrials trials;
+  SyntheticTrials trials(ShardedPeak);
   FitSearch search(KnobValues::Integers(1, 1048576), FitDirection::kSmallestFitting, trials.Function());
   const std::vector<CardFit> fits = FitTargets(search, {{"small", ShardedPeak(12)}, {"large", ShardedPeak(5)}});
   ASSERT_EQ(fits.size(), 2u);
@@ -139,7 +121,7 @@ TEST(FitSearchWorld, FactsFromTheLargerCapSaveTrialsForTheSmaller) {
   EXPECT_EQ(search.trials(), 10);
   EXPECT_EQ(trials.caps_seen, (std::vector<int64_t>{ShardedPeak(5), ShardedPeak(12)}));  // largest first
 
-  SyntheticTrials alone;
+  SyntheticTrials alone(ShardedPeak);
   FitSearch fresh(KnobValues::Integers(1, 1048576), FitDirection::kSmallestFitting, alone.Function());
   EXPECT_EQ(fresh.Fit({"small", ShardedPeak(12)}).trials, TrialsOverIntegers(12));  // 8
 }
@@ -172,7 +154,7 @@ TEST(FitSearchWorld, AReservedPeakOverACapDoesNotProveAnOomThere) {
 
 // Note [A strategy whose peak does not fall]: ddp's search has one value, the first: one trial decides.
 TEST(FitSearchWorld, ASearchOfOneSizeIsOneTrial) {
-  SyntheticTrials trials;
+  SyntheticTrials trials(ShardedPeak);
   FitSearch search(KnobValues::Nodes(1, 1, 8), FitDirection::kSmallestFitting, trials.Function());
   const std::vector<CardFit> fits = FitTargets(search, {{"small", ShardedPeak(1) - 1}, {"large", ShardedPeak(1)}});
   EXPECT_EQ(fits[1].min_value, 1);

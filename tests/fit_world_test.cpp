@@ -19,7 +19,7 @@
 #include "base/byte_size.h"
 #include "base/exit_codes.h"
 #include "fit/fit_world.h"
-#include "fit_cli.h"
+#include "cli_result.h"
 #include "scenario/scenario_loader.h"
 #include "scratch_folder.h"
 #include "workload/workload.h"
@@ -27,8 +27,13 @@
 namespace oomguard {
 namespace {
 
-using testing::FitCli;
-using testing::ReadJson;
+// `oomguard fit ARGS...`
+testing::CliResult FitCli(std::vector<std::string> args) {
+  args.insert(args.begin(), "fit");
+  return testing::Cli(std::move(args));
+}
+
+nlohmann::json ReadJson(const std::string& path) { return nlohmann::json::parse(testing::Contents(path)); }
 
 constexpr const char* kZeroMlp = R"({
   "name": "zero-mlp",
