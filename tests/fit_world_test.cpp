@@ -155,6 +155,23 @@ TEST_F(FitWorldTest, TheSmallestWorldPerCapFollowsFromTheBytes) {
       << nodes.out;
 }
 
+// cpu allocates what it measures (the ranks' collectives still on the fake group): the same worlds,
+// peaks and trials as meta's, the bytes being exact on both.
+TEST_F(FitWorldTest, CpuFindsMetasWorlds) {
+  std::vector<nlohmann::json> variants;
+  for (const std::string backend : {"cpu", "meta"}) {
+    const std::string json = folder_.path() + "/" + backend + ".fit.json";
+    const testing::CliResult r =
+        FitCli({file_, "--world", "--backend", backend, "--verdict", "allocated", "--gpus-per-node", "1", "--cap",
+                std::to_string(Peak(5)), "--cap", std::to_string(Peak(2) - 1), "--max", "16", "--json", json});
+    ASSERT_EQ(r.code, kExitOk) << r.err;
+    variants.push_back(ReadJson(json)["fit"]["variants"]);
+  }
+  EXPECT_EQ(variants[0], variants[1]);
+  EXPECT_EQ(variants[0][0]["cards"][0]["min_value"], 5);
+  EXPECT_EQ(variants[0][0]["cards"][1]["min_value"], 3);
+}
+
 // Without --variant: zero2 is searched, ddp tried once at world 1 (Note [A strategy whose peak does
 // not fall]), and the variant without `parallel` left out, each said under the table. 1 MiB is less
 // than C alone: nothing fits it up to --max. 16 P + 1 MiB = 3 MiB holds world 1 (its parameters,
