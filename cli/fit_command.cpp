@@ -159,9 +159,9 @@ bool PrepareWorld(const FitOptions& options, int64_t max_value, const Scenario& 
   }
   *values = KnobValues::Nodes(options.min_value, max_value, per_node);
   if (values->empty()) {
-    *error = "--knob world: no world size in " + std::to_string(options.min_value) + ".." +
-             std::to_string(max_value) + " (world sizes: the powers of two below --gpus-per-node " +
-             std::to_string(per_node) + ", then its multiples)";
+    *error = "--knob world: no world size in " + std::to_string(options.min_value) + ".." + std::to_string(max_value) +
+             " (world sizes: the powers of two below --gpus-per-node " + std::to_string(per_node) +
+             ", then its multiples)";
     return false;
   }
   if (!SelectWorldVariants(scenario.name, !options.variants.empty(), variants, &report->left_out, error)) return false;

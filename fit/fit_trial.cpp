@@ -166,8 +166,8 @@ TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Bac
                            double timeout_seconds, MeasureFunction measure, ModelCuda model_cuda,
                            CachingAllocatorConfig alloc_conf, bool cuda_kernels) {
   // One measurement of `changed`, the variant at `value` ("batch 64", "world 8 rank 7" in messages).
-  auto measure_one = [spec, knob, backend, iterations, timeout_seconds, measure, model_cuda, alloc_conf,
-                      cuda_kernels](const VariantSpec& changed, const std::string& at, const FitTarget& target) {
+  auto measure_one = [spec, knob, backend, iterations, timeout_seconds, measure, model_cuda, alloc_conf, cuda_kernels](
+                         const VariantSpec& changed, const std::string& at, const FitTarget& target) {
     VariantMeasureOptions options;
     options.backend = backend;
     if (cuda_kernels && backend == Backend::kMeta) {
@@ -192,11 +192,11 @@ TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Bac
     const int64_t live_after = ledger.live_bytes();
     if (live_after != live_before) {
       const int64_t leaked = live_after - live_before;
-      throw LeakBetweenTrials(
-          "variant '" + spec.name + "' at " + at + " left " + std::to_string(leaked) + " bytes" +
-          (leaked > 1024 || leaked < -1024 ? " (" + FormatSignedBytes(leaked) + ")" : "") + " live in the " +
-          std::string(Name(backend)) + " ledger after its trial (" + std::to_string(live_before) +
-          " bytes before it, " + std::to_string(live_after) + " after); later trials would measure on top of them");
+      throw LeakBetweenTrials("variant '" + spec.name + "' at " + at + " left " + std::to_string(leaked) + " bytes" +
+                              (leaked > 1024 || leaked < -1024 ? " (" + FormatSignedBytes(leaked) + ")" : "") +
+                              " live in the " + std::string(Name(backend)) + " ledger after its trial (" +
+                              std::to_string(live_before) + " bytes before it, " + std::to_string(live_after) +
+                              " after); later trials would measure on top of them");
     }
     if (!m.input_error.empty()) throw InputErrorInTrial("variant '" + spec.name + "': " + m.input_error);
     Trial trial;

@@ -23,15 +23,16 @@ bool CheckWorldKnob(const VariantSpec& spec, const KnobValues& values, std::stri
     return false;
   }
   if (values.empty()) {
-    *error = "--knob world: no world size between --min and --max (world sizes: 1, 2, 4, ... below --gpus-per-node, "
-             "then its multiples)";
+    *error =
+        "--knob world: no world size between --min and --max (world sizes: 1, 2, 4, ... below --gpus-per-node, "
+        "then its multiples)";
     return false;
   }
   for (const int64_t world : {values.first(), values.last()}) {
     for (const int64_t rank : MeasuredRanks(world)) {
       if (std::optional<SpecProblem> problem = FindSpecProblem(WithWorld(spec, world, rank))) {
-        *error = where + " cannot run at parallel.world = " + std::to_string(world) + ", rank " +
-                 std::to_string(rank) + ": at " + problem->path.ToString() + ": " + problem->message;
+        *error = where + " cannot run at parallel.world = " + std::to_string(world) + ", rank " + std::to_string(rank) +
+                 ": at " + problem->path.ToString() + ": " + problem->message;
         return false;
       }
     }
@@ -53,8 +54,8 @@ bool SelectWorldVariants(const std::string& scenario, bool named, std::vector<co
     }
   }
   if (kept.empty()) {
-    *error = "--knob world: scenario '" + scenario + "' has no variant with `parallel` (variants: " +
-             JoinNames(all, ", ") +
+    *error = "--knob world: scenario '" + scenario +
+             "' has no variant with `parallel` (variants: " + JoinNames(all, ", ") +
              "); fit varies parallel.world of a variant with a strategy, e.g. \"parallel\": {\"strategy\": \"zero2\"}";
     return false;
   }

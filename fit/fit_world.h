@@ -58,8 +58,9 @@ bool HasParallel(const VariantSpec& spec);
 // Keeps in *variants those with `parallel` and names the others in *left_out, when the variants were
 // not named (--variant); false with the reason when none is left. Named variants stay, for
 // CheckWorldKnob to judge each.
-[[nodiscard]] bool SelectWorldVariants(const std::string& scenario, bool named, std::vector<const VariantSpec*>* variants,
-                                       std::vector<std::string>* left_out, std::string* error);
+[[nodiscard]] bool SelectWorldVariants(const std::string& scenario, bool named,
+                                       std::vector<const VariantSpec*>* variants, std::vector<std::string>* left_out,
+                                       std::string* error);
 
 // `spec` as rank `rank` of `world`.
 VariantSpec WithWorld(const VariantSpec& spec, int64_t world, int64_t rank);

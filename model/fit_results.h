@@ -20,8 +20,8 @@ struct CardFit {
   std::optional<int64_t> min_value;       // smallest value that fits; absent: not even --max fits
   int64_t peak_bytes_at_min = 0;          // the peak measured at min_value (0 when absent)
   std::optional<int64_t> last_oom_value;  // largest value known not to fit; absent: --min fits
-  int64_t trials = 0;                      // SUM: trials run for this card (facts reused from others are free)
-  std::string error;                       // non-empty: the search stopped at an error (outcome and message)
+  int64_t trials = 0;                     // SUM: trials run for this card (facts reused from others are free)
+  std::string error;                      // non-empty: the search stopped at an error (outcome and message)
 };
 
 struct VariantFit {
@@ -49,9 +49,9 @@ struct FitResults {
   // world: the smallest fitting value is searched, among the world sizes of Note [World sizes a fit
   // tries] (fit/knob_values.h) for nodes of gpus_per_node; the cards' min_value fields are set.
   bool smallest = false;
-  int64_t gpus_per_node = 0;             // world: the nodes' size (1: every integer); 0 otherwise
-  std::vector<std::string> left_out;     // world: the variants without `parallel`, not fitted
-  int64_t min_value = 1;  // the first and last values searched (world: rounded to its sizes)
+  int64_t gpus_per_node = 0;          // world: the nodes' size (1: every integer); 0 otherwise
+  std::vector<std::string> left_out;  // world: the variants without `parallel`, not fitted
+  int64_t min_value = 1;              // the first and last values searched (world: rounded to its sizes)
   int64_t max_value = 1;
   int64_t iterations = 0;  // 0: each variant's own loop.iterations
   double duration_ms = 0;

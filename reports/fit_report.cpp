@@ -63,7 +63,8 @@ void WriteWorldNotes(const FitResults& report, std::ostream& out) {
     }
   }
   std::vector<std::string> lines;
-  if (any_none) lines.push_back("none: not even " + report.knob_field + " = " + std::to_string(report.max_value) + " fits");
+  if (any_none)
+    lines.push_back("none: not even " + report.knob_field + " = " + std::to_string(report.max_value) + " fits");
   if (any_min) {
     lines.push_back("<= " + std::to_string(report.min_value) + ": the smallest value searched fits (lower --min)");
   }
@@ -182,14 +183,14 @@ std::string FitJsonText(const FitResults& report) {
     variants.push_back(std::move(variant));
   }
   json fit = {{"scenario", report.scenario},
-                    {"backend", report.backend},
-                    {"knob", report.knob},
-                    {"knob_field", report.knob_field},
-                    {"min", report.min_value},
-                    {"max", report.max_value},
-                    {"iterations", report.iterations > 0 ? json(report.iterations) : json(nullptr)},
-                    {"duration_ms", report.duration_ms},
-                    {"variants", variants}};
+              {"backend", report.backend},
+              {"knob", report.knob},
+              {"knob_field", report.knob_field},
+              {"min", report.min_value},
+              {"max", report.max_value},
+              {"iterations", report.iterations > 0 ? json(report.iterations) : json(nullptr)},
+              {"duration_ms", report.duration_ms},
+              {"variants", variants}};
   if (report.smallest) {
     fit["gpus_per_node"] = report.gpus_per_node;
     fit["left_out"] = report.left_out;

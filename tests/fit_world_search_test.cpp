@@ -35,7 +35,7 @@ TEST(KnobValues, WorldSizesArePowersOfTwoBelowANodeThenWholeNodes) {
   EXPECT_EQ(world.last(), 4096);
   EXPECT_EQ(world.Doubled(4), 8);
   EXPECT_EQ(world.Doubled(24), 48);
-  EXPECT_EQ(world.Middle(32, 64), 48);           // of 40, 48, 56
+  EXPECT_EQ(world.Middle(32, 64), 48);  // of 40, 48, 56
   EXPECT_EQ(world.Middle(16, 32), 24);
   EXPECT_EQ(world.Middle(8, 16), std::nullopt);  // neighbours
   EXPECT_EQ(world.Middle(1, 8), 2);              // of 2, 4

@@ -12,13 +12,14 @@
 // The test takes C from one measurement at world 2 (no padding there), checks the formula at world 3
 // on both ranks, and derives every answer from it. World 1 is the single-process step, whose
 // parameters, gradients and Adam state alone, 16 P = 2 MiB, exceed every cap here.
+#include "fit/fit_world.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "base/byte_size.h"
 #include "base/exit_codes.h"
-#include "fit/fit_world.h"
 #include "cli_result.h"
 #include "scenario/scenario_loader.h"
 #include "scratch_folder.h"
@@ -78,9 +79,7 @@ class FitWorldTest : public ::testing::Test {
     file_ = folder_.Write("zero-mlp.json", kZeroMlp);
     world_independent_ = MeasuredPeak(2, 0) - 8 * Slice(2);  // Padded(2) == kParams: no padding
   }
-  int64_t Peak(int64_t world) const {
-    return world_independent_ + 4 * (Padded(world) - kParams) + 8 * Slice(world);
-  }
+  int64_t Peak(int64_t world) const { return world_independent_ + 4 * (Padded(world) - kParams) + 8 * Slice(world); }
   testing::ScratchFolder folder_{"fit-world"};
   std::string file_;
   int64_t world_independent_ = 0;  // C
@@ -108,9 +107,9 @@ TEST_F(FitWorldTest, TheSmallestWorldPerCapFollowsFromTheBytes) {
   ASSERT_LT(Peak(5), Peak(4));
   const std::string json = folder_.path() + "/every.fit.json";
   const std::string cap2 = std::to_string(Peak(2) - 1), cap5 = std::to_string(Peak(5));
-  const testing::CliResult every = FitCli({file_, "--knob", "world", "--backend", "meta", "--verdict", "allocated",
-                                           "--gpus-per-node", "1", "--cap", cap5, "--cap", cap2, "--max", "64",
-                                           "--variant", "zero2", "--json", json});
+  const testing::CliResult every =
+      FitCli({file_, "--knob", "world", "--backend", "meta", "--verdict", "allocated", "--gpus-per-node", "1", "--cap",
+              cap5, "--cap", cap2, "--max", "64", "--variant", "zero2", "--json", json});
   ASSERT_EQ(every.code, kExitOk) << every.err;
   const nlohmann::json fit = ReadJson(json)["fit"];
   EXPECT_EQ(fit["knob"], "world");
@@ -135,9 +134,9 @@ TEST_F(FitWorldTest, TheSmallestWorldPerCapFollowsFromTheBytes) {
   EXPECT_FALSE(at5.contains("max_value"));  // the growing knob's fields are not written
 
   const std::string nodes_json = folder_.path() + "/nodes.fit.json";
-  const testing::CliResult nodes = FitCli({file_, "--world", "--backend", "meta", "--verdict", "allocated", "--cap",
-                                           cap5, "--cap", cap2, "--max", "64", "--variant", "zero2", "--json",
-                                           nodes_json});
+  const testing::CliResult nodes =
+      FitCli({file_, "--world", "--backend", "meta", "--verdict", "allocated", "--cap", cap5, "--cap", cap2, "--max",
+              "64", "--variant", "zero2", "--json", nodes_json});
   ASSERT_EQ(nodes.code, kExitOk) << nodes.err;
   const nlohmann::json cards = ReadJson(nodes_json)["fit"]["variants"][0]["cards"];
   EXPECT_EQ(cards[1]["min_value"], 4);
@@ -179,9 +178,9 @@ TEST_F(FitWorldTest, CpuFindsMetasWorlds) {
 TEST_F(FitWorldTest, DdpIsTriedOnceAndAVariantWithoutParallelIsLeftOut) {
   ASSERT_GT(world_independent_, 1 << 20);
   const std::string json = folder_.path() + "/all.fit.json";
-  const testing::CliResult r = FitCli({file_, "--knob", "world", "--backend", "meta", "--verdict", "allocated",
-                                       "--cap", "1MiB", "--cap", std::to_string(16 * kParams + (1 << 20)), "--max",
-                                       "64", "--json", json});
+  const testing::CliResult r =
+      FitCli({file_, "--knob", "world", "--backend", "meta", "--verdict", "allocated", "--cap", "1MiB", "--cap",
+              std::to_string(16 * kParams + (1 << 20)), "--max", "64", "--json", json});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json fit = ReadJson(json)["fit"];
   EXPECT_EQ(fit["left_out"], nlohmann::json::array({"single"}));
