@@ -76,6 +76,7 @@ constexpr Alias kAliases[] = {
     {"3060", "rtx3060"},      {"rtx-3060", "rtx3060"},  {"3090", "rtx3090"},      {"rtx-3090", "rtx3090"},
     {"4090", "rtx4090"},      {"rtx-4090", "rtx4090"},  {"h100-sxm", "h100"},     {"a6000", "rtx-a6000"},
     {"v100-16", "v100-16gb"}, {"v100-32", "v100-32gb"}, {"a100-40", "a100-40gb"}, {"a100-80", "a100-80gb"},
+    {"h100-80gb", "h100"},  // as a100-80gb is spelt; the SXM card, as "h100" is
 };
 
 // Names that match several presets: ask the user to choose instead of guessing.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -20,6 +21,7 @@
 #include "cli/run_flags.h"
 #include "fit/fit_search.h"
 #include "fit/fit_trial.h"
+#include "fit/fit_world.h"
 #include "reports/console_writer.h"
 #include "reports/fit_progress.h"
 #include "reports/fit_report.h"
@@ -145,13 +147,46 @@ bool CheckJsonFolder(const std::string& path, std::string* error) {
   return false;
 }
 
+// --knob world: the world sizes searched, and the variants with `parallel` (Note [What a world fit
+// fits], fit/fit_world.h).
+bool PrepareWorld(const FitOptions& options, int64_t max_value, const Scenario& scenario, KnobValues* values,
+                  FitResults* report, std::vector<const VariantSpec*>* variants, std::string* error) {
+  const int64_t per_node = options.gpus_per_node > 0 ? options.gpus_per_node : kDefaultGpusPerNode;
+  if (!std::has_single_bit(static_cast<uint64_t>(per_node))) {
+    *error = "--gpus-per-node " + std::to_string(per_node) +
+             ": not a power of two (world sizes are the powers of two below it, then its multiples)";
+    return false;
+  }
+  *values = KnobValues::Nodes(options.min_value, max_value, per_node);
+  if (values->empty()) {
+    *error = "--knob world: no world size in " + std::to_string(options.min_value) + ".." + std::to_string(max_value) +
+             " (world sizes: the powers of two below --gpus-per-node " + std::to_string(per_node) +
+             ", then its multiples)";
+    return false;
+  }
+  if (!SelectWorldVariants(scenario.name, !options.variants.empty(), variants, &report->left_out, error)) return false;
+  for (const VariantSpec* v : *variants) {
+    if (!CheckWorldKnob(*v, *values, error)) return false;
+  }
+  report->smallest = true;
+  report->gpus_per_node = per_node;
+  report->min_value = values->first();
+  report->max_value = values->last();
+  return true;
+}
+
 // Everything FitCommand checks before the first trial; false with the message for exit code 2.
 bool Prepare(const FitOptions& options, FitResults* report, Backend* backend, std::vector<const VariantSpec*>* variants,
              std::vector<FitTarget>* targets, Scenario* scenario, CachingAllocatorConfig* alloc_conf,
-             std::string* error) {
-  if (options.min_value > options.max_value) {
-    *error =
-        "--min " + std::to_string(options.min_value) + " is larger than --max " + std::to_string(options.max_value);
+             KnobValues* values, std::string* error) {
+  const bool world = options.knob == kWorldKnob;
+  const int64_t max_value = options.max_value > 0 ? options.max_value : world ? kDefaultMaxWorld : 1048576;
+  if (options.min_value > max_value) {
+    *error = "--min " + std::to_string(options.min_value) + " is larger than --max " + std::to_string(max_value);
+    return false;
+  }
+  if (!world && options.gpus_per_node > 0) {
+    *error = "--gpus-per-node applies to --knob world only";
     return false;
   }
   std::string alloc_conf_text;
@@ -167,14 +202,19 @@ bool Prepare(const FitOptions& options, FitResults* report, Backend* backend, st
     return false;
   }
   report->backend = Name(*backend);
-  for (const VariantSpec* v : *variants) {
-    if (!CheckKnob(options.knob, *v, options.min_value, options.max_value, error)) return false;
+  report->min_value = options.min_value;
+  report->max_value = max_value;
+  *values = KnobValues::Integers(options.min_value, max_value);
+  if (world) {
+    if (!PrepareWorld(options, max_value, *scenario, values, report, variants, error)) return false;
+  } else {
+    for (const VariantSpec* v : *variants) {
+      if (!CheckKnob(options.knob, *v, options.min_value, max_value, error)) return false;
+    }
   }
   report->scenario = scenario->name;
   report->knob = options.knob;
   report->knob_field = KnobField(options.knob, variants->empty() ? VariantSpec{} : *variants->front());
-  report->min_value = options.min_value;
-  report->max_value = options.max_value;
   report->iterations = options.iterations;
   return true;
 }
@@ -189,14 +229,15 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
   Backend backend = Backend::kCpu;
   std::string error;
   CachingAllocatorConfig alloc_conf;
-  if (!Prepare(options, &report, &backend, &variants, &targets, &scenario, &alloc_conf, &error)) {
+  KnobValues values = KnobValues::Integers(1, 1);
+  if (!Prepare(options, &report, &backend, &variants, &targets, &scenario, &alloc_conf, &values, &error)) {
     err << CommandPrefix("fit") << error << "\n";
     return kExitUsage;
   }
   // As in the runner's children: exact bytes must not depend on the machine's core count.
   at::set_num_threads(1);
   const ConsoleStyle style = &err == &std::cerr ? StyleFor(STDERR_FILENO) : ConsoleStyle{};
-  FitProgress progress(err, style.terminal, report.knob_field);
+  FitProgress progress(err, style.terminal, report.knob_field, report.smallest);
   const Clock::time_point start = Clock::now();
   try {
     for (const VariantSpec* v : variants) {
@@ -206,10 +247,20 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
       int64_t card_trials = 0;
       Clock::time_point card_start = Clock::now();
       std::vector<std::string> warnings;
-      std::string steady_state;
-      FitSearch search(options.min_value, options.max_value, [&](int64_t value, const FitTarget& target) {
+      std::string steady_state, why_none;
+      // Note [A strategy whose peak does not fall] (fit/fit_world.h): ddp is tried at the first world only.
+      const std::string note = report.smallest ? WorldDoesNotShrink(v->parallel) : "";
+      const KnobValues searched =
+          note.empty() ? values : KnobValues::Nodes(values.first(), values.first(), values.per_node());
+      const FitDirection direction = report.smallest ? FitDirection::kSmallestFitting : FitDirection::kLargestFitting;
+      FitSearch search(searched, direction, [&](int64_t value, const FitTarget& target) {
         const Trial trial = measured(value, target);
         if (steady_state.empty()) steady_state = trial.steady_state;
+        // The first OOM at the last world is at the largest cap that met one (caps go largest first).
+        if (report.smallest && value == searched.last() && why_none.empty() && !trial.oom_detail.empty()) {
+          why_none = "at world " + std::to_string(value) + " on " + TargetLabel(target.card, target.cap_bytes) + " " +
+                     trial.oom_detail;
+        }
         for (const std::string& w : trial.warnings) {
           if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
         }
@@ -222,7 +273,11 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
         card_start = Clock::now();
         card_trials = 0;
       });
-      report.variants.push_back({v->name, std::move(cards), std::move(warnings), std::move(steady_state)});
+      const bool any_none = std::any_of(cards.begin(), cards.end(), [](const CardFit& c) {
+        return c.error.empty() && !c.min_value && c.last_oom_value;
+      });
+      report.variants.push_back({v->name, std::move(cards), std::move(warnings), std::move(steady_state),
+                                 report.smallest ? v->parallel.strategy : "", note, any_none ? why_none : ""});
     }
   } catch (const LeakBetweenTrials& leak) {
     progress.Finish();
@@ -264,13 +319,18 @@ namespace {
 class FitCli : public Command {
  public:
   CLI::App* Add(CLI::App& app) override {
-    CLI::App* fit =
-        app.add_subcommand("fit", "Find, per card, the largest batch (or sequence length) each variant fits");
+    CLI::App* fit = app.add_subcommand(
+        "fit", "Find, per card, the largest batch (or sequence length) each variant fits, or the smallest world size");
     fit->add_option("scenario", o_.scenario, "A scenario name (see `oomguard list`) or a .json file")->required();
     fit->add_option("--variant", o_.variants, "Only this variant (repeatable; default: all)");
-    fit->add_option("--knob", o_.knob,
-                    "What to vary: batch (data.batch) or seq (data.shape[0]); for a workload scenario, any of its "
-                    "integer knobs");
+    knob_ = fit->add_option("--knob", o_.knob,
+                            "What to vary: batch (data.batch), seq (data.shape[0]) or world (parallel.world: the "
+                            "smallest world size that fits); for a workload scenario, any of its integer knobs");
+    fit->add_flag("--world", world_, "Short for --knob world");
+    fit->add_option("--gpus-per-node", o_.gpus_per_node,
+                    "--knob world: world sizes are the powers of two below N, then multiples of N (default 8; 1: "
+                    "every size)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
     fit->add_option("--cards,--card", o_.cards, "Cards to fit, e.g. t4,a100-80gb (default: every preset)")
         ->delimiter(',');
     fit->add_option("--cap", o_.caps, "Also fit this cap, e.g. 12GiB (repeatable)");
@@ -278,7 +338,7 @@ class FitCli : public Command {
         ->check(CLI::IsMember(BackendChoices()));
     fit->add_option("--min", o_.min_value, "Smallest value tried (default 1)")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
-    fit->add_option("--max", o_.max_value, "Largest value tried (default 1048576)")
+    fit->add_option("--max", o_.max_value, "Largest value tried (default 1048576; world: 4096)")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
     fit->add_option("--iterations", o_.iterations, "Training iterations per trial (default: the scenario's)")
         ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
@@ -289,10 +349,21 @@ class FitCli : public Command {
     AddKernelsFlag(fit, &o_.kernels);
     return fit;
   }
-  int Run(const std::string&, std::ostream& out, std::ostream& err) override { return FitCommand(o_, out, err); }
+  int Run(const std::string&, std::ostream& out, std::ostream& err) override {
+    if (world_) {
+      if (knob_->count() > 0 && o_.knob != kWorldKnob) {
+        err << CommandPrefix("fit") << "--world is --knob world; it cannot go with --knob " << o_.knob << "\n";
+        return kExitUsage;
+      }
+      o_.knob = kWorldKnob;
+    }
+    return FitCommand(o_, out, err);
+  }
 
  private:
   FitOptions o_;
+  CLI::Option* knob_ = nullptr;
+  bool world_ = false;
 };
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "fit/fit_search.h"
 
 #include <algorithm>
-#include <limits>
 #include <numeric>
 
 #include "base/check.h"
@@ -9,44 +8,56 @@
 namespace oomguard {
 
 FitSearch::FitSearch(int64_t min_value, int64_t max_value, TrialFunction trial)
-    : min_value_(min_value), max_value_(max_value), trial_(std::move(trial)) {
+    : FitSearch(KnobValues::Integers(min_value, max_value), FitDirection::kLargestFitting, std::move(trial)) {
   OOMGUARD_CHECK(1 <= min_value && min_value <= max_value)
       << "FitSearch: needs 1 <= min <= max, got " << min_value << ".." << max_value;
+}
+
+FitSearch::FitSearch(KnobValues values, FitDirection direction, TrialFunction trial)
+    : values_(values), direction_(direction), trial_(std::move(trial)) {
+  OOMGUARD_CHECK(!values.empty()) << "FitSearch: no value to search";
+}
+
+bool FitSearch::Beyond(int64_t a, int64_t b) const {
+  return direction_ == FitDirection::kLargestFitting ? a > b : a < b;
 }
 
 FitSearch::Bracket FitSearch::Known(int64_t cap_bytes) const {
   Bracket b;
   for (const auto& [value, peaks] : fit_peaks_) {
-    if (peaks.verdict_bytes <= cap_bytes && (!b.fits || value > *b.fits)) {
+    if (peaks.verdict_bytes <= cap_bytes && (!b.fits || Beyond(value, *b.fits))) {
       b.fits = value;
       b.peak_bytes = peaks.verdict_bytes;
     }
   }
-  // Only values above the largest fit bound it: a monotone knob has no fails below its fits.
-  const int64_t floor = b.fits.value_or(std::numeric_limits<int64_t>::min());
-  auto lower_fails = [&](int64_t value) {
-    if (value > floor && (!b.fails || value < *b.fails)) b.fails = value;
+  // Only values beyond the fit bound it: a monotone knob has no fails on the fit's own side.
+  auto nearest_fails = [&](int64_t value) {
+    if ((!b.fits || Beyond(value, *b.fits)) && (!b.fails || Beyond(*b.fails, value))) b.fails = value;
   };
   for (const auto& [value, peaks] : fit_peaks_) {
-    if (peaks.allocated_bytes > cap_bytes) lower_fails(value);
+    if (peaks.allocated_bytes > cap_bytes) nearest_fails(value);
   }
   for (const auto& [value, refused_cap] : oom_caps_) {
-    if (refused_cap >= cap_bytes) lower_fails(value);
+    if (refused_cap >= cap_bytes) nearest_fails(value);
   }
   return b;
 }
 
+// In values, low and high are the known outcomes either side of the change: a fit below an OOM for a
+// growing peak, an OOM below a fit for a falling one.
 std::optional<int64_t> FitSearch::NextProbe(const Bracket& b) const {
-  if (!b.fits) {
-    if (b.fails && *b.fails <= min_value_) return std::nullopt;  // not even min fits
-    return min_value_;
+  const bool growing = direction_ == FitDirection::kLargestFitting;
+  const std::optional<int64_t> low = growing ? b.fits : b.fails;
+  const std::optional<int64_t> high = growing ? b.fails : b.fits;
+  if (!low) {
+    if (high && *high <= values_.first()) return std::nullopt;  // the outcome at the first value is known
+    return values_.first();
   }
-  if (!b.fails) {
-    if (*b.fits >= max_value_) return std::nullopt;  // max fits
-    return *b.fits > max_value_ / 2 ? max_value_ : *b.fits * 2;
+  if (!high) {
+    if (*low >= values_.last()) return std::nullopt;  // the last value has the first one's outcome
+    return values_.Doubled(*low);
   }
-  if (*b.fails - *b.fits <= 1) return std::nullopt;
-  return *b.fits + (*b.fails - *b.fits) / 2;
+  return values_.Middle(*low, *high);
 }
 
 CardFit FitSearch::Fit(const FitTarget& target) {
@@ -57,9 +68,15 @@ CardFit FitSearch::Fit(const FitTarget& target) {
     const Bracket known = Known(target.cap_bytes);
     const std::optional<int64_t> probe = NextProbe(known);
     if (!probe) {
-      fit.max_value = known.fits;
-      fit.peak_bytes_at_max = known.fits ? known.peak_bytes : 0;
-      fit.first_oom_value = known.fails;
+      if (direction_ == FitDirection::kLargestFitting) {
+        fit.max_value = known.fits;
+        fit.peak_bytes_at_max = known.fits ? known.peak_bytes : 0;
+        fit.first_oom_value = known.fails;
+      } else {
+        fit.min_value = known.fits;
+        fit.peak_bytes_at_min = known.fits ? known.peak_bytes : 0;
+        fit.last_oom_value = known.fails;
+      }
       return fit;
     }
     const Trial trial = trial_(*probe, target);

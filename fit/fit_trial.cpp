@@ -11,6 +11,7 @@
 #include "backends/backend.h"
 #include "base/byte_size.h"
 #include "base/did_you_mean.h"
+#include "fit/fit_world.h"
 #include "model/knobs.h"
 #include "scenario/variant_rules.h"
 
@@ -42,6 +43,23 @@ KernelTarget CudaKernelsForTarget(const FitTarget& target, std::string* warning)
 namespace {
 
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// "runs out of memory in setup, with 130.98 GiB live (parameters 130.98 GiB) and 130.98 GiB more asked".
+std::string OomDetailText(const OomDetail& oom) {
+  std::vector<std::string> parts;
+  const LiveBreakdown& b = oom.live;
+  for (const auto& [name, bytes] : {std::pair<const char*, int64_t>{"parameters", b.parameters_bytes},
+                                    {"gradients", b.gradients_bytes},
+                                    {"optimizer state", b.optimizer_state_bytes},
+                                    {"inputs", b.inputs_bytes},
+                                    {"activations and transients", b.activations_and_transient_bytes},
+                                    {"communication", b.communication_bytes}}) {
+    if (bytes > 0) parts.push_back(std::string(name) + " " + FormatBytes(bytes));
+  }
+  return "runs out of memory in " + oom.phase + ", with " + FormatBytes(oom.live_bytes) + " live" +
+         (parts.empty() ? "" : " (" + JoinNames(parts, ", ") + ")") + " and " + FormatBytes(oom.requested_bytes) +
+         " more asked";
+}
 
 // Note [A fresh thread per trial]: when an OOM interrupts a backward pass, LibTorch's autograd engine
 // leaves the graph's unfinished tasks in the ready queue of the thread that ran it. That queue is
@@ -90,6 +108,7 @@ VariantMeasurement MeasureOnFreshThread(const MeasureFunction& measure, const Va
 }  // namespace
 
 std::string KnobField(const std::string& knob, const VariantSpec& spec) {
+  if (knob == kWorldKnob) return "parallel.world";
   if (!spec.workload.empty()) return "knobs." + knob;
   return knob == "seq" ? "data.shape[0]" : "data.batch";
 }
@@ -97,6 +116,7 @@ std::string KnobField(const std::string& knob, const VariantSpec& spec) {
 bool CheckKnob(const std::string& knob, const VariantSpec& spec, int64_t min_value, int64_t max_value,
                std::string* error) {
   const std::string where = "--knob " + knob + ": variant '" + spec.name + "'";
+  if (knob == kWorldKnob) return CheckWorldKnob(spec, KnobValues::Nodes(min_value, max_value, 1), error);
   if (!spec.workload.empty()) {  // any integer knob; one the variant leaves out, the workload may read
     auto it = spec.knobs.find(knob);
     if (it != spec.knobs.end() && !std::holds_alternative<int64_t>(it->second)) {
@@ -108,8 +128,8 @@ bool CheckKnob(const std::string& knob, const VariantSpec& spec, int64_t min_val
   }
   if (knob != "batch" && knob != "seq") {
     *error = "--knob " + knob +
-             ": unknown knob; known: batch (data.batch), seq (data.shape[0]), and for a workload scenario its "
-             "integer knobs";
+             ": unknown knob; known: batch (data.batch), seq (data.shape[0]), world (parallel.world), and for a "
+             "workload scenario its integer knobs";
     return false;
   }
   const DataSpec& d = spec.data;
@@ -130,6 +150,7 @@ bool CheckKnob(const std::string& knob, const VariantSpec& spec, int64_t min_val
 }
 
 VariantSpec WithKnob(const VariantSpec& spec, const std::string& knob, int64_t value) {
+  if (knob == kWorldKnob) return WithWorld(spec, value, 0);
   VariantSpec changed = spec;
   if (!spec.workload.empty()) {
     changed.knobs[knob] = value;
@@ -144,8 +165,9 @@ VariantSpec WithKnob(const VariantSpec& spec, const std::string& knob, int64_t v
 TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Backend backend, int64_t iterations,
                            double timeout_seconds, MeasureFunction measure, ModelCuda model_cuda,
                            CachingAllocatorConfig alloc_conf, bool cuda_kernels) {
-  return [spec, knob, backend, iterations, timeout_seconds, measure, model_cuda, alloc_conf, cuda_kernels](
-             int64_t value, const FitTarget& target) {
+  // One measurement of `changed`, the variant at `value` ("batch 64", "world 8 rank 7" in messages).
+  auto measure_one = [spec, knob, backend, iterations, timeout_seconds, measure, model_cuda, alloc_conf, cuda_kernels](
+                         const VariantSpec& changed, const std::string& at, const FitTarget& target) {
     VariantMeasureOptions options;
     options.backend = backend;
     if (cuda_kernels && backend == Backend::kMeta) {
@@ -161,20 +183,20 @@ TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Bac
     const int64_t live_before = ledger.live_bytes();
     VariantMeasurement m;
     try {
-      m = MeasureOnFreshThread(measure, WithKnob(spec, knob, value), options, timeout_seconds);
+      m = MeasureOnFreshThread(measure, changed, options, timeout_seconds);
     } catch (const TrialTimedOut& stuck) {
-      throw TrialTimedOut("variant '" + spec.name + "' at " + knob + " " + std::to_string(value) + " on " +
+      throw TrialTimedOut("variant '" + spec.name + "' at " + at + " on " +
                           (target.card.empty() ? "cap " + FormatBytes(target.cap_bytes) : target.card) + ": " +
                           stuck.what());
     }
     const int64_t live_after = ledger.live_bytes();
     if (live_after != live_before) {
       const int64_t leaked = live_after - live_before;
-      throw LeakBetweenTrials(
-          "variant '" + spec.name + "' at " + knob + " " + std::to_string(value) + " left " + std::to_string(leaked) +
-          " bytes" + (leaked > 1024 || leaked < -1024 ? " (" + FormatSignedBytes(leaked) + ")" : "") + " live in the " +
-          std::string(Name(backend)) + " ledger after its trial (" + std::to_string(live_before) +
-          " bytes before it, " + std::to_string(live_after) + " after); later trials would measure on top of them");
+      throw LeakBetweenTrials("variant '" + spec.name + "' at " + at + " left " + std::to_string(leaked) + " bytes" +
+                              (leaked > 1024 || leaked < -1024 ? " (" + FormatSignedBytes(leaked) + ")" : "") +
+                              " live in the " + std::string(Name(backend)) + " ledger after its trial (" +
+                              std::to_string(live_before) + " bytes before it, " + std::to_string(live_after) +
+                              " after); later trials would measure on top of them");
     }
     if (!m.input_error.empty()) throw InputErrorInTrial("variant '" + spec.name + "': " + m.input_error);
     Trial trial;
@@ -188,11 +210,30 @@ TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Bac
       }
     } else if (m.outcome.kind == Outcome::kOom) {
       trial.outcome = Trial::Outcome::kOom;
+      if (m.oom) trial.oom_detail = OomDetailText(*m.oom);
     } else {
       trial.outcome = Trial::Outcome::kError;
-      trial.error = "at " + knob + " " + std::to_string(value) + ": " + Name(m.outcome) + ": " + FirstLine(m.error);
+      trial.error = "at " + at + ": " + Name(m.outcome) + ": " + FirstLine(m.error);
     }
     return trial;
+  };
+  if (knob == kWorldKnob) {  // Note [Which ranks a world fit measures], fit_world.h
+    return [spec, measure_one](int64_t world, const FitTarget& target) {
+      std::vector<Trial> ranks;
+      for (const int64_t rank : MeasuredRanks(world)) {
+        const std::string at = "world " + std::to_string(world) + (world > 1 ? " rank " + std::to_string(rank) : "");
+        ranks.push_back(measure_one(WithWorld(spec, world, rank), at, target));
+        Trial& last = ranks.back();
+        if (!last.oom_detail.empty()) {
+          last.oom_detail = (world > 1 ? "rank " + std::to_string(rank) : "the single process") + " " + last.oom_detail;
+        }
+        if (last.outcome != Trial::Outcome::kFits) break;
+      }
+      return CombineRankTrials(ranks);
+    };
+  }
+  return [spec, knob, measure_one](int64_t value, const FitTarget& target) {
+    return measure_one(WithKnob(spec, knob, value), knob + " " + std::to_string(value), target);
   };
 }
 

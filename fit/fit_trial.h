@@ -11,7 +11,9 @@
 //
 // Knobs: "batch" sets data.batch; "seq" sets data.shape[0], the sequence length, which only exists for
 // token ids (data.dtype int64) and for samples shaped [seq, features]. A workload scenario's knob is
-// any integer knob of its workload, set under "knobs".
+// any integer knob of its workload, set under "knobs". "world" sets parallel.world of a variant with
+// `parallel` (fit_world.h), and its trial measures rank 0 and the last rank (Note [Which ranks a world
+// fit measures]); a message names them: "at world 8 rank 7".
 //
 // Error policy: bad knobs are user input: CheckKnob returns false with a one-line message. A trial's
 // OOM or error outcome is its result. A trial that leaves the ledger's live bytes different from what
@@ -31,15 +33,15 @@
 
 namespace oomguard {
 
-// What the knob sets, as a scenario file names it: "data.batch", "data.shape[0]", and for a
-// workload scenario "knobs.<knob>".
+// What the knob sets, as a scenario file names it: "data.batch", "data.shape[0]", "parallel.world",
+// and for a workload scenario "knobs.<knob>".
 std::string KnobField(const std::string& knob, const VariantSpec& spec);
 
 // Whether `spec` can run with the knob anywhere in [min_value, max_value]; else false with the reason.
 [[nodiscard]] bool CheckKnob(const std::string& knob, const VariantSpec& spec, int64_t min_value, int64_t max_value,
                              std::string* error);
 
-// `spec` with the knob set to `value` (CheckKnob first).
+// `spec` with the knob set to `value` (CheckKnob first); world: as rank 0.
 VariantSpec WithKnob(const VariantSpec& spec, const std::string& knob, int64_t value);
 
 class LeakBetweenTrials : public std::runtime_error {

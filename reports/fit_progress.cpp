@@ -10,8 +10,8 @@ std::string TargetLabel(const std::string& card, int64_t cap_bytes) {
   return card.empty() ? cap : card + " (" + cap + ")";
 }
 
-FitProgress::FitProgress(std::ostream& err, bool terminal, std::string knob_field)
-    : err_(err), terminal_(terminal), knob_field_(std::move(knob_field)) {}
+FitProgress::FitProgress(std::ostream& err, bool terminal, std::string knob_field, bool smallest)
+    : err_(err), terminal_(terminal), knob_field_(std::move(knob_field)), smallest_(smallest) {}
 
 void FitProgress::Draw(const std::string& line) {
   err_ << "\r\033[K" << line << std::flush;  // back to the line's start, and erase the old text
@@ -34,6 +34,12 @@ void FitProgress::OnCardDone(const std::string& variant, const CardFit& fit, dou
   std::string what;
   if (!fit.error.empty()) {
     what = fit.error;
+  } else if (smallest_ && !fit.min_value) {
+    what = "not even " + knob_field_ + " " + std::to_string(fit.last_oom_value.value_or(0)) + " fits";
+  } else if (smallest_) {
+    what = knob_field_ + " " + std::to_string(*fit.min_value) + " fits (peak " + FormatBytes(fit.peak_bytes_at_min) +
+           ")" +
+           (fit.last_oom_value ? ", " + std::to_string(*fit.last_oom_value) + " does not" : ", the smallest searched");
   } else if (!fit.max_value) {
     what = "not even " + knob_field_ + " " + std::to_string(fit.first_oom_value.value_or(0)) + " fits";
   } else {

@@ -4,6 +4,7 @@
 // search is never silent:
 //
 //   fit: pitfall on t4 (cap 14.33 GiB): data.batch 23157 fits (peak 14.33 GiB), 23158 does not; 14 trials, 0.3 s
+//   fit: zero2 on h200 (cap 139.38 GiB): parallel.world 16 fits (peak 131.20 GiB), 8 does not; 6 trials, 4.1 s
 //
 // A streaming writer: events in firing order, each rendered as it arrives. Nothing here can fail.
 #pragma once
@@ -17,7 +18,8 @@ namespace oomguard {
 
 class FitProgress {
  public:
-  FitProgress(std::ostream& err, bool terminal, std::string knob_field);
+  // smallest: the search is for the smallest fitting value (--knob world; CardFit::min_value).
+  FitProgress(std::ostream& err, bool terminal, std::string knob_field, bool smallest = false);
 
   // After each trial: the n-th for this card, `outcome` "fits", "does not fit" or "error", `card_ms`
   // after the card's search began. Drawn on a terminal; elsewhere written when kQuietMs passed since the
@@ -36,6 +38,7 @@ class FitProgress {
   std::ostream& err_;
   const bool terminal_;
   const std::string knob_field_;
+  const bool smallest_;
   bool drawn_ = false;
   double last_line_ms_ = 0;  // card_ms of the last line written off a terminal
 };

@@ -38,6 +38,7 @@ TEST(Cards, NamesAreCaseInsensitiveAndHaveAliases) {
   EXPECT_EQ(&Card("3090"), &Card("rtx3090"));
   EXPECT_EQ(&Card("RTX-4090"), &Card("rtx4090"));
   EXPECT_EQ(&Card("H100-SXM"), &Card("h100"));
+  EXPECT_EQ(&Card("h100-80gb"), &Card("h100"));  // spelt as a100-80gb is
 }
 
 TEST(Cards, EveryPresetIsWellFormed) {

@@ -57,6 +57,75 @@ FitResults SampleFit() {
   return r;
 }
 
+CardFit WorldCard(std::string card, int64_t cap, std::optional<int64_t> min_value, int64_t peak,
+                  std::optional<int64_t> last_oom, int64_t trials) {
+  CardFit c = Card(std::move(card), cap, std::nullopt, 0, std::nullopt, trials);
+  c.min_value = min_value;
+  c.peak_bytes_at_min = peak;
+  c.last_oom_value = last_oom;
+  return c;
+}
+
+// --knob world: a boundary, nothing fits up to --max, world 1 fits, ddp's one trial with its note, a
+// column whose variant is not named after its strategy, and a variant left out.
+FitResults SampleWorldFit() {
+  FitResults r;
+  r.scenario = "llm";
+  r.backend = "meta";
+  r.knob = "world";
+  r.knob_field = "parallel.world";
+  r.smallest = true;
+  r.gpus_per_node = 8;
+  r.left_out = {"step", "flash"};
+  r.min_value = 1;
+  r.max_value = 4096;
+  r.duration_ms = 2500;
+  VariantFit zero2{
+      "zero2",
+      {WorldCard("t4", kT4Cap, std::nullopt, 0, 4096, 13), WorldCard("a10g", kA10gCap, 24, 23000000000, 16, 7)}};
+  zero2.strategy = "zero2";
+  zero2.why_none =
+      "at world 4096 on t4 (cap 14.33 GiB) rank 0 runs out of memory in setup, with 13.04 GiB live (parameters 13.04 "
+      "GiB) and 13.04 GiB more asked";
+  zero2.steady_state = "from iteration 2: adamw keeps state from its first step on";
+  VariantFit sharded{"sharded",
+                     {WorldCard("t4", kT4Cap, 1, 15000000000, std::nullopt, 1),
+                      WorldCard("a10g", kA10gCap, 1, 15000000000, std::nullopt, 0)}};
+  sharded.strategy = "zero1";
+  VariantFit ddp{
+      "ddp",
+      {WorldCard("t4", kT4Cap, std::nullopt, 0, 1, 0), WorldCard("a10g", kA10gCap, 1, 20000000000, std::nullopt, 1)}};
+  ddp.strategy = "ddp";
+  ddp.note = "ddp replicates parameters, gradients and optimizer state on every rank";
+  r.variants = {zero2, sharded, ddp};
+  return r;
+}
+
+TEST(FitResults, WorldTableMatchesGolden) {
+  std::ostringstream out;
+  WriteFitTable(SampleWorldFit(), out);
+  testing::ExpectMatchesGolden("sample-world.fit.txt", out.str());
+}
+
+TEST(FitResults, WorldJsonMatchesGolden) {
+  testing::ExpectMatchesGolden("sample-world.fit.json", FitJsonText(SampleWorldFit()));
+}
+
+TEST(FitProgress, AWorldCardSaysTheSmallestThatFitsAndTheLargestThatDoesNot) {
+  std::ostringstream err;
+  FitProgress progress(err, /*terminal=*/false, "parallel.world", /*smallest=*/true);
+  const FitResults r = SampleWorldFit();
+  progress.OnCardDone("zero2", r.variants[0].cards[1], 4100);
+  progress.OnCardDone("zero2", r.variants[0].cards[0], 900);
+  progress.OnCardDone("sharded", r.variants[1].cards[0], 100);
+  EXPECT_EQ(
+      err.str(),
+      "fit: zero2 on a10g (cap 21.64 GiB): parallel.world 24 fits (peak 21.42 GiB), 16 does not; 7 trials, 4.1 s\n"
+      "fit: zero2 on t4 (cap 14.33 GiB): not even parallel.world 4096 fits; 13 trials, 0.9 s\n"
+      "fit: sharded on t4 (cap 14.33 GiB): parallel.world 1 fits (peak 13.97 GiB), the smallest searched; 1 "
+      "trial, 0.1 s\n");
+}
+
 TEST(FitResults, TableMatchesGolden) {
   std::ostringstream out;
   WriteFitTable(SampleFit(), out);
@@ -80,7 +149,7 @@ TEST(FitProgress, PlainLinesOnePerFinishedCardAndOneEveryTenQuietSeconds) {
   std::ostringstream err;
   FitProgress progress(err, /*terminal=*/false, "data.batch");
   const FitResults r = SampleFit();
-  progress.OnTrial("pitfall", "t4 (cap 14.33 GiB)", 1, 1, "fits", 9999);  // nothing: under 10 s since the card began
+  progress.OnTrial("pitfall", "t4 (cap 14.33 GiB)", 1, 1, "fits", 9999);   // nothing: under 10 s since the card began
   progress.OnTrial("pitfall", "t4 (cap 14.33 GiB)", 2, 2, "fits", 10000);  // a long search says where it is
   progress.OnTrial("pitfall", "t4 (cap 14.33 GiB)", 3, 4, "does not fit", 19000);  // 9 s after that line: nothing
   progress.OnCardDone("pitfall", r.variants[0].cards[0], 25000);

@@ -11,40 +11,21 @@
 #include <bit>
 #include <vector>
 
+#include "synthetic_trials.h"
+
 namespace oomguard {
 namespace {
 
 int64_t LinearPeak(int64_t k) { return 1000 + 300 * k; }
 
-// A trial of a deterministic peak function: fits when the peak is within the cap. Counts calls and
-// records the caps it saw, in order.
-struct SyntheticTrials {
-  std::function<int64_t(int64_t)> peak = LinearPeak;
-  int64_t calls = 0;
-  std::vector<int64_t> caps_seen;
-
-  TrialFunction Function() {
-    return [this](int64_t value, const FitTarget& target) {
-      ++calls;
-      if (caps_seen.empty() || caps_seen.back() != target.cap_bytes) caps_seen.push_back(target.cap_bytes);
-      Trial t;
-      const int64_t p = peak(value);
-      if (p <= target.cap_bytes) {
-        t.peak_bytes = p;
-      } else {
-        t.outcome = Trial::Outcome::kOom;
-      }
-      return t;
-    };
-  }
-};
+using testing::SyntheticTrials;
 
 TEST(FitSearch, FindsTheLargestValueOfALinearPeakInTwoTrialsPerBit) {
   for (const int64_t n : {1, 2, 3, 7, 8, 100, 127, 128, 1000, 12345}) {
     for (const int64_t slack : {0, 1, 299}) {  // the cap exactly at peak(n), a byte over, a byte short of n + 1
       const int64_t cap = LinearPeak(n) + slack;
       ASSERT_EQ((cap - 1000) / 300, n);
-      SyntheticTrials trials;
+      SyntheticTrials trials(LinearPeak);
       FitSearch search(1, 1048576, trials.Function());
       const CardFit fit = search.Fit({"card", cap});
       EXPECT_EQ(fit.max_value, n) << "cap " << cap;
@@ -58,7 +39,7 @@ TEST(FitSearch, FindsTheLargestValueOfALinearPeakInTwoTrialsPerBit) {
 }
 
 TEST(FitSearch, NothingFitsWhenMinDoesNot) {
-  SyntheticTrials trials;
+  SyntheticTrials trials(LinearPeak);
   FitSearch search(5, 1000, trials.Function());
   const CardFit fit = search.Fit({"t4", LinearPeak(5) - 1});
   EXPECT_EQ(fit.max_value, std::nullopt);
@@ -70,7 +51,7 @@ TEST(FitSearch, NothingFitsWhenMinDoesNot) {
 }
 
 TEST(FitSearch, MaxFitsAfterDoublingUpToIt) {
-  SyntheticTrials trials;
+  SyntheticTrials trials(LinearPeak);
   FitSearch search(1, 1000, trials.Function());
   const CardFit fit = search.Fit({"h200", int64_t{1} << 40});
   EXPECT_EQ(fit.max_value, 1000);
@@ -85,7 +66,7 @@ TEST(FitSearch, MaxFitsAfterDoublingUpToIt) {
 // trials (1..128, then 96 112 104 100 102 101). For n = 50 its facts give 32 (peak 10600) as a fit and
 // 64 (peak 20200 > cap) as a fail; bisecting (32, 64) takes 48 56 52 50 51: 5 trials, against 12 alone.
 TEST(FitSearch, FactsFromOneCapSaveTrialsForTheNext) {
-  SyntheticTrials trials;
+  SyntheticTrials trials(LinearPeak);
   FitSearch search(1, 1048576, trials.Function());
   const std::vector<CardFit> fits = FitTargets(search, {{"small", LinearPeak(50)}, {"large", LinearPeak(100)}});
   ASSERT_EQ(fits.size(), 2u);
@@ -97,7 +78,7 @@ TEST(FitSearch, FactsFromOneCapSaveTrialsForTheNext) {
   EXPECT_EQ(search.trials(), 19);
   EXPECT_EQ(trials.caps_seen, (std::vector<int64_t>{LinearPeak(100), LinearPeak(50)}));  // largest first
 
-  SyntheticTrials alone;
+  SyntheticTrials alone(LinearPeak);
   FitSearch fresh(1, 1048576, alone.Function());
   EXPECT_EQ(fresh.Fit({"small", LinearPeak(50)}).trials, 2 * std::bit_width(50u));  // 12
 }
@@ -114,7 +95,7 @@ TEST(FitSearch, SixteenCapsCostFewerTrialsThanSixteenSearches) {
     alone_total += 2 * bits;
     shared_bound += i == 15 ? 2 * bits : bits - 1;
   }
-  SyntheticTrials trials;
+  SyntheticTrials trials(LinearPeak);
   FitSearch search(1, 1048576, trials.Function());
   const std::vector<CardFit> fits = FitTargets(search, targets);
   for (size_t i = 0; i < fits.size(); ++i) {
@@ -130,7 +111,7 @@ TEST(FitSearch, SixteenCapsCostFewerTrialsThanSixteenSearches) {
 
 // Allocations rounded up to 4 KiB pages: plateaus where many values share a peak.
 TEST(FitSearch, PlateausGiveTheLargestValueOfThePlateau) {
-  SyntheticTrials trials;
+  SyntheticTrials trials(LinearPeak);
   trials.peak = [](int64_t k) { return 4096 * ((k * 100 + 4095) / 4096); };
   for (const int64_t cap : {4096, 8192, 100000, 1000000}) {
     int64_t expected = 0;

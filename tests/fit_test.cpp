@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "cli/fit_command.h"
 #include "fit/fit_trial.h"
+#include "cli_result.h"
 #include "scenario/scenario_loader.h"
 #include "scratch_folder.h"
 
@@ -65,23 +66,15 @@ class FitCommandTest : public ::testing::Test {
   testing::ScratchFolder folder_{"fit"};
 };
 
-struct CliResult {
-  int code;
-  std::string out;
-  std::string err;
-};
+using testing::CliResult;
 
+// `oomguard fit ARGS...`
 CliResult Cli(std::vector<std::string> args) {
-  args.insert(args.begin(), {"oomguard", "fit"});
-  std::ostringstream out, err;
-  const int code = RunCli(args, out, err);
-  return {code, out.str(), err.str()};
+  args.insert(args.begin(), "fit");
+  return testing::Cli(std::move(args));
 }
 
-nlohmann::json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
+nlohmann::json ReadJson(const std::string& path) { return nlohmann::json::parse(testing::Contents(path)); }
 
 TEST_F(FitCommandTest, CpuAndMetaGiveTheSameAnswerForASmallModel) {
   const std::string file = Write("small-mlp.json", kSmallMlp);
@@ -280,8 +273,8 @@ TEST_F(FitCommandTest, KnobsTheScenarioCannotVaryAreUsageErrors) {
   std::string error;
   EXPECT_FALSE(CheckKnob("width", Variant(kSmallMlp, "fixed"), 1, 8, &error));
   EXPECT_EQ(error,
-            "--knob width: unknown knob; known: batch (data.batch), seq (data.shape[0]), and for a workload scenario "
-            "its integer knobs");
+            "--knob width: unknown knob; known: batch (data.batch), seq (data.shape[0]), world (parallel.world), and "
+            "for a workload scenario its integer knobs");
   EXPECT_TRUE(CheckKnob("seq", Variant(kTokens, "base"), 1, 1048576, &error));
 }
 
