@@ -11,8 +11,8 @@ namespace oomguard {
 // What an autocast kernel does with an operator's floating-point tensor arguments: the CastPolicy of
 // ATen/autocast_mode.h, plus the two CUDA registrations that are no policy of it.
 enum class AutocastPolicy {
-  kLowerPrecision,  // cast to the autocast dtype (lower_precision_fp)
-  kFloat32,         // cast to float (fp32)
+  kLowerPrecision,      // cast to the autocast dtype (lower_precision_fp)
+  kFloat32,             // cast to float (fp32)
   kFloat32SetOptDtype,  // no cast; an unset `dtype` argument becomes float when the first argument is
                         // eligible (fp32_set_opt_dtype: softmax, log_softmax, sum, cumsum, prod, norms)
   kFloat32AppendDtype,  // redispatch to the overload with a dtype, float (fp32_append_dtype: norm)

@@ -202,7 +202,8 @@ void NormWithDtype(const c10::OperatorHandle& op, torch::jit::Stack* stack, size
   if (overload == "Scalar") {
     out = at::norm(self, std::optional<at::Scalar>((*stack)[first + 1].toScalar()), to);
   } else {
-    TORCH_CHECK(overload == "ScalarOpt_dim", "aten::norm.", overload, " under autocast on meta: named tensors are not modelled");
+    TORCH_CHECK(overload == "ScalarOpt_dim", "aten::norm.", overload,
+                " under autocast on meta: named tensors are not modelled");
     const c10::IValue& p = (*stack)[first + 1];
     const std::optional<at::Scalar> order = p.isNone() ? std::nullopt : std::optional<at::Scalar>(p.toScalar());
     out = at::norm(self, order, (*stack)[first + 2].toIntVector(), (*stack)[first + 3].toBool(), to);
@@ -235,10 +236,12 @@ void MetaAutocastFallback(const c10::OperatorHandle& op, c10::DispatchKeySet key
       NormWithDtype(op, stack, first);
       return;
     case AutocastPolicy::kBanned:
-      TORCH_CHECK(false, op.operator_name(), " is unsafe to autocast on CUDA (AutocastCUDA refuses it: a sigmoid before "
+      TORCH_CHECK(false, op.operator_name(),
+                  " is unsafe to autocast on CUDA (AutocastCUDA refuses it: a sigmoid before "
                   "it underflows in lower precision); use binary_cross_entropy_with_logits");
     case AutocastPolicy::kCudnnRnn:
-      TORCH_CHECK(false, op.operator_name(), " under autocast (fp16 weights reflattened by cuDNN's wrapper) is not "
+      TORCH_CHECK(false, op.operator_name(),
+                  " under autocast (fp16 weights reflattened by cuDNN's wrapper) is not "
                   "modelled on meta");
   }
   op.redispatchBoxed(below, stack);

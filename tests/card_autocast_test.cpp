@@ -56,18 +56,18 @@ std::vector<at::ScalarType> DtypesOnMeta(c10::DeviceType mirrors, at::ScalarType
   const at::Tensor d = at::ones({4, 4}, o.dtype(at::kDouble)), target = at::zeros({4}, o.dtype(at::kLong));
   AutocastScope autocast({c10::kMeta, lower, mirrors});
   return {
-      at::linear(x, w).scalar_type(),                   // 0 lower precision on both
-      at::layer_norm(y16, {8}).scalar_type(),           // 1 fp32 on CUDA; not listed on cpu
-      at::softmax(y16, 1).scalar_type(),                // 2 CUDA: dtype set to float; not listed on cpu
-      at::log_softmax(y16, 1, lower).scalar_type(),     // 3 a dtype given is kept
-      at::sum(y16).scalar_type(),                       // 4 CUDA: dtype set to float
-      at::norm(y16).scalar_type(),                      // 5 CUDA: norm with float appended
-      at::exp(y16).scalar_type(),                       // 6 fp32 on CUDA
+      at::linear(x, w).scalar_type(),                     // 0 lower precision on both
+      at::layer_norm(y16, {8}).scalar_type(),             // 1 fp32 on CUDA; not listed on cpu
+      at::softmax(y16, 1).scalar_type(),                  // 2 CUDA: dtype set to float; not listed on cpu
+      at::log_softmax(y16, 1, lower).scalar_type(),       // 3 a dtype given is kept
+      at::sum(y16).scalar_type(),                         // 4 CUDA: dtype set to float
+      at::norm(y16).scalar_type(),                        // 5 CUDA: norm with float appended
+      at::exp(y16).scalar_type(),                         // 6 fp32 on CUDA
       at::cross_entropy_loss(y16, target).scalar_type(),  // 7 cpu: fp32; CUDA: log_softmax as is, nll_loss fp32
-      at::cat({y16, x}).scalar_type(),                  // 8 promote on cpu; not listed on CUDA: as cat does
-      at::mm(d, d).scalar_type(),                       // 9 double is never cast
-      at::einsum("ij,kj->ik", {x, w}).scalar_type(),    // 10 lower precision (listed on CUDA; bmm on cpu)
-      at::relu(x).scalar_type(),                        // 11 not listed: as it is
+      at::cat({y16, x}).scalar_type(),                    // 8 promote on cpu; not listed on CUDA: as cat does
+      at::mm(d, d).scalar_type(),                         // 9 double is never cast
+      at::einsum("ij,kj->ik", {x, w}).scalar_type(),      // 10 lower precision (listed on CUDA; bmm on cpu)
+      at::relu(x).scalar_type(),                          // 11 not listed: as it is
   };
 }
 
@@ -75,14 +75,13 @@ TEST(CardAutocast, CastsEachOpAsAutocastCudaDoes) {
   for (const at::ScalarType lower : {at::kBFloat16, at::kHalf}) {
     SCOPED_TRACE(c10::toString(lower));
     const std::vector<at::ScalarType> cuda = DtypesOnMeta(c10::kCUDA, lower);
-    const std::vector<at::ScalarType> expected_cuda = {lower,       at::kFloat, at::kFloat, lower,
-                                                       at::kFloat,  at::kFloat, at::kFloat, at::kFloat,
-                                                       at::kFloat,  at::kDouble, lower,     at::kFloat};
+    const std::vector<at::ScalarType> expected_cuda = {lower,      at::kFloat,  at::kFloat, lower,
+                                                       at::kFloat, at::kFloat,  at::kFloat, at::kFloat,
+                                                       at::kFloat, at::kDouble, lower,      at::kFloat};
     EXPECT_EQ(cuda, expected_cuda);
     const std::vector<at::ScalarType> cpu = DtypesOnMeta(c10::kCPU, lower);
-    const std::vector<at::ScalarType> expected_cpu = {lower,      lower,      lower,      lower,
-                                                      lower,      lower,      lower,      at::kFloat,
-                                                      at::kFloat, at::kDouble, lower,     at::kFloat};
+    const std::vector<at::ScalarType> expected_cpu = {lower, lower,      lower,      lower,       lower, lower,
+                                                      lower, at::kFloat, at::kFloat, at::kDouble, lower, at::kFloat};
     EXPECT_EQ(cpu, expected_cpu);
   }
   EXPECT_FALSE(MetaAutocastDtype().has_value()) << "the scope left autocast on";

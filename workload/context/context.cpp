@@ -174,8 +174,8 @@ Context::AutocastGuard Context::Autocast(at::ScalarType dtype) const {
     throw WorkloadError(std::string("ctx.Autocast(") + c10::toString(dtype) +
                         "): autocast runs ops in a lower precision, at::kBFloat16 or at::kHalf");
   }
-  return AutocastGuard(
-      std::make_unique<AutocastHolder>(AutocastSetting{device().type(), dtype, CurrentKernelTarget().cuda() ? c10::kCUDA : c10::kCPU}));
+  return AutocastGuard(std::make_unique<AutocastHolder>(
+      AutocastSetting{device().type(), dtype, CurrentKernelTarget().cuda() ? c10::kCUDA : c10::kCPU}));
 }
 
 at::Tensor Context::ToDevice(const at::Tensor& host) {
