@@ -17,7 +17,9 @@
 #include "backends/meta/meta_kernels.h"
 #include "nn/autocast.h"
 #include "nn/meta_autocast.h"
+#include "oomguard/workload.h"
 #include "tests/catalog_variant.h"
+#include "tests/meta_ops_harness.h"
 #include "workload/workload.h"
 
 namespace oomguard {
@@ -207,6 +209,44 @@ TEST(CardAutocast, TheCatalogsModelsKeepTheDifferencesBytes) {
   EXPECT_EQ(saved("mlp_autocast", card) - saved("mlp_autocast", cpu), 512 * 512 * 2 + 512 * 10 * 2);
   EXPECT_EQ(saved("transformer_autocast", card) - saved("transformer_autocast", cpu),
             4 * 4 * 128 * 128 * 4 + 4 * 128 * 1000 * 2);
+}
+
+// A checkpoint's recomputation replays the forward's autocast (CurrentAutocast, nn/checkpoint.cpp): on
+// meta, with the table it mirrored.
+TEST(CardAutocast, ARecomputationReplaysTheCardsTable) {
+  const at::Tensor y16 = at::ones({4, 8}, at::TensorOptions().device(c10::kMeta).dtype(at::kBFloat16));
+  std::vector<AutocastSetting> forward;
+  {
+    AutocastScope autocast({c10::kMeta, at::kBFloat16, c10::kCUDA});
+    forward = CurrentAutocast();
+  }
+  ASSERT_EQ(forward.size(), 1u);
+  EXPECT_EQ(forward[0].mirrors, c10::kCUDA);
+  AutocastScope recomputation(forward);
+  EXPECT_EQ(at::layer_norm(y16, {8}).scalar_type(), at::kFloat);  // CUDA's table: fp32
+}
+
+// A registered workload's ctx.Autocast follows the card as loop.autocast does: its bf16 activation
+// [128, 64] into a layer_norm keeps a fp32 copy (128 x 64 x 4) rather than itself (x 2) on a T4's
+// kernels, and the loss, a sum, is fp32 under CUDA's table (fp32_set_opt_dtype) and bf16 under cpu's.
+TEST(CardAutocast, AWorkloadsAutocastFollowsTheCard) {
+  const auto workload = [](Context& ctx) {
+    testing::Parameters params(ctx);
+    const at::Tensor w = params.Add({64, 32}), gamma = params.Add({64}, 1.0), beta = params.Add({64});
+    testing::TrainAndEvaluate(ctx, params, [&](bool) {
+      const at::Tensor x = at::empty({128, 32}, ctx.options());
+      auto autocast = ctx.Autocast(at::kBFloat16);
+      return at::layer_norm(at::linear(x, w), {64}, gamma, beta).sum();
+    });
+  };
+  VariantSpec spec;
+  spec.name = "autocast";
+  const auto saved = [&](const KernelTarget& target) {
+    const VariantMeasurement m = MeasureWorkload(workload, spec, {.backend = Backend::kMeta, .kernels = target});
+    EXPECT_EQ(m.outcome, VariantOutcome::Pass()) << m.error;
+    return m.forward_saved_bytes.value_or(-1);
+  };
+  EXPECT_EQ(saved(kT4) - saved(KernelTarget::Cpu()), 128 * 64 * 2 + (4 - 2));
 }
 
 }  // namespace
