@@ -114,7 +114,8 @@ class Measure:
         refused, and "cpu" or "cuda" casts no meta tensor: the run would save fp32 where the card saves
         bf16, without a word), so oomguard's own: the cpu's autocast table, or with kernels="cuda"
         CUDA's (layer_norm and softmax in fp32, cross entropy's bf16 log-probabilities; README, "Meta as
-        a card"). Enter it inside the measurement, around the forward and the loss."""
+        a card"). Enter it inside the measurement, around the forward and the loss; on meta, `with ... as
+        table` says whose table casts: "cpu" or "cuda"."""
         names = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
         if dtype not in names:
             raise ValueError(f"oomguard.measure: autocast dtype={dtype!r} is not torch.bfloat16 or torch.float16")

@@ -144,8 +144,9 @@ check = Checks()
 
 def card_record(name, dtype, kernels):
     with oomguard.measure(backend="meta", kernels=kernels, card="t4") as m:
-        autocast = m.autocast(DTYPES[dtype])
-        return forward_record(name, m.device, autocast)
+        with m.autocast(DTYPES[dtype]) as table:
+            check(f"{name} {dtype} kernels={kernels}: the table m.autocast casts by", table, kernels)
+        return forward_record(name, m.device, m.autocast(DTYPES[dtype]))
 
 
 fake = subprocess.run([sys.executable, os.path.abspath(__file__), "--fake"], capture_output=True, check=False)
