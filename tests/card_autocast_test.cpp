@@ -207,6 +207,8 @@ TEST(CardAutocast, TheCatalogsModelsKeepTheDifferencesBytes) {
   EXPECT_EQ(saved("mlp_fp32", card), saved("mlp_fp32", cpu));
   EXPECT_EQ(saved("transformer_fp32", card), saved("transformer_fp32", cpu));
   EXPECT_EQ(saved("mlp_autocast", card) - saved("mlp_autocast", cpu), 512 * 512 * 2 + 512 * 10 * 2);
+  // float16 (with its GradScaler): the same tables, the same differences.
+  EXPECT_EQ(saved("mlp_autocast_fp16", card) - saved("mlp_autocast_fp16", cpu), 512 * 512 * 2 + 512 * 10 * 2);
   EXPECT_EQ(saved("transformer_autocast", card) - saved("transformer_autocast", cpu),
             4 * 4 * 128 * 128 * 4 + 4 * 128 * 1000 * 2);
 }
