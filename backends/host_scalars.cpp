@@ -52,6 +52,19 @@ bool CastsWrappedNumber(const at::RecordFunction& fn) {
   return source.is_cpu() && source.unsafeGetTensorImpl()->is_wrapped_number();
 }
 
+// A number made into a tensor by a Python optimizer's step (Note [The Python optimizer's step counts]):
+// torch.tensor's `aten::empty.memory_format` with no dimensions, on cpu or no device given.
+bool MakesHostStepCount(const at::RecordFunction& fn) {
+  const std::optional<c10::OperatorName> op = fn.operator_name();
+  if (!op || op->name != "aten::empty" || op->overload_name != "memory_format") return false;
+  const auto inputs = fn.inputs();
+  if (inputs.size() < 4 || !inputs[0].isIntList() || !inputs[0].toIntList().empty()) return false;
+  return inputs[3].isNone() || (inputs[3].isDevice() && inputs[3].toDevice().is_cpu());
+}
+
+thread_local bool t_in_python_optimizer_step = false;
+thread_local int t_step_op_depth = 0;  // operators running inside the Python optimizer's step
+
 // A wrapping op's scope: it closes as soon as a nested op starts, since what that op allocates (the
 // result) is device memory again.
 thread_local std::optional<HostAllocationScope> t_until_nested;
@@ -73,6 +86,9 @@ struct HostScalarCopies::Watch final : OpObserver {
 
   std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) override {
     t_until_nested.reset();
+    if (t_in_python_optimizer_step && t_step_op_depth++ == 0 && MakesHostStepCount(fn)) {
+      return std::make_unique<WholeOpScope>();
+    }
     if (CastsWrappedNumber(fn)) return std::make_unique<WholeOpScope>();
     if (ComparesWithScalar(fn)) return std::make_unique<FirstAllocationScope>();
     if (!WrapsScalar(fn)) return nullptr;
@@ -81,6 +97,7 @@ struct HostScalarCopies::Watch final : OpObserver {
   }
 
   void OnOpEnd(const at::RecordFunction&, at::ObserverContext* context) override {
+    if (t_in_python_optimizer_step && t_step_op_depth > 0) --t_step_op_depth;
     if (dynamic_cast<UntilNestedScope*>(context) != nullptr) t_until_nested.reset();
   }
 
@@ -92,6 +109,12 @@ HostScalarCopies::HostScalarCopies() : watch_(std::make_unique<Watch>()) {}
 HostScalarCopies::~HostScalarCopies() {
   watch_.reset();
   t_until_nested.reset();
+  SetInPythonOptimizerStep(false);
+}
+
+void SetInPythonOptimizerStep(bool in_step) {
+  t_in_python_optimizer_step = in_step;
+  t_step_op_depth = 0;
 }
 
 }  // namespace oomguard

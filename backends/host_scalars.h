@@ -12,6 +12,17 @@
 // allocating its result: there the observer books the op's first allocation as host memory
 // (HostFirstAllocationScope).
 //
+// Note [The Python optimizer's step counts]: torch.optim's Adam, AdamW and their kin keep their step
+// count as a 0-dim float32 cpu tensor whatever the parameters' device (`torch.tensor(0.0,
+// dtype=_get_scalar_dtype())` in torch/optim/adam.py, unless capturable or fused), and the foreach
+// step adds a `torch.tensor(1.0, device="cpu")` to them: host memory beside cuda (and meta)
+// parameters. On the cpu backend they would be charged to the simulated device, in the ledger and in
+// the caching allocator model's small pool (a 512-byte block each). While the Python package's
+// optimizer step hooks say a Python optimizer is stepping (SetInPythonOptimizerStep), the observer
+// books as host memory what a number made into a tensor allocates: an `aten::empty` of no dimensions
+// on cpu called by the step itself (torch.tensor's internal_new_from_data), not by another operator
+// (a capturable step's `torch.zeros((), device=p.device)` allocates on the parameters' device).
+//
 // One at a time per process, constructed and destroyed on the controlling thread.
 #pragma once
 
@@ -31,5 +42,9 @@ class HostScalarCopies {
  private:
   std::unique_ptr<Watch> watch_;
 };
+
+// Note [The Python optimizer's step counts]: set by the Python package's optimizer step hooks, on the
+// thread that steps; cleared when a measurement ends, should a step have raised.
+void SetInPythonOptimizerStep(bool in_step);
 
 }  // namespace oomguard

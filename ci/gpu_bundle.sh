@@ -12,5 +12,9 @@ bundle="$root/gpu-bundle"
 rm -rf "$bundle.tmp" && mkdir -p "$bundle.tmp"
 strip -o "$bundle.tmp/oomguard" "$build/oomguard"
 strip -o "$bundle.tmp/oomguard_tests" "$build/tests/oomguard_tests"
+# The Python package as the build left it (Note [The cuda backend in Python]): its modules and _core.
+mkdir -p "$bundle.tmp/python/oomguard"
+cp "$build"/python/oomguard/*.py "$bundle.tmp/python/oomguard/"
+for core in "$build"/python/oomguard/_core*.so; do strip -o "$bundle.tmp/python/oomguard/$(basename "$core")" "$core"; done
 rm -rf "$bundle" && mv "$bundle.tmp" "$bundle"
 du -sh "$bundle"

@@ -5,7 +5,8 @@
 #   ci/gpu_check.sh BUNDLE_DIR OUT_DIR
 # OUT_DIR receives: version.txt, gpu-tests.txt, {cuda,cpu,meta,meta-card}.json, fidelity.txt, fidelity.md,
 # fit-{cuda,meta,meta-card}.json and fit-boundary.md (the largest batch that fits two cards, cuda
-# against meta with cpu's kernels and with the cards' CUDA kernels, `--kernels cuda`).
+# against meta with cpu's kernels and with the cards' CUDA kernels, `--kernels cuda`), python-cuda.md
+# (the Python package's backend="cuda" against cpu and card mode: ci/gpu_python_check.py).
 # Exit code: that of the GPU tests, else 0 (the fidelity table is a report, read it).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -81,4 +82,10 @@ for key in meta:
     print(f"| {key[0]} | {key[1]} | {a} | {k} | {b} | {diff(a, b)} | {diff(k, b)} |")
 PY
 cat "$out/fit-boundary.md"
+
+# The Python package on the GPU: oomguard.measure(backend="cuda") against cpu and card mode. Its _core
+# is built for this machine's Python version (cp311): another Python says so and skips.
+PYTHONPATH="$bundle/python${PYTHONPATH:+:$PYTHONPATH}" python3 "$root/ci/gpu_python_check.py" "$out" \
+  > "$out/python-cuda.txt" 2>&1 || echo "gpu_check: the Python check failed: see python-cuda.txt" >&2
+tail -12 "$out/python-cuda.txt"
 exit "$tests_rc"

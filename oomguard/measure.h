@@ -150,6 +150,21 @@ struct Measurement {
     int64_t fragmentation_bytes() const { return reserved_peak_bytes - allocated_peak_bytes; }
   };
   std::optional<CudaModel> cuda_model;
+  // backend "cuda": PyTorch's own caching allocator on GPU 0, as torch.cuda.memory_stats() reads it
+  // (peaks over the measurement; the cap judges reserved bytes, as set_per_process_memory_fraction does).
+  struct CudaAllocator {
+    int64_t allocated_peak_bytes = 0;
+    int64_t reserved_peak_bytes = 0;
+    int64_t active_peak_bytes = 0;
+    int64_t requested_peak_bytes = 0;
+    int64_t alloc_retries = 0;
+    int64_t ooms = 0;
+    // The CUDA libraries' workspaces (cuBLAS, cuBLASLt), taken before the measurement and in the peaks.
+    int64_t allocated_at_start_bytes = 0;
+    int64_t reserved_at_start_bytes = 0;
+    int64_t fragmentation_bytes() const { return reserved_peak_bytes - allocated_peak_bytes; }
+  };
+  std::optional<CudaAllocator> cuda;
   // The pitfalls the run showed (oomguard's detectors watch every run; scenarios/FORMAT.md, "Diagnoses").
   struct Diagnosis {
     std::string kind;      // "eval-keeps-graph", "graph-kept-across-iterations", "retained-grad", "leak", ...

@@ -19,6 +19,7 @@
 
 #include "allocators/fault_injection.h"
 #include "allocators/install.h"
+#include "backends/host_scalars.h"
 #include "backends/meta/kernel_target.h"
 #include "base/atomic_file.h"
 #include "base/byte_size.h"
@@ -129,6 +130,23 @@ PYBIND11_MODULE(_core, module) {
                ", reserved_at_start_bytes=" + std::to_string(c.reserved_at_start_bytes) + ")";
       });
 
+  using CudaAllocator = Measurement::CudaAllocator;
+  py::class_<CudaAllocator>(module, "CudaAllocator")
+      .def_readonly("allocated_peak_bytes", &CudaAllocator::allocated_peak_bytes)
+      .def_readonly("reserved_peak_bytes", &CudaAllocator::reserved_peak_bytes)
+      .def_readonly("active_peak_bytes", &CudaAllocator::active_peak_bytes)
+      .def_readonly("requested_peak_bytes", &CudaAllocator::requested_peak_bytes)
+      .def_readonly("alloc_retries", &CudaAllocator::alloc_retries)
+      .def_readonly("ooms", &CudaAllocator::ooms)
+      .def_readonly("allocated_at_start_bytes", &CudaAllocator::allocated_at_start_bytes)
+      .def_readonly("reserved_at_start_bytes", &CudaAllocator::reserved_at_start_bytes)
+      .def_property_readonly("fragmentation_bytes", &CudaAllocator::fragmentation_bytes)
+      .def("__repr__", [](const CudaAllocator& c) {
+        return "CudaAllocator(allocated_peak_bytes=" + std::to_string(c.allocated_peak_bytes) +
+               ", reserved_peak_bytes=" + std::to_string(c.reserved_peak_bytes) +
+               ", alloc_retries=" + std::to_string(c.alloc_retries) + ", ooms=" + std::to_string(c.ooms) + ")";
+      });
+
   py::class_<Measurement>(module, "Measurement")
       .def_readonly("outcome", &Measurement::outcome)
       .def_readonly("error", &Measurement::error)
@@ -155,11 +173,14 @@ PYBIND11_MODULE(_core, module) {
       .def_readwrite("warnings", &Measurement::warnings)
       .def_readonly("oom", &Measurement::oom)
       .def_readonly("cuda_model", &Measurement::cuda_model)
-      // The model's reserved peak, which a card's verdict is on; None without the model (verdict="allocated").
+      .def_readonly("cuda", &Measurement::cuda)
+      // The reserved peak a card's verdict is on: the GPU's own (backend "cuda"), or the model's; None
+      // without either (verdict="allocated").
       .def_property_readonly("reserved_peak_bytes",
-                             [](const Measurement& m) {
-                               return m.cuda_model ? std::optional<int64_t>(m.cuda_model->reserved_peak_bytes)
-                                                   : std::nullopt;
+                             [](const Measurement& m) -> std::optional<int64_t> {
+                               if (m.cuda) return m.cuda->reserved_peak_bytes;
+                               if (m.cuda_model) return m.cuda_model->reserved_peak_bytes;
+                               return std::nullopt;
                              })
       .def_readonly("diagnoses", &Measurement::diagnoses)
       .def_readonly("injection", &Measurement::injection)
@@ -225,6 +246,8 @@ PYBIND11_MODULE(_core, module) {
       .def("__exit__", [](MetaAutocast& a, const py::args&) { a.scope.reset(); });
 
   module.def("set_loop_code", &SetLoopCode, py::arg("code"));
+  // The measurement's torch.optim step hooks: Note [The Python optimizer's step counts].
+  module.def("set_in_python_optimizer_step", &oomguard::SetInPythonOptimizerStep, py::arg("in_step"));
   module.def("tracking_allocators_installed", &oomguard::TrackingAllocatorsInstalled);
   module.def("parse_bytes", &oomguard::ParseBytes);
   module.def("card_cap_bytes", &oomguard::CardCapBytes);

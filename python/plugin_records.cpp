@@ -78,6 +78,19 @@ VariantMeasurement VariantFromRecord(const py::dict& r) {
                                         Get<int64_t>(c, "allocated_at_start_bytes"),
                                         Get<int64_t>(c, "reserved_at_start_bytes")};
   }
+  if (r.contains("cuda") && !r["cuda"].is_none()) {  // backend "cuda": the GPU's own allocator
+    const py::dict c = r["cuda"];
+    CudaMeasurement cuda;
+    cuda.allocated_peak_bytes = Get<int64_t>(c, "allocated_peak_bytes");
+    cuda.reserved_peak_bytes = Get<int64_t>(c, "reserved_peak_bytes");
+    cuda.active_peak_bytes = Get<int64_t>(c, "active_peak_bytes");
+    cuda.requested_peak_bytes = Get<int64_t>(c, "requested_peak_bytes");
+    cuda.alloc_retries = Get<int64_t>(c, "alloc_retries");
+    cuda.ooms = Get<int64_t>(c, "ooms");
+    cuda.allocated_at_start_bytes = Get<int64_t>(c, "allocated_at_start_bytes");
+    cuda.reserved_at_start_bytes = Get<int64_t>(c, "reserved_at_start_bytes");
+    m.cuda = std::move(cuda);
+  }
   m.warnings = Get<std::vector<std::string>>(r, "warnings");
   m.steady_state = Get<std::string>(r, "steady_state");
   for (const py::handle h : Get<py::list>(r, "diagnoses")) {

@@ -133,6 +133,13 @@ Measurement ToPublic(const VariantMeasurement& m) {
                                             c.allocated_at_start_bytes,
                                             c.reserved_at_start_bytes};
   }
+  if (m.cuda) {
+    const CudaMeasurement& c = *m.cuda;
+    out.cuda = Measurement::CudaAllocator{c.allocated_peak_bytes,     c.reserved_peak_bytes,
+                                          c.active_peak_bytes,        c.requested_peak_bytes,
+                                          c.alloc_retries,            c.ooms,
+                                          c.allocated_at_start_bytes, c.reserved_at_start_bytes};
+  }
   if (m.injection) {
     out.injection = Measurement::Injection{m.injection->spec, m.injection->requests_seen, {}};
     for (const InjectedFailure& f : m.injected) {
@@ -244,6 +251,17 @@ std::string Measurement::Describe() const {
                               c.alloc_retries, c.ooms, c.decides, c.allocated_at_start_bytes,
                               c.reserved_at_start_bytes})
         << "\n";
+  }
+  if (cuda) {
+    out << "  cuda allocator: allocated " << FormatBytes(cuda->allocated_peak_bytes) << ", reserved "
+        << FormatBytes(cuda->reserved_peak_bytes) << " (fragmentation " << FormatBytes(cuda->fragmentation_bytes())
+        << "), " << cuda->alloc_retries << (cuda->alloc_retries == 1 ? " retry, " : " retries, ") << cuda->ooms
+        << (cuda->ooms == 1 ? " OOM" : " OOMs");
+    if (cuda->allocated_at_start_bytes > 0) {
+      out << "; peaks include " << FormatBytes(cuda->allocated_at_start_bytes)
+          << " held from the start (library workspaces)";
+    }
+    out << "\n";
   }
   if (!live_at_peak_by_phase.empty()) {
     out << "  live at the peak, by the phase that allocated it:";

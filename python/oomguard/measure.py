@@ -13,8 +13,47 @@ from oomguard import _core, cuda_choices, meta_kernels
 from oomguard.ranks import RankOfMeasurement
 from oomguard.tracking import gradient_reader, is_sharded, local, optimizer_of, parameters_of
 
-BACKENDS = ("cpu", "meta")
+BACKENDS = ("cpu", "meta", "cuda")
 _active = threading.local()
+
+
+def _optimizer_step_hooks():
+    """Every torch.optim optimizer's step tells the core it is stepping: what torch.tensor(number) makes
+    there is a host `step` count, as on a GPU (Note [The Python optimizer's step counts],
+    backends/host_scalars.h). Returns the hooks' handles."""
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    return (register_optimizer_step_pre_hook(lambda *_: _core.set_in_python_optimizer_step(True)),
+            register_optimizer_step_post_hook(lambda *_: _core.set_in_python_optimizer_step(False)))
+
+
+# Note [The cuda backend in Python]: backend="cuda" runs the C++ cuda backend in this process, as
+# `oomguard run --backend cuda` runs it in a child: PyTorch's own caching allocator on GPU 0, capped at
+# the card (torch.cuda.set_per_process_memory_fraction's rule: reserved bytes), its cache emptied and
+# its statistics reset at the start, the CUDA libraries' workspaces taken first (in the peaks, as
+# PyTorch's are: result.cuda.allocated_at_start_bytes), every request booked in the ledger as the
+# allocator sees it (peaks, phases, live bytes, diagnoses). result.cuda holds torch.cuda.memory_stats()'s
+# peaks over the measurement; result.reserved_peak_bytes is its reserved peak. Unlike cpu and meta there
+# is no model to configure (verdict=, alloc_conf=), and inject= wraps the allocator, which only a
+# process that has not started CUDA allows. Not yet run on a GPU: ci/gpu_check.sh runs
+# ci/gpu_python_check.py, which compares it with cpu and meta's card mode, whenever a GPU is lent.
+def _check_cuda(verdict, alloc_conf, inject):
+    """backend="cuda": PyTorch's own caching allocator on GPU 0 under the cap (Note [The cuda backend in
+    Python]); what it cannot do is refused here, before anything runs."""
+    if not torch.cuda.is_available():
+        raise ValueError("oomguard.measure: backend=\"cuda\" needs a GPU, and this torch sees none "
+                         "(torch.cuda.is_available() is False): measure on backend=\"cpu\" (exact bytes) or "
+                         "backend=\"meta\", kernels=\"cuda\" (the card's CUDA kernels, shapes only, any size)")
+    if verdict is not None:
+        raise ValueError(f"oomguard.measure: verdict={verdict!r} is for cpu and meta, which model the caching "
+                         "allocator; on backend=\"cuda\" the GPU's own allocator decides, on its reserved bytes")
+    if alloc_conf is not None:
+        raise ValueError(f"oomguard.measure: alloc_conf={alloc_conf!r} is for cpu and meta's model; the GPU's "
+                         "allocator reads PYTORCH_ALLOC_CONF when CUDA starts: set it in the environment")
+    if inject and torch.cuda.is_initialized():
+        raise ValueError("oomguard.measure: inject= on backend=\"cuda\" wraps PyTorch's CUDA allocator, which "
+                         "must happen before CUDA starts, and this process has used CUDA already: measure with "
+                         "inject= before any CUDA tensor (a fresh process), or on backend=\"cpu\"")
 
 
 def _checked_limits(card, cap):
@@ -79,7 +118,9 @@ class Measure:
     def __init__(self, card=None, backend="cpu", cap=None, kernels=None, verdict=None, alloc_conf=None, inject=None,
                  snapshot=None, world=None, rank=None, eval_no_grad=False):
         if backend not in BACKENDS:
-            raise ValueError(f"oomguard.measure: backend={backend!r} is not one of {', '.join(BACKENDS)} (cuda: not yet)")
+            raise ValueError(f"oomguard.measure: backend={backend!r} is not one of {', '.join(BACKENDS)}")
+        if backend == "cuda":
+            _check_cuda(verdict, alloc_conf, inject)
         self.card, self.cap = _checked_limits(card, cap)
         self.backend = backend
         if kernels not in (None, "cpu", "cuda"):
@@ -104,15 +145,16 @@ class Measure:
 
     @property
     def device(self):
-        """Where to build the model and the batches: torch.device("cpu") or torch.device("meta")."""
-        return torch.device(self.backend)
+        """Where to build the model and the batches: torch.device("cpu"), ("meta") or ("cuda", 0), the GPU
+        the cuda backend caps."""
+        return torch.device("cuda", 0) if self.backend == "cuda" else torch.device(self.backend)
 
     def autocast(self, dtype=torch.bfloat16):
         """torch.autocast for this measurement's device: `with m.autocast(torch.bfloat16): loss = ...`.
 
-        On cpu, torch.autocast("cpu", dtype). On meta, torch.autocast cannot serve (device_type "meta" is
-        refused, and "cpu" or "cuda" casts no meta tensor: the run would save fp32 where the card saves
-        bf16, without a word), so oomguard's own: the cpu's autocast table, or with kernels="cuda"
+        On cpu and cuda, torch.autocast on that device. On meta, torch.autocast cannot serve (device_type
+        "meta" is refused, and "cpu" or "cuda" casts no meta tensor: the run would save fp32 where the card
+        saves bf16, without a word), so oomguard's own: the cpu's autocast table, or with kernels="cuda"
         CUDA's (layer_norm and softmax in fp32, cross entropy's bf16 log-probabilities; README, "Meta as
         a card"). Enter it inside the measurement, around the forward and the loss; on meta, `with ... as
         table` says whose table casts: "cpu" or "cuda"."""
@@ -146,12 +188,16 @@ class Measure:
             meta_kernels.python_only_ops_run()
         self._cuda_picks = cuda_choices.picked_as_for_cuda() if self.kernels == "cuda" else contextlib.nullcontext()
         self._cuda_picks.__enter__()  # Note [PyTorch's Python choices for CUDA tensors]
+        self._step_hooks = _optimizer_step_hooks()  # Note [The Python optimizer's step counts]
         _active.scope = self._scope
         return self
 
     def __exit__(self, exc_type, exc, tb):
         scope, self._scope, _active.scope = self._scope, None, None
         _core.set_loop_code(None)
+        for hook in self._step_hooks:
+            hook.remove()
+        _core.set_in_python_optimizer_step(False)  # a step that raised never reached its post hook
         self._cuda_picks.__exit__(None, None, None)
         self.result = scope.finish() if exc is None else scope.finish_with_error(str(exc))
         if self.backend == "meta" and isinstance(exc, RuntimeError) and "on meta tensors" in str(exc) \
@@ -252,12 +298,14 @@ class Measure:
 
 def measure(card=None, backend="cpu", cap=None, kernels=None, verdict=None, alloc_conf=None, inject=None,
             snapshot=None, world=None, rank=None, eval_no_grad=False):
-    """oomguard.measure(card="t4" | cap="1GiB", backend="cpu" | "meta", kernels="cpu" | "cuda",
+    """oomguard.measure(card="t4" | cap="1GiB", backend="cpu" | "meta" | "cuda", kernels="cpu" | "cuda",
     verdict="reserved" | "allocated", alloc_conf="expandable_segments:True", inject="nth=3" | [specs],
     snapshot="out.pickle", world=N, rank=r): a context manager and decorator.
 
-    kernels="cuda" (meta only) mirrors PyTorch's CUDA kernels at the card's compute capability (t4's
-    without a card, sm_80 with only a cap) rather than cpu's. Under a card or a cap the verdict is on the
+    backend="cuda" runs on GPU 0 with PyTorch's own caching allocator capped at the card (m.result.cuda:
+    torch.cuda.memory_stats()'s peaks; Note [The cuda backend in Python]). kernels="cuda" (meta only)
+    mirrors PyTorch's CUDA kernels at the card's compute capability (t4's without a card, sm_80 with only
+    a cap) rather than cpu's. Under a card or a cap the verdict is on the
     reserved bytes of a model of PyTorch's CUDA caching allocator (m.result.cuda_model), as on the GPU;
     verdict="allocated" judges the tensors' bytes alone. alloc_conf: the model's settings in
     PYTORCH_ALLOC_CONF's syntax (None: the environment's PYTORCH_ALLOC_CONF). inject= fails chosen

@@ -54,6 +54,7 @@ import time
 import traceback
 
 import pytest
+import torch
 
 from oomguard import _core
 from oomguard.measure import Measure
@@ -176,7 +177,11 @@ def pytest_collection_modifyitems(config, items):
     no_fork = config.getoption("oomguard_no_fork")
     for item in items:
         marker = item.get_closest_marker("oomguard")
-        if marker is not None:
+        if marker is not None and marker.kwargs.get("backend") == "cuda" and not torch.cuda.is_available():
+            # A GPU test on a runner without one is skipped, as torch's own GPU tests are, not an error.
+            item.add_marker(pytest.mark.skip(reason="oomguard: backend=\"cuda\" needs a GPU, and torch sees none "
+                                                    "(torch.cuda.is_available() is False)"))
+        elif marker is not None:
             item.stash[_MEASURE], item.stash[_CHECKS], isolate = _checks_of(marker, item.nodeid)
             item.stash[_ISOLATE] = isolate and not no_fork
         elif measure_all:
@@ -298,6 +303,12 @@ def _run_forked(item, measure, call):
     """The test body in a forked child: the message it sent ({"outcome", "text", "record"}), or a
     failed outcome saying how the child ended without one."""
     timeout = item.config.getoption("oomguard_timeout")
+    if measure.backend == "cuda" and torch.cuda.is_initialized():
+        return {"outcome": "crashed", "text": (
+            "oomguard: this test measures on backend=\"cuda\" in a forked child, but the pytest process has "
+            "started CUDA already (a fixture, an import or an unisolated test made a CUDA tensor), and a forked "
+            "child cannot use CUDA then: mark the test isolate=False, run with --oomguard-no-fork, or keep "
+            "CUDA out of pytest's own process"), "record": None}
     read_fd, write_fd = os.pipe()
     for stream in (sys.stdout, sys.stderr):  # nothing buffered before the fork is written twice
         stream.flush()

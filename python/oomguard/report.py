@@ -25,6 +25,10 @@ def names_of_test(nodeid):
 CUDA_MODEL_FIELDS = ("allocated_peak_bytes", "reserved_peak_bytes", "requested_peak_bytes", "segments_peak",
                      "alloc_retries", "ooms", "decides", "allocated_at_start_bytes", "reserved_at_start_bytes")
 
+# The GPU's own allocator's numbers (backend "cuda", _core.CudaAllocator's attributes).
+CUDA_FIELDS = ("allocated_peak_bytes", "reserved_peak_bytes", "active_peak_bytes", "requested_peak_bytes",
+               "alloc_retries", "ooms", "allocated_at_start_bytes", "reserved_at_start_bytes")
+
 
 def record_of(nodeid, result, duration_ms=0.0):
     """One test's numbers, from its _core.Measurement."""
@@ -54,6 +58,7 @@ def record_of(nodeid, result, duration_ms=0.0):
         "breakdown": result.breakdown,
         "cuda_model": None if result.cuda_model is None else {
             name: getattr(result.cuda_model, name) for name in CUDA_MODEL_FIELDS},
+        "cuda": None if result.cuda is None else {name: getattr(result.cuda, name) for name in CUDA_FIELDS},
         "warnings": list(result.warnings),
         "steady_state": result.steady_state,
         "diagnoses": [{"kind": d.kind, "severity": d.severity, "bytes": d.bytes, "per": d.per, "phase": d.phase,

@@ -58,15 +58,21 @@ def optimizer_of(thing, device):
 def _state_reader(optimizer_ref, device):
     def state_bytes():
         """The tensors the optimizer keeps per parameter on the measured device, as its ledger books them:
-        Adam's moments, and its `step` tensors on cpu (they stay on the host beside meta or cuda)."""
+        Adam's moments, not its `step` counts (host memory beside cuda or meta parameters, and on the cpu
+        backend too: Note [The Python optimizer's step counts], backends/host_scalars.h)."""
         optimizer = optimizer_ref()
         if optimizer is None:
             return None
-        tensors = (local(v) for per_parameter in optimizer.state.values() for v in per_parameter.values()
-                   if isinstance(v, torch.Tensor))
+        tensors = (local(v) for per_parameter in optimizer.state.values() for k, v in per_parameter.items()
+                   if isinstance(v, torch.Tensor) and not _host_step_count(k, v))
         return sum(t.nbytes for t in tensors if t.device.type == device.type)
 
     return state_bytes
+
+
+def _host_step_count(key, tensor):
+    """Adam's and its kin's step count: a 0-dim cpu tensor whatever the parameters' device."""
+    return key == "step" and tensor.dim() == 0 and tensor.device.type == "cpu"
 
 
 def gradient_reader(sharded):

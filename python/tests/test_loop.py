@@ -3,8 +3,9 @@ breakdown, checked against arithmetic.
 
 The model is one Linear(256, 256) (weight 256*256 + bias 256 float32: 263,168 bytes), trained with
 AdamW on a (32, 256) batch (32,768 bytes). AdamW's state after its first step: exp_avg and exp_avg_sq
-per parameter (2 * 263,168 = 526,336 bytes) and a float32 `step` tensor per parameter (2 * 4 bytes, on cpu):
-526,344 bytes. The forward saves the Linear's (32, 256) output for pow()'s backward (32,768 bytes) and
+per parameter (2 * 263,168 = 526,336 bytes); its float32 `step` tensor per parameter (2 * 4 bytes, on cpu
+whatever the parameters' device) is host memory beside a GPU's parameters, and oomguard leaves it out on
+cpu too (Note [The Python optimizer's step counts]), as on meta. The forward saves the Linear's (32, 256) output for pow()'s backward (32,768 bytes) and
 makes the 4-byte loss: 32,772 bytes. The leaking loop also keeps an eval loss with its graph each iteration: the same
 32,772 bytes per iteration.
 """
@@ -21,7 +22,8 @@ torch.set_num_threads(1)
 
 PARAMETERS = 256 * 256 * 4 + 256 * 4
 BATCH = 32 * 256 * 4
-ADAMW_STATE = 2 * PARAMETERS + 2 * 4
+ADAMW_STATE = 2 * PARAMETERS
+STEP_COUNTS = 2 * 4  # AdamW's `step` tensors, on the host
 LOSS = 4
 KEPT_GRAPH = 32 * 256 * 4 + LOSS
 
@@ -112,9 +114,10 @@ def main():
     check("leak", r.leak, False)
     check("growth per iteration", r.live_growth_per_iteration_bytes, 0.0)
     check("steady state", r.steady_state, "from iteration 2: AdamW keeps state from its first step on")
-    # The profiler also counts the 4-byte cast of a wrapped number (AdamW's `exp_avg.mul_(beta)`) live at
-    # the peak, which stays on the host on a GPU and which oomguard leaves out (Note [Host scalars]).
-    check("peak = profiler's less a host scalar", r.peak_bytes, prof_peak - 4)
+    # The profiler also counts AdamW's `step` tensors and the 4-byte cast of a wrapped number (AdamW's
+    # `exp_avg.mul_(beta)`) live at the peak, which stay on the host on a GPU and which oomguard leaves out
+    # (Notes [The Python optimizer's step counts] and [Host scalars]).
+    check("peak = profiler's less the host's", r.peak_bytes, prof_peak - STEP_COUNTS - 4)
     cpu_peak = r.peak_bytes
     check("phases", sorted(r.phase_peak_bytes), ["backward", "forward", "optimizer", "setup", "step"])
     check("warnings", list(r.warnings), [])
@@ -163,8 +166,7 @@ def main():
     with oomguard.measure(card="t4", backend="meta") as meta:
         train(meta, 3)
     check("meta device", meta.device, torch.device("meta"))
-    check("meta live after = cpu's less the host `step` tensors", meta.result.live_after_iteration, [steady - 8] * 3)
-    # AdamW's `step` tensors stay on the host beside meta parameters (as beside cuda ones): not booked.
+    check("meta live after = cpu's", meta.result.live_after_iteration, [steady] * 3)
     check("meta breakdown", meta.result.breakdown, {"parameters": PARAMETERS, "gradients": PARAMETERS,
                                                     "optimizer_state": 2 * PARAMETERS,
                                                     "forward_saved": KEPT_GRAPH})
@@ -197,8 +199,13 @@ def main():
            "15.5GB, 512MiB, 4096 or 1e9 (units: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)")
     check.raises("card and cap", lambda: oomguard.measure(card="t4", cap="1GiB"), ValueError,
            "oomguard.measure: card='t4' and cap='1GiB': give one of them, not both")
-    check.raises("bad backend", lambda: oomguard.measure(backend="cuda"), ValueError,
-           "oomguard.measure: backend='cuda' is not one of cpu, meta (cuda: not yet)")
+    check.raises("bad backend", lambda: oomguard.measure(backend="gpu"), ValueError,
+           "oomguard.measure: backend='gpu' is not one of cpu, meta, cuda")
+    if not torch.cuda.is_available():  # Note [The cuda backend in Python]
+        check.raises("cuda without a GPU", lambda: oomguard.measure(backend="cuda"), ValueError,
+                     "oomguard.measure: backend=\"cuda\" needs a GPU, and this torch sees none "
+                     "(torch.cuda.is_available() is False): measure on backend=\"cpu\" (exact bytes) or "
+                     "backend=\"meta\", kernels=\"cuda\" (the card's CUDA kernels, shapes only, any size)")
     with oomguard.measure() as bad:
         check.raises("iterations(0)", lambda: bad.iterations(0), ValueError,
                "oomguard::MeasureScope: iterations(0): the count must be at least 1")

@@ -91,16 +91,22 @@ def main():
     check("profiler inside: peak, allocations, left live", inside,
           (both.result.peak_bytes, both.result.alloc_count, prof_left))
 
-    # The catalog's loop with its evaluation: the same peak as the profiler's, kept graphs or not. The
-    # profiler also records the 4-byte casts of wrapped numbers (Adam's `exp_avg_sq.mul_(beta2)`), which stay
-    # on the host on a GPU and which oomguard leaves out (Note [Host scalars]): more allocations, none
-    # live at the peak.
+    # The catalog's loop with its evaluation: the profiler's peak less Adam's `step` counts, kept graphs
+    # or not: a 0-dim float32 cpu tensor per parameter, on the host beside a GPU's parameters, which
+    # oomguard leaves out (Note [The Python optimizer's step counts]). The profiler also records the
+    # 4-byte casts of wrapped numbers (Adam's `exp_avg_sq.mul_(beta2)`), host scalars oomguard leaves out
+    # too (Note [Host scalars]): more allocations, none live at the peak.
     for no_grad, name in ((False, "kept graphs"), (True, "under no_grad")):
         with oomguard.measure(card="t4") as mlp:
-            mlp_eval.train(mlp, no_grad)
+            opt = mlp_eval.train(mlp, no_grad)
+        steps = [state["step"] for state in opt.state.values()]
+        check(f"mlp_eval {name}: a float32 step count per parameter", [(s.dim(), s.dtype) for s in steps],
+              [(0, torch.float32)] * len(list(opt.param_groups[0]["params"])))
+        del opt
         peak, allocs, left = prof_mlp[no_grad]
         print(f"profiler, mlp_eval {name}: peak {peak} bytes, {allocs} allocations, {left} left live")
-        check(f"mlp_eval {name}: peak_bytes", mlp.result.peak_bytes, peak)
+        check(f"mlp_eval {name}: peak_bytes = the profiler's less the step counts", mlp.result.peak_bytes,
+              peak - sum(s.nbytes for s in steps))
         check(f"mlp_eval {name}: fewer allocations than the profiler's", mlp.result.alloc_count < allocs, True)
 
     # Past the cap: torch.OutOfMemoryError, as on a GPU; the measurement says where. The tensors' bytes

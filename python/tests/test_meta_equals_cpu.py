@@ -8,11 +8,11 @@ python/oomguard/meta_kernels.py).
    do, and an op with only a Python kernel keeps it and the measurement warns that it ran.
 2. nn.Linear's init (uniform_) and its forward under no_grad (addmm) allocate on meta what they do on cpu.
 3. The catalog's forgotten-no-grad loop (examples/python/mlp_eval.py), both variants: peak, phase
-   peaks, live bytes after each iteration and the breakdown equal cpu's, but for the tensors Python's
-   Adam keeps on the host whatever the parameters' device: its `step` tensors (cpu tensors beside meta
-   or cuda parameters, torch.tensor(0.0) in torch/optim/adam.py) and the float64 0-dim tensor Python's
-   argument parser wraps the step's divisor in. The cpu backend books those, as they are on its device;
-   meta, like a GPU, does not.
+   peaks, live bytes after each iteration and the breakdown equal cpu's, but for the float64 0-dim tensor
+   Python's argument parser wraps the step's divisor in: the cpu backend books it, as it is on its device;
+   meta, like a GPU, does not. (Adam's `step` tensors, cpu tensors beside meta or cuda parameters,
+   torch.tensor(0.0) in torch/optim/adam.py, are host memory on both: Note [The Python optimizer's step
+   counts].)
 4. The GPT-2 example (examples/python/gpt2_validation.py, the fix): the same, less also the 8-byte
    numbers Python's argument parser wraps the floats of GPT-2's tanh GELU in (0.5 * x, ...): host
    tensors the backward's MulBackward0 nodes save, three per block.
@@ -81,17 +81,13 @@ def measured(train, backend, **options):
     return m.result, kept
 
 
-def adam_host_bytes(opt):
-    """What Python's Adam keeps on the host beside parameters on any device: (its `step` tensors, the
-    float64 0-dim divisor at the step's peak)."""
-    step = sum(s["step"].nbytes for s in opt.state.values() if s["step"].device.type == "cpu")
-    return step, torch.tensor(0.0, dtype=torch.float64).nbytes
+DIVISOR = torch.tensor(0.0, dtype=torch.float64).nbytes  # the float64 0-dim divisor at the step's peak
 
 
-def compare_loop(check, name, cpu, meta, step, divisor, saved_numbers=0):
-    """meta = cpu less the host's: `step` from the first step on, `divisor` at the optimizer's peak,
-    `saved_numbers` (wrapped numbers the graph saves) at the peaks of the phases the graph lives in."""
-    host = {phase: 0 if phase == "setup" else step for phase in cpu.phase_peak_bytes}
+def compare_loop(check, name, cpu, meta, divisor, saved_numbers=0):
+    """meta = cpu less the host's: `divisor` at the optimizer's peak, `saved_numbers` (wrapped numbers
+    the graph saves) at the peaks of the phases the graph lives in."""
+    host = {phase: 0 for phase in cpu.phase_peak_bytes}
     host["optimizer"] += divisor
     for phase in ("forward", "backward", "eval", "step"):
         host[phase] += saved_numbers
@@ -99,9 +95,8 @@ def compare_loop(check, name, cpu, meta, step, divisor, saved_numbers=0):
           {p: b - host[p] for p, b in cpu.phase_peak_bytes.items()})
     check(f"{name}: peak", (meta.peak_bytes, meta.peak_phase), (cpu.peak_bytes - host[cpu.peak_phase], cpu.peak_phase))
     check(f"{name}: live after each iteration", list(meta.live_after_iteration),
-          [b - step for b in cpu.live_after_iteration])
-    want = dict(cpu.breakdown, optimizer_state=cpu.breakdown["optimizer_state"] - step,
-                forward_saved=cpu.breakdown["forward_saved"] - saved_numbers)
+          list(cpu.live_after_iteration))
+    want = dict(cpu.breakdown, forward_saved=cpu.breakdown["forward_saved"] - saved_numbers)
     check(f"{name}: breakdown", meta.breakdown, want)
     # activations-dominate weighs the forward's activations, the saved numbers among them.
     check(f"{name}: diagnoses", [(d.kind, d.bytes) for d in meta.diagnoses],
@@ -129,23 +124,19 @@ def main():
         cpu, opt = measured(mlp_eval.train, "cpu", no_grad=no_grad)
         del opt
         meta, opt = measured(mlp_eval.train, "meta", no_grad=no_grad)
-        step, divisor = adam_host_bytes(opt)
         del opt
-        print(f"{name}: cpu {cpu.describe()}\nmeta {meta.describe()}\n  Adam's host bytes: step {step}, "
-              f"divisor {divisor}")
-        compare_loop(check, name, cpu, meta, step, divisor)
+        print(f"{name}: cpu {cpu.describe()}\nmeta {meta.describe()}")
+        compare_loop(check, name, cpu, meta, DIVISOR)
 
     import gpt2_validation
 
     cpu, _ = measured(gpt2_validation.train, "cpu", detach=True)
     meta, _ = measured(gpt2_validation.train, "meta", detach=True)
     model = gpt2_validation.make_model(torch.device("meta"))
-    opt = torch.optim.AdamW(model.parameters())
-    step = len(list(model.parameters())) * torch.tensor(0.0).nbytes  # AdamW's step tensors
     saved_numbers = model.config.n_layer * 3 * torch.tensor(0.0, dtype=torch.float64).nbytes
-    del model, opt
+    del model
     print(f"gpt2: cpu {cpu.describe()}\nmeta {meta.describe()}")
-    compare_loop(check, "gpt2", cpu, meta, step, torch.tensor(0.0, dtype=torch.float64).nbytes, saved_numbers)
+    compare_loop(check, "gpt2", cpu, meta, DIVISOR, saved_numbers)
     return check.exit_code()
 
 

@@ -12,6 +12,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+import torch
 
 import oomguard.pytest_plugin  # noqa: F401 - imported once: pytester's inner runs keep it (and torch) loaded
 
@@ -201,7 +202,7 @@ def test_unmarked_tests_measured_with_the_option_only(pytester):
         ('card="t5"', f"unknown card 't5'; known cards: {KNOWN_CARDS} (see `oomguard cards`)"),
         ('peak_at_most="2 parsecs"', f"peak_at_most: invalid size '2 parsecs': unknown unit 'parsecs'; {SIZES}"),
         ('cap="lots"', f"invalid size 'lots': {SIZES}"),
-        ('backend="cuda"', "backend='cuda' is not one of cpu, meta (cuda: not yet)"),
+        ('backend="gpu"', "backend='gpu' is not one of cpu, meta, cuda"),
         ('verdict="bytes"', "verdict='bytes' is not one of reserved, allocated"),
         ('peak="2GiB"', "unknown argument 'peak'; accepted: card, backend, cap, kernels, verdict, alloc_conf, "
                          "peak_at_most, no_leak, no_pitfalls, isolate, inject, world, rank"),
@@ -212,6 +213,16 @@ def test_bad_marker_is_a_usage_error(pytester, marker, message):
     result = pytester.runpytest(*PLUGIN)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: test_bad.py::test_it: @pytest.mark.oomguard: {message}"])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the test would run")
+def test_a_cuda_test_is_skipped_without_a_gpu(pytester):
+    # A GPU test on a CPU runner is skipped with the reason, as torch's own GPU tests are: not an error.
+    pytester.makepyfile(test_gpu="import pytest\n@pytest.mark.oomguard(card=\"t4\", backend=\"cuda\")\n"
+                                 "def test_on_the_card(oomguard_measure):\n    pass\n")
+    result = pytester.runpytest(*PLUGIN, "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(['*oomguard: backend="cuda" needs a GPU, and torch sees none*'])
 
 
 def step(kib):
