@@ -44,8 +44,8 @@
 // c10::kCUDA when the kernel target is a card's) and the fallback then casts by AutocastCUDA's table
 // (nn/autocast_table_cuda.cpp) as its wrappers do, which differ from the cpu's:
 // - the lists: layer_norm, group_norm, exp, log, pow, rsqrt, softplus, logsumexp, upsampling and the
-//   losses but cross entropy are fp32 on CUDA; cross_entropy_loss, the padding convolutions, prod's
-//   and most linalg and fft ops are listed on cpu only. cross_entropy, not listed, reaches log_softmax
+//   losses but cross entropy are fp32 on CUDA; cross_entropy_loss, the padding convolutions and most
+//   linalg and fft ops are listed on cpu only. cross_entropy, not listed, reaches log_softmax
 //   with its input's dtype given, which the policy keeps (bf16 log-probabilities, saved), and then
 //   nll_loss, which casts them to fp32 (saved too): on cpu one fp32 tensor is saved instead.
 // - fp32_set_opt_dtype (softmax, log_softmax, sum, cumsum, cumprod, prod, the vector and matrix norms):
