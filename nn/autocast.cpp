@@ -13,7 +13,8 @@ std::vector<AutocastSetting> CurrentAutocast() {
     if (at::autocast::is_autocast_enabled(device))
       settings.push_back({device, at::autocast::get_autocast_dtype(device)});
   }
-  if (const std::optional<at::ScalarType> meta = MetaAutocastDtype()) settings.push_back({c10::kMeta, *meta});
+  if (const std::optional<at::ScalarType> meta = MetaAutocastDtype())
+    settings.push_back({c10::kMeta, *meta, MetaAutocastMirrors()});
   return settings;
 }
 
@@ -27,7 +28,7 @@ void AutocastScope::Enter(const AutocastSetting& setting) {
   OOMGUARD_CHECK(setting.dtype == at::kBFloat16 || setting.dtype == at::kHalf)
       << "autocast to " << setting.dtype << ": bf16 or fp16 only";
   if (setting.device == c10::kMeta) {
-    meta_.push_back(std::make_unique<MetaAutocastScope>(setting.dtype));
+    meta_.push_back(std::make_unique<MetaAutocastScope>(setting.dtype, setting.mirrors));
     return;
   }
   OOMGUARD_CHECK(setting.device == c10::kCPU || setting.device == c10::kCUDA)

@@ -1,6 +1,7 @@
 // Autocast for a region of a training step, on the backend's device type: at::autocast for cpu and
 // cuda (what torch.autocast(device_type) does: enable, set the dtype, nest, clear the weight cache at
-// the outermost exit), MetaAutocastScope for meta (nn/meta_autocast.h).
+// the outermost exit), MetaAutocastScope for meta (nn/meta_autocast.h), which mirrors the cpu's autocast
+// or, with a card's kernels, CUDA's (`mirrors`, Note [AutocastCUDA on meta]).
 //
 //   {
 //     oomguard::AutocastScope autocast({c10::kCPU, at::kBFloat16});
@@ -25,6 +26,9 @@ namespace oomguard {
 struct AutocastSetting {
   c10::DeviceType device;
   at::ScalarType dtype;  // the lower-precision type: bf16 or fp16
+  // On meta: whose autocast table it casts by, c10::kCPU (AutocastCPU's) or c10::kCUDA (AutocastCUDA's,
+  // with a card's kernels); ignored elsewhere.
+  c10::DeviceType mirrors = c10::kCPU;
 };
 
 // The autocast regions active on this thread (cpu, cuda, meta), innermost state only.

@@ -7,11 +7,15 @@
 #include <c10/util/intrusive_ptr.h>
 #include <torch/library.h>
 
+#include <span>
+#include <string>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "allocators/ledger.h"
 #include "base/check.h"
+#include "nn/autocast_tables.h"
 
 // Note [Autocast on meta]
 // at::autocast works through a dispatch key per device type (AutocastCPU, AutocastCUDA, ...) that a
@@ -21,163 +25,49 @@
 // own into the thread's included set: AutocastPrivateUse1, which no LibTorch kernel uses (no private
 // backend is loaded in oomguard) and which sits, like every autocast key, above Autograd, so that the
 // casts are recorded by autograd and the cast tensors are what backward saves. Its one boxed fallback
-// looks the operator up in the table below, copied from AutocastCPU's registrations in the pinned
-// torch (aten/src/ATen/autocast_mode.cpp), and casts as AutocastCPU's WrapFunction_ does:
+// looks the operator up in a table copied from AutocastCPU's registrations in the pinned torch
+// (aten/src/ATen/autocast_mode.cpp; nn/autocast_table_cpu.cpp), and casts as AutocastCPU's
+// WrapFunction_ does:
 // - an operator in the table: its floating-point meta arguments (not double) are cast to the policy's
 //   type, with the autocast key excluded while the operator runs (its inner operators are not cast
 //   again), and a lower-precision cast of an fp32 leaf that requires grad is cached until the
 //   outermost scope exits, exactly as cached_cast caches weights;
 // - any other operator passes below the key unchanged, and the operators it calls are dispatched
 //   again (a composite such as einsum reaches bmm, which casts), as AutocastCPU's fallthrough does.
-// tests/meta_autocast_test.cpp checks the table against the operators that have an AutocastCPU kernel,
+// tests/autocast_test.cpp checks the table against the operators that have an AutocastCPU kernel,
 // so an upgrade that changes the list fails there, and that cpu and meta allocate the same bytes.
+
+// Note [AutocastCUDA on meta]
+// On a GPU, torch.autocast("cuda") casts by AutocastCUDA's table, not the cpu's; meta with a card's
+// kernels (`--kernels cuda`, backends/meta/kernel_target.h) must too, or a mixed-precision number on
+// the card is the cpu's without a word. So a scope says whose autocast it mirrors (the workload passes
+// c10::kCUDA when the kernel target is a card's) and the fallback then casts by AutocastCUDA's table
+// (nn/autocast_table_cuda.cpp) as its wrappers do, which differ from the cpu's:
+// - the lists: layer_norm, group_norm, exp, log, pow, rsqrt, softplus, logsumexp, upsampling and the
+//   losses but cross entropy are fp32 on CUDA; cross_entropy_loss, the padding convolutions and most
+//   linalg and fft ops are listed on cpu only. cross_entropy, not listed, reaches log_softmax
+//   with its input's dtype given, which the policy keeps (bf16 log-probabilities, saved), and then
+//   nll_loss, which casts them to fp32 (saved too): on cpu one fp32 tensor is saved instead.
+// - fp32_set_opt_dtype (softmax, log_softmax, sum, cumsum, cumprod, prod, the vector and matrix norms):
+//   nothing is cast; an unset `dtype` becomes float when the first argument is eligible, so the op
+//   returns fp32. softmax and log_softmax then copy their input to fp32 inside (SoftMax.cpp), but for a
+//   half CUDA input, which runs _softmax(input, dim, half_to_float=true) without the copy: meta is no
+//   CUDA tensor, so the fallback takes that branch itself.
+// - fp32_append_dtype (norm without a dtype): the overload with a dtype, float when the input is eligible.
+// - binary_cross_entropy is refused, as binary_cross_entropy_banned refuses it; so is _cudnn_rnn (its
+//   wrapper reflattens fp16 weights), which meta never reaches: an LSTM on meta runs no cuDNN.
+// - the dtype: fp16 is CUDA's default and bf16 is allowed (torch.autocast refuses bf16 only where
+//   torch.cuda.is_bf16_supported() is false; with emulation it holds before sm_80 too). oomguard
+//   always names the dtype.
+// cached_cast's weight cache and promote's rule (prioritize) are one function for every device.
+// tests/card_autocast_test.cpp checks the table against the operators with an AutocastCUDA kernel and
+// the bytes each difference the catalog's models hit costs; Python.CardAutocastMatchesFakeCuda checks
+// dtypes and saved tensors against PyTorch's own AutocastCUDA over fake CUDA tensors.
 
 namespace oomguard {
 namespace {
 
 constexpr c10::DispatchKey kMetaAutocastKey = c10::DispatchKey::AutocastPrivateUse1;
-
-struct PolicyRow {
-  const char* op;
-  AutocastPolicy policy;
-};
-
-constexpr AutocastPolicy kLow = AutocastPolicy::kLowerPrecision;
-constexpr AutocastPolicy kFp32 = AutocastPolicy::kFloat32;
-constexpr AutocastPolicy kPromote = AutocastPolicy::kPromote;
-
-// AutocastCPU's table in torch 2.11, in its order.
-constexpr PolicyRow kCpuPolicies[] = {
-    {"conv1d", kLow},
-    {"conv1d.padding", kLow},
-    {"conv2d", kLow},
-    {"conv2d.padding", kLow},
-    {"conv3d", kLow},
-    {"conv3d.padding", kLow},
-    {"bmm", kLow},
-    {"mm", kLow},
-    {"linalg_vecdot", kLow},
-    {"baddbmm", kLow},
-    {"addmm", kLow},
-    {"_addmm_activation", kLow},
-    {"addbmm", kLow},
-    {"linear", kLow},
-    {"_convolution.deprecated", kLow},
-    {"matmul", kLow},
-    {"conv_tbc", kLow},
-    {"mkldnn_rnn_layer", kLow},
-    {"conv_transpose1d", kLow},
-    {"conv_transpose2d.input", kLow},
-    {"conv_transpose3d.input", kLow},
-    {"prelu", kLow},
-    {"scaled_dot_product_attention", kLow},
-    {"_native_multi_head_attention", kLow},
-    {"avg_pool3d", kFp32},
-    {"binary_cross_entropy", kFp32},
-    {"grid_sampler", kFp32},
-    {"polar", kFp32},
-    {"prod", kFp32},
-    {"prod.dim_int", kFp32},
-    {"prod.dim_Dimname", kFp32},
-    {"quantile", kFp32},
-    {"quantile.scalar", kFp32},
-    {"nanquantile", kFp32},
-    {"nanquantile.scalar", kFp32},
-    {"stft", kFp32},
-    {"stft.center", kFp32},
-    {"cdist", kFp32},
-    {"grid_sampler_2d", kFp32},
-    {"_grid_sampler_2d_cpu_fallback", kFp32},
-    {"grid_sampler_3d", kFp32},
-    {"trace", kFp32},
-    {"view_as_complex", kFp32},
-    {"cholesky", kFp32},
-    {"cholesky_inverse", kFp32},
-    {"cholesky_solve", kFp32},
-    {"inverse", kFp32},
-    {"lu_solve", kFp32},
-    {"orgqr", kFp32},
-    {"ormqr", kFp32},
-    {"pinverse", kFp32},
-    {"max_pool3d", kFp32},
-    {"max_unpool2d", kFp32},
-    {"max_unpool3d", kFp32},
-    {"adaptive_avg_pool3d", kFp32},
-    {"reflection_pad1d", kFp32},
-    {"reflection_pad2d", kFp32},
-    {"replication_pad1d", kFp32},
-    {"replication_pad2d", kFp32},
-    {"replication_pad3d", kFp32},
-    {"mse_loss", kFp32},
-    {"cosine_embedding_loss", kFp32},
-    {"nll_loss", kFp32},
-    {"nll_loss2d", kFp32},
-    {"hinge_embedding_loss", kFp32},
-    {"poisson_nll_loss", kFp32},
-    {"smooth_l1_loss", kFp32},
-    {"cross_entropy_loss", kFp32},
-    {"l1_loss", kFp32},
-    {"huber_loss", kFp32},
-    {"margin_ranking_loss", kFp32},
-    {"soft_margin_loss", kFp32},
-    {"triplet_margin_loss", kFp32},
-    {"multi_margin_loss", kFp32},
-    {"ctc_loss.IntList", kFp32},
-    {"ctc_loss.Tensor", kFp32},
-    {"kl_div", kFp32},
-    {"multilabel_margin_loss", kFp32},
-    {"binary_cross_entropy_with_logits", kFp32},
-    {"fft_fft", kFp32},
-    {"fft_ifft", kFp32},
-    {"fft_fft2", kFp32},
-    {"fft_ifft2", kFp32},
-    {"fft_fftn", kFp32},
-    {"fft_ifftn", kFp32},
-    {"fft_rfft", kFp32},
-    {"fft_irfft", kFp32},
-    {"fft_rfft2", kFp32},
-    {"fft_irfft2", kFp32},
-    {"fft_rfftn", kFp32},
-    {"fft_irfftn", kFp32},
-    {"fft_hfft", kFp32},
-    {"fft_ihfft", kFp32},
-    {"linalg_cond", kFp32},
-    {"linalg_cond.p_str", kFp32},
-    {"linalg_matrix_rank", kFp32},
-    {"linalg_matrix_rank.tol_tensor", kFp32},
-    {"linalg_matrix_rank.atol_rtol_tensor", kFp32},
-    {"linalg_matrix_rank.atol_rtol_float", kFp32},
-    {"linalg_solve", kFp32},
-    {"linalg_cholesky", kFp32},
-    {"linalg_svdvals", kFp32},
-    {"linalg_eigvals", kFp32},
-    {"linalg_eigvalsh", kFp32},
-    {"linalg_inv", kFp32},
-    {"linalg_householder_product", kFp32},
-    {"linalg_tensorinv", kFp32},
-    {"linalg_tensorsolve", kFp32},
-    {"fake_quantize_per_tensor_affine", kFp32},
-    {"geqrf", kFp32},
-    {"_lu_with_info", kFp32},
-    {"qr", kFp32},
-    {"svd", kFp32},
-    {"triangular_solve", kFp32},
-    {"fractional_max_pool2d", kFp32},
-    {"fractional_max_pool3d", kFp32},
-    {"adaptive_max_pool3d", kFp32},
-    {"multilabel_margin_loss_forward", kFp32},
-    {"linalg_qr", kFp32},
-    {"linalg_cholesky_ex", kFp32},
-    {"linalg_svd", kFp32},
-    {"linalg_eig", kFp32},
-    {"linalg_eigh", kFp32},
-    {"linalg_lstsq", kFp32},
-    {"linalg_inv_ex", kFp32},
-    {"stack", kPromote},
-    {"cat", kPromote},
-    {"index_copy", kPromote},
-    {"index_copy.dimname", kPromote},
-};
 
 c10::OperatorName OperatorNameOf(const std::string& op) {
   const size_t dot = op.find('.');
@@ -185,13 +75,24 @@ c10::OperatorName OperatorNameOf(const std::string& op) {
                                   : c10::OperatorName("aten::" + op.substr(0, dot), op.substr(dot + 1));
 }
 
-const std::unordered_map<c10::OperatorName, AutocastPolicy>& Policies() {
-  static const auto* policies = [] {
-    auto* map = new std::unordered_map<c10::OperatorName, AutocastPolicy>();
-    for (const PolicyRow& row : kCpuPolicies) map->emplace(OperatorNameOf(row.op), row.policy);
-    return map;
-  }();
-  return *policies;
+using Table = std::unordered_map<c10::OperatorName, AutocastPolicy>;
+
+const Table* MakeTable(std::span<const AutocastRow> rows) {
+  auto* table = new Table();
+  for (const AutocastRow& row : rows) table->emplace(OperatorNameOf(row.op), row.policy);
+  return table;
+}
+
+std::span<const AutocastRow> RowsOf(c10::DeviceType mirrors) {
+  OOMGUARD_CHECK(mirrors == c10::kCPU || mirrors == c10::kCUDA)
+      << "meta autocast mirrors " << mirrors << "'s autocast: cpu or cuda only";
+  return mirrors == c10::kCUDA ? AutocastCudaTable() : AutocastCpuTable();
+}
+
+const Table& TableOf(c10::DeviceType mirrors) {
+  static const Table* cpu = MakeTable(AutocastCpuTable());
+  static const Table* cuda = MakeTable(AutocastCudaTable());
+  return mirrors == c10::kCUDA ? *cuda : *cpu;
 }
 
 // The cache of lower-precision casts of fp32 leaves (weights), keyed like ATen's by the source's
@@ -199,11 +100,13 @@ const std::unordered_map<c10::OperatorName, AutocastPolicy>& Policies() {
 using WeakRef = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
 struct ThreadState {
   std::optional<at::ScalarType> dtype;  // the lower-precision type; none outside every scope
+  c10::DeviceType mirrors = c10::kCPU;  // whose table the innermost scope casts by
   int nesting = 0;
   std::unordered_map<c10::TensorImpl*, std::tuple<WeakRef, at::Tensor>> cache;
 };
 thread_local ThreadState state;
 
+// at::autocast::is_eligible, a meta tensor standing for the device's own.
 bool Eligible(const at::Tensor& t) {
   return t.defined() && t.is_meta() && t.is_floating_point() && t.scalar_type() != at::kDouble;
 }
@@ -222,11 +125,18 @@ at::Tensor CachedCast(at::ScalarType to, const at::Tensor& arg) {
   return cast;
 }
 
-// The widest floating type among the eligible arguments, starting from the lower-precision type.
+// at::autocast::prioritize over the arguments, from the lower-precision type: float wins, double is
+// ignored, and a lower type other than the autocast one is an error, as in ATen.
 at::ScalarType PromotedType(const torch::jit::Stack& stack, size_t first) {
-  at::ScalarType type = *state.dtype;
+  const at::ScalarType lower = *state.dtype;
+  at::ScalarType type = lower;
   const auto widen = [&](const at::Tensor& t) {
-    if (Eligible(t)) type = at::promote_types(type, t.scalar_type());
+    if (!Eligible(t)) return;
+    if (type == at::kFloat || t.scalar_type() == at::kFloat) {
+      type = at::kFloat;
+    } else {
+      TORCH_CHECK(t.scalar_type() == lower, "Unexpected floating ScalarType in at::autocast::prioritize");
+    }
   };
   for (size_t i = first; i < stack.size(); ++i) {
     const c10::IValue& v = stack[i];
@@ -238,8 +148,7 @@ at::ScalarType PromotedType(const torch::jit::Stack& stack, size_t first) {
   return type;
 }
 
-void CastArguments(const c10::OperatorHandle& op, AutocastPolicy policy, torch::jit::Stack* stack) {
-  const size_t first = stack->size() - op.schema().arguments().size();
+void CastArguments(AutocastPolicy policy, torch::jit::Stack* stack, size_t first) {
   const at::ScalarType to = policy == AutocastPolicy::kLowerPrecision ? *state.dtype
                             : policy == AutocastPolicy::kFloat32      ? at::kFloat
                                                                       : PromotedType(*stack, first);
@@ -255,15 +164,86 @@ void CastArguments(const c10::OperatorHandle& op, AutocastPolicy policy, torch::
   }
 }
 
+bool FirstArgumentEligible(const torch::jit::Stack& stack, size_t first) {
+  return stack[first].isTensor() && Eligible(stack[first].toTensor());
+}
+
+// fp32_set_opt_dtype: an unset `dtype` argument becomes float when the first argument is eligible.
+void SetOptDtype(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t first) {
+  if (!FirstArgumentEligible(*stack, first)) return;
+  const std::vector<c10::Argument>& arguments = op.schema().arguments();
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (arguments[i].name() == "dtype" && (*stack)[first + i].isNone()) (*stack)[first + i] = at::kFloat;
+  }
+}
+
+// softmax.int and log_softmax.int of a half CUDA input asked for float (SoftMax.cpp): _softmax with
+// half_to_float, no fp32 copy of the input (Note [AutocastCUDA on meta]). False: not that case.
+bool HalfToFloatSoftmax(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t first) {
+  const std::string& name = op.schema().name();
+  if ((name != "aten::softmax" && name != "aten::log_softmax") || op.schema().overload_name() != "int") return false;
+  const at::Tensor input = (*stack)[first].toTensor();
+  const c10::IValue& dtype = (*stack)[first + 2];
+  if (!input.is_meta() || input.scalar_type() != at::kHalf || dtype.isNone() || dtype.toScalarType() != at::kFloat)
+    return false;
+  const int64_t dim = (*stack)[first + 1].toInt();
+  at::Tensor out = name == "aten::softmax" ? at::_softmax(input, dim, true) : at::_log_softmax(input, dim, true);
+  torch::jit::drop(*stack, 3);
+  torch::jit::push(*stack, std::move(out));
+  return true;
+}
+
+// fp32_append_dtype: norm without a dtype runs the overload with one, float for an eligible input.
+void NormWithDtype(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t first) {
+  const at::Tensor self = (*stack)[first].toTensor();
+  const at::ScalarType to = Eligible(self) ? at::kFloat : self.scalar_type();
+  const std::string& overload = op.schema().overload_name();
+  at::Tensor out;
+  if (overload == "Scalar") {
+    out = at::norm(self, std::optional<at::Scalar>((*stack)[first + 1].toScalar()), to);
+  } else {
+    TORCH_CHECK(overload == "ScalarOpt_dim", "aten::norm.", overload,
+                " under autocast on meta: named tensors are not modelled");
+    const c10::IValue& p = (*stack)[first + 1];
+    const std::optional<at::Scalar> order = p.isNone() ? std::nullopt : std::optional<at::Scalar>(p.toScalar());
+    out = at::norm(self, order, (*stack)[first + 2].toIntVector(), (*stack)[first + 3].toBool(), to);
+  }
+  torch::jit::drop(*stack, op.schema().arguments().size());
+  torch::jit::push(*stack, std::move(out));
+}
+
 void MetaAutocastFallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
   const c10::DispatchKeySet below = keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kMetaAutocastKey);
-  const auto it = state.dtype ? Policies().find(op.operator_name()) : Policies().end();
-  if (it == Policies().end()) {
+  const Table& table = TableOf(state.mirrors);
+  const auto it = state.dtype ? table.find(op.operator_name()) : table.end();
+  if (it == table.end()) {
     op.redispatchBoxed(below, stack);
     return;
   }
   c10::impl::ExcludeDispatchKeyGuard no_autocast(kMetaAutocastKey);
-  CastArguments(op, it->second, stack);
+  const size_t first = stack->size() - op.schema().arguments().size();
+  switch (it->second) {
+    case AutocastPolicy::kLowerPrecision:
+    case AutocastPolicy::kFloat32:
+    case AutocastPolicy::kPromote:
+      CastArguments(it->second, stack, first);
+      break;
+    case AutocastPolicy::kFloat32SetOptDtype:
+      SetOptDtype(op, stack, first);
+      if (HalfToFloatSoftmax(op, stack, first)) return;
+      break;
+    case AutocastPolicy::kFloat32AppendDtype:
+      NormWithDtype(op, stack, first);
+      return;
+    case AutocastPolicy::kBanned:
+      TORCH_CHECK(false, op.operator_name(),
+                  " is unsafe to autocast on CUDA (AutocastCUDA refuses it: a sigmoid before "
+                  "it underflows in lower precision); use binary_cross_entropy_with_logits");
+    case AutocastPolicy::kCudnnRnn:
+      TORCH_CHECK(false, op.operator_name(),
+                  " under autocast (fp16 weights reflattened by cuDNN's wrapper) is not "
+                  "modelled on meta");
+  }
   op.redispatchBoxed(below, stack);
 }
 
@@ -279,23 +259,29 @@ void RegisterFallback() {
 
 }  // namespace
 
-std::optional<AutocastPolicy> MetaAutocastPolicyOf(const std::string& op) {
-  const auto it = Policies().find(OperatorNameOf(op));
-  if (it == Policies().end()) return std::nullopt;
+std::optional<AutocastPolicy> MetaAutocastPolicyOf(c10::DeviceType mirrors, const std::string& op) {
+  RowsOf(mirrors);  // checks mirrors
+  const Table& table = TableOf(mirrors);
+  const auto it = table.find(OperatorNameOf(op));
+  if (it == table.end()) return std::nullopt;
   return it->second;
 }
 
-std::vector<std::string> MetaAutocastOperators() {
+std::vector<std::string> MetaAutocastOperators(c10::DeviceType mirrors) {
   std::vector<std::string> ops;
-  for (const PolicyRow& row : kCpuPolicies) ops.push_back(std::string("aten::") + row.op);
+  for (const AutocastRow& row : RowsOf(mirrors)) ops.push_back(std::string("aten::") + row.op);
   return ops;
 }
 
-MetaAutocastScope::MetaAutocastScope(at::ScalarType dtype)
-    : previous_keys_(c10::impl::tls_local_dispatch_key_set()), previous_dtype_(state.dtype) {
+MetaAutocastScope::MetaAutocastScope(at::ScalarType dtype, c10::DeviceType mirrors)
+    : previous_keys_(c10::impl::tls_local_dispatch_key_set()),
+      previous_dtype_(state.dtype),
+      previous_mirrors_(state.mirrors) {
   OOMGUARD_CHECK(at::isFloatingType(dtype)) << "autocast to " << dtype << ", not a floating type";
+  RowsOf(mirrors);  // checks mirrors
   RegisterFallback();
   state.dtype = dtype;
+  state.mirrors = mirrors;
   ++state.nesting;
   c10::impl::tls_set_dispatch_key_included(kMetaAutocastKey, true);
   c10::impl::tls_set_dispatch_key_excluded(kMetaAutocastKey, false);
@@ -307,10 +293,13 @@ MetaAutocastScope::~MetaAutocastScope() {
     state.cache.clear();
   }
   state.dtype = previous_dtype_;
+  state.mirrors = previous_mirrors_;
   c10::impl::tls_set_dispatch_key_included(kMetaAutocastKey, previous_keys_.included_.has(kMetaAutocastKey));
   c10::impl::tls_set_dispatch_key_excluded(kMetaAutocastKey, previous_keys_.excluded_.has(kMetaAutocastKey));
 }
 
 std::optional<at::ScalarType> MetaAutocastDtype() { return state.dtype; }
+
+c10::DeviceType MetaAutocastMirrors() { return state.mirrors; }
 
 }  // namespace oomguard

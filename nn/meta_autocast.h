@@ -6,10 +6,12 @@
 //     at::Tensor y = at::linear(x, w);                       // bf16, with w's bf16 copy cached
 //   }                                                        // the cache is cleared at the outermost exit
 //
-// The casts follow AutocastCPU's policy table of the pinned torch op for op (lower precision, fp32,
-// promote), with its weight cache, so that a meta run allocates what the cpu run does.
+// The casts follow the policy table of the pinned torch op for op, with its weight cache: AutocastCPU's,
+// so that a meta run allocates what the cpu run does, or with a card's kernels AutocastCUDA's
+// (MetaAutocastScope(dtype, c10::kCUDA)), so that it allocates what the GPU run does.
 #pragma once
 
+#include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
@@ -17,22 +19,23 @@
 #include <string>
 #include <vector>
 
+#include "nn/autocast_tables.h"
+
 namespace oomguard {
 
-// What AutocastCPU does with an operator's floating-point tensor arguments.
-enum class AutocastPolicy { kLowerPrecision, kFloat32, kPromote };
+// The policy of "name" or "name.overload" (no "aten::") in the table of `mirrors` (c10::kCPU: AutocastCPU's,
+// c10::kCUDA: AutocastCUDA's); none: the op runs on its arguments as they are.
+std::optional<AutocastPolicy> MetaAutocastPolicyOf(c10::DeviceType mirrors, const std::string& op);
 
-// The policy of "name" or "name.overload" (no "aten::"); none: the op runs on its arguments as they are.
-std::optional<AutocastPolicy> MetaAutocastPolicyOf(const std::string& op);
+// Every operator the table of `mirrors` names, "aten::name" or "aten::name.overload": what a test
+// compares with the operators that have a kernel for that device's autocast key.
+std::vector<std::string> MetaAutocastOperators(c10::DeviceType mirrors);
 
-// Every operator the table names, "aten::name" or "aten::name.overload": what a test compares with
-// the operators that have an AutocastCPU kernel.
-std::vector<std::string> MetaAutocastOperators();
-
-// Autocast on meta tensors for a scope, on this thread; nests. Registers its kernel on first use.
+// Autocast on meta tensors for a scope, on this thread, as `mirrors`' autocast casts (c10::kCPU or
+// c10::kCUDA); nests (the innermost scope's table and dtype apply). Registers its kernel on first use.
 class MetaAutocastScope {
  public:
-  explicit MetaAutocastScope(at::ScalarType dtype);
+  explicit MetaAutocastScope(at::ScalarType dtype, c10::DeviceType mirrors = c10::kCPU);
   ~MetaAutocastScope();
   MetaAutocastScope(const MetaAutocastScope&) = delete;
   MetaAutocastScope& operator=(const MetaAutocastScope&) = delete;
@@ -40,9 +43,13 @@ class MetaAutocastScope {
  private:
   c10::impl::LocalDispatchKeySet previous_keys_;
   std::optional<at::ScalarType> previous_dtype_;
+  c10::DeviceType previous_mirrors_;
 };
 
 // The dtype ops of the lower-precision policy cast to on this thread; none outside a scope.
 std::optional<at::ScalarType> MetaAutocastDtype();
+
+// Whose autocast the innermost scope mirrors (c10::kCPU outside every scope).
+c10::DeviceType MetaAutocastMirrors();
 
 }  // namespace oomguard

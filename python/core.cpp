@@ -20,9 +20,11 @@
 #include "allocators/fault_injection.h"
 #include "allocators/install.h"
 #include "backends/host_scalars.h"
+#include "backends/meta/kernel_target.h"
 #include "base/atomic_file.h"
 #include "base/byte_size.h"
 #include "model/phase.h"
+#include "nn/autocast.h"
 #include "workload/snapshot_recorder.h"
 #include "oomguard/measure.h"
 // The pytest plugin's baselines and reports: the CLI's (plugin_records.h).
@@ -40,6 +42,13 @@ using oomguard::python::PythonCallerLocation;
 using oomguard::python::SetLoopCode;
 
 // The bytes by category, as the result's `breakdown`: None where the run did not measure one.
+// A MetaAutocastScope entered and left from Python's `with`.
+struct MetaAutocast {
+  explicit MetaAutocast(at::ScalarType dtype) : dtype(dtype) {}
+  at::ScalarType dtype;
+  std::optional<oomguard::AutocastScope> scope;
+};
+
 py::dict Breakdown(const Measurement& m) {
   py::dict out;
   out["parameters"] = m.parameter_bytes;
@@ -216,6 +225,25 @@ PYBIND11_MODULE(_core, module) {
       .def_property_readonly("live_bytes", &oomguard::MeasureScope::live_bytes)
       .def("finish", &oomguard::MeasureScope::Finish)
       .def("finish_with_error", &oomguard::MeasureScope::FinishWithError);
+
+  // Measure.autocast on meta (oomguard/measure.py): torch.autocast refuses device_type "meta" and casts
+  // no meta tensor for "cpu" or "cuda", so meta's own autocast (nn/meta_autocast.h), by the cpu's table
+  // or, inside a measurement with kernels="cuda", CUDA's (Note [AutocastCUDA on meta]). A context manager.
+  py::class_<MetaAutocast>(module, "MetaAutocast")
+      .def(py::init([](const std::string& dtype) {
+             if (dtype != "bfloat16" && dtype != "float16")
+               throw std::invalid_argument("autocast on meta: dtype " + dtype + " is not bfloat16 or float16");
+             return std::make_unique<MetaAutocast>(dtype == "float16" ? at::kHalf : at::kBFloat16);
+           }),
+           py::arg("dtype"))
+      .def("__enter__",
+           [](MetaAutocast& a) {
+             if (a.scope) throw std::runtime_error("autocast on meta: already entered");
+             a.scope.emplace(oomguard::AutocastSetting{
+                 c10::kMeta, a.dtype, oomguard::CurrentKernelTarget().cuda() ? c10::kCUDA : c10::kCPU});
+             return c10::DeviceTypeName(oomguard::MetaAutocastMirrors(), /*lower_case=*/true);
+           })
+      .def("__exit__", [](MetaAutocast& a, const py::args&) { a.scope.reset(); });
 
   module.def("set_loop_code", &SetLoopCode, py::arg("code"));
   // The measurement's torch.optim step hooks: Note [The Python optimizer's step counts].

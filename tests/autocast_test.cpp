@@ -62,15 +62,15 @@ TEST(MetaAutocast, TheTableIsAutocastCpusOperators) {
        c10::Dispatcher::singleton().getAllOpNamesForDispatchKey(c10::DispatchKey::AutocastCPU)) {
     cpu.insert(op.overload_name.empty() ? op.name : op.name + "." + op.overload_name);
   }
-  const std::vector<std::string> table = MetaAutocastOperators();
+  const std::vector<std::string> table = MetaAutocastOperators(c10::kCPU);
   const std::set<std::string> ours(table.begin(), table.end());
   EXPECT_EQ(ours.size(), table.size()) << "an operator is listed twice";
-  EXPECT_EQ(ours, cpu) << "the pinned torch's AutocastCPU table changed: update kCpuPolicies in "
-                          "nn/meta_autocast.cpp";
-  EXPECT_EQ(MetaAutocastPolicyOf("linear"), AutocastPolicy::kLowerPrecision);
-  EXPECT_EQ(MetaAutocastPolicyOf("cross_entropy_loss"), AutocastPolicy::kFloat32);
-  EXPECT_EQ(MetaAutocastPolicyOf("cat"), AutocastPolicy::kPromote);
-  EXPECT_EQ(MetaAutocastPolicyOf("relu"), std::nullopt);
+  EXPECT_EQ(ours, cpu) << "the pinned torch's AutocastCPU table changed: update kCpu in "
+                          "nn/autocast_table_cpu.cpp";
+  EXPECT_EQ(MetaAutocastPolicyOf(c10::kCPU, "linear"), AutocastPolicy::kLowerPrecision);
+  EXPECT_EQ(MetaAutocastPolicyOf(c10::kCPU, "cross_entropy_loss"), AutocastPolicy::kFloat32);
+  EXPECT_EQ(MetaAutocastPolicyOf(c10::kCPU, "cat"), AutocastPolicy::kPromote);
+  EXPECT_EQ(MetaAutocastPolicyOf(c10::kCPU, "relu"), std::nullopt);
 }
 
 // The dtype each op returns under autocast, on one device.

@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "backends/meta/kernel_target.h"
 #include "backends/meta/meta_item.h"
 #include "model/dtype.h"
 #include "model/phase.h"
@@ -63,7 +64,8 @@ class VariantRun final : public MeasuredRun {
         has_data_(backend.traits().has_data),
         batches_(spec, device_options_, has_data_) {
     if (spec.loop.autocast != "none") {
-      autocast_ = AutocastSetting{backend.device().type(), spec.loop.autocast == "float16" ? at::kHalf : at::kBFloat16};
+      autocast_ = AutocastSetting{backend.device().type(), spec.loop.autocast == "float16" ? at::kHalf : at::kBFloat16,
+                                  CurrentKernelTarget().cuda() ? c10::kCUDA : c10::kCPU};
       if (spec.loop.autocast == "float16" && spec.loop.backward) scaler_.emplace();
     }
   }

@@ -149,6 +149,22 @@ class Measure:
         the cuda backend caps."""
         return torch.device("cuda", 0) if self.backend == "cuda" else torch.device(self.backend)
 
+    def autocast(self, dtype=torch.bfloat16):
+        """torch.autocast for this measurement's device: `with m.autocast(torch.bfloat16): loss = ...`.
+
+        On cpu and cuda, torch.autocast on that device. On meta, torch.autocast cannot serve (device_type
+        "meta" is refused, and "cpu" or "cuda" casts no meta tensor: the run would save fp32 where the card
+        saves bf16, without a word), so oomguard's own: the cpu's autocast table, or with kernels="cuda"
+        CUDA's (layer_norm and softmax in fp32, cross entropy's bf16 log-probabilities; README, "Meta as
+        a card"). Enter it inside the measurement, around the forward and the loss; on meta, `with ... as
+        table` says whose table casts: "cpu" or "cuda"."""
+        names = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
+        if dtype not in names:
+            raise ValueError(f"oomguard.measure: autocast dtype={dtype!r} is not torch.bfloat16 or torch.float16")
+        if self.backend != "meta":
+            return torch.autocast(self.backend, dtype=dtype)
+        return _core.MetaAutocast(names[dtype])
+
     def __enter__(self):
         if getattr(_active, "scope", None) is not None:
             raise RuntimeError("oomguard.measure: a measurement is already running on this thread")

@@ -8,6 +8,7 @@
 
 #include "allocators/cpu_tracking_allocator.h"
 #include "allocators/meta_tracking_allocator.h"
+#include "backends/meta/kernel_target.h"
 #include "base/byte_size.h"
 #include "nn/autocast.h"
 #include "workload/context/context_state.h"
@@ -173,7 +174,8 @@ Context::AutocastGuard Context::Autocast(at::ScalarType dtype) const {
     throw WorkloadError(std::string("ctx.Autocast(") + c10::toString(dtype) +
                         "): autocast runs ops in a lower precision, at::kBFloat16 or at::kHalf");
   }
-  return AutocastGuard(std::make_unique<AutocastHolder>(AutocastSetting{device().type(), dtype}));
+  return AutocastGuard(std::make_unique<AutocastHolder>(
+      AutocastSetting{device().type(), dtype, CurrentKernelTarget().cuda() ? c10::kCUDA : c10::kCPU}));
 }
 
 at::Tensor Context::ToDevice(const at::Tensor& host) {
