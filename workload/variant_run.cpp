@@ -20,11 +20,11 @@
 #include "nn/torchscript_net.h"
 #include "workload/batch_maker.h"
 #include "workload/cross_entropy.h"
-#include "workload/data_parallel.h"
 #include "workload/error_category.h"
 #include "workload/grad_digest.h"
 #include "workload/grad_scaler.h"
 #include "workload/optimizer.h"
+#include "workload/rank_strategy.h"
 #include "workload/segment_knobs.h"
 #include "workload/steady_state.h"
 
@@ -85,7 +85,7 @@ class VariantRun final : public MeasuredRun {
     if (!m_.error.empty()) return InputError(m_.error);
     net_->set_trace(trace_);
     if (spec_.parallel.active()) {  // Note [One simulated rank], workload/data_parallel.h
-      parallel_ = std::make_unique<DataParallel>(spec_.parallel, params_);
+      parallel_ = MakeRankStrategy(spec_.parallel, params_, *net_);
       m_.param_bytes = parallel_->ParameterBytes();
     }
     optimizer_ = MakeOptimizer(spec_.loop.optimizer, parallel_ ? parallel_->OptimizerParameters() : params_);
@@ -297,7 +297,13 @@ class VariantRun final : public MeasuredRun {
     };
     if (n == 0 || !training || p.checkpoint.segments == 0) {
       at::Tensor x = input.is_cpu() && spec_.data.on_host && p.transfer == "inside" ? batches_.ToDevice(input) : input;
-      return n == 0 ? net_->Forward(x, training) : net_->ForwardSegments(x, 0, n, training, after);
+      if (n == 0) return net_->Forward(x, training);
+      if (!parallel_) return net_->ForwardSegments(x, 0, n, training, after);
+      const AfterSegment rank = [this, &after, n](size_t i, at::Tensor out) {  // fsdp gathers and frees units
+        out = after(i, parallel_->AfterSegment(i, std::move(out)));
+        return i + 1 < n ? parallel_->BeforeSegment(i + 1, std::move(out)) : out;
+      };
+      return parallel_->AfterForward(net_->ForwardSegments(parallel_->BeforeForward(x), 0, n, training, rank));
     }
     const size_t segments = static_cast<size_t>(p.checkpoint.segments);
     at::Tensor x = input;
@@ -377,7 +383,7 @@ class VariantRun final : public MeasuredRun {
   BatchMaker batches_;
   std::unique_ptr<Net> net_;
   std::vector<at::Tensor> params_;
-  std::unique_ptr<DataParallel> parallel_;  // the scenario's `parallel`; its hooks are on params_
+  std::unique_ptr<RankStrategy> parallel_;  // the scenario's `parallel`; its hooks are on params_
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::vector<at::Tensor> history_;
   std::vector<double> items_;  // loss.item() values: what a history of numbers holds (no tensor)
