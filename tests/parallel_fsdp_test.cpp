@@ -134,11 +134,12 @@ TEST(ParallelFsdp, EachUnitGathersWorldTimesItsPaddedShard) {
             (std::vector<int64_t>{4 * (128 * 64 + 128 + 64 * 128 + 64 + 4 * 64 + 4)}));
 }
 
-// A forward alone (no backward) peaks at the second linear's output (8 x 64 floats): the first unit's
-// parameters are freed by then, and the second unit's all-gather output and its unsharded parameters
-// (each world x its shard: the whole layer, 4 x (128 x 64 + 64) bytes) are live. One byte under that
-// peak, the OOM's breakdown says exactly that as communication_bytes.
-TEST(ParallelFsdp, TheForwardPeakHoldsOneUnitsGatheredParametersTwice) {
+// A forward alone (no backward) peaks in the second unit's copy-out: the first unit's parameters are
+// freed, but its flat all-gather output (world x its shard: the whole layer, 4 x (64 x 128 + 128)
+// bytes) lives until that copy-out is done (Note [One FSDP2 rank]), beside the second's (4 x (128 x 64
+// + 64)) and its weight, gathered; its bias (64 floats) is the allocation that reaches the peak. One
+// byte under that peak, the OOM's breakdown says exactly that as communication_bytes.
+TEST(ParallelFsdp, TheForwardPeakHoldsTwoAllGatherOutputsAndOneUnitsParameters) {
   for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
     VariantSpec forward = Mlp("fsdp", 4, 1, /*odd=*/false);
     forward.loop.backward = false;
@@ -148,8 +149,8 @@ TEST(ParallelFsdp, TheForwardPeakHoldsOneUnitsGatheredParametersTwice) {
     const VariantMeasurement m = MeasureVariant(forward, options);
     ASSERT_EQ(Name(m.outcome), "oom") << m.error;
     EXPECT_EQ(m.oom->phase, "forward");
-    EXPECT_EQ(m.oom->requested_bytes, 8 * 64 * 4);
-    EXPECT_EQ(m.oom->live.communication_bytes, 2 * 4 * (128 * 64 + 64));
+    EXPECT_EQ(m.oom->requested_bytes, 64 * 4);
+    EXPECT_EQ(m.oom->live.communication_bytes, 4 * (64 * 128 + 128) + 4 * (128 * 64 + 64) + 4 * 128 * 64);
     EXPECT_EQ(m.oom->live.parameters_bytes, 4 * 16576 / 4);
   }
 }

@@ -46,6 +46,7 @@ struct FullySharded::State {
   std::vector<int> segment_unit;      // each segment's unit, or -1 (the root's)
   std::vector<size_t> post_forward_order;
   at::Tensor all_gather_state;        // forward: the last flat all-gather output, its free deferred
+  at::Tensor previous_all_gather_state;  // the one before, until the next unit's copy-out is done
   at::Tensor reduce_scatter_state;    // the last reduce-scatter input
   bool callback_queued = false;
   std::vector<at::Tensor> optimized;  // the sharded parameters, in the net's order
@@ -108,7 +109,9 @@ void FullySharded::State::WaitForUnshard(size_t u) {
   Unit& unit = units[u];
   if (!unit.all_gather_output.defined()) return;
   at::NoGradGuard no_grad;
-  if (unit.training == Training::kForward) all_gather_state.reset();
+  // FSDP2 drops the previous unit's deferred result here, but its local (`prev_all_gather_state`)
+  // holds it until wait_for_unshard returns: it is freed after this unit's copy-out.
+  if (unit.training == Training::kForward) std::swap(previous_all_gather_state, all_gather_state);
   std::vector<at::Tensor> outs;
   std::vector<int64_t> splits;
   for (Param& q : unit.params) {
@@ -129,6 +132,7 @@ void FullySharded::State::WaitForUnshard(size_t u) {
   unit.unsharded = true;
   if (unit.training == Training::kForward) all_gather_state = unit.all_gather_output;
   unit.all_gather_output.reset();
+  previous_all_gather_state.reset();
 }
 
 void FullySharded::State::Reshard(size_t u) {
@@ -357,7 +361,7 @@ int64_t FullySharded::GradientBytes() const {
 
 void FullySharded::Attribute(LiveBreakdown* b) const {
   const State& s = *state_;
-  std::vector<at::Tensor> grads, buffers = {s.all_gather_state, s.reduce_scatter_state};
+  std::vector<at::Tensor> grads, buffers = {s.all_gather_state, s.previous_all_gather_state, s.reduce_scatter_state};
   for (const at::Tensor& p : s.optimized) grads.push_back(p.grad());
   for (const Unit& unit : s.units) {
     buffers.push_back(unit.all_gather_output);

@@ -22,9 +22,10 @@
 //   slice, _allgather_base into it; then each parameter's own all_gather_outputs[0] of W x padded-shard
 //   elements (allocated the first time, its storage resized back later), filled by
 //   split_with_sizes_copy. The module's parameter is an as_strided view of it (init_unsharded_param).
-//   In forward the flat buffer is kept until the next unit's copy-out (or the root's post-forward)
-//   starts (FSDP2's all_gather_state: implicit forward prefetch's deferred free), so two flat buffers
-//   are live while the next all-gather runs; in backward it is freed after the copy-out.
+//   In forward the flat buffer is kept until the next unit's copy-out is done (FSDP2's
+//   all_gather_state, implicit forward prefetch's deferred free, which wait_for_unshard's local
+//   `prev_all_gather_state` holds until it returns) or the root's post-forward: two flat buffers and
+//   the next unit's unsharded parameters are live at once; in backward it is freed after the copy-out.
 // * Reshard (free_unsharded_param): each all_gather_outputs[0]'s storage resized to 0 bytes, as
 //   FSDP2's untyped_storage().resize_(0): the tensors autograd saved (the weight, its views) keep the
 //   storage and see it freed, and see it again after the next unshard resizes it back (Note [Resizing
