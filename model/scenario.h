@@ -154,6 +154,7 @@ struct ParallelSpec {
   double bucket_cap_mb = 25;             // DDP's bucket_cap_mb; zero2's reduce-scatter buckets too
   bool gradient_as_bucket_view = false;  // ddp: gradients are views of the buckets (no copy)
   std::string unit = "layer";            // fsdp: "layer", "model" or a layer kind (Note [One FSDP2 rank])
+  std::string init = "device";           // fsdp: "device" | "meta" (Note [Meta-device init])
 
   bool active() const { return world > 1; }
   bool operator==(const ParallelSpec&) const = default;

@@ -51,6 +51,8 @@ inline std::optional<SpecProblem> FindParallelProblem(const VariantSpec& spec) {
     return SpecProblem{parallel.Key("rank"), "rank " + std::to_string(p.rank) + " is not a rank of world " +
                                                  std::to_string(p.world) + " (ranks are 0 .. world - 1)"};
   }
+  if (p.init == "meta" && p.strategy != "fsdp")
+    return SpecProblem{parallel.Key("init"), "a model built on meta is sharded by strategy fsdp alone"};
   if (!p.active() || p.strategy == "ddp") return std::nullopt;
   const std::string not_yet = " is not simulated with parallel.strategy " + p.strategy + " yet";
   if (spec.loop.accumulate > 1) return SpecProblem{loop.Key("accumulate"), "gradient accumulation" + not_yet};

@@ -155,5 +155,30 @@ TEST(ParallelFsdp, TheForwardPeakHoldsTwoAllGatherOutputsAndOneUnitsParameters) 
   }
 }
 
+// FSDP2's meta-device init (Note [Meta-device init]): the net is built on meta, and setup holds only the
+// rank's padded shards, never the whole model; from then on every phase is the device init's, byte for byte.
+TEST(ParallelFsdp, MetaInitHoldsOnlyTheShardsAtSetup) {
+  for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
+    const VariantSpec device = Mlp("fsdp", 4, 3, /*odd=*/true);
+    VariantSpec meta = device;
+    meta.parallel.init = "meta";
+    const VariantMeasurement d = Measure(device, backend), m = Measure(meta, backend);
+    const Elements e = Count(/*odd=*/true, 4, 3);
+    EXPECT_EQ(m.param_bytes, 4 * e.fsdp_padded_shard);
+    ASSERT_EQ(m.ledger.phase_peaks.size(), d.ledger.phase_peaks.size());
+    for (size_t i = 0; i < d.ledger.phase_peaks.size(); ++i) {
+      const PhasePeak &pd = d.ledger.phase_peaks[i], &pm = m.ledger.phase_peaks[i];
+      ASSERT_EQ(pm.phase, pd.phase);
+      if (pd.phase != "setup") {
+        EXPECT_EQ(pm.peak_bytes, pd.peak_bytes) << pd.phase;
+        continue;
+      }
+      EXPECT_EQ(pm.peak_bytes, 4 * e.fsdp_padded_shard);
+      EXPECT_GE(pd.peak_bytes, 4 * e.all);  // the whole model, before fully_shard
+    }
+    EXPECT_EQ(m.iterations.back().live_after_bytes, d.iterations.back().live_after_bytes);
+  }
+}
+
 }  // namespace
 }  // namespace oomguard

@@ -56,11 +56,13 @@ TEST(ParallelScenario, BadValuesNameTheirPath) {
   EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2, "strategy": "zero2"}, "loop": {"accumulate": 2})")),
             "s.json: at loop.accumulate: gradient accumulation is not simulated with parallel.strategy zero2 yet "
             "(variant a)");
+  EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2, "init": "meta"})")),
+            "s.json: at parallel.init: a model built on meta is sharded by strategy fsdp alone (variant a)");
   EXPECT_EQ(LoadError(With(R"("parallel": {"bucket_cap_mb": 0})")),
             "s.json: at parallel.bucket_cap_mb: expected a bucket size in MiB > 0, at most 1e6, got 0");
   EXPECT_EQ(LoadError(With(R"("parallel": {"worlds": 2})")),
             "s.json: at parallel: unknown key \"worlds\"; did you mean \"world\"? (valid keys: world, rank, strategy, "
-            "bucket_cap_mb, gradient_as_bucket_view, unit)");
+            "bucket_cap_mb, gradient_as_bucket_view, unit, init)");
   EXPECT_EQ(LoadError(R"({"name": "t", "summary": "s", "workload": "w", "parallel": {"world": 2},
                           "variants": {"a": {}}})"),
             "s.json: at parallel: a workload scenario builds its own model, data and loop: \"parallel\" does not "

@@ -50,6 +50,7 @@ struct FullySharded::State {
   at::Tensor reduce_scatter_state;    // the last reduce-scatter input
   bool callback_queued = false;
   std::vector<at::Tensor> optimized;  // the sharded parameters, in the net's order
+  c10::Device device = c10::kCPU;     // the run's: the shards', whatever the net was built on
 
   int64_t W() const { return spec.world; }
   void Shard(Unit& unit, std::vector<at::Tensor> params);
@@ -74,8 +75,8 @@ void FullySharded::State::Shard(Unit& unit, std::vector<at::Tensor> params) {
     const int64_t rows = (p.size(0) + W() - 1) / W();
     const int64_t mine = std::max<int64_t>(0, std::min(rows, p.size(0) - spec.rank * rows));
     q.padded_shard = rows * q.rest;
-    q.shard_data = at::zeros({q.padded_shard}, p.options());
-    if (mine > 0) q.shard_data.narrow(0, 0, mine * q.rest).copy_(p.reshape(-1).narrow(0, spec.rank * rows * q.rest, mine * q.rest));
+    q.shard_data = at::zeros({q.padded_shard}, p.options().device(device));
+    if (mine > 0 && p.device() == device) q.shard_data.narrow(0, 0, mine * q.rest).copy_(p.reshape(-1).narrow(0, spec.rank * rows * q.rest, mine * q.rest));
     std::vector<int64_t> sharded_sizes = q.sizes;
     sharded_sizes[0] = mine;
     q.sharded = q.shard_data.narrow(0, 0, mine * q.rest).view(sharded_sizes).detach().requires_grad_(true);
@@ -83,7 +84,17 @@ void FullySharded::State::Shard(Unit& unit, std::vector<at::Tensor> params) {
     unit.params.push_back(std::move(q));
   }
   // fully_shard returns: the unit's original parameters are freed, the module keeps a placeholder.
-  for (Param& q : unit.params) q.module.set_data(at::empty({0}, q.module.options()));
+  // A net built on meta (Note [Meta-device init]) moves to the run's device here, which set_data refuses
+  // ("incompatible tensor type"); what it does past that check is this shallow copy, and no gradient
+  // accumulator exists yet for it to reset.
+  for (Param& q : unit.params) {
+    const at::Tensor placeholder = at::empty({0}, q.shard_data.options());
+    if (q.module.device() == placeholder.device()) {
+      q.module.set_data(placeholder);
+    } else {
+      q.module.unsafeGetTensorImpl()->shallow_copy_from(placeholder.getIntrusivePtr());
+    }
+  }
 }
 
 // foreach_all_gather: the flat output, the rank's padded shards copied into its slice, the collective.
@@ -255,10 +266,12 @@ void FullySharded::State::FinalCallback() {
   callback_queued = false;
 }
 
-FullySharded::FullySharded(const ParallelSpec& spec, std::vector<at::Tensor> parameters, const Net& net)
+FullySharded::FullySharded(const ParallelSpec& spec, std::vector<at::Tensor> parameters, const Net& net,
+                           const at::TensorOptions& device)
     : state_(std::make_shared<State>()) {
   State& s = *state_;
   s.spec = spec;
+  s.device = device.device();
   s.group = c10d::FakeProcessGroup::_create_internal(static_cast<int>(spec.rank), static_cast<int>(spec.world));
   s.units.emplace_back();  // the root
   s.units.front().reshard_after_forward = false;

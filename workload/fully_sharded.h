@@ -46,6 +46,12 @@
 // * Attribution: the shards are the parameters; the sharded gradients (the reduce-scatter outputs) the
 //   gradients; flat all-gather outputs, unsharded parameters and reduce-scatter inputs are
 //   communication_bytes. Facts' bucket_bytes: each unit's flat all-gather output, root first.
+// Note [Meta-device init]: `parallel.init` "meta" is FSDP2's recipe for a model larger than a card
+//   (`with torch.device("meta"): model = ...`, fully_shard, `model.to_empty(device=...)`, then the
+//   weights' init): the net is built on meta, uncounted, and only the shards are made on the run's
+//   device, so setup never holds the whole model. FSDP2's to_empty makes each rank's rows unpadded and
+//   pads them at the first forward (reset_sharded_param: a padded copy, the unpadded freed); here the
+//   padded shard is made at once, so a padded parameter's transient copy is not seen.
 // Differs from PyTorch: no DeviceMesh (FSDP2 keeps a world-sized int64 mesh tensor on the host), no
 //   DTensor wrappers, no streams or events (cpu has none either); the optimizer is LibTorch's (its
 //   Adam keeps the step as an integer, Python's as a 4-byte tensor per parameter). Mixed precision
@@ -66,8 +72,10 @@ namespace oomguard {
 
 class FullySharded final : public RankStrategy {
  public:
-  // Shards `parameters` (the net's, in its order) by units of the net's segments, freeing the originals.
-  FullySharded(const ParallelSpec& spec, std::vector<at::Tensor> parameters, const Net& net);
+  // Shards `parameters` (the net's, in its order) by units of the net's segments onto `device`, freeing
+  // the originals.
+  FullySharded(const ParallelSpec& spec, std::vector<at::Tensor> parameters, const Net& net,
+               const at::TensorOptions& device);
   ~FullySharded() override;
   FullySharded(const FullySharded&) = delete;
   FullySharded& operator=(const FullySharded&) = delete;

@@ -6,8 +6,8 @@
 namespace oomguard {
 
 std::unique_ptr<RankStrategy> MakeRankStrategy(const ParallelSpec& spec, std::vector<at::Tensor> parameters,
-                                               const Net& net) {
-  if (spec.strategy == "fsdp") return std::make_unique<FullySharded>(spec, std::move(parameters), net);
+                                               const Net& net, const at::TensorOptions& device) {
+  if (spec.strategy == "fsdp") return std::make_unique<FullySharded>(spec, std::move(parameters), net, device);
   return std::make_unique<DataParallel>(spec, std::move(parameters));
 }
 

@@ -2,7 +2,7 @@
 // (Note [One simulated rank], workload/data_parallel.h; Note [One FSDP2 rank], workload/fully_sharded.h).
 // Its collectives go to a c10d::FakeProcessGroup, so one process measures one rank at any world size.
 //
-//   std::unique_ptr<RankStrategy> rank = MakeRankStrategy(spec.parallel, net->parameters(), *net);
+//   std::unique_ptr<RankStrategy> rank = MakeRankStrategy(spec.parallel, net->parameters(), *net, device);
 //   optimizer = MakeOptimizer(kind, rank->OptimizerParameters());
 //   x = rank->BeforeForward(x);                      // each forward (training and evaluation)
 //   ... AfterSegment(i, out) after each segment, BeforeSegment(i + 1, out) before the next ...
@@ -12,6 +12,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/TensorOptions.h>
 
 #include <cstdint>
 #include <memory>
@@ -55,8 +56,9 @@ class RankStrategy {
 };
 
 // The strategy spec.strategy names, over the net's parameters (in net.parameters() order, of one
-// floating dtype on one device), made after the model and before the optimizer.
+// floating dtype on one device), made after the model and before the optimizer; `device`: the run's
+// device (fsdp's shards are made there, whatever device the net was built on).
 std::unique_ptr<RankStrategy> MakeRankStrategy(const ParallelSpec& spec, std::vector<at::Tensor> parameters,
-                                               const Net& net);
+                                               const Net& net, const at::TensorOptions& device);
 
 }  // namespace oomguard

@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "allocators/meta_tracking_allocator.h"
 #include "backends/meta/meta_item.h"
 #include "model/dtype.h"
 #include "model/phase.h"
@@ -71,7 +72,10 @@ class VariantRun final : public MeasuredRun {
   void Run() override {
     at::manual_seed(spec_.seed);
     try {
-      net_ = MakeNet(spec_.model, device_options_.dtype(ScalarTypeOf(spec_.model.dtype)));
+      std::optional<UncountedMetaScope> on_meta;  // Note [Meta-device init], workload/fully_sharded.h
+      if (spec_.parallel.active() && spec_.parallel.init == "meta") on_meta.emplace();
+      net_ = MakeNet(spec_.model, (on_meta ? at::TensorOptions(at::kMeta) : device_options_)
+                                      .dtype(ScalarTypeOf(spec_.model.dtype)));
       m_.module = net_->module_facts();
       m_.warnings = net_->warnings();
       m_.error = SegmentKnobError(spec_.model, spec_.pitfalls, *net_);
@@ -85,7 +89,7 @@ class VariantRun final : public MeasuredRun {
     if (!m_.error.empty()) return InputError(m_.error);
     net_->set_trace(trace_);
     if (spec_.parallel.active()) {  // Note [One simulated rank], workload/data_parallel.h
-      parallel_ = MakeRankStrategy(spec_.parallel, params_, *net_);
+      parallel_ = MakeRankStrategy(spec_.parallel, params_, *net_, device_options_);
       m_.param_bytes = parallel_->ParameterBytes();
     }
     optimizer_ = MakeOptimizer(spec_.loop.optimizer, parallel_ ? parallel_->OptimizerParameters() : params_);
