@@ -30,7 +30,8 @@ inline std::optional<SpecProblem> FindFsdpProblem(const VariantSpec& spec) {
   const ParallelSpec& p = spec.parallel;
   const JsonPath pitfalls = JsonPath().Key("pitfalls");
   const std::string not_yet = " is not simulated with parallel.strategy fsdp yet";
-  if (!spec.model.torchscript.empty()) return SpecProblem{JsonPath().Key("model").Key("torchscript"), "a TorchScript model" + not_yet};
+  if (!spec.model.torchscript.empty())
+    return SpecProblem{JsonPath().Key("model").Key("torchscript"), "a TorchScript model" + not_yet};
   if (spec.pitfalls.checkpoint.segments > 0)
     return SpecProblem{pitfalls.Key("checkpoint").Key("segments"), "checkpointing" + not_yet};
   if (spec.pitfalls.inplace.target == "parameter")

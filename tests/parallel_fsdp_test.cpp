@@ -5,6 +5,7 @@
 // output and its unsharded parameters for collectives.
 #include <gtest/gtest.h>
 
+#include "tests/parallel_mlp.h"
 #include "tests/same_bytes.h"
 #include "workload/workload.h"
 
@@ -13,28 +14,11 @@ namespace {
 
 // linear 64 -> 128, relu, linear 128 -> 64 (+ linear 64 -> 3 with `odd`: its dim 0 of 3 rows does not
 // divide by 2 or 4).
-VariantSpec Mlp(const std::string& strategy, int64_t world, int64_t rank, bool odd, bool bf16 = false) {
-  VariantSpec v;
-  v.name = "v";
-  v.model.layers = {LayerSpec{.kind = "linear", .in = 64, .out = 128}, LayerSpec{.kind = "relu"},
-                    LayerSpec{.kind = "linear", .in = 128, .out = 64}};
-  if (odd) v.model.layers.push_back(LayerSpec{.kind = "linear", .in = 64, .out = 3});
-  if (bf16) v.model.dtype = v.data.dtype = DType::kBFloat16;
-  v.data.batch = 8;
-  v.data.shape = {64};
-  v.loop.iterations = 2;
-  v.loop.optimizer.kind = bf16 ? "adamw" : "adam";
-  v.parallel.world = world;
-  v.parallel.rank = rank;
-  v.parallel.strategy = strategy;
-  return v;
+VariantSpec Mlp(const std::string& strategy, int64_t world, int64_t rank = 0, bool odd = false, bool bf16 = false) {
+  return testing::ParallelMlp(strategy, world, rank, odd, bf16);
 }
 
-VariantMeasurement Measure(const VariantSpec& spec, Backend backend) {
-  VariantMeasurement m = MeasureVariant(spec, VariantMeasureOptions{.backend = backend});
-  EXPECT_EQ(Name(m.outcome), "pass") << m.error;
-  return m;
-}
+VariantMeasurement Measure(const VariantSpec& spec, Backend backend) { return testing::MeasurePassing(spec, backend); }
 
 // A parameter's shape as [dim 0 rows, elements per row].
 struct Shape {
@@ -48,8 +32,8 @@ std::vector<Shape> Shapes(bool odd) {
 }
 
 struct Elements {
-  int64_t all = 0;     // N
-  int64_t padded = 0;  // zero1/zero2: the flat buffer, padded to a multiple of 2 x world (DeepSpeed)
+  int64_t all = 0;                // N
+  int64_t padded = 0;             // zero1/zero2: the flat buffer, padded to a multiple of 2 x world (DeepSpeed)
   int64_t fsdp_padded_shard = 0;  // fsdp: ceil(rows / world) rows of each parameter, summed
   int64_t fsdp_mine = 0;          // fsdp: the rank's own rows (the optimizer's), summed
   int64_t zero_mine = 0;          // zero: the rank's slice of the flat buffer that is parameters
@@ -84,10 +68,11 @@ TEST(ParallelFsdp, EachStageHoldsTheZeroPapersBytesPerRank) {
             std::string strategy;
             int64_t params, grads, state;
           };
-          for (const Stage& s : {Stage{"ddp", b * e.all, b * e.all, 2 * b * e.all},
-                                 Stage{"zero1", b * e.padded, b * e.all, 2 * b * e.zero_mine},
-                                 Stage{"zero2", b * e.padded, b * e.padded / world, 2 * b * e.zero_mine},
-                                 Stage{"fsdp", b * e.fsdp_padded_shard, b * e.fsdp_padded_shard, 2 * b * e.fsdp_mine}}) {
+          for (const Stage& s :
+               {Stage{"ddp", b * e.all, b * e.all, 2 * b * e.all},
+                Stage{"zero1", b * e.padded, b * e.all, 2 * b * e.zero_mine},
+                Stage{"zero2", b * e.padded, b * e.padded / world, 2 * b * e.zero_mine},
+                Stage{"fsdp", b * e.fsdp_padded_shard, b * e.fsdp_padded_shard, 2 * b * e.fsdp_mine}}) {
             for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
               SCOPED_TRACE(s.strategy + " world " + std::to_string(world) + " rank " + std::to_string(rank) +
                            (odd ? " odd" : "") + (bf16 ? " bf16" : "") + (backend == Backend::kCpu ? " cpu" : " meta"));
@@ -125,8 +110,8 @@ TEST(ParallelFsdp, EachUnitGathersWorldTimesItsPaddedShard) {
   const VariantMeasurement m = Measure(Mlp("fsdp", 4, 3, /*odd=*/true), Backend::kMeta);
   ASSERT_TRUE(m.parallel.has_value());
   EXPECT_EQ(m.parallel->strategy, "fsdp");
-  EXPECT_EQ(m.parallel->bucket_bytes, (std::vector<int64_t>{4 * (128 * 64 + 128), 4 * (64 * 128 + 64),
-                                                            4 * (4 * 64 + 4)}));  // 3 rows padded to 4
+  EXPECT_EQ(m.parallel->bucket_bytes,
+            (std::vector<int64_t>{4 * (128 * 64 + 128), 4 * (64 * 128 + 64), 4 * (4 * 64 + 4)}));  // 3 rows padded to 4
   // "model": one unit, the root, holding every parameter.
   VariantSpec whole = Mlp("fsdp", 4, 3, /*odd=*/true);
   whole.parallel.unit = "model";

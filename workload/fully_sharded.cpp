@@ -17,7 +17,7 @@ namespace {
 
 enum class Training { kIdle, kForward, kPreBackward, kPostBackward };  // FSDP2's TrainingState
 
-struct Param {  // FSDPParam
+struct Param {        // FSDPParam
   at::Tensor module;  // the module's parameter: the unsharded one, a view of `gathered`
   std::vector<int64_t> sizes;
   int64_t rest = 1;          // elements per dim-0 row
@@ -42,12 +42,12 @@ struct Unit {  // FSDPParamGroup (the root's may hold no parameter: then it has 
 struct FullySharded::State {
   ParallelSpec spec;
   c10::intrusive_ptr<c10d::FakeProcessGroup> group;
-  std::vector<Unit> units;            // the root first, then the units in module order
-  std::vector<int> segment_unit;      // each segment's unit, or -1 (the root's)
+  std::vector<Unit> units;        // the root first, then the units in module order
+  std::vector<int> segment_unit;  // each segment's unit, or -1 (the root's)
   std::vector<size_t> post_forward_order;
-  at::Tensor all_gather_state;        // forward: the last flat all-gather output, its free deferred
+  at::Tensor all_gather_state;           // forward: the last flat all-gather output, its free deferred
   at::Tensor previous_all_gather_state;  // the one before, until the next unit's copy-out is done
-  at::Tensor reduce_scatter_state;    // the last reduce-scatter input
+  at::Tensor reduce_scatter_state;       // the last reduce-scatter input
   bool callback_queued = false;
   std::vector<at::Tensor> optimized;  // the sharded parameters, in the net's order
   c10::Device device = c10::kCPU;     // the run's: the shards', whatever the net was built on
@@ -76,7 +76,8 @@ void FullySharded::State::Shard(Unit& unit, std::vector<at::Tensor> params) {
     const int64_t mine = std::max<int64_t>(0, std::min(rows, p.size(0) - spec.rank * rows));
     q.padded_shard = rows * q.rest;
     q.shard_data = at::zeros({q.padded_shard}, p.options().device(device));
-    if (mine > 0 && p.device() == device) q.shard_data.narrow(0, 0, mine * q.rest).copy_(p.reshape(-1).narrow(0, spec.rank * rows * q.rest, mine * q.rest));
+    if (mine > 0 && p.device() == device)
+      q.shard_data.narrow(0, 0, mine * q.rest).copy_(p.reshape(-1).narrow(0, spec.rank * rows * q.rest, mine * q.rest));
     std::vector<int64_t> sharded_sizes = q.sizes;
     sharded_sizes[0] = mine;
     q.sharded = q.shard_data.narrow(0, 0, mine * q.rest).view(sharded_sizes).detach().requires_grad_(true);
@@ -381,17 +382,12 @@ void FullySharded::Attribute(LiveBreakdown* b) const {
     for (const Param& q : unit.params) buffers.push_back(q.gathered);
   }
   const int64_t sharded_grads = StorageBytes(grads), communication = StorageBytes(buffers);
-  b->gradients_bytes += sharded_grads;
-  b->communication_bytes = communication;
-  b->activations_and_transient_bytes -= sharded_grads + communication;
+  MoveIntoCategories(b, sharded_grads, communication);
 }
 
 ParallelMeasurement FullySharded::Facts() const {
   const State& s = *state_;
-  ParallelMeasurement m;
-  m.world = s.spec.world;
-  m.rank = s.spec.rank;
-  m.strategy = s.spec.strategy;
+  ParallelMeasurement m = FactsOf(s.spec);
   for (const Unit& unit : s.units) {
     if (!unit.params.empty()) {
       m.bucket_bytes.push_back(s.W() * unit.shard * unit.params.front().shard_data.element_size());

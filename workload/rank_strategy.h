@@ -53,6 +53,22 @@ class RankStrategy {
   // buffers for collectives into communication_bytes, both out of activations_and_transient_bytes.
   virtual void Attribute(LiveBreakdown* b) const = 0;
   virtual ParallelMeasurement Facts() const = 0;
+
+ protected:
+  // What Attribute does with what a strategy found: `gradients` and `communication` bytes moved out of
+  // activations_and_transient_bytes into their categories.
+  static void MoveIntoCategories(LiveBreakdown* b, int64_t gradients, int64_t communication) {
+    b->gradients_bytes += gradients;
+    b->communication_bytes = communication;
+    b->activations_and_transient_bytes -= gradients + communication;
+  }
+  static ParallelMeasurement FactsOf(const ParallelSpec& spec) {  // which rank of which run
+    ParallelMeasurement m;
+    m.world = spec.world;
+    m.rank = spec.rank;
+    m.strategy = spec.strategy;
+    return m;
+  }
 };
 
 // The strategy spec.strategy names, over the net's parameters (in net.parameters() order, of one

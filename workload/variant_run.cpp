@@ -74,8 +74,8 @@ class VariantRun final : public MeasuredRun {
     try {
       std::optional<UncountedMetaScope> on_meta;  // Note [Meta-device init], workload/fully_sharded.h
       if (spec_.parallel.active() && spec_.parallel.init == "meta") on_meta.emplace();
-      net_ = MakeNet(spec_.model, (on_meta ? at::TensorOptions(at::kMeta) : device_options_)
-                                      .dtype(ScalarTypeOf(spec_.model.dtype)));
+      net_ = MakeNet(spec_.model,
+                     (on_meta ? at::TensorOptions(at::kMeta) : device_options_).dtype(ScalarTypeOf(spec_.model.dtype)));
       m_.module = net_->module_facts();
       m_.warnings = net_->warnings();
       m_.error = SegmentKnobError(spec_.model, spec_.pitfalls, *net_);
