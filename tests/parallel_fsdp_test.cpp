@@ -165,5 +165,39 @@ TEST(ParallelFsdp, MetaInitHoldsOnlyTheShardsAtSetup) {
   }
 }
 
+// A small decoder as the llm scenarios shard it: a unit per transformer block, the embedding, the final
+// norm and the head in the root, built on meta; with an evaluation (with and without no_grad) and
+// gradients zeroed rather than freed (the next reduce-scatter's output is added into them). Every rank
+// runs, cpu equals meta, and each rank holds its padded shards: the head's 10 rows pad to 12 at world 4.
+TEST(ParallelFsdp, ADecoderShardedByBlocksRunsAlikeOnCpuAndMeta) {
+  VariantSpec v = Mlp("fsdp", 4, 0);
+  v.model.layers = {LayerSpec{.kind = "embedding", .dim = 32, .vocab = 50},
+                    LayerSpec{.kind = "transformer_block", .dim = 32, .hidden = 64, .heads = 4, .causal = true},
+                    LayerSpec{.kind = "transformer_block", .dim = 32, .hidden = 64, .heads = 4, .causal = true},
+                    LayerSpec{.kind = "layer_norm", .dim = 32}, LayerSpec{.kind = "linear", .in = 32, .out = 10}};
+  v.data.shape = {16};
+  v.data.dtype = DType::kInt64;
+  v.data.vocab = 50;
+  v.data.classes = 10;
+  v.loop.loss = "cross_entropy";
+  v.loop.optimizer.kind = "adamw";
+  v.loop.zero_grad = "zero";
+  v.parallel.unit = "transformer_block";
+  v.parallel.init = "meta";
+  for (const bool no_grad : {true, false}) {
+    v.loop.eval.batches = 2;
+    v.loop.eval.no_grad = no_grad;
+    for (int64_t rank = 0; rank < 4; ++rank) {
+      SCOPED_TRACE("rank " + std::to_string(rank) + (no_grad ? " no_grad" : ""));
+      v.parallel.rank = rank;
+      const VariantMeasurement cpu = Measure(v, Backend::kCpu), meta = Measure(v, Backend::kMeta);
+      testing::ExpectSameBytes(cpu, meta);
+      ASSERT_EQ(cpu.parallel->bucket_bytes.size(), 3u);  // the root, then the two blocks
+      // The root's: the embedding's 50 rows (13 a rank), the norm's 32 (8), the head's 10 (3) and bias.
+      EXPECT_EQ(cpu.parallel->bucket_bytes[0], 4 * 4 * (13 * 32 + 8 + 8 + 3 * 32 + 3));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace oomguard
