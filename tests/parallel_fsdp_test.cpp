@@ -1,8 +1,9 @@
 // One rank of FSDP2 (Note [One FSDP2 rank], workload/fully_sharded.h) beside the other stages: each
 // rank's parameter, gradient and optimizer-state bytes are the ZeRO paper's division for its stage,
 // computed here from the layers' shapes (FSDP2 pads each parameter's dim 0 to a multiple of the world);
-// cpu equals meta to the byte; and at the forward's peak the rank holds exactly one unit's all-gather
-// output and its unsharded parameters for collectives.
+// cpu equals meta to the byte; at the forward's peak and at the step's (in backward) the rank holds
+// exactly the all-gather outputs, unsharded parameters and reduce-scatter input FSDP2 holds there, as
+// communication_bytes; meta-device init holds only the shards at setup.
 #include <gtest/gtest.h>
 
 #include "tests/parallel_mlp.h"
@@ -137,6 +138,25 @@ TEST(ParallelFsdp, TheForwardPeakHoldsTwoAllGatherOutputsAndOneUnitsParameters) 
     EXPECT_EQ(m.oom->requested_bytes, 64 * 4);
     EXPECT_EQ(m.oom->live.communication_bytes, 4 * (64 * 128 + 128) + 4 * (128 * 64 + 64) + 4 * 128 * 64);
     EXPECT_EQ(m.oom->live.parameters_bytes, 4 * 16576 / 4);
+  }
+}
+
+// The step peaks in backward, in the first unit's copy-out: the second unit is done (its gradients
+// reduce-scattered: the shard's 4 x (128 x 64 + 64) / 4 bytes are gradients, and its reduce-scatter
+// input, 4 x (128 x 64 + 64), is kept until the next post-backward, as FSDP2's reduce_scatter_state),
+// the first unit's flat all-gather output, prefetched while the second's backward ran, is live beside
+// its weight, just gathered; its bias (128 floats) reaches the peak.
+TEST(ParallelFsdp, TheBackwardPeakHoldsThePrefetchedUnitAndTheLastReduceScatterInput) {
+  for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
+    const VariantSpec step = Mlp("fsdp", 4, 1);
+    VariantMeasureOptions options{.backend = backend};
+    options.limits.cap_bytes = Measure(step, backend).ledger.peak_bytes - 1;
+    const VariantMeasurement m = MeasureVariant(step, options);
+    ASSERT_EQ(Name(m.outcome), "oom") << m.error;
+    EXPECT_EQ(m.oom->phase, "backward");
+    EXPECT_EQ(m.oom->requested_bytes, 128 * 4);
+    EXPECT_EQ(m.oom->live.communication_bytes, 4 * (64 * 128 + 128) + 4 * 128 * 64 + 4 * (128 * 64 + 64));
+    EXPECT_EQ(m.oom->live.gradients_bytes, 4 * (128 * 64 + 64) / 4);
   }
 }
 
