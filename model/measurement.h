@@ -107,11 +107,13 @@ struct ModuleMeasurement {
 struct ParallelMeasurement {
   int64_t world = 1;
   int64_t rank = 0;
-  std::string strategy;  // ddp | zero1 | zero2
+  std::string strategy;  // ddp | zero1 | zero2 | fsdp
   // Held for collectives after the first iteration: ddp's bucket buffers (with gradient_as_bucket_view
   // the gradients are views of them, and grad_bytes counts the same bytes).
   int64_t communication_bytes = 0;
-  std::vector<int64_t> bucket_bytes;  // ddp: each bucket's buffer, in the order they are reduced
+  // ddp: each bucket's buffer, in the order they are reduced; fsdp: each unit's flat all-gather output
+  // (world x its padded shard), the root's first (Note [One FSDP2 rank], workload/fully_sharded.h).
+  std::vector<int64_t> bucket_bytes;
   bool operator==(const ParallelMeasurement&) const = default;
 };
 

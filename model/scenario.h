@@ -150,9 +150,11 @@ struct PitfallSpec {
 struct ParallelSpec {
   int64_t world = 1;
   int64_t rank = 0;
-  std::string strategy = "ddp";          // ddp | zero1 | zero2
+  std::string strategy = "ddp";          // ddp | zero1 | zero2 | fsdp
   double bucket_cap_mb = 25;             // DDP's bucket_cap_mb; zero2's reduce-scatter buckets too
   bool gradient_as_bucket_view = false;  // ddp: gradients are views of the buckets (no copy)
+  std::string unit = "layer";            // fsdp: "layer", "model" or a layer kind (Note [One FSDP2 rank])
+  std::string init = "device";           // fsdp: "device" | "meta" (Note [Meta-device init])
 
   bool active() const { return world > 1; }
   bool operator==(const ParallelSpec&) const = default;

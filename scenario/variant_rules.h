@@ -24,6 +24,25 @@ struct SpecProblem {
   std::string message;  // what is wrong, one line
 };
 
+// fsdp (Note [One FSDP2 rank], workload/fully_sharded.h): units among the layer list's segments, and
+// none of the knobs that would touch a resharded parameter or run a unit's forward again.
+inline std::optional<SpecProblem> FindFsdpProblem(const VariantSpec& spec) {
+  const ParallelSpec& p = spec.parallel;
+  const JsonPath pitfalls = JsonPath().Key("pitfalls");
+  const std::string not_yet = " is not simulated with parallel.strategy fsdp yet";
+  if (!spec.model.torchscript.empty())
+    return SpecProblem{JsonPath().Key("model").Key("torchscript"), "a TorchScript model" + not_yet};
+  if (spec.pitfalls.checkpoint.segments > 0)
+    return SpecProblem{pitfalls.Key("checkpoint").Key("segments"), "checkpointing" + not_yet};
+  if (spec.pitfalls.inplace.target == "parameter")
+    return SpecProblem{pitfalls.Key("inplace").Key("target"), "an in-place edit of a sharded parameter" + not_yet};
+  bool found = p.unit == "layer" || p.unit == "model";
+  for (const LayerSpec& layer : spec.model.layers) found = found || layer.kind == p.unit;
+  if (found) return std::nullopt;
+  return SpecProblem{JsonPath().Key("parallel").Key("unit"),
+                     "unit \"" + p.unit + "\" is neither \"layer\", \"model\" nor a layer kind of model.layers"};
+}
+
 // parallel: the rank exists, and a ZeRO stage meets only the loop it mirrors (Note [One simulated
 // rank], workload/data_parallel.h): one micro-batch per step, no clipping, no GradScaler.
 inline std::optional<SpecProblem> FindParallelProblem(const VariantSpec& spec) {
@@ -33,13 +52,15 @@ inline std::optional<SpecProblem> FindParallelProblem(const VariantSpec& spec) {
     return SpecProblem{parallel.Key("rank"), "rank " + std::to_string(p.rank) + " is not a rank of world " +
                                                  std::to_string(p.world) + " (ranks are 0 .. world - 1)"};
   }
+  if (p.init == "meta" && p.strategy != "fsdp")
+    return SpecProblem{parallel.Key("init"), "a model built on meta is sharded by strategy fsdp alone"};
   if (!p.active() || p.strategy == "ddp") return std::nullopt;
   const std::string not_yet = " is not simulated with parallel.strategy " + p.strategy + " yet";
   if (spec.loop.accumulate > 1) return SpecProblem{loop.Key("accumulate"), "gradient accumulation" + not_yet};
   if (spec.loop.clip_grad_norm > 0)
     return SpecProblem{loop.Key("clip_grad_norm"), "clipping a shard's gradients" + not_yet};
   if (spec.loop.autocast == "float16") return SpecProblem{loop.Key("autocast"), "float16's GradScaler" + not_yet};
-  return std::nullopt;
+  return p.strategy == "fsdp" ? FindFsdpProblem(spec) : std::nullopt;
 }
 
 // The first rule `spec` breaks, or nullopt.

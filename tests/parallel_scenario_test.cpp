@@ -30,13 +30,25 @@ TEST(ParallelScenario, TheBaseGivesItAndAVariantPatchesIt) {
   std::string error;
   ASSERT_TRUE(LoadScenarioText(s.variants[1].document, "child.json", &child, &error)) << error;
   EXPECT_EQ(child.variants.at(0).parallel, s.variants[1].parallel);
+  // fsdp's unit: each layer by default, or the layers of one kind.
+  const Scenario f = Load(With(R"("parallel": {"world": 2, "strategy": "fsdp"})",
+                               R"("variants": {"a": {}, "kind": {"parallel": {"unit": "linear"}}})"));
+  EXPECT_EQ(f.variants[0].parallel.unit, "layer");
+  EXPECT_EQ(f.variants[1].parallel.unit, "linear");
 }
 
 TEST(ParallelScenario, BadValuesNameTheirPath) {
   EXPECT_EQ(LoadError(With(R"("parallel": {"world": 0})")),
             "s.json: at parallel.world: expected an integer >= 1, got 0");
-  EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2, "strategy": "fsdp"})")),
-            "s.json: at parallel.strategy: unknown strategy \"fsdp\" (valid values: ddp, zero1, zero2)");
+  EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2, "strategy": "zero9"})")),
+            "s.json: at parallel.strategy: unknown strategy \"zero9\"; did you mean \"zero1\"? (valid values: ddp, zero1, zero2, fsdp)");
+  EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2, "strategy": "fsdp", "unit": "block"})")),
+            "s.json: at parallel.unit: unit \"block\" is neither \"layer\", \"model\" nor a layer kind of "
+            "model.layers (variant a)");
+  EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2, "strategy": "fsdp"},
+                               "pitfalls": {"checkpoint": {"segments": 1}})")),
+            "s.json: at pitfalls.checkpoint.segments: checkpointing is not simulated with parallel.strategy fsdp yet "
+            "(variant a)");
   EXPECT_EQ(LoadError(With(R"("parallel": {"world": 4, "rank": 4})")),
             "s.json: at parallel.rank: rank 4 is not a rank of world 4 (ranks are 0 .. world - 1) (variant a)");
   EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2})", R"("variants": {"b": {"parallel": {"rank": 2}}})")),
@@ -44,11 +56,13 @@ TEST(ParallelScenario, BadValuesNameTheirPath) {
   EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2, "strategy": "zero2"}, "loop": {"accumulate": 2})")),
             "s.json: at loop.accumulate: gradient accumulation is not simulated with parallel.strategy zero2 yet "
             "(variant a)");
+  EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2, "init": "meta"})")),
+            "s.json: at parallel.init: a model built on meta is sharded by strategy fsdp alone (variant a)");
   EXPECT_EQ(LoadError(With(R"("parallel": {"bucket_cap_mb": 0})")),
             "s.json: at parallel.bucket_cap_mb: expected a bucket size in MiB > 0, at most 1e6, got 0");
   EXPECT_EQ(LoadError(With(R"("parallel": {"worlds": 2})")),
             "s.json: at parallel: unknown key \"worlds\"; did you mean \"world\"? (valid keys: world, rank, strategy, "
-            "bucket_cap_mb, gradient_as_bucket_view)");
+            "bucket_cap_mb, gradient_as_bucket_view, unit, init)");
   EXPECT_EQ(LoadError(R"({"name": "t", "summary": "s", "workload": "w", "parallel": {"world": 2},
                           "variants": {"a": {}}})"),
             "s.json: at parallel: a workload scenario builds its own model, data and loop: \"parallel\" does not "

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "model/measurement_json.h"
+#include "tests/parallel_mlp.h"
 #include "tests/same_bytes.h"
 #include "workload/workload.h"
 
@@ -17,27 +18,11 @@ namespace {
 constexpr int64_t kN = 64 * 128 + 128 + 128 * 64 + 64;
 constexpr int64_t kOddN = kN + 64 * 3 + 3;
 
-VariantSpec Mlp(const std::string& strategy, int64_t world, int64_t rank = 0, bool odd = false) {
-  VariantSpec v;
-  v.name = "v";
-  v.model.layers = {LayerSpec{.kind = "linear", .in = 64, .out = 128}, LayerSpec{.kind = "relu"},
-                    LayerSpec{.kind = "linear", .in = 128, .out = 64}};
-  if (odd) v.model.layers.push_back(LayerSpec{.kind = "linear", .in = 64, .out = 3});
-  v.data.batch = 8;
-  v.data.shape = {64};
-  v.loop.iterations = 2;
-  v.loop.optimizer.kind = "adam";
-  v.parallel.world = world;
-  v.parallel.rank = rank;
-  v.parallel.strategy = strategy;
-  return v;
+VariantSpec Mlp(const std::string& strategy, int64_t world, int64_t rank = 0, bool odd = false, bool bf16 = false) {
+  return testing::ParallelMlp(strategy, world, rank, odd, bf16);
 }
 
-VariantMeasurement Measure(const VariantSpec& spec, Backend backend) {
-  VariantMeasurement m = MeasureVariant(spec, VariantMeasureOptions{.backend = backend});
-  EXPECT_EQ(Name(m.outcome), "pass") << m.error;
-  return m;
-}
+VariantMeasurement Measure(const VariantSpec& spec, Backend backend) { return testing::MeasurePassing(spec, backend); }
 
 struct RankBytes {
   int64_t params, grads, state;

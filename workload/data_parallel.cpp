@@ -314,17 +314,12 @@ void DataParallel::Attribute(LiveBreakdown* b) const {
       }
     }
   }
-  b->gradients_bytes += shard;
-  b->communication_bytes = communication;
-  b->activations_and_transient_bytes -= shard + communication;
+  MoveIntoCategories(b, shard, communication);
 }
 
 ParallelMeasurement DataParallel::Facts() const {
   const State& s = *state_;
-  ParallelMeasurement m;
-  m.world = s.spec.world;
-  m.rank = s.spec.rank;
-  m.strategy = s.spec.strategy;
+  ParallelMeasurement m = FactsOf(s.spec);
   if (!s.reducer) return m;
   for (c10d::GradBucket& bucket : s.reducer->get_grad_buckets(/*return_zero_tensors=*/false)) {
     m.bucket_bytes.push_back(static_cast<int64_t>(bucket.getBufferRef().nbytes()));

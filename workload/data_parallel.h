@@ -50,37 +50,38 @@
 
 #include "model/measurement.h"
 #include "model/scenario.h"
+#include "workload/rank_strategy.h"
 
 namespace oomguard {
 
-class DataParallel {
+class DataParallel final : public RankStrategy {
  public:
   // `parameters`: the model's, in order, of one floating dtype on one device. Flattens them for zero1
   // and zero2, allocates ddp's buckets, and hooks each parameter's gradient accumulation.
   DataParallel(const ParallelSpec& spec, std::vector<at::Tensor> parameters);
-  ~DataParallel();
+  ~DataParallel() override;
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
 
   // What the optimizer steps: the model's parameters (ddp), or the pieces of this rank's slice (zero).
-  const std::vector<at::Tensor>& OptimizerParameters() const;
+  const std::vector<at::Tensor>& OptimizerParameters() const override;
   // Before each micro-batch's backward: every bucket waits for its gradients again.
-  void BeforeBackward();
+  void BeforeBackward() override;
   // After backward (ddp: gradients copied back from their buckets) and before the step (zero1: the
   // gradients all-reduced; zero: the slice's pieces given their gradients).
-  void AfterBackward();
-  void AfterStep();  // zero: the updated slice all-gathered
+  void AfterBackward() override;
+  void AfterStep() override;  // zero: the updated slice all-gathered
   // The model's gradients and the shard's: set to none, or zeroed.
-  void ZeroGrad(bool to_none);
+  void ZeroGrad(bool to_none) override;
 
-  int64_t ParameterBytes() const;  // this rank's: the model's, or the flat padded buffer
-  int64_t GradientBytes() const;   // this rank's now: the model's gradients and the shard
+  int64_t ParameterBytes() const override;  // this rank's: the model's, or the flat padded buffer
+  int64_t GradientBytes() const override;   // this rank's now: the model's gradients and the shard
   // Moves into *b's categories what this rank holds beyond the model's gradients (which b counts
   // already): the zero2 shard into gradients; buckets and staging into communication_bytes, but a
   // bucket's bytes that are a gradient's view (gradient_as_bucket_view) stay gradients. Both come
   // out of activations_and_transient_bytes, so the categories still sum to what was live.
-  void Attribute(LiveBreakdown* b) const;
-  ParallelMeasurement Facts() const;
+  void Attribute(LiveBreakdown* b) const override;
+  ParallelMeasurement Facts() const override;
 
   struct State;
 

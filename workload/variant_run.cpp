@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "allocators/meta_tracking_allocator.h"
 #include "backends/meta/kernel_target.h"
 #include "backends/meta/meta_item.h"
 #include "model/dtype.h"
@@ -21,11 +22,11 @@
 #include "nn/torchscript_net.h"
 #include "workload/batch_maker.h"
 #include "workload/cross_entropy.h"
-#include "workload/data_parallel.h"
 #include "workload/error_category.h"
 #include "workload/grad_digest.h"
 #include "workload/grad_scaler.h"
 #include "workload/optimizer.h"
+#include "workload/rank_strategy.h"
 #include "workload/segment_knobs.h"
 #include "workload/steady_state.h"
 
@@ -73,7 +74,10 @@ class VariantRun final : public MeasuredRun {
   void Run() override {
     at::manual_seed(spec_.seed);
     try {
-      net_ = MakeNet(spec_.model, device_options_.dtype(ScalarTypeOf(spec_.model.dtype)));
+      std::optional<UncountedMetaScope> on_meta;  // Note [Meta-device init], workload/fully_sharded.h
+      if (spec_.parallel.active() && spec_.parallel.init == "meta") on_meta.emplace();
+      net_ = MakeNet(spec_.model,
+                     (on_meta ? at::TensorOptions(at::kMeta) : device_options_).dtype(ScalarTypeOf(spec_.model.dtype)));
       m_.module = net_->module_facts();
       m_.warnings = net_->warnings();
       m_.error = SegmentKnobError(spec_.model, spec_.pitfalls, *net_);
@@ -87,7 +91,7 @@ class VariantRun final : public MeasuredRun {
     if (!m_.error.empty()) return InputError(m_.error);
     net_->set_trace(trace_);
     if (spec_.parallel.active()) {  // Note [One simulated rank], workload/data_parallel.h
-      parallel_ = std::make_unique<DataParallel>(spec_.parallel, params_);
+      parallel_ = MakeRankStrategy(spec_.parallel, params_, *net_, device_options_);
       m_.param_bytes = parallel_->ParameterBytes();
     }
     optimizer_ = MakeOptimizer(spec_.loop.optimizer, parallel_ ? parallel_->OptimizerParameters() : params_);
@@ -299,7 +303,13 @@ class VariantRun final : public MeasuredRun {
     };
     if (n == 0 || !training || p.checkpoint.segments == 0) {
       at::Tensor x = input.is_cpu() && spec_.data.on_host && p.transfer == "inside" ? batches_.ToDevice(input) : input;
-      return n == 0 ? net_->Forward(x, training) : net_->ForwardSegments(x, 0, n, training, after);
+      if (n == 0) return net_->Forward(x, training);
+      if (!parallel_) return net_->ForwardSegments(x, 0, n, training, after);
+      const AfterSegment rank = [this, &after, n](size_t i, at::Tensor out) {  // fsdp gathers and frees units
+        out = after(i, parallel_->AfterSegment(i, std::move(out)));
+        return i + 1 < n ? parallel_->BeforeSegment(i + 1, std::move(out)) : out;
+      };
+      return parallel_->AfterForward(net_->ForwardSegments(parallel_->BeforeForward(x), 0, n, training, rank));
     }
     const size_t segments = static_cast<size_t>(p.checkpoint.segments);
     at::Tensor x = input;
@@ -379,7 +389,7 @@ class VariantRun final : public MeasuredRun {
   BatchMaker batches_;
   std::unique_ptr<Net> net_;
   std::vector<at::Tensor> params_;
-  std::unique_ptr<DataParallel> parallel_;  // the scenario's `parallel`; its hooks are on params_
+  std::unique_ptr<RankStrategy> parallel_;  // the scenario's `parallel`; its hooks are on params_
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::vector<at::Tensor> history_;
   std::vector<double> items_;  // loss.item() values: what a history of numbers holds (no tensor)

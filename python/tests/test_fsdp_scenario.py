@@ -1,0 +1,140 @@
+"""Python.FsdpScenarioMatchesPyTorchsFullyShard: a scenario with `"parallel": {"strategy": "fsdp"}`
+(workload/fully_sharded.h, Note [One FSDP2 rank]) against PyTorch's own FSDP2 (`fully_shard` on each
+Linear, then on the model) under oomguard.measure(world=N, rank=r), per rank at world 2 and 4, on cpu.
+
+Usage: test_fsdp_scenario.py OOMGUARD_CLI. The same MLP (256 -> 512 -> relu -> 512 -> 10: the last
+layer's 10 rows pad to 12 at world 4), batch, mean loss and Adam, two iterations, in the loop order
+of the catalog (zero_grad, transfer, forward, backward, optimizer).
+
+Exact: the rank's parameters and gradients; its optimizer state but for Python Adam's `step` tensors
+(4 bytes a parameter tensor on cpu; LibTorch keeps an integer). Within 2%: the peak and each phase's
+peak, with the difference printed term by term: Python's `step` tensors (live from the first step on)
+and what FSDP2 adds in Python (DeviceMesh's host tensor, DTensor bookkeeping) are in it.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")  # what oomguard sets (Note [One oneDNN ISA on every machine])
+
+import torch
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+
+import oomguard
+from checks import Checks
+
+torch.set_num_threads(1)
+
+LAYERS = [{"kind": "linear", "in": 256, "out": 512}, {"kind": "relu"}, {"kind": "linear", "in": 512, "out": 512},
+          {"kind": "relu"}, {"kind": "linear", "in": 512, "out": 10}]
+BATCH, FEATURES, ITERATIONS = 32, 256, 2
+WORLDS = (2, 4)
+TOLERANCE = 0.02
+
+
+def scenario():
+    variants = {f"w{w}r{r}": {"parallel": {"world": w, "rank": r}} for w in WORLDS for r in range(w)}
+    return {"name": "fsdp-mlp", "summary": "an MLP under FSDP2, one rank", "backends": ["cpu"], "cap": "1GiB",
+            "model": {"layers": LAYERS}, "data": {"batch": BATCH, "shape": [FEATURES]},
+            "loop": {"iterations": ITERATIONS, "loss": "mean", "optimizer": {"kind": "adam", "lr": 0.001}},
+            "parallel": {"strategy": "fsdp", "world": 2}, "variants": variants}
+
+
+def catalog(cli):
+    """{variant: measurement} from `oomguard run` on the scenario above."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path, out = os.path.join(tmp, "fsdp-mlp.json"), os.path.join(tmp, "run.json")
+        with open(path, "w") as f:
+            json.dump(scenario(), f)
+        subprocess.run([cli, "run", path, "--backend", "cpu", "--json", out], check=True, stdout=subprocess.DEVNULL)
+        with open(out) as f:
+            variants = json.load(f)["scenarios"][0]["variants"]
+    return {v["measurement"]["variant"]: v["measurement"] for v in variants}
+
+
+def padding_bytes(world, rank):
+    """The float32 bytes of the rows FSDP2 pads each parameter's shard with on `rank` (dim 0 chunked)."""
+    padded = 0
+    for layer in LAYERS:
+        if layer["kind"] != "linear":
+            continue
+        rows, chunk = layer["out"], -(-layer["out"] // world)
+        mine = max(0, min(chunk, rows - rank * chunk))
+        padded += (chunk - mine) * (layer["in"] + 1)  # the weight's rows and the bias's
+    return 4 * padded
+
+
+def model():
+    modules = []
+    for layer in LAYERS:
+        modules.append(nn.Linear(layer["in"], layer["out"]) if layer["kind"] == "linear" else nn.ReLU())
+    net = nn.Sequential(*modules)
+    for m in net:
+        if isinstance(m, nn.Linear):
+            fully_shard(m)
+    fully_shard(net)
+    return net
+
+
+def step(net, m):
+    """One micro-batch: the batch, output and loss die on return, before the step, as in the C++ loop."""
+    with m.phase("transfer"):
+        x = torch.randn(BATCH, FEATURES)
+    with m.phase("forward"):
+        loss = net(x).mean()
+    with m.phase("backward"):
+        loss.backward()
+
+
+def measured(world, rank):
+    with oomguard.measure(backend="cpu", cap="1GiB", world=world, rank=rank) as m:
+        net = model()
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+        m.track(net, opt)
+        for _ in m.iterations(ITERATIONS):
+            with m.phase("zero_grad"):
+                opt.zero_grad()
+            step(net, m)
+            with m.phase("optimizer"):
+                opt.step()
+    steps = sum(s["step"].nbytes for s in opt.state.values() if s["step"].device.type == "cpu")
+    del opt, net
+    return m.result, steps
+
+
+def main():
+    check = Checks()
+    cpp = catalog(sys.argv[1])
+    measured(2, 0)  # the process's first FSDP step makes FSDP's one-time state (python/tests/test_ranks.py)
+    worst = 0.0
+    for world in WORLDS:
+        for rank in range(world):
+            name = f"w{world}r{rank}"
+            c = cpp[name]
+            r, steps = measured(world, rank)
+            check(f"{name}: outcome", r.outcome, "pass")
+            # Python counts a DTensor's local tensor, the rank's rows; oomguard its padded shard's storage.
+            padding = padding_bytes(world, rank)
+            check(f"{name}: parameters + padding", r.breakdown["parameters"] + padding, c["param_bytes"])
+            check(f"{name}: gradients + padding", r.breakdown["gradients"] + padding, c["grad_bytes"])
+            check(f"{name}: optimizer state - Python's step tensors", r.breakdown["optimizer_state"] - steps,
+                  c["optimizer_state_bytes"])
+            phases = {p["phase"]: p["peak_bytes"] for p in c["phase_peaks"]}
+            rows = [("peak", r.peak_bytes, c["peak_bytes"])]
+            rows += [(phase, r.phase_peak_bytes.get(phase, 0), phases[phase])
+                     for phase in ("forward", "backward", "optimizer") if phase in phases]
+            for what, python, ours in rows:
+                relative = abs(python - ours) / ours
+                worst = max(worst, relative)
+                print(f"{name} {what}: PyTorch FSDP2 {python}, oomguard {ours}, difference {python - ours:+d} "
+                      f"({100 * relative:.3f}%)")
+                check(f"{name}: {what} within {100 * TOLERANCE:.0f}%", relative <= TOLERANCE, True)
+    print(f"largest difference: {100 * worst:.3f}%")
+    return check.exit_code()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,399 @@
+#include "workload/fully_sharded.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <torch/csrc/autograd/engine.h>
+
+#include <set>
+#include <torch/csrc/distributed/c10d/FakeProcessGroup.hpp>
+#include <utility>
+
+#include "base/check.h"
+#include "nn/net.h"
+#include "workload/fsdp_storage.h"
+
+namespace oomguard {
+namespace {
+
+enum class Training { kIdle, kForward, kPreBackward, kPostBackward };  // FSDP2's TrainingState
+
+struct Param {        // FSDPParam
+  at::Tensor module;  // the module's parameter: the unsharded one, a view of `gathered`
+  std::vector<int64_t> sizes;
+  int64_t rest = 1;          // elements per dim-0 row
+  int64_t padded_shard = 0;  // elements of the padded shard: ceil(dim0 / W) rows
+  at::Tensor shard_data;     // _sharded_param_data
+  at::Tensor sharded;        // sharded_param: the optimizer's leaf, the rank's rows of shard_data
+  at::Tensor gathered;       // all_gather_outputs[0]: W x padded_shard; 0 bytes while resharded
+};
+
+struct Unit {  // FSDPParamGroup (the root's may hold no parameter: then it has no group)
+  std::vector<Param> params;
+  int64_t shard = 0;  // S: the padded shards' elements, summed
+  bool reshard_after_forward = true;
+  Training training = Training::kIdle;
+  bool unsharded = false;
+  at::Tensor all_gather_output;  // _all_gather_result: unshard called, copy-out not yet
+  std::vector<size_t> post_forward_indices;
+};
+
+}  // namespace
+
+struct FullySharded::State {
+  ParallelSpec spec;
+  c10::intrusive_ptr<c10d::FakeProcessGroup> group;
+  std::vector<Unit> units;        // the root first, then the units in module order
+  std::vector<int> segment_unit;  // each segment's unit, or -1 (the root's)
+  std::vector<size_t> post_forward_order;
+  at::Tensor all_gather_state;           // forward: the last flat all-gather output, its free deferred
+  at::Tensor previous_all_gather_state;  // the one before, until the next unit's copy-out is done
+  at::Tensor reduce_scatter_state;       // the last reduce-scatter input
+  bool callback_queued = false;
+  std::vector<at::Tensor> optimized;  // the sharded parameters, in the net's order
+  c10::Device device = c10::kCPU;     // the run's: the shards', whatever the net was built on
+
+  int64_t W() const { return spec.world; }
+  void Shard(Unit& unit, std::vector<at::Tensor> params);
+  void Unshard(size_t u);
+  void WaitForUnshard(size_t u);
+  void Reshard(size_t u);
+  at::Tensor PreForward(size_t u, at::Tensor input, const std::shared_ptr<State>& self);
+  void PostForward(size_t u, const at::Tensor& output, const std::shared_ptr<State>& self);
+  void PreBackward(size_t u, const std::shared_ptr<State>& self);
+  void PostBackward(size_t u);
+  void FinalCallback();
+};
+
+void FullySharded::State::Shard(Unit& unit, std::vector<at::Tensor> params) {
+  at::NoGradGuard no_grad;
+  for (const at::Tensor& p : params) {
+    OOMGUARD_CHECK(p.dim() >= 1) << "fsdp shards on dim 0; a 0-dim parameter has none";
+    Param q;
+    q.module = p;
+    q.sizes = p.sizes().vec();
+    q.rest = p.size(0) == 0 ? 0 : p.numel() / p.size(0);
+    const int64_t rows = (p.size(0) + W() - 1) / W();
+    const int64_t mine = std::max<int64_t>(0, std::min(rows, p.size(0) - spec.rank * rows));
+    q.padded_shard = rows * q.rest;
+    q.shard_data = at::zeros({q.padded_shard}, p.options().device(device));
+    if (mine > 0 && p.device() == device)
+      q.shard_data.narrow(0, 0, mine * q.rest).copy_(p.reshape(-1).narrow(0, spec.rank * rows * q.rest, mine * q.rest));
+    std::vector<int64_t> sharded_sizes = q.sizes;
+    sharded_sizes[0] = mine;
+    q.sharded = q.shard_data.narrow(0, 0, mine * q.rest).view(sharded_sizes).detach().requires_grad_(true);
+    unit.shard += q.padded_shard;
+    unit.params.push_back(std::move(q));
+  }
+  // fully_shard returns: the unit's original parameters are freed, the module keeps a placeholder.
+  // A net built on meta (Note [Meta-device init]) moves to the run's device here, which set_data refuses
+  // ("incompatible tensor type"); what it does past that check is this shallow copy, and no gradient
+  // accumulator exists yet for it to reset.
+  for (Param& q : unit.params) {
+    const at::Tensor placeholder = at::empty({0}, q.shard_data.options());
+    if (q.module.device() == placeholder.device()) {
+      q.module.set_data(placeholder);
+    } else {
+      q.module.unsafeGetTensorImpl()->shallow_copy_from(placeholder.getIntrusivePtr());
+    }
+  }
+}
+
+// foreach_all_gather: the flat output, the rank's padded shards copied into its slice, the collective.
+void FullySharded::State::Unshard(size_t u) {
+  Unit& unit = units[u];
+  if (unit.all_gather_output.defined() || unit.unsharded) return;
+  at::NoGradGuard no_grad;
+  unit.all_gather_output = at::empty({W() * unit.shard}, unit.params.front().shard_data.options());
+  at::Tensor slice = unit.all_gather_output.narrow(0, spec.rank * unit.shard, unit.shard);
+  std::vector<int64_t> splits;
+  std::vector<at::Tensor> inputs;
+  for (const Param& q : unit.params) {
+    splits.push_back(q.padded_shard);
+    inputs.push_back(q.shard_data);
+  }
+  at::_foreach_copy_(slice.split_with_sizes(splits), inputs);
+  group->_allgather_base(unit.all_gather_output, slice)->wait();
+}
+
+// wait_for_unshard: each parameter's all-gather output (re)allocated and filled, the module's
+// parameter its view; the flat output's free deferred in forward, done now otherwise.
+void FullySharded::State::WaitForUnshard(size_t u) {
+  Unit& unit = units[u];
+  if (!unit.all_gather_output.defined()) return;
+  at::NoGradGuard no_grad;
+  // FSDP2 drops the previous unit's deferred result here, but its local (`prev_all_gather_state`)
+  // holds it until wait_for_unshard returns: it is freed after this unit's copy-out.
+  if (unit.training == Training::kForward) std::swap(previous_all_gather_state, all_gather_state);
+  std::vector<at::Tensor> outs;
+  std::vector<int64_t> splits;
+  for (Param& q : unit.params) {
+    if (!q.gathered.defined()) {
+      q.gathered = at::empty({W() * q.padded_shard}, q.shard_data.options());
+    } else {
+      ResizeStorageBytes(q.gathered, q.gathered.numel() * q.gathered.element_size());
+    }
+    outs.push_back(q.gathered.view({W(), -1}));
+    splits.push_back(q.padded_shard);
+  }
+  at::split_with_sizes_copy_out(outs, unit.all_gather_output.view({W(), -1}), splits, 1);
+  for (Param& q : unit.params) {
+    if (q.module.sizes() != at::IntArrayRef(q.sizes)) {  // init_unsharded_param, the first time
+      q.module.set_data(q.gathered.as_strided(q.sizes, c10::contiguous_strides(q.sizes), 0));
+    }
+  }
+  unit.unsharded = true;
+  if (unit.training == Training::kForward) all_gather_state = unit.all_gather_output;
+  unit.all_gather_output.reset();
+  previous_all_gather_state.reset();
+}
+
+void FullySharded::State::Reshard(size_t u) {
+  Unit& unit = units[u];
+  if (unit.training == Training::kForward && !unit.reshard_after_forward) return;
+  if (!unit.unsharded) return;
+  for (Param& q : unit.params) ResizeStorageBytes(q.gathered, 0);  // free_unsharded_param
+  unit.unsharded = false;
+}
+
+at::Tensor FullySharded::State::PreForward(size_t u, at::Tensor input, const std::shared_ptr<State>& self) {
+  Unit& unit = units[u];
+  unit.training = Training::kForward;
+  if (!unit.params.empty()) {
+    Unshard(u);
+    WaitForUnshard(u);
+  }
+  if (unit.params.empty() || !at::GradMode::is_enabled() || !input.requires_grad()) return input;
+  // RegisterPostBackwardFunction: its backward (here the hook on the alias) runs once the unit's input
+  // gradient is computed, after the unit's parameters accumulated theirs.
+  at::Tensor alias = input.view_as(input);
+  std::weak_ptr<State> weak = self;
+  alias.register_hook([weak, u](const at::Tensor&) {
+    if (auto s = weak.lock()) s->PostBackward(u);
+  });
+  return alias;
+}
+
+void FullySharded::State::PostForward(size_t u, const at::Tensor& output, const std::shared_ptr<State>& self) {
+  Unit& unit = units[u];
+  if (!unit.params.empty()) {
+    Reshard(u);
+    unit.post_forward_indices.push_back(post_forward_order.size());
+    post_forward_order.push_back(u);
+  }
+  if (at::GradMode::is_enabled() && output.requires_grad()) {  // _register_pre_backward_hook
+    std::weak_ptr<State> weak = self;
+    output.register_hook([weak, u](const at::Tensor&) {
+      if (auto s = weak.lock()) s->PreBackward(u, s);
+    });
+  }
+  unit.training = Training::kIdle;
+}
+
+void FullySharded::State::PreBackward(size_t u, const std::shared_ptr<State>& self) {
+  if (!callback_queued) {  // _register_root_post_backward_final_callback
+    callback_queued = true;
+    std::weak_ptr<State> weak = self;
+    torch::autograd::Engine::get_default_engine().queue_callback([weak] {
+      if (auto s = weak.lock()) s->FinalCallback();
+    });
+  }
+  Unit& unit = units[u];
+  if (unit.params.empty() || unit.training == Training::kPreBackward) return;
+  unit.training = Training::kPreBackward;
+  Unshard(u);  // a no-op where prefetched
+  WaitForUnshard(u);
+  if (unit.post_forward_indices.empty()) return;  // _backward_prefetch: the unit before, in post-forward order
+  const size_t index = unit.post_forward_indices.back();
+  unit.post_forward_indices.pop_back();
+  if (index == 0) return;
+  Unit& target = units[post_forward_order[index - 1]];
+  const Training was = target.training;
+  target.training = Training::kPreBackward;
+  Unshard(post_forward_order[index - 1]);
+  target.training = was;
+}
+
+// post_backward and foreach_reduce.
+void FullySharded::State::PostBackward(size_t u) {
+  Unit& unit = units[u];
+  unit.training = Training::kPostBackward;
+  at::NoGradGuard no_grad;
+  std::vector<Param*> with_grad;
+  std::vector<at::Tensor> grads;
+  for (Param& q : unit.params) {
+    if (!q.gathered.defined() || !q.module.grad().defined()) continue;
+    with_grad.push_back(&q);
+    grads.push_back(q.module.grad());
+    q.module.mutable_grad().reset();
+  }
+  Reshard(u);
+  if (grads.empty()) return;
+  reduce_scatter_state.reset();
+  int64_t input_numel = 0;
+  for (const Param* q : with_grad) input_numel += W() * q->padded_shard;
+  at::Tensor input = at::empty({input_numel}, grads.front().options());
+  at::Tensor rows = input.view({W(), -1});
+  at::_chunk_cat_out(rows, grads, 0, W());
+  grads.clear();
+  at::Tensor output = at::empty({input_numel / W()}, input.options());
+  c10d::ReduceScatterOptions options;
+  options.reduceOp = c10d::ReduceOp::AVG;
+  group->_reduce_scatter_base(output, input, options)->wait();
+  int64_t offset = 0;
+  for (Param* q : with_grad) {
+    const at::Tensor grad = output.as_strided(q->sharded.sizes(), q->sharded.strides(), offset);
+    if (q->sharded.grad().defined()) {
+      q->sharded.mutable_grad().add_(grad);
+    } else {
+      q->sharded.mutable_grad() = grad;
+    }
+    offset += q->padded_shard;
+  }
+  reduce_scatter_state = input;
+}
+
+// _root_post_backward_final_callback: units whose input needed no gradient are post-backwarded, root
+// first; mistargeted prefetches dropped; the last reduce-scatter input freed.
+void FullySharded::State::FinalCallback() {
+  for (size_t u = 0; u < units.size(); ++u) {
+    Unit& unit = units[u];
+    if (!unit.params.empty() && unit.training != Training::kPostBackward) PostBackward(u);
+    unit.training = Training::kIdle;
+    unit.all_gather_output.reset();
+    unit.post_forward_indices.clear();
+  }
+  post_forward_order.clear();
+  reduce_scatter_state.reset();
+  callback_queued = false;
+}
+
+FullySharded::FullySharded(const ParallelSpec& spec, std::vector<at::Tensor> parameters, const Net& net,
+                           const at::TensorOptions& device)
+    : state_(std::make_shared<State>()) {
+  State& s = *state_;
+  s.spec = spec;
+  s.device = device.device();
+  s.group = c10d::FakeProcessGroup::_create_internal(static_cast<int>(spec.rank), static_cast<int>(spec.world));
+  s.units.emplace_back();  // the root
+  s.units.front().reshard_after_forward = false;
+  std::set<const c10::TensorImpl*> in_units;
+  for (size_t i = 0; i < net.segments(); ++i) {
+    const std::string name = net.segment_name(i);
+    const std::string kind = name.substr(name.find(':') + 1);
+    std::vector<at::Tensor> params = net.segment_parameters(i, i + 1);
+    const bool unit = !params.empty() && spec.unit != "model" && (spec.unit == "layer" || spec.unit == kind);
+    s.segment_unit.push_back(unit ? static_cast<int>(s.units.size()) : -1);
+    if (!unit) continue;
+    for (const at::Tensor& p : params) in_units.insert(p.unsafeGetTensorImpl());
+    s.units.emplace_back();
+    s.Shard(s.units.back(), std::move(params));
+  }
+  std::vector<at::Tensor> rest;
+  for (const at::Tensor& p : parameters) {
+    if (!in_units.count(p.unsafeGetTensorImpl())) rest.push_back(p);
+  }
+  s.Shard(s.units.front(), std::move(rest));
+  for (const at::Tensor& p : parameters) {
+    for (const Unit& unit : s.units) {
+      for (const Param& q : unit.params) {
+        if (q.module.is_same(p)) s.optimized.push_back(q.sharded);
+      }
+    }
+  }
+}
+
+FullySharded::~FullySharded() = default;
+
+const std::vector<at::Tensor>& FullySharded::OptimizerParameters() const { return state_->optimized; }
+
+at::Tensor FullySharded::BeforeForward(at::Tensor input) {
+  return BeforeSegment(0, state_->PreForward(0, std::move(input), state_));  // the root's pre-forward first
+}
+
+at::Tensor FullySharded::AfterSegment(size_t index, at::Tensor output) {
+  State& s = *state_;
+  if (s.segment_unit[index] >= 0) s.PostForward(static_cast<size_t>(s.segment_unit[index]), output, state_);
+  return output;
+}
+
+at::Tensor FullySharded::BeforeSegment(size_t index, at::Tensor input) {
+  State& s = *state_;
+  if (index >= s.segment_unit.size() || s.segment_unit[index] < 0) return input;
+  return s.PreForward(static_cast<size_t>(s.segment_unit[index]), std::move(input), state_);
+}
+
+at::Tensor FullySharded::AfterForward(at::Tensor output) {
+  State& s = *state_;
+  s.PostForward(0, output, state_);
+  s.all_gather_state.reset();  // the root frees the last all-gather output
+  return output;
+}
+
+void FullySharded::ZeroGrad(bool to_none) {
+  for (at::Tensor& p : state_->optimized) {
+    if (!p.grad().defined()) continue;
+    if (to_none) {
+      p.mutable_grad().reset();
+    } else {
+      p.mutable_grad().zero_();
+    }
+  }
+}
+
+namespace {
+
+int64_t StorageBytes(const std::vector<at::Tensor>& tensors) {  // each storage once
+  std::set<const c10::StorageImpl*> seen;
+  int64_t bytes = 0;
+  for (const at::Tensor& t : tensors) {
+    if (t.defined() && seen.insert(t.storage().unsafeGetStorageImpl()).second) {
+      bytes += static_cast<int64_t>(t.storage().nbytes());
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
+
+int64_t FullySharded::ParameterBytes() const {
+  int64_t bytes = 0;
+  for (const Unit& unit : state_->units) {
+    for (const Param& q : unit.params) bytes += static_cast<int64_t>(q.shard_data.nbytes());
+  }
+  return bytes;
+}
+
+int64_t FullySharded::GradientBytes() const {
+  std::vector<at::Tensor> grads;
+  for (const at::Tensor& p : state_->optimized) grads.push_back(p.grad());
+  int64_t bytes = StorageBytes(grads);
+  for (const Unit& unit : state_->units) {
+    for (const Param& q : unit.params) bytes += q.module.grad().defined() ? q.module.grad().nbytes() : 0;
+  }
+  return bytes;
+}
+
+void FullySharded::Attribute(LiveBreakdown* b) const {
+  const State& s = *state_;
+  std::vector<at::Tensor> grads, buffers = {s.all_gather_state, s.previous_all_gather_state, s.reduce_scatter_state};
+  for (const at::Tensor& p : s.optimized) grads.push_back(p.grad());
+  for (const Unit& unit : s.units) {
+    buffers.push_back(unit.all_gather_output);
+    for (const Param& q : unit.params) buffers.push_back(q.gathered);
+  }
+  const int64_t sharded_grads = StorageBytes(grads), communication = StorageBytes(buffers);
+  MoveIntoCategories(b, sharded_grads, communication);
+}
+
+ParallelMeasurement FullySharded::Facts() const {
+  const State& s = *state_;
+  ParallelMeasurement m = FactsOf(s.spec);
+  for (const Unit& unit : s.units) {
+    if (!unit.params.empty()) {
+      m.bucket_bytes.push_back(s.W() * unit.shard * unit.params.front().shard_data.element_size());
+    }
+  }
+  return m;
+}
+
+}  // namespace oomguard

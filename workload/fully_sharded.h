@@ -1,0 +1,100 @@
+// One rank of FSDP2 (`fully_shard`, ZeRO-3): parameters, gradients and optimizer state sharded, a
+// unit's parameters gathered for its forward and its backward only. Made by MakeRankStrategy for
+// `"strategy": "fsdp"` (workload/rank_strategy.h); collectives on c10d::FakeProcessGroup, called on
+// the Backend directly as data_parallel.cpp does.
+//
+// Note [One FSDP2 rank]
+// What it mirrors, call by call, is torch/distributed/fsdp/_fully_shard/ of torch 2.11 (_fsdp_param.py,
+// _fsdp_param_group.py, _fsdp_collectives.py, _fsdp_state.py) with its defaults: no MixedPrecisionPolicy,
+// reshard_after_forward=True (the root's False, as FSDP2 sets it for the root), no explicit prefetch,
+// synchronous collectives, world W, rank r.
+// * Units. `parallel.unit` picks them among the net's segments (the layer list, repeats expanded):
+//   "layer" each segment with parameters, a layer kind ("transformer_block") each segment of that kind,
+//   "model" none. Each is fully_shard(layer) in order; the root, fully_shard(model) last, holds every
+//   parameter no unit holds (none with "layer"), as FSDP2's root does.
+// * Sharding (FSDPParam._init_sharded_param), per unit as fully_shard runs: each parameter is chunked
+//   on dim 0 as torch.chunk does (c = ceil(dim0 / W) rows a chunk; rank r has rows [r c, (r+1) c) of
+//   dim0, possibly none); its padded shard, c rows, is allocated with zeros and given the rank's rows;
+//   the sharded parameter the optimizer steps is its first rows (a view). The unit's original
+//   parameters are freed when the unit is done (fully_shard's list of them dies on return).
+// * Unshard (foreach_all_gather, foreach_all_gather_copy_out): the all-gather output, one flat buffer
+//   of W x S elements (S: the unit's padded shards, summed), the rank's padded shards copied into its
+//   slice, _allgather_base into it; then each parameter's own all_gather_outputs[0] of W x padded-shard
+//   elements (allocated the first time, its storage resized back later), filled by
+//   split_with_sizes_copy. The module's parameter is an as_strided view of it (init_unsharded_param).
+//   In forward the flat buffer is kept until the next unit's copy-out is done (FSDP2's
+//   all_gather_state, implicit forward prefetch's deferred free, which wait_for_unshard's local
+//   `prev_all_gather_state` holds until it returns) or the root's post-forward: two flat buffers and
+//   the next unit's unsharded parameters are live at once; in backward it is freed after the copy-out.
+// * Reshard (free_unsharded_param): each all_gather_outputs[0]'s storage resized to 0 bytes, as
+//   FSDP2's untyped_storage().resize_(0): the tensors autograd saved (the weight, its views) keep the
+//   storage and see it freed, and see it again after the next unshard resizes it back (Note [Resizing
+//   a storage on meta], fully_sharded.cpp). After each unit's forward; the root keeps its parameters.
+// * Backward: a hook on each unit output's gradient (FSDP2's pre_backward tensor hook) gathers the
+//   unit again, then prefetches the unit before it in post-forward order (FSDP2's default backward
+//   prefetch: its flat all-gather output is allocated while this unit's backward runs, so two units'
+//   bytes are live at once, as in PyTorch). An identity autograd function on the unit's input (FSDP2's
+//   RegisterPostBackwardFunction) runs post_backward once the unit's input gradient is computed; a
+//   unit whose input needs no gradient (the first layer's, the root's) is post-backwarded in the
+//   engine's final callback, root first, as _root_post_backward_final_callback does.
+// * post_backward (foreach_reduce): the unit's unsharded gradients are taken off the parameters, the
+//   unit resharded, the previous unit's reduce-scatter input freed, a reduce-scatter input of W x S
+//   elements allocated and filled by _chunk_cat (which pads a gradient whose dim0 does not divide by W
+//   in a temporary copy), the gradients freed, the output of S elements allocated and reduce-scattered
+//   into (AVG), and each sharded parameter's gradient is a view of it (added into an existing
+//   gradient with loop.zero_grad "zero"). The last reduce-scatter input is freed in the final callback.
+// * Attribution: the shards are the parameters; the sharded gradients (the reduce-scatter outputs) the
+//   gradients; flat all-gather outputs, unsharded parameters and reduce-scatter inputs are
+//   communication_bytes. Facts' bucket_bytes: each unit's flat all-gather output, root first.
+// Note [Meta-device init]: `parallel.init` "meta" is FSDP2's recipe for a model larger than a card
+//   (`with torch.device("meta"): model = ...`, fully_shard, `model.to_empty(device=...)`, then the
+//   weights' init): the net is built on meta, uncounted, and only the shards are made on the run's
+//   device, so setup never holds the whole model. FSDP2's to_empty makes each rank's rows unpadded and
+//   pads them at the first forward (reset_sharded_param: a padded copy, the unpadded freed); here the
+//   padded shard is made at once, so a padded parameter's transient copy is not seen.
+// Differs from PyTorch: no DeviceMesh (FSDP2 keeps a world-sized int64 mesh tensor on the host), no
+//   DTensor wrappers, no streams or events (cpu has none either); the optimizer is LibTorch's (its
+//   Adam keeps the step as an integer, Python's as a 4-byte tensor per parameter). Mixed precision
+//   (bf16 compute with fp32 master parameters and state: 2 + 2 + 12 bytes a parameter) is not modelled:
+//   a bf16 model keeps bf16 parameters, gradients and AdamW state (2 + 2 + 4). Refused with fsdp (an
+//   input error names them): checkpointing, the in-place parameter knob, TorchScript models, and what
+//   zero stages refuse (accumulation, clipping, float16's GradScaler).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <vector>
+
+#include "workload/rank_strategy.h"
+
+namespace oomguard {
+
+class FullySharded final : public RankStrategy {
+ public:
+  // Shards `parameters` (the net's, in its order) by units of the net's segments onto `device`, freeing
+  // the originals.
+  FullySharded(const ParallelSpec& spec, std::vector<at::Tensor> parameters, const Net& net,
+               const at::TensorOptions& device);
+  ~FullySharded() override;
+  FullySharded(const FullySharded&) = delete;
+  FullySharded& operator=(const FullySharded&) = delete;
+
+  const std::vector<at::Tensor>& OptimizerParameters() const override;
+  at::Tensor BeforeForward(at::Tensor input) override;
+  at::Tensor AfterSegment(size_t index, at::Tensor output) override;
+  at::Tensor BeforeSegment(size_t index, at::Tensor input) override;
+  at::Tensor AfterForward(at::Tensor output) override;
+  void ZeroGrad(bool to_none) override;
+  int64_t ParameterBytes() const override;
+  int64_t GradientBytes() const override;
+  void Attribute(LiveBreakdown* b) const override;
+  ParallelMeasurement Facts() const override;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;  // shared with the hooks autograd holds
+};
+
+}  // namespace oomguard

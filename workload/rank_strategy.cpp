@@ -1,0 +1,14 @@
+#include "workload/rank_strategy.h"
+
+#include "workload/data_parallel.h"
+#include "workload/fully_sharded.h"
+
+namespace oomguard {
+
+std::unique_ptr<RankStrategy> MakeRankStrategy(const ParallelSpec& spec, std::vector<at::Tensor> parameters,
+                                               const Net& net, const at::TensorOptions& device) {
+  if (spec.strategy == "fsdp") return std::make_unique<FullySharded>(spec, std::move(parameters), net, device);
+  return std::make_unique<DataParallel>(spec, std::move(parameters));
+}
+
+}  // namespace oomguard
