@@ -1,0 +1,122 @@
+// The runner's side of real ranks without running any: the ranks' requests, one variant's evidence out
+// of its ranks' ends (run/rank_children.h), and `--inject rank=R` (run/rank_inject.h).
+#include <gtest/gtest.h>
+
+#include "run/rank_children.h"
+#include "run/rank_inject.h"
+
+namespace oomguard {
+namespace {
+
+VariantMeasurement Measured(VariantOutcome outcome, int64_t peak, const std::string& error = "") {
+  VariantMeasurement m;
+  m.outcome = outcome;
+  m.error = error;
+  m.ledger.peak_bytes = peak;
+  m.parallel = ParallelMeasurement{.world = 3, .communication_bytes = peak / 2};
+  return m;
+}
+
+RankEnd Ended(int64_t rank, std::optional<VariantMeasurement> m, bool by_runner = false, std::string exit = "") {
+  RankEnd end;
+  end.rank = rank;
+  end.evidence.measurement = std::move(m);
+  end.evidence.exit = std::move(exit);
+  end.ended_by_runner = by_runner;
+  return end;
+}
+
+TEST(RankChildren, OnlyCpuRunsRealRanksAndOnlyAboveWorldOne) {
+  VariantSpec v;
+  v.parallel.world = 2;
+  EXPECT_TRUE(RunsRealRanks(TraitsOf(Backend::kCpu), v));
+  EXPECT_FALSE(RunsRealRanks(TraitsOf(Backend::kMeta), v));
+  EXPECT_FALSE(RunsRealRanks(TraitsOf(Backend::kCuda), v));
+  v.parallel.world = 1;
+  EXPECT_FALSE(RunsRealRanks(TraitsOf(Backend::kCpu), v));
+}
+
+TEST(RankChildren, EachRankHasItsOwnOutputOneStoreAndGloosTimeoutAtMost30s) {
+  MeasureRequest request;
+  request.out_path = "/s/3.json";
+  const std::vector<MeasureRequest> r = RankRequests(request, "/s/3", 2, 300);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].out_path, "/s/3.rank0.json");
+  EXPECT_EQ(r[1].out_path, "/s/3.rank1.json");
+  EXPECT_EQ(r[1].ranks_store, "/s/3.store");
+  EXPECT_EQ(r[0].ranks_store, r[1].ranks_store);
+  EXPECT_EQ(r[1].rank, 1);
+  EXPECT_EQ(r[0].ranks_timeout_ms, 30000);
+  EXPECT_EQ(RankRequests(request, "/s/3", 2, 5)[0].ranks_timeout_ms, 5000);  // a shorter --timeout wins
+}
+
+TEST(RankChildren, AllPassingTheHeadlineRanksMeasurementCarriesEveryRank) {
+  VariantEvidence e;
+  e.name = "v";
+  MergeRankEvidence({Ended(2, Measured(VariantOutcome::Pass(), 300)), Ended(0, Measured(VariantOutcome::Pass(), 100)),
+                     Ended(1, Measured(VariantOutcome::Pass(), 200))},
+                    3, 1, &e);
+  ASSERT_TRUE(e.measurement.has_value());
+  EXPECT_EQ(e.name, "v");
+  EXPECT_EQ(e.measurement->ledger.peak_bytes, 200);  // rank 1's, the scenario's rank
+  ASSERT_EQ(e.measurement->ranks.size(), 3u);
+  for (int64_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(e.measurement->ranks[r].rank, r);
+    EXPECT_EQ(e.measurement->ranks[r].peak_bytes, 100 * (r + 1));
+    EXPECT_EQ(e.measurement->ranks[r].communication_bytes, 50 * (r + 1));
+    EXPECT_TRUE(e.measurement->ranks[r].measured);
+  }
+  EXPECT_EQ(e.exit, "");
+}
+
+TEST(RankChildren, AnOomRankIsTheVariantsMeasurementNamedAndTheEndedSiblingsListed) {
+  VariantEvidence e;
+  MergeRankEvidence({Ended(1, Measured(VariantOutcome::Oom(), 50, "CPU out of memory")),
+                     Ended(0, std::nullopt, true, "crashed with signal 9 (Killed)"),
+                     Ended(2, std::nullopt, true, "crashed with signal 9 (Killed)")},
+                    3, 0, &e);
+  ASSERT_TRUE(e.measurement.has_value());
+  EXPECT_EQ(e.measurement->outcome, VariantOutcome::Oom());
+  EXPECT_EQ(e.measurement->error, "rank 1 of 3: CPU out of memory (the runner ended ranks 0, 2)");
+  ASSERT_EQ(e.measurement->ranks.size(), 3u);
+  EXPECT_TRUE(e.measurement->ranks[0].ended);
+  EXPECT_FALSE(e.measurement->ranks[0].measured);
+  EXPECT_EQ(e.measurement->ranks[2].error, "ended by the runner after rank 1 of 3 failed");
+  EXPECT_EQ(e.measurement->ranks[1].peak_bytes, 50);
+}
+
+TEST(RankChildren, ARankThatOnlySawItsSiblingGoIsNotTheOneNamed) {
+  VariantEvidence e;
+  // Rank 0's gloo noticed first, but rank 1 was killed: rank 1 is named.
+  MergeRankEvidence({Ended(0, Measured(VariantOutcome::Error(ErrorCategory::kError), 10,
+                                       "[pair.cc:547] Connection closed by peer [127.0.0.1]:1234")),
+                     Ended(1, std::nullopt, false, "crashed with signal 9 (Killed)")},
+                    2, 0, &e);
+  EXPECT_FALSE(e.measurement.has_value());
+  EXPECT_EQ(e.exit, "rank 1 of 2: crashed with signal 9 (Killed)");
+}
+
+TEST(RankInject, TheRankClauseIsSplitOffAndTheRestKeepsItsOrder) {
+  std::optional<int64_t> rank;
+  std::string rest, error;
+  ASSERT_TRUE(SplitRankClause("phase=backward,rank=3,nth=5", &rank, &rest, &error)) << error;
+  EXPECT_EQ(rank, 3);
+  EXPECT_EQ(rest, "phase=backward,nth=5");
+  ASSERT_TRUE(SplitRankClause("nth=5", &rank, &rest, &error));
+  EXPECT_EQ(rank, std::nullopt);
+  EXPECT_EQ(rest, "nth=5");
+  EXPECT_FALSE(SplitRankClause("rank=-1,nth=5", &rank, &rest, &error));
+  EXPECT_EQ(error, "invalid fault spec 'rank=-1,nth=5': rank must be a whole number >= 0, got '-1'");
+  EXPECT_FALSE(SplitRankClause("rank=1,rank=2,nth=5", &rank, &rest, &error));
+  EXPECT_EQ(error, "invalid fault spec 'rank=1,rank=2,nth=5': rank is given twice");
+}
+
+TEST(RankInject, ARankGetsItsOwnSpecsAndThoseForEveryRank) {
+  const std::vector<std::string> specs = {"rank=1,nth=3", "min-size=1GiB", "rank=0,p=0.5"};
+  EXPECT_EQ(InjectionForRank(specs, 1), (std::vector<std::string>{"nth=3", "min-size=1GiB"}));
+  EXPECT_EQ(InjectionForRank(specs, 0), (std::vector<std::string>{"min-size=1GiB", "p=0.5"}));
+  EXPECT_EQ(InjectionForRank(specs, 2), (std::vector<std::string>{"min-size=1GiB"}));
+}
+
+}  // namespace
+}  // namespace oomguard

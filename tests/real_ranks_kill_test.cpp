@@ -1,0 +1,117 @@
+// A real rank killed from outside (issue #34): SIGKILL to one rank's child while the ranks train ends
+// the run in bounded time, its sibling ended by the runner rather than left waiting in a collective,
+// and the variant names the rank (Note [A failing rank ends the variant], run/rank_children.h).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <dirent.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/scratch_folder.h"
+
+namespace oomguard {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Two ranks that train until they are stopped: a tiny model for many iterations.
+constexpr const char* kEndless = R"({
+  "name": "endless",
+  "summary": "two real ranks training for a long time",
+  "model": {"layers": [{"kind": "linear", "in": 16, "out": 16}, {"kind": "relu"}, {"kind": "linear", "in": 16, "out": 4}]},
+  "data": {"batch": 4, "shape": [16]},
+  "loop": {"iterations": 1000000, "loss": "mse", "optimizer": {"kind": "sgd"}},
+  "parallel": {"world": 2, "strategy": "ddp"},
+  "variants": {"a": {}}
+})";
+
+std::vector<std::string> CommandLine(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+  std::vector<std::string> args;
+  for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
+  return args;
+}
+
+// The child of `parent` whose command line says `--rank RANK` (spawned children: OOMGUARD_SPAWN_CHILDREN).
+pid_t RankChild(pid_t parent, const std::string& rank) {
+  DIR* proc = opendir("/proc");
+  pid_t found = 0;
+  while (const dirent* entry = readdir(proc)) {
+    const std::string name = entry->d_name;
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in("/proc/" + name + "/stat");
+    std::string stat;
+    std::getline(in, stat);
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 1));
+    std::string state;
+    long ppid = 0;
+    if (!(fields >> state >> ppid) || ppid != parent || state == "Z") continue;
+    const std::vector<std::string> args = CommandLine(static_cast<pid_t>(std::stol(name)));
+    for (size_t k = 0; k + 1 < args.size(); ++k) {
+      if (args[k] == "--rank" && args[k + 1] == rank) found = static_cast<pid_t>(std::stol(name));
+    }
+  }
+  closedir(proc);
+  return found;
+}
+
+TEST(RealRanks, ARankKilledFromOutsideEndsTheRunInBoundedTimeWithThatRankNamed) {
+  testing::ScratchFolder folder("real-ranks-kill");
+  const std::string scenario = folder.Write("endless.json", kEndless);
+  const std::string results = folder.path() + "/results.json";
+  const pid_t run = fork();
+  if (run == 0) {
+    setenv("OOMGUARD_SPAWN_CHILDREN", "1", 1);  // so that each rank's command line says which it is
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+    execl(OOMGUARD_EXE, OOMGUARD_EXE, "run", "--backend", "cpu", "--json", results.c_str(), scenario.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  pid_t rank1 = 0, rank0 = 0;
+  for (const auto deadline = Clock::now() + std::chrono::seconds(60); Clock::now() < deadline && !(rank1 && rank0);) {
+    rank1 = RankChild(run, "1");
+    rank0 = RankChild(run, "0");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_NE(rank1, 0) << "rank 1's child never started";
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // well into training, collectives under way
+  const auto killed_at = Clock::now();
+  kill(rank1, SIGKILL);
+  int status = 0;
+  pid_t done = 0;
+  while (Clock::now() - killed_at < std::chrono::seconds(20) && (done = waitpid(run, &status, WNOHANG)) == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (done == 0) {
+    kill(run, SIGKILL);
+    waitpid(run, &status, 0);
+    FAIL() << "the run did not end within 20 s of rank 1's kill";
+  }
+  // Well inside gloo's own timeout (30 s): the runner ended rank 0 as soon as rank 1 was gone.
+  EXPECT_LT(Clock::now() - killed_at, std::chrono::seconds(10));
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);  // the variant failed
+  EXPECT_NE(kill(rank0, 0), 0);       // rank 0 is gone (reaped by the runner)
+  std::ifstream in(results);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("rank 1 of 2: crashed with signal 9 (Killed): killed by SIGKILL from outside oomguard"),
+            std::string::npos)
+      << text.str().substr(0, 3000);
+  EXPECT_NE(text.str().find("(the runner ended rank 0)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace oomguard
