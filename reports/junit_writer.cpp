@@ -9,6 +9,7 @@
 #include "base/shard.h"
 #include "model/metric_names.h"
 #include "model/diagnosis_text.h"
+#include "reports/rank_text.h"
 #include "reports/escape.h"
 #include "reports/report_format.h"
 
@@ -128,6 +129,9 @@ Case VariantCase(const ScenarioResult& s, const VariantResult& v) {
   }
   c.system_out =
       PeakBlock(v) + (v.measurement ? PhasePeaks(*v.measurement) : "") + BaselineBlock(v.baseline) + DiagnosesBlock(v);
+  if (v.measurement) {  // real ranks (cpu): a line each
+    for (const RankMeasurement& r : v.measurement->ranks) c.system_out += RankLine(r, v.measurement->ranks.size()) + "\n";
+  }
   // GitLab and Jenkins (junit-attachments) show a file named so as an attachment of the test case.
   if (v.measurement && !v.measurement->snapshot.empty()) {
     c.system_out += "memory_viz snapshot: [[ATTACHMENT|" + v.measurement->snapshot + "]]\n";

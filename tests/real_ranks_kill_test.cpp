@@ -40,8 +40,9 @@ std::vector<std::string> CommandLine(pid_t pid) {
   return args;
 }
 
-// The child of `parent` whose command line says `--rank RANK` (spawned children: OOMGUARD_SPAWN_CHILDREN).
-pid_t RankChild(pid_t parent, const std::string& rank) {
+// The rank child of `parent` (its command line has --ranks-store; spawned children: OOMGUARD_SPAWN_CHILDREN)
+// that is rank 1 (`--rank 1`), or the one that is not (rank 0, whose --rank is left out as 0 is).
+pid_t RankChild(pid_t parent, bool rank1) {
   DIR* proc = opendir("/proc");
   pid_t found = 0;
   while (const dirent* entry = readdir(proc)) {
@@ -57,9 +58,12 @@ pid_t RankChild(pid_t parent, const std::string& rank) {
     long ppid = 0;
     if (!(fields >> state >> ppid) || ppid != parent || state == "Z") continue;
     const std::vector<std::string> args = CommandLine(static_cast<pid_t>(std::stol(name)));
+    bool is_rank = false, is_rank1 = false;
     for (size_t k = 0; k + 1 < args.size(); ++k) {
-      if (args[k] == "--rank" && args[k + 1] == rank) found = static_cast<pid_t>(std::stol(name));
+      is_rank = is_rank || args[k] == "--ranks-store";
+      is_rank1 = is_rank1 || (args[k] == "--rank" && args[k + 1] == "1");
     }
+    if (is_rank && is_rank1 == rank1) found = static_cast<pid_t>(std::stol(name));
   }
   closedir(proc);
   return found;
@@ -81,11 +85,12 @@ TEST(RealRanks, ARankKilledFromOutsideEndsTheRunInBoundedTimeWithThatRankNamed) 
   }
   pid_t rank1 = 0, rank0 = 0;
   for (const auto deadline = Clock::now() + std::chrono::seconds(60); Clock::now() < deadline && !(rank1 && rank0);) {
-    rank1 = RankChild(run, "1");
-    rank0 = RankChild(run, "0");
+    rank1 = RankChild(run, true);
+    rank0 = RankChild(run, false);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_NE(rank1, 0) << "rank 1's child never started";
+  ASSERT_NE(rank0, 0) << "rank 0's child never started";
   std::this_thread::sleep_for(std::chrono::seconds(2));  // well into training, collectives under way
   const auto killed_at = Clock::now();
   kill(rank1, SIGKILL);

@@ -19,6 +19,7 @@ using nlohmann::json;
 
 const ScenarioResult& OnlyScenario(const RunResults& report) {
   EXPECT_EQ(report.scenarios.size(), 1u);
+  EXPECT_EQ(report.scenarios.at(0).error, "");
   return report.scenarios.at(0);
 }
 
@@ -30,7 +31,7 @@ const VariantResult& VariantNamed(const ScenarioResult& s, const std::string& na
   return s.variants.at(0);
 }
 
-RunResults Run(const std::string& file, const std::string& backend, const std::string& filter,
+RunResults RunOn(const std::string& file, const std::string& backend, const std::string& filter,
                const std::vector<std::string>& inject = {}) {
   RunOptions options;
   options.paths = {file};
@@ -46,7 +47,7 @@ RunResults Run(const std::string& file, const std::string& backend, const std::s
 }
 
 // The catalog's ddp-gradient-bucket-copy at world `world` (the catalog runs it at 8): its model, data and
-// loop, each of its variants and zero1 besides, once per rank (variant NAME-rR has parallel.rank R). Its
+// loop, each of its variants and zero1 besides, once per rank (variant NAME_rR has parallel.rank R). Its
 // expectations and checks are the catalog's numbers at world 8 and are left out.
 std::string CatalogAtWorld(int64_t world) {
   std::ifstream in(std::string(OOMGUARD_SOURCE_DIR) + "/scenarios/ddp-gradient-bucket-copy.json");
@@ -65,7 +66,7 @@ std::string CatalogAtWorld(int64_t world) {
     for (int64_t rank = 0; rank < world; ++rank) {
       json p = patch;
       p["parallel"]["rank"] = rank;
-      scenario["variants"][name + "-r" + std::to_string(rank)] = p;
+      scenario["variants"][name + "_r" + std::to_string(rank)] = p;
     }
   }
   return scenario.dump(2);
@@ -101,15 +102,15 @@ TEST(RealRanks, EveryParallelCatalogVariantOnGlooEqualsMetasFakeGroupPerRankToTh
   constexpr int64_t kParameters = 4 * (1024 * 1024 + 1024);  // the catalog's 4 linear layers, 4,198,400
   for (const int64_t world : {2, 4}) {
     const std::string file = folder.Write("world" + std::to_string(world) + ".json", CatalogAtWorld(world));
-    const RunResults cpu = Run(file, "cpu", "*/*-r0");  // each runs all `world` ranks
-    const RunResults meta = Run(file, "meta", "*");     // one simulated rank per variant
+    const RunResults cpu = RunOn(file, "cpu", "*/*_r0");  // each runs all `world` ranks
+    const RunResults meta = RunOn(file, "meta", "*");     // one simulated rank per variant
     for (const std::string name : {"pitfall", "fixed", "zero1", "zero2"}) {
-      const VariantResult& real = VariantNamed(OnlyScenario(cpu), name + "-r0");
+      const VariantResult& real = VariantNamed(OnlyScenario(cpu), name + "_r0");
       ASSERT_TRUE(real.measurement.has_value()) << real.diagnostics;
       const std::vector<RankMeasurement>& ranks = real.measurement->ranks;
       ASSERT_EQ(ranks.size(), static_cast<size_t>(world)) << name;
       for (int64_t rank = 0; rank < world; ++rank) {
-        const VariantResult& simulated = VariantNamed(OnlyScenario(meta), name + "-r" + std::to_string(rank));
+        const VariantResult& simulated = VariantNamed(OnlyScenario(meta), name + "_r" + std::to_string(rank));
         ASSERT_TRUE(simulated.measurement.has_value()) << simulated.diagnostics;
         EXPECT_EQ(ranks[rank].rank, rank);
         ExpectRankEqualsMeta(ranks[rank], *simulated.measurement,
@@ -134,7 +135,7 @@ TEST(RealRanks, AnInjectedOomInRankOneEndsRankZeroAndNamesRankOne) {
     "model": {"layers": [{"kind": "linear", "in": 64, "out": 64}, {"kind": "relu"}, {"kind": "linear", "in": 64, "out": 8}]},
     "data": {"batch": 4, "shape": [64]}, "loop": {"iterations": 2, "loss": "mse", "optimizer": {"kind": "adam"}},
     "parallel": {"world": 2, "strategy": "ddp"}, "variants": {"a": {}}})");
-  const RunResults report = Run(file, "cpu", "*", {"rank=1,nth=3"});
+  const RunResults report = RunOn(file, "cpu", "*", {"rank=1,nth=3"});
   const VariantResult& v = VariantNamed(OnlyScenario(report), "a");
   ASSERT_TRUE(v.measurement.has_value()) << v.diagnostics;
   const VariantMeasurement& m = *v.measurement;
@@ -149,7 +150,7 @@ TEST(RealRanks, AnInjectedOomInRankOneEndsRankZeroAndNamesRankOne) {
   EXPECT_FALSE(m.ranks[1].ended);
   EXPECT_EQ(Name(m.ranks[1].outcome), "oom");
   // Without rank=, every rank gets the spec: each fails its own 3rd request, and one of them is named.
-  const RunResults both = Run(file, "cpu", "*", {"nth=3"});
+  const RunResults both = RunOn(file, "cpu", "*", {"nth=3"});
   const VariantMeasurement& b = *VariantNamed(OnlyScenario(both), "a").measurement;
   EXPECT_EQ(Name(b.outcome), "oom");
   EXPECT_TRUE(b.error.rfind("rank 0 of 2: ", 0) == 0 || b.error.rfind("rank 1 of 2: ", 0) == 0) << b.error;
