@@ -2,6 +2,8 @@
 // of its ranks' ends (run/rank_children.h), and `--inject rank=R` (run/rank_inject.h).
 #include <gtest/gtest.h>
 
+#include "model/measurement_json.h"
+#include "reports/rank_text.h"
 #include "run/rank_children.h"
 #include "run/rank_inject.h"
 
@@ -94,6 +96,28 @@ TEST(RankChildren, ARankThatOnlySawItsSiblingGoIsNotTheOneNamed) {
                     2, 0, &e);
   EXPECT_FALSE(e.measurement.has_value());
   EXPECT_EQ(e.exit, "rank 1 of 2: crashed with signal 9 (Killed)");
+}
+
+TEST(RankChildren, RanksRoundTripTheResultsJsonAndAreAbsentWithoutThem) {
+  VariantEvidence e;
+  MergeRankEvidence({Ended(0, Measured(VariantOutcome::Pass(), 100)), Ended(1, Measured(VariantOutcome::Pass(), 300))},
+                    2, 0, &e);
+  e.measurement->ranks[1].phase_peaks = {{"forward", 250}, {"backward", 300}};
+  e.measurement->ranks[1].iterations = {{300, 280, 90}};
+  e.measurement->ranks[1].grad_bytes = 40;
+  const nlohmann::json j = MeasurementToJson(*e.measurement);
+  VariantMeasurement back;
+  std::string error;
+  ASSERT_TRUE(MeasurementFromJson(j, &back, &error)) << error;
+  ASSERT_EQ(back.ranks.size(), 2u);
+  EXPECT_EQ(back.ranks[1].peak_bytes, 300);
+  EXPECT_EQ(back.ranks[1].phase_peaks.at(1).phase, "backward");
+  EXPECT_EQ(back.ranks[1].iterations.at(0).live_after_backward_bytes, 280);
+  EXPECT_EQ(back.ranks[1].grad_bytes, 40);
+  EXPECT_EQ(back.ranks[0].grad_bytes, std::nullopt);
+  EXPECT_EQ(back.ranks[1].communication_bytes, 150);
+  EXPECT_EQ(RankPeaksText(back), "rank 0 100 bytes, rank 1 300 bytes; highest: rank 1");
+  EXPECT_FALSE(MeasurementToJson(VariantMeasurement{}).contains("ranks"));  // one process: as before
 }
 
 TEST(RankInject, TheRankClauseIsSplitOffAndTheRestKeepsItsOrder) {
