@@ -42,7 +42,7 @@ void ReportToProfiler(void* data, int64_t signed_bytes) {
 
 thread_local bool t_host_scope = false;
 thread_local bool t_host_first = false;  // the next allocation is host memory (HostFirstAllocationScope)
-std::atomic<int> g_host_everywhere{0};    // ProcessHostAllocationScopes alive
+std::atomic<int> g_host_everywhere{0};   // ProcessHostAllocationScopes alive
 
 // Note [Small blocks]: glibc's posix_memalign at c10's 64-byte alignment costs more the larger the
 // block (about 550 instructions an allocate+free pair at 64 bytes, 850 at 128), so the size header

@@ -32,8 +32,8 @@ struct Running {
   Clock::time_point start;
   double timeout_seconds;
   int64_t gang;
-  bool killed = false;            // at its timeout
-  bool ended_with_gang = false;   // because a sibling of its gang failed
+  bool killed = false;           // at its timeout
+  bool ended_with_gang = false;  // because a sibling of its gang failed
 };
 
 // Note [Gangs of children]

@@ -58,7 +58,8 @@ std::vector<RankMeasurement> RanksFromJson(const json& j) {
     RankMeasurement r;
     r.rank = o.at("rank").get<int64_t>();
     const std::string outcome = o.at("outcome").get<std::string>();
-    if (!Parse(outcome, &r.outcome)) throw std::invalid_argument("rank " + std::to_string(r.rank) + ": unknown outcome '" + outcome + "'");
+    if (!Parse(outcome, &r.outcome))
+      throw std::invalid_argument("rank " + std::to_string(r.rank) + ": unknown outcome '" + outcome + "'");
     r.error = o.at("error").get<std::string>();
     r.ended = o.at("ended").get<bool>();
     r.measured = o.at("measured").get<bool>();

@@ -10,9 +10,9 @@
 #include "base/byte_size.h"
 #include "base/shard.h"
 #include "model/diagnosis_text.h"
-#include "reports/rank_text.h"
 #include "model/measurement.h"
 #include "model/phase.h"
+#include "reports/rank_text.h"
 #include "reports/report_format.h"
 
 namespace oomguard {

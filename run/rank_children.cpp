@@ -76,14 +76,16 @@ void MergeRankEvidence(const std::vector<RankEnd>& ends, int64_t world, int64_t 
     }
     if (end.rank == headline_rank) headline = &end;
   }
-  OOMGUARD_CHECK(culprit != nullptr || headline != nullptr) << "rank " << headline_rank << " of " << world << " never ran";
+  OOMGUARD_CHECK(culprit != nullptr || headline != nullptr)
+      << "rank " << headline_rank << " of " << world << " never ran";
   const RankEnd& chosen = culprit ? *culprit : *headline;
   e->timed_out = chosen.evidence.timed_out;
   e->input_error = chosen.evidence.input_error;
   e->diagnostics = chosen.evidence.diagnostics;
   e->measurement = chosen.evidence.measurement;
-  const std::string others =
-      ended.empty() ? "" : std::string(" (the runner ended rank") + (ended.find(',') == std::string::npos ? " " : "s ") + ended + ")";
+  const std::string others = ended.empty() ? ""
+                                           : std::string(" (the runner ended rank") +
+                                                 (ended.find(',') == std::string::npos ? " " : "s ") + ended + ")";
   if (culprit && e->measurement) {
     e->measurement->error = RankOfWorld(culprit->rank, world) + ": " + e->measurement->error + others;
   } else if (culprit) {

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 
 #include <chrono>
-#include <map>
 #include <iostream>
+#include <map>
 
 #include "backends/backend.h"
 #include "backends/version_info.h"

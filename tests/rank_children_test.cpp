@@ -1,10 +1,11 @@
 // The runner's side of real ranks without running any: the ranks' requests, one variant's evidence out
 // of its ranks' ends (run/rank_children.h), and `--inject rank=R` (run/rank_inject.h).
+#include "run/rank_children.h"
+
 #include <gtest/gtest.h>
 
 #include "model/measurement_json.h"
 #include "reports/rank_text.h"
-#include "run/rank_children.h"
 #include "run/rank_inject.h"
 
 namespace oomguard {

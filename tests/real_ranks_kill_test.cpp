@@ -8,13 +8,13 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <dirent.h>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/child_processes.h"
 #include "tests/scratch_folder.h"
 
 namespace oomguard {
@@ -33,40 +33,19 @@ constexpr const char* kEndless = R"({
   "variants": {"a": {}}
 })";
 
-std::vector<std::string> CommandLine(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
-  std::vector<std::string> args;
-  for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
-  return args;
-}
-
 // The rank child of `parent` (its command line has --ranks-store; spawned children: OOMGUARD_SPAWN_CHILDREN)
 // that is rank 1 (`--rank 1`), or the one that is not (rank 0, whose --rank is left out as 0 is).
 pid_t RankChild(pid_t parent, bool rank1) {
-  DIR* proc = opendir("/proc");
-  pid_t found = 0;
-  while (const dirent* entry = readdir(proc)) {
-    const std::string name = entry->d_name;
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in("/proc/" + name + "/stat");
-    std::string stat;
-    std::getline(in, stat);
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream fields(stat.substr(close + 1));
-    std::string state;
-    long ppid = 0;
-    if (!(fields >> state >> ppid) || ppid != parent || state == "Z") continue;
-    const std::vector<std::string> args = CommandLine(static_cast<pid_t>(std::stol(name)));
+  for (const pid_t child : testing::ChildrenOf(parent)) {
+    const std::vector<std::string> args = testing::CommandLine(child);
     bool is_rank = false, is_rank1 = false;
     for (size_t k = 0; k + 1 < args.size(); ++k) {
       is_rank = is_rank || args[k] == "--ranks-store";
       is_rank1 = is_rank1 || (args[k] == "--rank" && args[k + 1] == "1");
     }
-    if (is_rank && is_rank1 == rank1) found = static_cast<pid_t>(std::stol(name));
+    if (is_rank && is_rank1 == rank1) return child;
   }
-  closedir(proc);
-  return found;
+  return 0;
 }
 
 TEST(RealRanks, ARankKilledFromOutsideEndsTheRunInBoundedTimeWithThatRankNamed) {

@@ -32,7 +32,7 @@ const VariantResult& VariantNamed(const ScenarioResult& s, const std::string& na
 }
 
 RunResults RunOn(const std::string& file, const std::string& backend, const std::string& filter,
-               const std::vector<std::string>& inject = {}) {
+                 const std::vector<std::string>& inject = {}) {
   RunOptions options;
   options.paths = {file};
   options.backend = backend;

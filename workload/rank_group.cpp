@@ -4,16 +4,15 @@
 // libtorch_cpu is built with gloo; its header compiles only with this defined.
 #define USE_C10D_GLOO 1
 
-#include <torch/csrc/distributed/c10d/FakeProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/FileStore.hpp>
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-
 #include <ATen/record_function.h>
 
 #include <chrono>
 #include <optional>
 #include <thread>
+#include <torch/csrc/distributed/c10d/FakeProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include "allocators/cpu_tracking_allocator.h"
 #include "base/check.h"
@@ -62,8 +61,7 @@ class GlooOnTheHost final : public c10d::Backend {
                                                  const c10d::AllgatherOptions& o) override {
     return Waited([&] { return gloo_->_allgather_base(out, in, o); });
   }
-  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& out,
-                                                std::vector<std::vector<at::Tensor>>& in,
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& out, std::vector<std::vector<at::Tensor>>& in,
                                                 const c10d::ReduceScatterOptions& o) override {
     return Waited([&] { return gloo_->reduce_scatter(out, in, o); });
   }

@@ -9,9 +9,9 @@
 
 #include "base/byte_size.h"
 #include "model/diagnosis_text.h"
-#include "reports/rank_text.h"
 #include "reports/escape.h"
 #include "reports/html/svg_timeline.h"
+#include "reports/rank_text.h"
 #include "reports/report_format.h"
 
 namespace oomguard {
