@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "baselines/baseline_diff.h"
+#include "baselines/baseline_store.h"
 #include "model/measurement_json.h"
 #include "reports/rank_text.h"
 #include "run/rank_inject.h"
@@ -119,6 +121,33 @@ TEST(RankChildren, RanksRoundTripTheResultsJsonAndAreAbsentWithoutThem) {
   EXPECT_EQ(back.ranks[1].communication_bytes, 150);
   EXPECT_EQ(RankPeaksText(back), "rank 0 100 bytes, rank 1 300 bytes; highest: rank 1");
   EXPECT_FALSE(MeasurementToJson(VariantMeasurement{}).contains("ranks"));  // one process: as before
+}
+
+TEST(RankChildren, TheBaselineHoldsEveryRanksPeakAndComparesRankByRank) {
+  VariantEvidence e;
+  MergeRankEvidence({Ended(0, Measured(VariantOutcome::Pass(), 100)), Ended(1, Measured(VariantOutcome::Pass(), 300))},
+                    2, 0, &e);
+  VariantMeasurement& m = *e.measurement;
+  m.variant = "v";
+  m.backend = "cpu";
+  m.cap_bytes = 1000;
+  BaselineFile file;
+  file.scenario = "s";
+  file.Put(EntryFromMeasurement(m));
+  BaselineFile back;
+  std::string error;
+  ASSERT_TRUE(LoadBaselineText(SerializeBaselineFile(file), "s.json", &back, &error)) << error;
+  ASSERT_EQ(back.entries.size(), 1u);
+  EXPECT_EQ(back.entries[0].rank_peaks, (std::vector<int64_t>{100, 300}));
+  m.ranks[1].peak_bytes = 301;  // rank 1 grew by a byte; the variant's own (rank 0's) peak did not
+  const BaselineComparison c = CompareWithBaseline(back, "s.json", m);
+  EXPECT_EQ(c.verdict, BaselineVerdict::kRegressed);
+  EXPECT_EQ(BaselineFailures(c, false),
+            (std::vector<std::string>{"regression: rank_peak[1] 301 bytes vs baseline 300 bytes (+1 bytes, +0.3%)"}));
+  // One process or a simulated rank: no rank_peaks in the file, as before.
+  EXPECT_EQ(SerializeBaselineFile(file).find("rank_peaks") != std::string::npos, true);
+  file.entries[0].rank_peaks.clear();
+  EXPECT_EQ(SerializeBaselineFile(file).find("rank_peaks"), std::string::npos);
 }
 
 TEST(RankInject, TheRankClauseIsSplitOffAndTheRestKeepsItsOrder) {
