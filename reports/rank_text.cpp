@@ -13,6 +13,15 @@ const RankMeasurement* HighestRank(const VariantMeasurement& m) {
 }
 
 std::string RankPeaksText(const VariantMeasurement& m) {
+  bool alike = !m.ranks.empty();
+  for (const RankMeasurement& r : m.ranks) {
+    alike = alike && r.measured && r.outcome == VariantOutcome::Pass() && r.peak_bytes == m.ranks[0].peak_bytes &&
+            r.peak_phase == m.ranks[0].peak_phase;
+  }
+  if (alike) {  // the usual data-parallel case: one number says it
+    return "all " + std::to_string(m.ranks.size()) + " at " + FormatBytes(m.ranks[0].peak_bytes) +
+           (m.ranks[0].peak_phase.empty() ? "" : " in " + m.ranks[0].peak_phase);
+  }
   std::string out;
   for (const RankMeasurement& r : m.ranks) {
     out += (out.empty() ? "rank " : ", rank ") + std::to_string(r.rank);

@@ -120,6 +120,8 @@ TEST(RankChildren, RanksRoundTripTheResultsJsonAndAreAbsentWithoutThem) {
   EXPECT_EQ(back.ranks[0].grad_bytes, std::nullopt);
   EXPECT_EQ(back.ranks[1].communication_bytes, 150);
   EXPECT_EQ(RankPeaksText(back), "rank 0 100 bytes, rank 1 300 bytes; highest: rank 1");
+  back.ranks[0].peak_bytes = 300;
+  EXPECT_EQ(RankPeaksText(back), "all 2 at 300 bytes");
   EXPECT_FALSE(MeasurementToJson(VariantMeasurement{}).contains("ranks"));  // one process: as before
 }
 
