@@ -275,8 +275,8 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
     Running& r = running[job.running];
     VariantEvidence& e = r.evidence.variants[job.variant];
     const int64_t cap_bytes = r.planned->result.cap_bytes;
-    r.duration_ms += exit.wall_ms;
     if (job.rank < 0) {
+      r.duration_ms += exit.wall_ms;
       TakeChildExit(job, exit, options, oom_kills_before, host_at_start, cap_bytes, &e);
     } else {  // one of the variant's ranks: the variant is judged once all have ended
       const ParallelSpec& parallel = r.planned->scenario.variants[job.variant].parallel;
@@ -285,6 +285,7 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
       TakeChildExit(job, exit, options, oom_kills_before, host_at_start, cap_bytes, &end.evidence);
       ends.push_back(std::move(end));
       if (static_cast<int64_t>(ends.size()) < parallel.world) return;
+      r.duration_ms += exit.wall_ms;  // the ranks ran at once, as one job: the last to end is its time
       MergeRankEvidence(ends, parallel.world, parallel.rank, &e);
     }
     if (--r.variants_left > 0) return;
