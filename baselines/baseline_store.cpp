@@ -117,6 +117,18 @@ FieldReader ToleranceField(Tolerance* out, std::map<std::string, Tolerance>* met
   };
 }
 
+// An array of byte counts >= 0, one per `each` (an iteration, a rank).
+FieldReader BytesArrayField(std::vector<int64_t>* out, const std::string& each) {
+  return [out, each](const OrderedJson& v, const JsonPath& p, std::string* e) {
+    if (!v.is_array()) return Fail(p, "expected an array of bytes per " + each + ", got " + DescribeJson(v), e);
+    out->assign(v.size(), 0);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!IntField(&(*out)[i], 0)(v[i], p.Index(static_cast<int64_t>(i)), e)) return false;
+    }
+    return true;
+  };
+}
+
 FieldReader EntryField(BaselineEntry* out) {
   return [out](const OrderedJson& value, const JsonPath& path, std::string* error) {
     const std::vector<std::string> backends = AllNames<Backend>();
@@ -138,25 +150,9 @@ FieldReader EntryField(BaselineEntry* out) {
            }
            return true;
          }},
-        {"live_after",
-         [out](const OrderedJson& v, const JsonPath& p, std::string* e) {
-           if (!v.is_array()) return Fail(p, "expected an array of bytes per iteration, got " + DescribeJson(v), e);
-           out->live_after.assign(v.size(), 0);
-           for (size_t i = 0; i < v.size(); ++i) {
-             if (!IntField(&out->live_after[i], 0)(v[i], p.Index(static_cast<int64_t>(i)), e)) return false;
-           }
-           return true;
-         }},
+        {"live_after", BytesArrayField(&out->live_after, "iteration")},
         {"alloc_count", IntField(&out->alloc_count, 0)},
-        {"rank_peaks",
-         [out](const OrderedJson& v, const JsonPath& p, std::string* e) {
-           if (!v.is_array()) return Fail(p, "expected an array of bytes per rank, got " + DescribeJson(v), e);
-           out->rank_peaks.assign(v.size(), 0);
-           for (size_t i = 0; i < v.size(); ++i) {
-             if (!IntField(&out->rank_peaks[i], 0)(v[i], p.Index(static_cast<int64_t>(i)), e)) return false;
-           }
-           return true;
-         }}};
+        {"rank_peaks", BytesArrayField(&out->rank_peaks, "rank")}};
     if (!ReadFields(value, path, fields, /*allow_null=*/false, error)) return false;
     for (const char* key :
          {"variant", "backend", "cap_bytes", "peak_bytes", "phase_peaks", "live_after", "alloc_count"}) {
