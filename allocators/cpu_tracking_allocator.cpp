@@ -42,6 +42,7 @@ void ReportToProfiler(void* data, int64_t signed_bytes) {
 
 thread_local bool t_host_scope = false;
 thread_local bool t_host_first = false;  // the next allocation is host memory (HostFirstAllocationScope)
+std::atomic<int> g_host_everywhere{0};   // ProcessHostAllocationScopes alive
 
 // Note [Small blocks]: glibc's posix_memalign at c10's 64-byte alignment costs more the larger the
 // block (about 550 instructions an allocate+free pair at 64 bytes, 850 at 128), so the size header
@@ -143,6 +144,8 @@ void DeleteBlock(void* data) {
 
 HostAllocationScope::HostAllocationScope() : previous_(t_host_scope) { t_host_scope = true; }
 HostAllocationScope::~HostAllocationScope() { t_host_scope = previous_; }
+ProcessHostAllocationScope::ProcessHostAllocationScope() { g_host_everywhere.fetch_add(1, std::memory_order_acq_rel); }
+ProcessHostAllocationScope::~ProcessHostAllocationScope() { g_host_everywhere.fetch_sub(1, std::memory_order_acq_rel); }
 HostFirstAllocationScope::HostFirstAllocationScope() : previous_(t_host_first) { t_host_first = true; }
 HostFirstAllocationScope::~HostFirstAllocationScope() { t_host_first = previous_; }
 
@@ -179,7 +182,8 @@ CpuTrackingAllocator::CpuTrackingAllocator(DeviceAccount& account) : account_(ac
 
 c10::DataPtr CpuTrackingAllocator::allocate(size_t nbytes) {
   if (nbytes == 0) return {nullptr, nullptr, &DeleteBlock, c10::Device(c10::DeviceType::CPU)};
-  const bool host = t_host_scope || std::exchange(t_host_first, false);
+  const bool host =
+      t_host_scope || std::exchange(t_host_first, false) || g_host_everywhere.load(std::memory_order_acquire) > 0;
   const auto size = static_cast<int64_t>(nbytes);
   int origin = Ledger::kNoOrigin;
   if (host) {

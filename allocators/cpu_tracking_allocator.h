@@ -35,6 +35,17 @@ class HostAllocationScope {
   bool previous_;
 };
 
+// As HostAllocationScope, for every thread of the process while it lives: what a collective's own
+// threads allocate while the controlling thread waits for it (Note [Gloo's buffers are host memory],
+// workload/rank_group.cpp). Scopes nest; made and destroyed on one thread.
+class ProcessHostAllocationScope {
+ public:
+  ProcessHostAllocationScope();
+  ~ProcessHostAllocationScope();
+  ProcessHostAllocationScope(const ProcessHostAllocationScope&) = delete;
+  ProcessHostAllocationScope& operator=(const ProcessHostAllocationScope&) = delete;
+};
+
 // Whether `data` is the data pointer of a CPU block allocated inside a HostAllocationScope.
 bool IsHostAllocation(const c10::DataPtr& data);
 

@@ -31,8 +31,38 @@ struct Running {
   pid_t pid;
   Clock::time_point start;
   double timeout_seconds;
-  bool killed = false;
+  int64_t gang;
+  bool killed = false;           // at its timeout
+  bool ended_with_gang = false;  // because a sibling of its gang failed
 };
+
+// Note [Gangs of children]
+// A variant's real ranks (Note [Real ranks on cpu], workload/rank_group.h) wait for each other in
+// their collectives, so they must run at once whatever --jobs says: a gang starts whole, and takes one
+// place of max_running (a run at --jobs 1 still runs a world-4 variant's four ranks together). A rank
+// that fails leaves its siblings waiting in a collective for a peer that is gone, so the first member
+// to end otherwise than with exit code 0 (an error, a crash, a kill, its timeout) has the others killed
+// here at once, rather than at gloo's timeout or theirs.
+
+// The places the running children take: one per lone child, one per gang.
+int PlacesTaken(const std::vector<Running>& running) {
+  int places = 0;
+  for (size_t i = 0; i < running.size(); ++i) {
+    bool counted = false;
+    for (size_t j = 0; j < i && running[i].gang >= 0; ++j) counted = counted || running[j].gang == running[i].gang;
+    places += counted ? 0 : 1;
+  }
+  return places;
+}
+
+// Kills the running members of `gang` (Note [Gangs of children]).
+void EndGang(std::vector<Running>& running, int64_t gang) {
+  for (Running& r : running) {
+    if (gang < 0 || r.gang != gang || r.ended_with_gang) continue;
+    kill(r.pid, SIGKILL);
+    r.ended_with_gang = true;
+  }
+}
 
 // In a forked child: stdin, stdout and stderr as a spawned child has them, or false.
 bool RedirectStandardStreams(const ChildSpec& spec) {
@@ -146,17 +176,25 @@ int RunChildren(const std::vector<ChildSpec>& specs, int max_running,
       for (const Running& r : running) waitpid(r.pid, nullptr, 0);
       return signal;
     }
-    while (next < specs.size() && static_cast<int>(running.size()) < std::max(max_running, 1)) {
-      pid_t pid = 0;
-      if (const int rc = Spawn(specs[next], &pid); rc != 0) {
-        ChildExit exit;
-        exit.spawn_error = std::string("could not start ") +
-                           (specs[next].body ? "a forked child" : specs[next].argv[0]) + ": " + std::strerror(rc);
-        on_done(next++, exit);
-        continue;
-      }
-      running.push_back({next, pid, Clock::now(), specs[next].timeout_seconds});
-      ++next;
+    while (next < specs.size() && PlacesTaken(running) < std::max(max_running, 1)) {
+      const int64_t gang = specs[next].gang;
+      bool gang_failed = false;
+      do {  // a lone child, or the whole of its gang
+        pid_t pid = 0;
+        if (const int rc = Spawn(specs[next], &pid); rc != 0) {
+          ChildExit exit;
+          exit.spawn_error = std::string("could not start ") +
+                             (specs[next].body ? "a forked child" : specs[next].argv[0]) + ": " + std::strerror(rc);
+          exit.ended_with_gang = gang_failed;
+          on_done(next++, exit);
+          gang_failed = true;
+          continue;
+        }
+        running.push_back({next, pid, Clock::now(), specs[next].timeout_seconds, gang});
+        if (gang_failed) EndGang(running, gang);
+        ++next;
+      } while (gang >= 0 && next < specs.size() && specs[next].gang == gang);
+      if (gang_failed) EndGang(running, gang);
     }
     bool reaped = false;
     for (size_t i = 0; i < running.size();) {
@@ -176,11 +214,15 @@ int RunChildren(const std::vector<ChildSpec>& specs, int max_running,
       ChildExit exit;
       exit.wall_ms = elapsed * 1000;
       exit.timed_out = r.killed;
+      exit.ended_with_gang = r.ended_with_gang;
       if (done > 0 && WIFEXITED(status)) exit.exit_code = WEXITSTATUS(status);
       if (done > 0 && WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
       if (done > 0) exit.max_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // KiB on Linux
       const size_t index = r.index;
+      const int64_t gang = r.gang;
+      const bool failed = exit.timed_out || exit.signal != 0 || exit.exit_code != 0;
       running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+      if (failed && !exit.ended_with_gang) EndGang(running, gang);
       on_done(index, exit);
       reaped = true;
     }

@@ -31,6 +31,10 @@ struct ChildSpec {
   std::string stdout_path;
   std::string stderr_path;
   double timeout_seconds = 300;
+  // Note [Gangs of children]: specs with the same gang (>= 0), consecutive in the list, start together
+  // and take one of max_running's places between them; when one of them ends otherwise than with exit
+  // code 0, the others still running are killed at once (ChildExit::ended_with_gang). -1: alone.
+  int64_t gang = -1;
 };
 
 struct ChildExit {
@@ -39,6 +43,7 @@ struct ChildExit {
   int exit_code = -1;       // when it exited normally
   int signal = 0;           // when a signal ended it
   int64_t max_rss_bytes = 0;  // its peak resident memory (getrusage's ru_maxrss), when it ran
+  bool ended_with_gang = false;  // killed because another child of its gang failed (Note [Gangs of children])
   double wall_ms = 0;
 };
 

@@ -10,5 +10,9 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailures = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitOutputFailed = 4;  // added to kExitOk or kExitFailures
+// A measuring child that is one of a variant's real ranks wrote its measurement, which did not pass
+// (an OOM, an error): the runner reads it and ends the rank's siblings (Note [A failing rank ends the
+// variant], run/rank_children.h).
+inline constexpr int kExitRankFailed = 3;
 
 }  // namespace oomguard

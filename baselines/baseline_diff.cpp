@@ -55,6 +55,9 @@ BaselineComparison CompareWithBaseline(const BaselineFile& file, const std::stri
     add("live_after[" + std::to_string(i + 1) + "]", entry->live_after[i], now.live_after[i]);
   }
   add("alloc_count", entry->alloc_count, now.alloc_count);
+  for (size_t r = 0; r < now.rank_peaks.size() && r < entry->rank_peaks.size(); ++r) {  // real ranks
+    add("rank_peak[" + std::to_string(r) + "]", entry->rank_peaks[r], now.rank_peaks[r]);
+  }
   c.verdict = BaselineVerdict::kUnchanged;
   for (const MetricDiff& d : c.metrics) {
     c.verdict = WorseBaselineVerdict(c.verdict, d.verdict);

@@ -73,6 +73,10 @@ bool IsComparedMetric(const std::string& metric) {
     const std::string n = metric.substr(11, metric.size() - 12);
     return n.size() <= 9 && n.find_first_not_of("0123456789") == std::string::npos && n[0] != '0';
   }
+  if (metric.starts_with("rank_peak[") && metric.ends_with("]") && metric.size() > 11) {  // from rank 0
+    const std::string n = metric.substr(10, metric.size() - 11);
+    return n.size() <= 9 && n.find_first_not_of("0123456789") == std::string::npos && (n == "0" || n[0] != '0');
+  }
   return false;
 }
 
@@ -101,7 +105,7 @@ FieldReader ToleranceField(Tolerance* out, std::map<std::string, Tolerance>* met
                               return Fail(p,
                                           "unknown metric " + Quoted(metric) +
                                               " (a baseline compares peak_bytes, alloc_count, "
-                                              "phase_peak.<phase> and live_after[N])",
+                                              "phase_peak.<phase>, live_after[N] and rank_peak[R])",
                                           e);
                             }
                             if (!ToleranceField(&(*metrics)[metric], nullptr)(t, p.Key(metric), e)) return false;
@@ -110,6 +114,18 @@ FieldReader ToleranceField(Tolerance* out, std::map<std::string, Tolerance>* met
                         }});
     }
     return ReadFields(value, path, fields, /*allow_null=*/false, error);
+  };
+}
+
+// An array of byte counts >= 0, one per `each` (an iteration, a rank).
+FieldReader BytesArrayField(std::vector<int64_t>* out, const std::string& each) {
+  return [out, each](const OrderedJson& v, const JsonPath& p, std::string* e) {
+    if (!v.is_array()) return Fail(p, "expected an array of bytes per " + each + ", got " + DescribeJson(v), e);
+    out->assign(v.size(), 0);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!IntField(&(*out)[i], 0)(v[i], p.Index(static_cast<int64_t>(i)), e)) return false;
+    }
+    return true;
   };
 }
 
@@ -134,16 +150,9 @@ FieldReader EntryField(BaselineEntry* out) {
            }
            return true;
          }},
-        {"live_after",
-         [out](const OrderedJson& v, const JsonPath& p, std::string* e) {
-           if (!v.is_array()) return Fail(p, "expected an array of bytes per iteration, got " + DescribeJson(v), e);
-           out->live_after.assign(v.size(), 0);
-           for (size_t i = 0; i < v.size(); ++i) {
-             if (!IntField(&out->live_after[i], 0)(v[i], p.Index(static_cast<int64_t>(i)), e)) return false;
-           }
-           return true;
-         }},
-        {"alloc_count", IntField(&out->alloc_count, 0)}};
+        {"live_after", BytesArrayField(&out->live_after, "iteration")},
+        {"alloc_count", IntField(&out->alloc_count, 0)},
+        {"rank_peaks", BytesArrayField(&out->rank_peaks, "rank")}};
     if (!ReadFields(value, path, fields, /*allow_null=*/false, error)) return false;
     for (const char* key :
          {"variant", "backend", "cap_bytes", "peak_bytes", "phase_peaks", "live_after", "alloc_count"}) {
@@ -245,6 +254,7 @@ std::string SerializeBaselineFile(const BaselineFile& file) {
                   {"cap_bytes", e.cap_bytes},   {"peak_bytes", e.peak_bytes},  {"phase_peaks", e.phase_peaks},
                   {"live_after", e.live_after}, {"alloc_count", e.alloc_count}};
     if (!e.kernels.empty()) entry["kernels"] = e.kernels;  // cpu's: left out, as in files older than the field
+    if (!e.rank_peaks.empty()) entry["rank_peaks"] = e.rank_peaks;  // real ranks only
     out.push_back(std::move(entry));
   }
   j["entries"] = out;
@@ -262,6 +272,7 @@ BaselineEntry EntryFromMeasurement(const VariantMeasurement& m) {
   for (const PhasePeak& p : m.ledger.phase_peaks) e.phase_peaks[p.phase] = p.peak_bytes;
   for (const IterationMeasurement& it : m.iterations) e.live_after.push_back(it.live_after_bytes);
   e.alloc_count = m.ledger.alloc_count;
+  for (const RankMeasurement& r : m.ranks) e.rank_peaks.push_back(r.peak_bytes);
   return e;
 }
 

@@ -39,6 +39,10 @@ struct BaselineEntry {
   std::map<std::string, int64_t> phase_peaks;  // phase -> bytes
   std::vector<int64_t> live_after;             // per iteration
   int64_t alloc_count = 0;
+  // Real ranks (cpu, Note [Real ranks on cpu]): every rank's peak, by rank, beside the variant's own
+  // (the scenario's rank's); compared rank by rank as rank_peak[R]. Empty, and absent from the file,
+  // for a run of one process or one simulated rank.
+  std::vector<int64_t> rank_peaks;
 };
 
 struct BaselineFile {

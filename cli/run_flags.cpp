@@ -25,7 +25,8 @@ void AddRunFlags(CLI::App* app, RunOptions* o) {
   card->excludes(cap);
   app->add_option("--context", o->context, "Override the modelled CUDA context of --card");
   app->add_option("--inject", o->inject,
-                  "Inject allocation failures, e.g. nth=5, min-size=64MiB, p=0.01,seed=7, phase=backward,nth=2");
+                  "Inject allocation failures, e.g. nth=5, min-size=64MiB, p=0.01,seed=7, phase=backward,nth=2; "
+                  "rank=R,nth=5 in rank R of a parallel variant only (without rank=: every rank)");
   app->add_option("--iterations", o->iterations, "Training iterations per variant (default: the scenario's)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   CLI::Option* snapshot_dir = app->add_option(

@@ -52,14 +52,17 @@ struct BackendTraits {
   // nothing of the backend lives in the parent. cuda's children exec afresh: a CUDA context cannot
   // cross a fork, and asking whether a GPU is there already makes one in the parent.
   bool forks_warm;
+  // A variant with `parallel.world` N > 1 runs N real ranks, a child each, joined by gloo (Note [Real
+  // ranks on cpu], workload/rank_group.h); elsewhere one rank is simulated on a FakeProcessGroup.
+  bool real_ranks;
 };
 
 // One row per backend, in enum order (checked below).
 inline constexpr std::array<BackendTraits, 3> kBackendTraits = {{
-    // backend    shares has_data host_scalars host_memory caching workspaces forks_warm
-    {Backend::kCpu, false, true, true, true, false, false, true},
-    {Backend::kMeta, false, false, false, false, false, false, true},
-    {Backend::kCuda, true, true, false, false, true, true, false},
+    // backend    shares has_data host_scalars host_memory caching workspaces forks_warm real_ranks
+    {Backend::kCpu, false, true, true, true, false, false, true, true},
+    {Backend::kMeta, false, false, false, false, false, false, true, false},
+    {Backend::kCuda, true, true, false, false, true, true, false, false},
 }};
 
 static_assert([] {

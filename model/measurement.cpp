@@ -46,4 +46,23 @@ std::string DescribeCudaModel(const CudaModelMeasurement& c) {
   return out;
 }
 
+RankMeasurement RankOf(const VariantMeasurement& m, int64_t rank) {
+  RankMeasurement r;
+  r.rank = rank;
+  r.outcome = m.outcome;
+  r.error = m.error;
+  r.measured = true;
+  r.peak_bytes = m.ledger.peak_bytes;
+  r.peak_phase = m.ledger.peak_phase;
+  r.phase_peaks = m.ledger.phase_peaks;
+  r.peak_by_origin = m.ledger.peak_by_origin;
+  r.iterations = m.iterations;
+  r.param_bytes = m.param_bytes;
+  r.grad_bytes = m.grad_bytes;
+  r.optimizer_state_bytes = m.optimizer_state_bytes;
+  r.communication_bytes = m.parallel ? m.parallel->communication_bytes : 0;
+  r.duration_ms = m.duration_ms;
+  return r;
+}
+
 }  // namespace oomguard

@@ -117,6 +117,28 @@ struct ParallelMeasurement {
   bool operator==(const ParallelMeasurement&) const = default;
 };
 
+// One of a variant's real ranks (Note [Real ranks on cpu], workload/rank_group.h): its own numbers,
+// from its own child's ledger. Note [Whose measurement is the variant's] (run/rank_children.h).
+struct RankMeasurement {
+  int64_t rank = 0;
+  VariantOutcome outcome;
+  // Its OOM or error; for a rank the runner ended after a sibling failed (ended), why; for a child that
+  // ended without a measurement (a crash, a kill, its timeout), how it ended.
+  std::string error;
+  bool ended = false;     // killed by the runner because a sibling failed: no numbers
+  bool measured = false;  // its child wrote a measurement: the numbers below are its
+  int64_t peak_bytes = 0;
+  std::string peak_phase;
+  std::vector<PhasePeak> phase_peaks;
+  std::vector<PhasePeak> peak_by_origin;  // at its peak, the live bytes by the phase that allocated them
+  std::vector<IterationMeasurement> iterations;
+  int64_t param_bytes = 0;
+  std::optional<int64_t> grad_bytes;
+  std::optional<int64_t> optimizer_state_bytes;
+  int64_t communication_bytes = 0;  // its ParallelMeasurement's
+  double duration_ms = 0;
+};
+
 struct VariantMeasurement {
   std::string variant;
   std::string backend;
@@ -164,6 +186,10 @@ struct VariantMeasurement {
   std::string input_error;
   std::optional<ModuleMeasurement> module;  // model.torchscript only
   std::optional<ParallelMeasurement> parallel;  // a scenario's `parallel` with world > 1
+  // Every rank's numbers, in rank order, where the variant ran real ranks (cpu); empty where one rank
+  // was simulated (meta) or there is no `parallel`. The rest of the measurement is one rank's (Note
+  // [Whose measurement is the variant's], run/rank_children.h).
+  std::vector<RankMeasurement> ranks;
   std::vector<std::string> warnings;        // what a reader should know before trusting the numbers
   // How the run met the step that repeats (Note [The step that repeats], workload/steady_state.h):
   // "2 iterations, not 1: adamw keeps state ...", "every iteration: sgd without momentum ...".
@@ -196,6 +222,9 @@ inline constexpr size_t kIterationRecordsKept = 10000;
 
 // Keeps the first and last kept / 2 records of m->iterations, counting the rest in iterations_left_out.
 void KeepFirstAndLastIterations(VariantMeasurement* m, size_t kept = kIterationRecordsKept);
+
+// One rank's numbers out of its own child's measurement (the variant's ranks[]).
+RankMeasurement RankOf(const VariantMeasurement& m, int64_t rank);
 
 // The iterations that completed, kept or left out.
 int64_t CompletedIterations(const VariantMeasurement& m);

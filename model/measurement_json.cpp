@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "model/rank_measurement_json.h"
+
 namespace oomguard {
 
 using nlohmann::json;
@@ -203,6 +205,7 @@ json MeasurementToJson(const VariantMeasurement& m) {
     j["diagnoses"] = diagnoses;
   }
   if (m.parallel) j["parallel"] = ParallelToJson(*m.parallel);
+  if (!m.ranks.empty()) j["ranks"] = RanksToJson(m.ranks);  // real ranks only: other files stay as they were
   if (m.screen) j["screen"] = {{"cause", m.screen->cause}, {"watch_ms", m.screen->watch_ms}};
   if (m.cuda_model) {
     const CudaModelMeasurement& c = *m.cuda_model;
@@ -347,6 +350,7 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
                                         p.at("strategy").get<std::string>(), p.at("communication_bytes").get<int64_t>(),
                                         p.at("bucket_bytes").get<std::vector<int64_t>>()};
     }
+    if (j.contains("ranks")) m->ranks = RanksFromJson(j.at("ranks"));
     if (j.contains("screen")) {
       const json& screen = j.at("screen");
       m->screen =

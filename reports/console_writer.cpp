@@ -12,6 +12,7 @@
 #include "model/diagnosis_text.h"
 #include "model/measurement.h"
 #include "model/phase.h"
+#include "reports/rank_text.h"
 #include "reports/report_format.h"
 
 namespace oomguard {
@@ -188,6 +189,9 @@ void WriteScenarioBlock(const ScenarioResult& s, std::ostream& out, const Consol
     if (v.measurement && v.measurement->cuda) WriteCudaLine(*v.measurement->cuda, out);
     if (v.measurement && v.measurement->cuda_model) WriteCudaModelLine(*v.measurement->cuda_model, out);
     if (v.measurement && v.measurement->parallel) WriteParallelLine(*v.measurement, out);
+    if (v.measurement && !v.measurement->ranks.empty()) {  // real ranks (cpu): each one's peak
+      out << "              real ranks: " << RankPeaksText(*v.measurement) << "\n";
+    }
     if (v.measurement && v.measurement->oom && v.code != ResultCode::kPass) {
       const OomDetail& o = *v.measurement->oom;
       out << "              OOM in " << o.phase << ": tried to allocate " << FormatBytes(o.requested_bytes) << " with "

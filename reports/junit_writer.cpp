@@ -7,9 +7,10 @@
 
 #include "base/byte_size.h"
 #include "base/shard.h"
-#include "model/metric_names.h"
 #include "model/diagnosis_text.h"
+#include "model/metric_names.h"
 #include "reports/escape.h"
+#include "reports/rank_text.h"
 #include "reports/report_format.h"
 
 namespace oomguard {
@@ -128,6 +129,10 @@ Case VariantCase(const ScenarioResult& s, const VariantResult& v) {
   }
   c.system_out =
       PeakBlock(v) + (v.measurement ? PhasePeaks(*v.measurement) : "") + BaselineBlock(v.baseline) + DiagnosesBlock(v);
+  if (v.measurement) {  // real ranks (cpu): a line each
+    for (const RankMeasurement& r : v.measurement->ranks)
+      c.system_out += RankLine(r, v.measurement->ranks.size()) + "\n";
+  }
   // GitLab and Jenkins (junit-attachments) show a file named so as an attachment of the test case.
   if (v.measurement && !v.measurement->snapshot.empty()) {
     c.system_out += "memory_viz snapshot: [[ATTACHMENT|" + v.measurement->snapshot + "]]\n";

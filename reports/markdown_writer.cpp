@@ -157,6 +157,32 @@ void WriteDiagnoses(const RunResults& report, std::string* out) {
       rows;
 }
 
+// Real ranks (cpu): every rank's peak and shares, a row each.
+void WriteRanks(const RunResults& report, std::string* out) {
+  std::string rows;
+  for (const ScenarioResult& s : report.scenarios) {
+    for (const VariantResult& v : s.variants) {
+      if (!v.measurement) continue;
+      for (const RankMeasurement& r : v.measurement->ranks) {
+        const auto bytes = [&r](int64_t b) { return r.measured ? FormatBytes(b) : std::string(kNone); };
+        const auto maybe = [&r](const std::optional<int64_t>& b) {
+          return r.measured && b ? FormatBytes(*b) : std::string(kNone);
+        };
+        rows += "| " + Label(s, v) + " | " + std::to_string(r.rank) + " | " +
+                MarkdownText(r.ended ? "ended" : Name(r.outcome)) + " | " + bytes(r.peak_bytes) + " | " +
+                (r.measured ? MarkdownText(r.peak_phase) : kNone) + " | " + bytes(r.param_bytes) + " | " +
+                maybe(r.grad_bytes) + " | " + maybe(r.optimizer_state_bytes) + " | " + bytes(r.communication_bytes) +
+                " |\n";
+      }
+    }
+  }
+  if (rows.empty()) return;
+  *out +=
+      "\n### Ranks\n\n| variant | rank | outcome | peak | peak phase | parameters | gradients | optimizer state | "
+      "communication |\n|---|---|---|---|---|---|---|---|---|\n" +
+      rows;
+}
+
 void WriteBaselineNotes(const RunResults& report, std::string* out) {
   if (report.updating_baselines) return;  // the run records them
   std::vector<std::string> improved, fresh;
@@ -221,6 +247,7 @@ std::string RenderMarkdown(const RunResults& report) {
   WriteRegressions(rows, &out);
   WriteFailures(report, &out);
   WriteDiagnoses(report, &out);
+  WriteRanks(report, &out);
   WriteBaselineNotes(report, &out);
   return out;
 }

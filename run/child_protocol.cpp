@@ -13,7 +13,8 @@ namespace {
 template <class Request, class Visit>
 void ForEachField(Request& request, Visit&& visit) {
   auto& [scenario_file, variant, variant_file, backend, card, cap, context, inject, iterations, snapshot_dir,
-         snapshot_all, model_cuda, verdict, kernels, alloc_conf, diagnose, out_path, parent_pid] = request;
+         snapshot_all, model_cuda, verdict, kernels, alloc_conf, diagnose, out_path, parent_pid, ranks_store, rank,
+         ranks_timeout_ms] = request;
   visit("--scenario", scenario_file);
   visit("--variant", variant);
   visit("--variant-file", variant_file);
@@ -32,6 +33,9 @@ void ForEachField(Request& request, Visit&& visit) {
   visit("--alloc-conf", alloc_conf);
   visit("--diagnose", diagnose);
   visit("--parent-pid", parent_pid);
+  visit("--ranks-store", ranks_store);
+  visit("--rank", rank);
+  visit("--ranks-timeout-ms", ranks_timeout_ms);
 }
 
 struct ArgvWriter {

@@ -13,7 +13,9 @@
 #include "model/backend.h"
 #include "model/measurement_json.h"
 #include "run/measured_fix.h"
+#include "run/rank_inject.h"
 #include "scenario/scenario_loader.h"
+#include "workload/rank_group.h"
 #include "workload/snapshot_recorder.h"
 #include "workload/workload.h"
 
@@ -30,9 +32,18 @@ bool DieWithParent(int64_t parent_pid) {
 }
 
 // Both ways in, once the variant is resolved.
-int MeasureResolvedVariant(const Scenario& scenario, const VariantSpec& variant, const MeasureRequest& request,
+int MeasureResolvedVariant(const Scenario& scenario, const VariantSpec& resolved, const MeasureRequest& request,
                            std::ostream& err) {
   std::string error;
+  // Note [Real ranks on cpu] (workload/rank_group.h): this child is one rank of the variant's.
+  VariantSpec variant = resolved;
+  const bool real_rank = !request.ranks_store.empty();
+  if (real_rank) {
+    variant.parallel.rank = request.rank;
+    RealRanks ranks{request.ranks_store, variant.parallel.world, request.rank};
+    if (request.ranks_timeout_ms > 0) ranks.timeout = std::chrono::milliseconds(request.ranks_timeout_ms);
+    JoinRealRanks(ranks);
+  }
   // One intra-op thread: some kernels allocate per-thread buffers, and exact bytes must not depend on
   // the machine's core count.
   at::set_num_threads(1);
@@ -40,7 +51,7 @@ int MeasureResolvedVariant(const Scenario& scenario, const VariantSpec& variant,
   flags.card = request.card;
   flags.cap = request.cap;
   flags.context = request.context;
-  flags.inject = request.inject;
+  flags.inject = InjectionForRank(request.inject, variant.parallel.rank);  // Note [Injection per rank]
   flags.kernels = request.kernels;
   Limits limits;
   if (!ScenarioLimits(flags, scenario, &limits, &error)) {
@@ -65,7 +76,9 @@ int MeasureResolvedVariant(const Scenario& scenario, const VariantSpec& variant,
     return kExitUsage;
   }
   if (!request.snapshot_dir.empty()) {
-    measure.snapshot.path = SnapshotPath(request.snapshot_dir, scenario.name, request.variant, request.backend);
+    // Each rank's own file: the ranks of a variant record at once.
+    const std::string name = real_rank ? request.variant + ".rank" + std::to_string(request.rank) : request.variant;
+    measure.snapshot.path = SnapshotPath(request.snapshot_dir, scenario.name, name, request.backend);
     measure.snapshot.always = request.snapshot_all;
     measure.snapshot.source = {request.scenario_file, scenario.name, request.variant, request.backend,
                                limits.cap_bytes};
@@ -82,7 +95,7 @@ int MeasureResolvedVariant(const Scenario& scenario, const VariantSpec& variant,
     err << error << "\n";
     return kExitOutputFailed;
   }
-  return kExitOk;
+  return real_rank && m.outcome != VariantOutcome::Pass() ? kExitRankFailed : kExitOk;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "base/byte_size.h"
 #include "model/enum_names.h"
 #include "model/phase.h"
+#include "run/rank_inject.h"
 
 namespace oomguard {
 
@@ -48,7 +49,15 @@ bool ResolveLimits(const RunOptions& options, const std::string& default_card, L
   if (!options.inject.empty()) {
     std::vector<std::unique_ptr<FaultPolicy>> policies;
     for (const std::string& spec : options.inject) {
-      auto policy = ParseFaultSpec(spec, error, AllNames<Phase>());
+      // Note [Injection per rank] (run/rank_inject.h): a child is given only its own rank's specs; here
+      // rank= is checked and the rest parsed.
+      std::optional<int64_t> rank;
+      std::string rest;
+      if (!SplitRankClause(spec, &rank, &rest, error)) {
+        *error = "--inject: " + *error;
+        return false;
+      }
+      auto policy = ParseFaultSpec(rest, error, AllNames<Phase>());
       if (!policy) {
         *error = "--inject: " + *error;
         return false;

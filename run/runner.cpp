@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <map>
 
 #include "backends/backend.h"
 #include "backends/version_info.h"
@@ -21,6 +22,7 @@
 #include "run/measure_child.h"
 #include "run/output_collisions.h"
 #include "run/plan.h"
+#include "run/rank_children.h"
 #include "run/snapshot_keeper.h"
 #include "verdict/memory_estimate.h"
 #include "verdict/verdict.h"
@@ -143,7 +145,31 @@ struct Job {
   size_t variant;
   std::string out_path;
   std::string stderr_path;
+  int64_t rank = -1;  // one of the variant's real ranks (run/rank_children.h); -1: the variant's only child
 };
+
+// What a variant's child left: its measurement, or how it ended (without one).
+void TakeChildExit(const Job& job, const ChildExit& exit, const RunOptions& options, int64_t oom_kills_before,
+                   const HostMemory& host_at_start, int64_t cap_bytes, VariantEvidence* e) {
+  VariantMeasurement m;
+  std::string read_error;
+  // A rank that failed wrote its measurement too (Note [A failing rank ends the variant]).
+  const bool wrote = exit.exit_code == 0 || (job.rank >= 0 && exit.exit_code == kExitRankFailed);
+  const bool exited_ok = wrote && !exit.timed_out && exit.signal == 0 && exit.spawn_error.empty();
+  if (exited_ok && ReadMeasurement(job.out_path, &m, &read_error)) {
+    e->measurement = std::move(m);
+    return;
+  }
+  e->timed_out = exit.timed_out;
+  e->input_error = !exit.timed_out && exit.signal == 0 && exit.exit_code == kExitUsage;
+  e->exit = DescribeExit(exit, options.timeout_seconds);
+  if (exited_ok) e->exit += ", but its measurement cannot be read: " + read_error;
+  if (exit.exit_code == kExitOutputFailed && exit.signal == 0 && !exit.timed_out)
+    e->exit += ": it could not write its measurement (its stderr says why)";
+  if (exit.signal == SIGKILL && !exit.timed_out && !exit.ended_with_gang)
+    e->exit += KilledFromOutside(oom_kills_before, host_at_start, exit.max_rss_bytes, cap_bytes);
+  e->diagnostics = Tail(ReadFileOrEmpty(job.stderr_path), 2000);
+}
 
 }  // namespace
 
@@ -187,36 +213,50 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
   std::vector<Running> running;
   std::vector<Job> jobs;
   std::vector<ChildSpec> specs;
+  std::map<std::pair<size_t, size_t>, std::vector<RankEnd>> rank_ends;  // (running, variant): its ranks' ends
   for (PlannedScenario& p : plan) {
     if (!p.runs) continue;
     Running r;
     r.planned = &p;
     r.variants_left = p.scenario.variants.size();
     for (size_t v = 0; v < p.scenario.variants.size(); ++v) {
-      const std::string& name = p.scenario.variants[v].name;
+      const VariantSpec& variant = p.scenario.variants[v];
+      const std::string& name = variant.name;
       const std::string base = tmp_dir + "/" + std::to_string(specs.size());
-      ChildSpec spec;
       MeasureRequest request = MeasureRequestFor(options, p.result.file, name, backend, tmp_dir, base + ".json");
-      if (fork_children) {
-        const Scenario* scenario = &p.scenario;
-        spec.body = [scenario, v, request] {
-          return MeasureForkedVariant(*scenario, scenario->variants[v], request, std::cerr);
-        };
-      } else {
+      if (!fork_children) {
         // Note [Parse once]: the child loads its variant alone. Should the scratch file not be
         // written (a full /tmp), it loads the scenario file instead, as a child run by hand does.
-        const std::string& document = p.scenario.variants[v].document;
         std::string ignored;
-        if (!document.empty() && WriteFileAtomically(base + ".variant.json", document, &ignored)) {
+        if (!variant.document.empty() && WriteFileAtomically(base + ".variant.json", variant.document, &ignored)) {
           request.variant_file = base + ".variant.json";
         }
-        spec.argv = ChildArgv(self_exe, request);
       }
-      spec.stdout_path = base + ".out";
-      spec.stderr_path = base + ".err";
-      spec.timeout_seconds = options.timeout_seconds;
-      specs.push_back(spec);
-      jobs.push_back({running.size(), v, base + ".json", spec.stderr_path});
+      // Note [Real ranks on cpu]: N children of one gang, else the variant's one child.
+      const bool ranks = RunsRealRanks(driver.traits(), variant);
+      const std::vector<MeasureRequest> requests =
+          ranks ? RankRequests(request, base, variant.parallel.world, options.timeout_seconds)
+                : std::vector<MeasureRequest>{request};
+      const int64_t gang = ranks ? static_cast<int64_t>(specs.size()) : -1;
+      for (size_t k = 0; k < requests.size(); ++k) {
+        const MeasureRequest& own = requests[k];
+        const std::string files = ranks ? base + ".rank" + std::to_string(k) : base;
+        ChildSpec spec;
+        if (fork_children) {
+          const Scenario* scenario = &p.scenario;
+          spec.body = [scenario, v, own] {
+            return MeasureForkedVariant(*scenario, scenario->variants[v], own, std::cerr);
+          };
+        } else {
+          spec.argv = ChildArgv(self_exe, own);
+        }
+        spec.stdout_path = files + ".out";
+        spec.stderr_path = files + ".err";
+        spec.timeout_seconds = options.timeout_seconds;
+        spec.gang = gang;
+        specs.push_back(spec);
+        jobs.push_back({running.size(), v, own.out_path, spec.stderr_path, ranks ? static_cast<int64_t>(k) : -1});
+      }
       VariantEvidence e;
       e.name = name;
       if (auto it = p.scenario.expectations.find(name); it != p.scenario.expectations.end()) e.expectation = it->second;
@@ -234,23 +274,20 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
     const Job& job = jobs[index];
     Running& r = running[job.running];
     VariantEvidence& e = r.evidence.variants[job.variant];
-    VariantMeasurement m;
-    std::string read_error;
-    const bool exited_ok = exit.exit_code == 0 && !exit.timed_out && exit.signal == 0 && exit.spawn_error.empty();
-    if (exited_ok && ReadMeasurement(job.out_path, &m, &read_error)) {
-      e.measurement = std::move(m);
-    } else {
-      e.timed_out = exit.timed_out;
-      e.input_error = !exit.timed_out && exit.signal == 0 && exit.exit_code == kExitUsage;
-      e.exit = DescribeExit(exit, options.timeout_seconds);
-      if (exited_ok) e.exit += ", but its measurement cannot be read: " + read_error;
-      if (exit.exit_code == kExitOutputFailed && exit.signal == 0 && !exit.timed_out)
-        e.exit += ": it could not write its measurement (its stderr says why)";
-      if (exit.signal == SIGKILL && !exit.timed_out)
-        e.exit += KilledFromOutside(oom_kills_before, host_at_start, exit.max_rss_bytes, r.planned->result.cap_bytes);
-      e.diagnostics = Tail(ReadFileOrEmpty(job.stderr_path), 2000);
+    const int64_t cap_bytes = r.planned->result.cap_bytes;
+    if (job.rank < 0) {
+      r.duration_ms += exit.wall_ms;
+      TakeChildExit(job, exit, options, oom_kills_before, host_at_start, cap_bytes, &e);
+    } else {  // one of the variant's ranks: the variant is judged once all have ended
+      const ParallelSpec& parallel = r.planned->scenario.variants[job.variant].parallel;
+      std::vector<RankEnd>& ends = rank_ends[{job.running, job.variant}];
+      RankEnd end{job.rank, {}, exit.ended_with_gang};
+      TakeChildExit(job, exit, options, oom_kills_before, host_at_start, cap_bytes, &end.evidence);
+      ends.push_back(std::move(end));
+      if (static_cast<int64_t>(ends.size()) < parallel.world) return;
+      r.duration_ms += exit.wall_ms;  // the ranks ran at once, as one job: the last to end is its time
+      MergeRankEvidence(ends, parallel.world, parallel.rank, &e);
     }
-    r.duration_ms += exit.wall_ms;
     if (--r.variants_left > 0) return;
     PlannedScenario& p = *r.planned;
     CompareWithBaselines(options, p.result, &r.evidence);

@@ -143,7 +143,7 @@ TEST(BaselineStore, EveryValueIsValidated) {
             "transfer, forward, backward, optimizer, zero_grad, eval, step)");
   EXPECT_EQ(error_of(with("\"alloc_count\"", "\"alloc_cout\"")),
             "at entries[0]: unknown key \"alloc_cout\"; did you mean \"alloc_count\"? (valid keys: variant, backend, "
-            "card, kernels, cap_bytes, peak_bytes, phase_peaks, live_after, alloc_count)");
+            "card, kernels, cap_bytes, peak_bytes, phase_peaks, live_after, alloc_count, rank_peaks)");
   EXPECT_EQ(error_of(with("\"backend\": \"cpu\"", "\"backend\": \"gpu\"")),
             "at entries[0].backend: unknown backend \"gpu\"; did you mean \"cpu\"? (valid values: cpu, meta, cuda)");
   EXPECT_EQ(error_of(R"({"scenario": "s", "entries": [)" + entry + ", " + entry + "]}"),
@@ -157,7 +157,7 @@ TEST(BaselineStore, EveryValueIsValidated) {
             "absolute_bytes, metrics)");
   EXPECT_EQ(error_of(R"({"scenario": "s", "entries": [], "tolerance": {"metrics": {"peak": {}}}})"),
             "at tolerance.metrics: unknown metric \"peak\" (a baseline compares peak_bytes, alloc_count, "
-            "phase_peak.<phase> and live_after[N])");
+            "phase_peak.<phase>, live_after[N] and rank_peak[R])");
   EXPECT_EQ(error_of(R"({"scenario": "s"})"), "at top level: missing required key \"entries\"");
   unlink(path.c_str());
 }

@@ -37,6 +37,9 @@ MeasureRequest EveryFieldSet() {
   r.alloc_conf = "expandable_segments:True";
   r.out_path = "/tmp/scratch/0.json";
   r.parent_pid = getpid();  // what MeasureRequestFor sets: the runner
+  r.ranks_store = "/tmp/scratch/0.store";  // one of a variant's real ranks (run/rank_children.h)
+  r.rank = 3;
+  r.ranks_timeout_ms = 30000;
   return r;
 }
 
@@ -63,7 +66,10 @@ TEST(ChildProtocol, EveryFieldSurvivesTheRoundTrip) {
                                             "--snapshot-all", "--model-cuda",
                                             "--verdict",      "allocated",
                                             "--alloc-conf",   "expandable_segments:True",
-                                            "--parent-pid",   std::to_string(getpid())}));
+                                            "--parent-pid",   std::to_string(getpid()),
+                                            "--ranks-store",  "/tmp/scratch/0.store",
+                                            "--rank",         "3",
+                                            "--ranks-timeout-ms", "30000"}));
   MeasureRequest received;
   std::string error;
   ASSERT_TRUE(ParseMeasureRequest(ArgsAfterCommand(argv), &received, &error)) << error;
@@ -74,6 +80,9 @@ TEST(ChildProtocol, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_TRUE(received.snapshot_all);
   EXPECT_TRUE(received.model_cuda);
   EXPECT_EQ(received.parent_pid, getpid());
+  EXPECT_EQ(received.ranks_store, "/tmp/scratch/0.store");
+  EXPECT_EQ(received.rank, 3);
+  EXPECT_EQ(received.ranks_timeout_ms, 30000);
 }
 
 TEST(ChildProtocol, DefaultsAreLeftOffTheCommandLine) {
@@ -106,6 +115,9 @@ TEST(ChildProtocol, TheRunsFlagsBecomeTheRequest) {
   options.jobs = 4;
   MeasureRequest expected = EveryFieldSet();
   expected.variant_file.clear();  // the runner's to write, when it spawns the child
+  expected.ranks_store.clear();   // the runner's too, per rank (run/rank_children.h)
+  expected.rank = 0;
+  expected.ranks_timeout_ms = 0;
   EXPECT_EQ(
       MeasureRequestFor(options, "/s/tiny.json", "bad&name<\"x\">", "meta", "/tmp/scratch", "/tmp/scratch/0.json"),
       expected);

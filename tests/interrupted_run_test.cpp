@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "run/runner.h"
+#include "tests/child_processes.h"
 #include "tests/scoped_environment.h"
 #include "tests/scratch_folder.h"
 
@@ -35,28 +36,7 @@ constexpr const char* kSlowScenario = R"({
   "variants": {"a": {}, "b": {}}
 })";
 
-// The measuring children of `parent`: its child processes (forked warm, so they have its command line).
-std::vector<pid_t> ChildrenOf(pid_t parent) {
-  std::vector<pid_t> children;
-  DIR* proc = opendir("/proc");
-  while (const dirent* entry = readdir(proc)) {
-    const std::string name = entry->d_name;
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in("/proc/" + name + "/stat");
-    std::string stat;
-    std::getline(in, stat);
-    // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses, so read after the last ')'.
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream fields(stat.substr(close + 1));
-    std::string state;
-    long ppid = 0;
-    if (fields >> state >> ppid && ppid == parent && state != "Z")
-      children.push_back(static_cast<pid_t>(std::stol(name)));
-  }
-  closedir(proc);
-  return children;
-}
+using testing::ChildrenOf;  // forked warm, the measuring children have the run's command line
 
 bool Alive(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "workload/rank_group.h"
 
 namespace oomguard {
 namespace {
@@ -41,15 +42,16 @@ std::vector<std::vector<size_t>> AssignBuckets(const std::vector<at::Tensor>& pa
   return std::get<0>(c10d::compute_bucket_assignment_by_size(ready, limits, {}, indices));
 }
 
-// The Reducer's communication through FakeProcessGroup. Its default hook reads the all-reduce's future
-// value, which FakeWork leaves None ("expected the hook result is either a Tensor or a TensorList found
-// None", comm.cpp's parseCppCommHookResult), and it reaches the group through the dispatcher's
+// The Reducer's communication through the rank's group (workload/rank_group.h: FakeProcessGroup, or
+// gloo for real ranks on cpu). Its default hook reads the all-reduce's future value, which FakeWork
+// leaves None ("expected the hook result is either a Tensor or a TensorList found None", comm.cpp's
+// parseCppCommHookResult), and it reaches the group through the dispatcher's
 // c10d::allreduce_, which has no Meta kernel in a C++ process (Python registers one). This hook averages
-// the bucket in place, all-reduces it on the fake backend itself, and returns it, as DDP's
+// the bucket in place, all-reduces it on the rank's backend itself, and returns it, as DDP's
 // allreduce_hook returns the reduced bucket.
 class FakeAllReduceHook final : public c10d::CommHookInterface {
  public:
-  explicit FakeAllReduceHook(c10::intrusive_ptr<c10d::FakeProcessGroup> group) : group_(std::move(group)) {}
+  explicit FakeAllReduceHook(c10::intrusive_ptr<c10d::Backend> group) : group_(std::move(group)) {}
   c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override {
     std::vector<at::Tensor> tensors = {bucket.getBufferRef()};
     tensors[0].div_(static_cast<double>(group_->getSize()));
@@ -61,7 +63,7 @@ class FakeAllReduceHook final : public c10d::CommHookInterface {
   at::Tensor parseHookResult(const c10::IValue& result) override { return result.toTensorVector()[0]; }
 
  private:
-  c10::intrusive_ptr<c10d::FakeProcessGroup> group_;
+  c10::intrusive_ptr<c10d::Backend> group_;
 };
 
 }  // namespace
@@ -69,7 +71,7 @@ class FakeAllReduceHook final : public c10d::CommHookInterface {
 struct DataParallel::State {
   ParallelSpec spec;
   std::vector<at::Tensor> params;
-  c10::intrusive_ptr<c10d::FakeProcessGroup> group;
+  c10::intrusive_ptr<c10d::Backend> group;  // Note [Real ranks on cpu], workload/rank_group.h
   std::unique_ptr<c10d::Reducer> reducer;  // ddp
   std::vector<Bucket> buckets;             // zero2's reductions
   std::vector<size_t> where;               // parameter -> its bucket
@@ -153,7 +155,7 @@ DataParallel::DataParallel(const ParallelSpec& spec, std::vector<at::Tensor> par
   State& s = *state_;
   s.spec = spec;
   s.params = std::move(parameters);
-  s.group = c10d::FakeProcessGroup::_create_internal(static_cast<int>(spec.rank), static_cast<int>(spec.world));
+  s.group = MakeRankGroup(spec, s.params.empty() ? c10::kCPU : s.params.front().device().type());
   const int64_t cap = static_cast<int64_t>(spec.bucket_cap_mb * 1024 * 1024);
   if (s.params.empty()) return;
   const at::TensorOptions options = s.params.front().options();

@@ -1,7 +1,8 @@
 // One rank of a data-parallel or ZeRO-sharded step in the catalog's loop (scenario `parallel`), its
-// collectives issued on a c10d::FakeProcessGroup: they move no data, so one process measures one rank
-// at any world size, on cpu and on meta alike (oomguard calls the fake Backend directly, not through
-// the dispatcher, which has no Meta kernels for c10d's ops in a C++ process).
+// collectives issued on the group workload/rank_group.h gives it: a c10d::FakeProcessGroup, whose
+// collectives move no data, so one process measures one rank at any world size (meta), or gloo among
+// real ranks (cpu, Note [Real ranks on cpu]). oomguard calls the Backend directly, not through the
+// dispatcher, which has no Meta kernels for c10d's ops in a C++ process.
 //
 //   DataParallel dp(spec.parallel, net->parameters());    // after the model, before the optimizer
 //   optimizer = MakeOptimizer(kind, dp.OptimizerParameters());

@@ -11,6 +11,7 @@
 #include "model/diagnosis_text.h"
 #include "reports/escape.h"
 #include "reports/html/svg_timeline.h"
+#include "reports/rank_text.h"
 #include "reports/report_format.h"
 
 namespace oomguard {
@@ -89,6 +90,9 @@ std::string ReasonsCell(const VariantResult& v) {
   for (const std::string& reason : v.reasons) items += "<li>" + HtmlEscape(reason) + "</li>";
   std::string out = items.empty() ? "" : "<ul>" + items + "</ul>";
   if (!v.diagnostics.empty()) out += "<pre>" + HtmlEscape(v.diagnostics) + "</pre>";
+  if (v.measurement && !v.measurement->ranks.empty()) {  // real ranks (cpu): each one's peak
+    out += "<p class=\"ranks\">real ranks: " + HtmlEscape(RankPeaksText(*v.measurement)) + "</p>";
+  }
   if (v.measurement && !v.measurement->diagnoses.empty()) {
     out += "<ul class=\"diagnoses\">";
     for (const Diagnosis& d : v.measurement->diagnoses) {

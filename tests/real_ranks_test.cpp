@@ -1,0 +1,160 @@
+// Real ranks on cpu (Note [Real ranks on cpu], workload/rank_group.h): N children joined by gloo, each
+// measured on its own ledger, equal to the byte to the rank meta simulates alone on a FakeProcessGroup;
+// a failing rank ends the variant with its name (Note [A failing rank ends the variant]).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "run/runner.h"
+#include "tests/scratch_folder.h"
+
+namespace oomguard {
+namespace {
+
+using nlohmann::json;
+
+const ScenarioResult& OnlyScenario(const RunResults& report) {
+  EXPECT_EQ(report.scenarios.size(), 1u);
+  EXPECT_EQ(report.scenarios.at(0).error, "");
+  return report.scenarios.at(0);
+}
+
+const VariantResult& VariantNamed(const ScenarioResult& s, const std::string& name) {
+  for (const VariantResult& v : s.variants) {
+    if (v.name == name) return v;
+  }
+  ADD_FAILURE() << "no variant " << name;
+  return s.variants.at(0);
+}
+
+RunResults RunOn(const std::string& file, const std::string& backend, const std::string& filter,
+                 const std::vector<std::string>& inject = {}) {
+  RunOptions options;
+  options.paths = {file};
+  options.backend = backend;
+  options.filter = filter;
+  options.jobs = 2;
+  options.inject = inject;
+  options.timeout_seconds = 120;
+  RunResults report;
+  std::string error;
+  EXPECT_TRUE(RunScenarios(options, OOMGUARD_EXE, nullptr, &report, &error)) << error;
+  return report;
+}
+
+// The catalog's ddp-gradient-bucket-copy at world `world` (the catalog runs it at 8): its model, data and
+// loop, each of its variants and zero1 besides, once per rank (variant NAME_rR has parallel.rank R). Its
+// expectations and checks are the catalog's numbers at world 8 and are left out.
+std::string CatalogAtWorld(int64_t world) {
+  std::ifstream in(std::string(OOMGUARD_SOURCE_DIR) + "/scenarios/ddp-gradient-bucket-copy.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  json catalog = json::parse(text.str(), nullptr, true, /*ignore_comments=*/true);
+  json variants = catalog.at("variants");
+  variants["zero1"] = {{"parallel", {{"strategy", "zero1"}}}};
+  json scenario = catalog;
+  scenario.erase("expect");
+  scenario.erase("checks");
+  scenario["name"] = "catalog-at-world-" + std::to_string(world);
+  scenario["parallel"]["world"] = world;
+  scenario["variants"] = json::object();
+  for (const auto& [name, patch] : variants.items()) {
+    for (int64_t rank = 0; rank < world; ++rank) {
+      json p = patch;
+      p["parallel"]["rank"] = rank;
+      scenario["variants"][name + "_r" + std::to_string(rank)] = p;
+    }
+  }
+  return scenario.dump(2);
+}
+
+// Rank `rank` of the cpu run, as real ranks measured it, against meta's one simulated rank.
+void ExpectRankEqualsMeta(const RankMeasurement& cpu, const VariantMeasurement& meta, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(Name(cpu.outcome), "pass") << cpu.error;
+  EXPECT_EQ(Name(meta.outcome), "pass") << meta.error;
+  EXPECT_EQ(cpu.peak_bytes, meta.ledger.peak_bytes);
+  EXPECT_EQ(cpu.peak_phase, meta.ledger.peak_phase);
+  ASSERT_EQ(cpu.phase_peaks.size(), meta.ledger.phase_peaks.size());
+  for (size_t k = 0; k < cpu.phase_peaks.size(); ++k) {
+    EXPECT_EQ(cpu.phase_peaks[k].phase, meta.ledger.phase_peaks[k].phase);
+    EXPECT_EQ(cpu.phase_peaks[k].peak_bytes, meta.ledger.phase_peaks[k].peak_bytes) << cpu.phase_peaks[k].phase;
+  }
+  ASSERT_EQ(cpu.iterations.size(), meta.iterations.size());
+  for (size_t k = 0; k < cpu.iterations.size(); ++k) {
+    EXPECT_EQ(cpu.iterations[k].peak_bytes, meta.iterations[k].peak_bytes) << "iteration " << k + 1;
+    EXPECT_EQ(cpu.iterations[k].live_after_backward_bytes, meta.iterations[k].live_after_backward_bytes);
+    EXPECT_EQ(cpu.iterations[k].live_after_bytes, meta.iterations[k].live_after_bytes) << "iteration " << k + 1;
+  }
+  EXPECT_EQ(cpu.param_bytes, meta.param_bytes);
+  EXPECT_EQ(cpu.grad_bytes, meta.grad_bytes);
+  EXPECT_EQ(cpu.optimizer_state_bytes, meta.optimizer_state_bytes);
+  ASSERT_TRUE(meta.parallel.has_value());
+  EXPECT_EQ(cpu.communication_bytes, meta.parallel->communication_bytes);
+}
+
+TEST(RealRanks, EveryParallelCatalogVariantOnGlooEqualsMetasFakeGroupPerRankToTheByte) {
+  testing::ScratchFolder folder("real-ranks");
+  constexpr int64_t kParameters = 4 * (1024 * 1024 + 1024);  // the catalog's 4 linear layers, 4,198,400
+  for (const int64_t world : {2, 4}) {
+    const std::string file = folder.Write("world" + std::to_string(world) + ".json", CatalogAtWorld(world));
+    const RunResults cpu = RunOn(file, "cpu", "*/*_r0");  // each runs all `world` ranks
+    const RunResults meta = RunOn(file, "meta", "*");     // one simulated rank per variant
+    for (const std::string name : {"pitfall", "fixed", "zero1", "zero2"}) {
+      const VariantResult& real = VariantNamed(OnlyScenario(cpu), name + "_r0");
+      ASSERT_TRUE(real.measurement.has_value()) << real.diagnostics;
+      const std::vector<RankMeasurement>& ranks = real.measurement->ranks;
+      ASSERT_EQ(ranks.size(), static_cast<size_t>(world)) << name;
+      for (int64_t rank = 0; rank < world; ++rank) {
+        const VariantResult& simulated = VariantNamed(OnlyScenario(meta), name + "_r" + std::to_string(rank));
+        ASSERT_TRUE(simulated.measurement.has_value()) << simulated.diagnostics;
+        EXPECT_EQ(ranks[rank].rank, rank);
+        ExpectRankEqualsMeta(ranks[rank], *simulated.measurement,
+                             name + " rank " + std::to_string(rank) + " of " + std::to_string(world));
+      }
+      // Independent of either backend: the ZeRO division of float32 Adam (4 + 8 bytes per parameter
+      // of the rank's slice; the flat buffer padded to a multiple of 2 x world elements, which 4,198,400
+      // is at world 2 and 4, so every slice has kParameters / world elements).
+      if (name == "zero2") {
+        EXPECT_EQ(*ranks[world - 1].grad_bytes, kParameters / world * 4);
+        EXPECT_EQ(*ranks[world - 1].optimizer_state_bytes, kParameters / world * 8);
+      }
+      // The headline is rank 0's (Note [Whose measurement is the variant's]).
+      EXPECT_EQ(real.measurement->ledger.peak_bytes, ranks[0].peak_bytes);
+    }
+  }
+}
+
+TEST(RealRanks, AnInjectedOomInRankOneEndsRankZeroAndNamesRankOne) {
+  testing::ScratchFolder folder("real-ranks-inject");
+  const std::string file = folder.Write("two.json", R"({"name": "two", "summary": "two real ranks",
+    "model": {"layers": [{"kind": "linear", "in": 64, "out": 64}, {"kind": "relu"}, {"kind": "linear", "in": 64, "out": 8}]},
+    "data": {"batch": 4, "shape": [64]}, "loop": {"iterations": 2, "loss": "mse", "optimizer": {"kind": "adam"}},
+    "parallel": {"world": 2, "strategy": "ddp"}, "variants": {"a": {}}})");
+  const RunResults report = RunOn(file, "cpu", "*", {"rank=1,nth=3"});
+  const VariantResult& v = VariantNamed(OnlyScenario(report), "a");
+  ASSERT_TRUE(v.measurement.has_value()) << v.diagnostics;
+  const VariantMeasurement& m = *v.measurement;
+  EXPECT_EQ(Name(m.outcome), "oom");
+  EXPECT_EQ(m.error.rfind("rank 1 of 2: ", 0), 0u) << m.error;
+  EXPECT_NE(m.error.find("(the runner ended rank 0)"), std::string::npos) << m.error;
+  ASSERT_EQ(m.injected.size(), 1u);
+  EXPECT_EQ(m.injected[0].allocation_index, 3);
+  ASSERT_EQ(m.ranks.size(), 2u);
+  EXPECT_TRUE(m.ranks[0].ended);
+  EXPECT_EQ(m.ranks[0].error, "ended by the runner after rank 1 of 2 failed");
+  EXPECT_FALSE(m.ranks[1].ended);
+  EXPECT_EQ(Name(m.ranks[1].outcome), "oom");
+  // Without rank=, every rank gets the spec: each fails its own 3rd request, and one of them is named.
+  const RunResults both = RunOn(file, "cpu", "*", {"nth=3"});
+  const VariantMeasurement& b = *VariantNamed(OnlyScenario(both), "a").measurement;
+  EXPECT_EQ(Name(b.outcome), "oom");
+  EXPECT_TRUE(b.error.rfind("rank 0 of 2: ", 0) == 0 || b.error.rfind("rank 1 of 2: ", 0) == 0) << b.error;
+}
+
+}  // namespace
+}  // namespace oomguard

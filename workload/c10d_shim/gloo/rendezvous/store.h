@@ -1,0 +1,20 @@
+// Note [ProcessGroupGloo without gloo's headers] (workload/c10d_shim/gloo/context.h): the interface
+// ProcessGroupGloo.hpp's GlooStore overrides, declared only; oomguard never makes a GlooStore.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace gloo::rendezvous {
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual void set(const std::string& key, const std::vector<char>& data) = 0;
+  virtual std::vector<char> get(const std::string& key) = 0;
+  virtual void wait(const std::vector<std::string>& keys) = 0;
+  virtual void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) = 0;
+};
+
+}  // namespace gloo::rendezvous

@@ -1,0 +1,128 @@
+#include "workload/rank_group.h"
+
+// Note [ProcessGroupGloo without gloo's headers] (workload/c10d_shim/gloo/context.h): the wheel's
+// libtorch_cpu is built with gloo; its header compiles only with this defined.
+#define USE_C10D_GLOO 1
+
+#include <ATen/record_function.h>
+
+#include <chrono>
+#include <optional>
+#include <thread>
+#include <torch/csrc/distributed/c10d/FakeProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+
+#include "allocators/cpu_tracking_allocator.h"
+#include "base/check.h"
+
+namespace oomguard {
+namespace {
+
+// Note [Gloo's buffers are host memory]
+// Gloo runs a collective on its worker thread, and some of them stage the data in tensors of their
+// own: an all-gather (the ZeRO strategies' _allgather_base after the step) gathers into a flat tensor
+// of world x the input's elements and then copies it into the outputs, one whole parameter buffer more
+// (zero2 at world 8: the optimizer phase's peak 12.01 MiB higher than the fake group's, and 2
+// allocations per step more). NCCL on a GPU gathers into the output itself, so those bytes are not
+// what a card would hold; they are Gloo's host memory, as a wrapped number's copy is (Note [Host
+// scalars], backends/host_scalars.h). Every collective therefore goes through GlooOnTheHost, which
+// waits for it inside a ProcessHostAllocationScope: what any thread allocates while the rank waits for
+// its collective (the rank itself only waits) is booked as host memory, out of the ledger. Its copies
+// out of that staging, ops of Gloo's own, are not watched either (a copy from a host block would count
+// as a host-to-device transfer: 8 per step at world 8): the collective is issued with RecordFunction
+// off, and Gloo's worker runs it under the thread-local state captured then. The collectives are
+// synchronous, as every caller in data_parallel.cpp waits for them at once, and a collective returns
+// only once Gloo's worker has let go of its work: the work holds the collective's tensors (zero2's
+// reduce holds views of the bucket's staging), and a worker that dropped it after the rank had freed
+// its own references would free the staging on its thread, later, at a time that varies from run to
+// run (seen: the staging's 16.79 MiB still live after backward on one rank in a few runs).
+class GlooOnTheHost final : public c10d::Backend {
+ public:
+  explicit GlooOnTheHost(c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo)
+      : Backend(gloo->getRank(), gloo->getSize()), gloo_(std::move(gloo)) {}
+  const std::string getBackendName() const override { return gloo_->getBackendName(); }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t, const c10d::BroadcastOptions& o) override {
+    return Waited([&] { return gloo_->broadcast(t, o); });
+  }
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& t, const c10d::AllreduceOptions& o) override {
+    return Waited([&] { return gloo_->allreduce(t, o); });
+  }
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& t, const c10d::ReduceOptions& o) override {
+    return Waited([&] { return gloo_->reduce(t, o); });
+  }
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& out, std::vector<at::Tensor>& in,
+                                           const c10d::AllgatherOptions& o) override {
+    return Waited([&] { return gloo_->allgather(out, in, o); });
+  }
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& out, at::Tensor& in,
+                                                 const c10d::AllgatherOptions& o) override {
+    return Waited([&] { return gloo_->_allgather_base(out, in, o); });
+  }
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& out, std::vector<std::vector<at::Tensor>>& in,
+                                                const c10d::ReduceScatterOptions& o) override {
+    return Waited([&] { return gloo_->reduce_scatter(out, in, o); });
+  }
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& out, at::Tensor& in,
+                                                      const c10d::ReduceScatterOptions& o) override {
+    return Waited([&] { return gloo_->_reduce_scatter_base(out, in, o); });
+  }
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& o) override {
+    return Waited([&] { return gloo_->barrier(o); });
+  }
+
+ private:
+  template <class Collective>
+  static c10::intrusive_ptr<c10d::Work> Waited(Collective collective) {
+    const ProcessHostAllocationScope host;
+    // Gloo's worker runs the collective under the thread-local state captured when it was issued.
+    const at::RecordFunctionGuard unobserved(/*is_enabled=*/false);
+    c10::intrusive_ptr<c10d::Work> work = collective();
+    work->wait();
+    // Note [Gloo's buffers are host memory]: the worker lets go of the work a moment after completing it.
+    for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+         work.use_count() > 1 && std::chrono::steady_clock::now() < deadline;) {
+      std::this_thread::yield();
+    }
+    return work;
+  }
+
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_;
+};
+
+std::optional<RealRanks> g_joined;
+c10::intrusive_ptr<c10d::Store> g_store;
+int64_t g_groups_made = 0;
+
+}  // namespace
+
+void JoinRealRanks(const RealRanks& ranks) {
+  OOMGUARD_CHECK(!g_joined) << "a process is one rank, and joins once";
+  OOMGUARD_CHECK(ranks.world > 1 && ranks.rank >= 0 && ranks.rank < ranks.world);
+  g_joined = ranks;
+}
+
+const RealRanks* JoinedRealRanks() { return g_joined ? &*g_joined : nullptr; }
+
+c10::intrusive_ptr<c10d::Backend> MakeRankGroup(const ParallelSpec& spec, c10::DeviceType device) {
+  const int rank = static_cast<int>(spec.rank), world = static_cast<int>(spec.world);
+  if (!g_joined) return c10d::FakeProcessGroup::_create_internal(rank, world);
+  OOMGUARD_CHECK(spec.world == g_joined->world && spec.rank == g_joined->rank)
+      << "rank " << spec.rank << " of " << spec.world << " asked for a group, but this process joined rank "
+      << g_joined->rank << " of " << g_joined->world;
+  OOMGUARD_CHECK(device == c10::kCPU) << "real ranks run on cpu only";
+  if (!g_store) {
+    g_store = c10::make_intrusive<c10d::FileStore>(g_joined->store_path, world);
+    g_store->setTimeout(g_joined->timeout);
+  }
+  auto options = c10d::ProcessGroupGloo::Options::create(g_joined->timeout);
+  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  options->threads = 1;  // every collective is waited for at once: one worker is enough
+  const std::string prefix = "group-" + std::to_string(g_groups_made++);
+  return c10::make_intrusive<GlooOnTheHost>(c10::make_intrusive<c10d::ProcessGroupGloo>(
+      c10::make_intrusive<c10d::PrefixStore>(prefix, g_store), rank, world, options));
+}
+
+}  // namespace oomguard
