@@ -47,7 +47,7 @@ RunResults RunOn(const std::string& file, const std::string& backend, const std:
 }
 
 // The catalog's ddp-gradient-bucket-copy at world `world` (the catalog runs it at 8): its model, data and
-// loop, each of its variants and zero1 besides, once per rank (variant NAME_rR has parallel.rank R). Its
+// loop, each of its variants and zero1 and fsdp besides, once per rank (variant NAME_rR has parallel.rank R). Its
 // expectations and checks are the catalog's numbers at world 8 and are left out.
 std::string CatalogAtWorld(int64_t world) {
   std::ifstream in(std::string(OOMGUARD_SOURCE_DIR) + "/scenarios/ddp-gradient-bucket-copy.json");
@@ -56,6 +56,7 @@ std::string CatalogAtWorld(int64_t world) {
   json catalog = json::parse(text.str(), nullptr, true, /*ignore_comments=*/true);
   json variants = catalog.at("variants");
   variants["zero1"] = {{"parallel", {{"strategy", "zero1"}}}};
+  variants["fsdp"] = {{"parallel", {{"strategy", "fsdp"}}}};  // workload/fully_sharded.h
   json scenario = catalog;
   scenario.erase("expect");
   scenario.erase("checks");
@@ -104,7 +105,7 @@ TEST(RealRanks, EveryParallelCatalogVariantOnGlooEqualsMetasFakeGroupPerRankToTh
     const std::string file = folder.Write("world" + std::to_string(world) + ".json", CatalogAtWorld(world));
     const RunResults cpu = RunOn(file, "cpu", "*/*_r0");  // each runs all `world` ranks
     const RunResults meta = RunOn(file, "meta", "*");     // one simulated rank per variant
-    for (const std::string name : {"pitfall", "fixed", "zero1", "zero2"}) {
+    for (const std::string name : {"pitfall", "fixed", "zero1", "zero2", "fsdp"}) {
       const VariantResult& real = VariantNamed(OnlyScenario(cpu), name + "_r0");
       ASSERT_TRUE(real.measurement.has_value()) << real.diagnostics;
       const std::vector<RankMeasurement>& ranks = real.measurement->ranks;

@@ -5,12 +5,13 @@
 #include <torch/csrc/autograd/engine.h>
 
 #include <set>
-#include <torch/csrc/distributed/c10d/FakeProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <utility>
 
 #include "base/check.h"
 #include "nn/net.h"
 #include "workload/fsdp_storage.h"
+#include "workload/rank_group.h"
 
 namespace oomguard {
 namespace {
@@ -41,7 +42,7 @@ struct Unit {  // FSDPParamGroup (the root's may hold no parameter: then it has 
 
 struct FullySharded::State {
   ParallelSpec spec;
-  c10::intrusive_ptr<c10d::FakeProcessGroup> group;
+  c10::intrusive_ptr<c10d::Backend> group;  // Note [Real ranks on cpu], workload/rank_group.h
   std::vector<Unit> units;        // the root first, then the units in module order
   std::vector<int> segment_unit;  // each segment's unit, or -1 (the root's)
   std::vector<size_t> post_forward_order;
@@ -273,7 +274,7 @@ FullySharded::FullySharded(const ParallelSpec& spec, std::vector<at::Tensor> par
   State& s = *state_;
   s.spec = spec;
   s.device = device.device();
-  s.group = c10d::FakeProcessGroup::_create_internal(static_cast<int>(spec.rank), static_cast<int>(spec.world));
+  s.group = MakeRankGroup(spec, s.device.type());
   s.units.emplace_back();  // the root
   s.units.front().reshard_after_forward = false;
   std::set<const c10::TensorImpl*> in_units;

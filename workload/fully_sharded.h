@@ -1,7 +1,8 @@
 // One rank of FSDP2 (`fully_shard`, ZeRO-3): parameters, gradients and optimizer state sharded, a
 // unit's parameters gathered for its forward and its backward only. Made by MakeRankStrategy for
-// `"strategy": "fsdp"` (workload/rank_strategy.h); collectives on c10d::FakeProcessGroup, called on
-// the Backend directly as data_parallel.cpp does.
+// `"strategy": "fsdp"` (workload/rank_strategy.h); collectives on the rank's group (workload/rank_group.h:
+// c10d::FakeProcessGroup, or gloo for real ranks on cpu), called on the Backend directly as
+// data_parallel.cpp does.
 //
 // Note [One FSDP2 rank]
 // What it mirrors, call by call, is torch/distributed/fsdp/_fully_shard/ of torch 2.11 (_fsdp_param.py,
