@@ -6,12 +6,15 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
+#include <optional>
 #include <torch/csrc/distributed/c10d/FakeProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 #include <utility>
 
+#include "allocators/cpu_tracking_allocator.h"
+#include "allocators/meta_tracking_allocator.h"
 #include "base/check.h"
 #include "workload/rank_group.h"
 
@@ -169,12 +172,26 @@ DataParallel::DataParallel(const ParallelSpec& spec, std::vector<at::Tensor> par
     const int64_t align = 2 * spec.world;
     const int64_t padded = (total + align - 1) / align * align;
     s.shard = padded / spec.world;
+    // Note [ZeRO flattens from host copies]: DeepSpeed's stage 1 and 2 (stage_1_and_2.py's __init__)
+    // moves each parameter to the host first (param.cpu_data = param.data.cpu(); param.data =
+    // torch.empty(1).to(device)), flattens the host copies and moves the flat buffer to the device, so
+    // the device never holds the parameters twice: its setup peak is the flat buffer and a 4-byte
+    // placeholder per parameter. The copies are host memory here too (left out on cpu, uncounted on
+    // meta), and the placeholders are freed as the parameters become the flat buffer's views.
+    std::vector<at::Tensor> host_copies;
+    {
+      std::optional<HostAllocationScope> host_cpu;
+      std::optional<UncountedMetaScope> host_meta;
+      if (options.device().is_meta()) host_meta.emplace(); else host_cpu.emplace();
+      for (const at::Tensor& p : s.params) host_copies.push_back(p.clone());
+    }
+    for (at::Tensor& p : s.params) p.set_data(at::empty({1}, options.dtype(at::kFloat)));
     s.flat = at::zeros({padded}, options);
     for (size_t k = 0; k < s.params.size(); ++k) {
-      at::Tensor& p = s.params[k];
-      at::Tensor view = s.flat.narrow(0, s.offsets[k], p.numel());
-      view.copy_(p.reshape(-1));
-      p.set_data(view.view(p.sizes()));
+      at::Tensor view = s.flat.narrow(0, s.offsets[k], host_copies[k].numel());
+      view.copy_(host_copies[k].reshape(-1));
+      s.params[k].set_data(view.view(host_copies[k].sizes()));
+      host_copies[k].reset();
     }
     for (size_t k = 0; k < s.params.size(); ++k) {
       const int64_t lo = std::max(s.offsets[k], s.owned_begin());
