@@ -28,7 +28,8 @@
 //   it every gradient has a bucket copy: twice the gradients' bytes.
 // * zero1, zero2 (DeepSpeed ZeRO stage 1 and 2, stage_1_and_2.py): the parameters are flattened, in
 //   order, into one buffer padded to a multiple of 2 x world elements (DeepSpeed's
-//   nccl_start_alignment_factor 2 times the world size), and become views of it; rank r owns the slice
+//   nccl_start_alignment_factor 2 times the world size), from host copies (Note [ZeRO flattens from host
+//   copies], data_parallel.cpp), and become views of it; rank r owns the slice
 //   [r S, (r+1) S) with S = padded / world, and steps it: the optimizer sees the pieces of the slice, one
 //   per parameter it crosses (views, no copy), so its state is 8 bytes (Adam) per element of the slice
 //   that is a parameter (DeepSpeed also keeps state for the padding: up to 8 x (2 world - 1) bytes on the
