@@ -18,7 +18,9 @@ VariantMeasurement Measured(VariantOutcome outcome, int64_t peak, const std::str
   m.outcome = outcome;
   m.error = error;
   m.ledger.peak_bytes = peak;
-  m.parallel = ParallelMeasurement{.world = 3, .communication_bytes = peak / 2};
+  m.parallel.emplace();
+  m.parallel->world = 3;
+  m.parallel->communication_bytes = peak / 2;
   return m;
 }
 
