@@ -1,7 +1,7 @@
 // Activation checkpointing under one rank of FSDP2 (Note [Checkpointing an FSDP2 unit],
 // workload/fully_sharded.h) and under the ZeRO stages: cpu equals meta per rank to the byte; the
 // rank's parameters, gradients and optimizer state are what they are without checkpointing, the
-// forward keeps less; a checkpointed segment that holds a unit and more is refused by the loader.
+// forward keeps each segment's input; a checkpointed segment that holds a unit and more is refused by the loader.
 #include <gtest/gtest.h>
 
 #include "scenario/variant_rules.h"
@@ -19,22 +19,9 @@ VariantSpec Checkpointed(const std::string& strategy, int64_t world, int64_t ran
   return v;
 }
 
-// The small decoder of parallel_fsdp_test.cpp: embedding, two blocks (the units), norm, head; on meta
-// init, one checkpointed segment a layer.
+// The decoder of tests/parallel_mlp.h, one checkpointed segment a layer.
 VariantSpec Decoder(int64_t world, int64_t rank) {
-  VariantSpec v = testing::ParallelMlp("fsdp", world, rank);
-  v.model.layers = {LayerSpec{.kind = "embedding", .dim = 32, .vocab = 50},
-                    LayerSpec{.kind = "transformer_block", .dim = 32, .hidden = 64, .heads = 4, .causal = true},
-                    LayerSpec{.kind = "transformer_block", .dim = 32, .hidden = 64, .heads = 4, .causal = true},
-                    LayerSpec{.kind = "layer_norm", .dim = 32}, LayerSpec{.kind = "linear", .in = 32, .out = 10}};
-  v.data.shape = {16};
-  v.data.dtype = DType::kInt64;
-  v.data.vocab = 50;
-  v.data.classes = 10;
-  v.loop.loss = "cross_entropy";
-  v.loop.optimizer.kind = "adamw";
-  v.parallel.unit = "transformer_block";
-  v.parallel.init = "meta";
+  VariantSpec v = testing::ParallelDecoder(world, rank);
   v.pitfalls.checkpoint.segments = 5;
   return v;
 }
@@ -56,8 +43,11 @@ TEST(ParallelFsdpCheckpoint, CpuEqualsMetaToTheBytePerRank) {
 }
 
 // Checkpointing moves no shard: each stage's parameters, gradients and optimizer state are the
-// unchekpointed run's, and the forward keeps less (each layer's input and output, not its insides).
-TEST(ParallelFsdpCheckpoint, EachStageKeepsItsShardsAndSavesLessInForward) {
+// uncheckpointed run's. The forward keeps each segment's input but the batch (8 x 128, 8 x 128, 8 x 64
+// floats), the output (8 x 3) and the loss; without checkpointing, relu's output (which the second
+// linear saves too), the second linear's output, the output and the loss: per layer, a small MLP
+// saves nothing by checkpointing (a decoder block does: the llm scenarios' checks).
+TEST(ParallelFsdpCheckpoint, EachStageKeepsItsShardsAndTheForwardKeepsEachSegmentsInput) {
   for (const std::string strategy : {"zero1", "zero2", "fsdp"}) {
     for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
       SCOPED_TRACE(strategy + (backend == Backend::kCpu ? " cpu" : " meta"));
@@ -68,14 +58,38 @@ TEST(ParallelFsdpCheckpoint, EachStageKeepsItsShardsAndSavesLessInForward) {
       EXPECT_EQ(*c.grad_bytes, *p.grad_bytes);
       EXPECT_EQ(*c.optimizer_state_bytes, *p.optimizer_state_bytes);
       EXPECT_EQ(c.parallel, p.parallel);
-      ASSERT_TRUE(c.forward_saved_bytes.has_value() && p.forward_saved_bytes.has_value());
-      EXPECT_LT(*c.forward_saved_bytes, *p.forward_saved_bytes);
+      EXPECT_EQ(*c.forward_saved_bytes, 4 * 8 * (128 + 128 + 64 + 3) + 4);
+      EXPECT_EQ(*p.forward_saved_bytes, 4 * 8 * (128 + 64 + 3) + 4);
     }
   }
   for (const std::string strategy : {"zero1", "zero2"}) {  // whole parameters: cpu equals meta as well
     SCOPED_TRACE(strategy);
     testing::ExpectSameBytes(Measure(Checkpointed(strategy, 2, 0), Backend::kCpu),
                              Measure(Checkpointed(strategy, 2, 0), Backend::kMeta));
+  }
+}
+
+// The MLP without `odd` (linear 64 -> 128, relu, linear 128 -> 64), one segment a layer, rank 1 of 4:
+// the step peaks in backward, in the first segment's recomputed backward, as its bias gradient (128
+// floats) is allocated. Communication: the first unit's weight and bias, gathered by its pre-backward
+// (the flat all-gather output is freed after the copy-out, and the recomputation gathers nothing:
+// Note [Checkpointing an FSDP2 unit]), and the second unit's reduce-scatter input, kept until the next
+// post-backward; gradients: the second unit's sharded ones. Activations and transients: the first
+// unit's weight gradient, unsharded; the recomputed output (8 x 128) and its gradient; the model's
+// output (8 x 64), the loss and its gradient, alive until the step.
+TEST(ParallelFsdpCheckpoint, TheBackwardPeakIsTheRecomputedUnitsGradientBesideItsGatheredParameters) {
+  for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
+    VariantSpec step = testing::ParallelMlp("fsdp", 4, 1);
+    step.pitfalls.checkpoint.segments = 3;
+    VariantMeasureOptions options{.backend = backend};
+    options.limits.cap_bytes = Measure(step, backend).ledger.peak_bytes - 1;
+    const VariantMeasurement m = MeasureVariant(step, options);
+    ASSERT_EQ(Name(m.outcome), "oom") << m.error;
+    EXPECT_EQ(m.oom->phase, "backward");
+    EXPECT_EQ(m.oom->requested_bytes, 128 * 4);
+    EXPECT_EQ(m.oom->live.communication_bytes, 4 * (128 * 64 + 128) + 4 * (128 * 64 + 64));
+    EXPECT_EQ(m.oom->live.gradients_bytes, 4 * (128 * 64 + 64) / 4);
+    EXPECT_EQ(m.oom->live.activations_and_transient_bytes, 4 * 128 * 64 + 2 * 4 * 8 * 128 + 4 * 8 * 64 + 4 + 4);
   }
 }
 

@@ -190,20 +190,8 @@ TEST(ParallelFsdp, MetaInitHoldsOnlyTheShardsAtSetup) {
 // gradients zeroed rather than freed (the next reduce-scatter's output is added into them). Every rank
 // runs, cpu equals meta, and each rank holds its padded shards: the head's 10 rows pad to 12 at world 4.
 TEST(ParallelFsdp, ADecoderShardedByBlocksRunsAlikeOnCpuAndMeta) {
-  VariantSpec v = Mlp("fsdp", 4, 0);
-  v.model.layers = {LayerSpec{.kind = "embedding", .dim = 32, .vocab = 50},
-                    LayerSpec{.kind = "transformer_block", .dim = 32, .hidden = 64, .heads = 4, .causal = true},
-                    LayerSpec{.kind = "transformer_block", .dim = 32, .hidden = 64, .heads = 4, .causal = true},
-                    LayerSpec{.kind = "layer_norm", .dim = 32}, LayerSpec{.kind = "linear", .in = 32, .out = 10}};
-  v.data.shape = {16};
-  v.data.dtype = DType::kInt64;
-  v.data.vocab = 50;
-  v.data.classes = 10;
-  v.loop.loss = "cross_entropy";
-  v.loop.optimizer.kind = "adamw";
+  VariantSpec v = testing::ParallelDecoder(4, 0);
   v.loop.zero_grad = "zero";
-  v.parallel.unit = "transformer_block";
-  v.parallel.init = "meta";
   for (const bool no_grad : {true, false}) {
     v.loop.eval.batches = 2;
     v.loop.eval.no_grad = no_grad;
