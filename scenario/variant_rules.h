@@ -38,12 +38,13 @@ inline std::optional<SpecProblem> FindFsdpCheckpointProblem(const VariantSpec& s
     for (int64_t i = begin; end - begin > 1 && i < end; ++i) {
       const LayerKindInfo& kind = LayerKindOf(layers[i]);
       if (!kind.has_parameters || (unit != "layer" && unit != kind.name)) continue;
+      const std::string where = "segment " + std::to_string(s) + " holds layers " + std::to_string(begin) + "-" +
+                                std::to_string(end - 1) + " and layer " + std::to_string(i) + " (" + kind.name +
+                                ") is a unit";
       return SpecProblem{JsonPath().Key("pitfalls").Key("checkpoint").Key("segments"),
                          "with parallel.strategy fsdp a checkpointed segment that holds a unit holds nothing else "
-                         "(fully_shard(checkpoint_wrapper(block))): segment " + std::to_string(s) + " holds layers " +
-                             std::to_string(begin) + "-" + std::to_string(end - 1) + " and layer " +
-                             std::to_string(i) + " (" + kind.name + ") is a unit; " + std::to_string(n) +
-                             " segments (one a layer) are aligned"};
+                         "(fully_shard(checkpoint_wrapper(block))): " +
+                             where + "; " + std::to_string(n) + " segments (one a layer) are aligned"};
     }
     begin = end;
   }

@@ -76,12 +76,13 @@
 // if a post_backward had resharded it, which one forward per backward never does); _post_forward
 // returns the output as well: no reshard, no pre-backward hook, no post-forward record. The
 // recomputation's peak is the segment's own activations on top of the unit's gathered parameters and
-// the prefetched unit's flat all-gather output. Segments must be aligned with units (a checkpointed
-// segment holding a unit holds nothing else: with unit "layer", or a kind that every other layer
-// lacks, one segment a layer): a segment of several units would recompute units that are sharded and
-// not in PRE_BACKWARD, which FSDP2 gathers again inside the recomputation and this loop does not
-// mirror, so the loader refuses it (scenario/variant_rules.h). Unit "model" (the root, never
-// resharded) takes any segments. zero1 and zero2 keep whole parameters and need nothing of this.
+// the prefetched unit's flat all-gather output. Segments must be aligned with units: a checkpointed
+// segment holding a unit holds nothing else (as the loop splits layers evenly, in practice one segment
+// a layer: 83 for the 70B). A segment of several units would recompute units that are resharded and
+// not in PRE_BACKWARD, which FSDP2 would gather again inside the recomputation (and resharding one
+// mid-backward), so the loader refuses it, naming the segment and the unit (scenario/variant_rules.h).
+// Unit "model" (the root, never resharded) takes any segments. zero1 and zero2 keep whole parameters:
+// their hooks are no-ops around segments, and checkpointing needs nothing more there.
 #pragma once
 
 #include <ATen/core/Tensor.h>
