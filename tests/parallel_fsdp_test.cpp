@@ -130,10 +130,8 @@ TEST(ParallelFsdp, TheForwardPeakHoldsTwoAllGatherOutputsAndOneUnitsParameters) 
     VariantSpec forward = Mlp("fsdp", 4, 1, /*odd=*/false);
     forward.loop.backward = false;
     forward.loop.optimizer.kind = "none";
-    VariantMeasureOptions options{.backend = backend};
-    options.limits.cap_bytes = Measure(forward, backend).ledger.peak_bytes - 1;
-    const VariantMeasurement m = MeasureVariant(forward, options);
-    ASSERT_EQ(Name(m.outcome), "oom") << m.error;
+    const VariantMeasurement m = testing::OneByteUnderThePeak(forward, backend);
+    ASSERT_TRUE(m.oom.has_value());
     EXPECT_EQ(m.oom->phase, "forward");
     EXPECT_EQ(m.oom->requested_bytes, 64 * 4);
     EXPECT_EQ(m.oom->live.communication_bytes, 4 * (64 * 128 + 128) + 4 * (128 * 64 + 64) + 4 * 128 * 64);
@@ -149,10 +147,8 @@ TEST(ParallelFsdp, TheForwardPeakHoldsTwoAllGatherOutputsAndOneUnitsParameters) 
 TEST(ParallelFsdp, TheBackwardPeakHoldsThePrefetchedUnitAndTheLastReduceScatterInput) {
   for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
     const VariantSpec step = Mlp("fsdp", 4, 1);
-    VariantMeasureOptions options{.backend = backend};
-    options.limits.cap_bytes = Measure(step, backend).ledger.peak_bytes - 1;
-    const VariantMeasurement m = MeasureVariant(step, options);
-    ASSERT_EQ(Name(m.outcome), "oom") << m.error;
+    const VariantMeasurement m = testing::OneByteUnderThePeak(step, backend);
+    ASSERT_TRUE(m.oom.has_value());
     EXPECT_EQ(m.oom->phase, "backward");
     EXPECT_EQ(m.oom->requested_bytes, 128 * 4);
     EXPECT_EQ(m.oom->live.communication_bytes, 4 * (64 * 128 + 128) + 4 * 128 * 64 + 4 * (128 * 64 + 64));

@@ -55,4 +55,14 @@ inline VariantMeasurement MeasurePassing(const VariantSpec& spec, Backend backen
   return m;
 }
 
+// `spec` again, capped one byte under its peak: it runs out of memory at the allocation that made
+// the peak, and m.oom says what was live then.
+inline VariantMeasurement OneByteUnderThePeak(const VariantSpec& spec, Backend backend) {
+  VariantMeasureOptions options{.backend = backend};
+  options.limits.cap_bytes = MeasurePassing(spec, backend).ledger.peak_bytes - 1;
+  VariantMeasurement m = MeasureVariant(spec, options);
+  EXPECT_EQ(Name(m.outcome), "oom") << m.error;
+  return m;
+}
+
 }  // namespace oomguard::testing
