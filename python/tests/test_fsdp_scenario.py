@@ -2,7 +2,8 @@
 (workload/fully_sharded.h, Note [One FSDP2 rank]) against PyTorch's own FSDP2 (`fully_shard` on each
 Linear, then on the model) under oomguard.measure(world=N, rank=r), per rank at world 2 and 4, on cpu;
 and the same with activation checkpointing (`pitfalls.checkpoint.segments` one a layer; in PyTorch
-fully_shard(checkpoint_wrapper(layer)), non-reentrant: Note [Checkpointing an FSDP2 unit]).
+fully_shard(checkpoint_wrapper(layer)), non-reentrant: Note [Checkpointing an FSDP2 unit]), whose
+backward peak equals, to the byte, the other recipe's: checkpoint(layer, x) around a fully_shard-ed layer.
 
 Usage: test_fsdp_scenario.py OOMGUARD_CLI. The same MLP (256 -> 512 -> relu -> 512 -> 10: the last
 layer's 10 rows pad to 12 at world 4), batch, mean loss and Adam, two iterations, in the loop order
@@ -29,6 +30,7 @@ import torch
 from torch import nn
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 from torch.distributed.fsdp import fully_shard
+from torch.utils.checkpoint import checkpoint
 
 import oomguard
 from checks import Checks
@@ -77,6 +79,30 @@ def padding_bytes(world, rank):
     return 4 * padded
 
 
+class Checkpointed(nn.Module):
+    """The other recipe: checkpoint(layer, x) around a layer fully_shard was applied to, so FSDP2's hooks
+    run inside the checkpoint, and again (returning at once, in PRE_BACKWARD) in the recomputation."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return checkpoint(self.inner, x, use_reentrant=False)
+
+
+def model_checkpoint_inside():
+    modules = []
+    for layer in LAYERS:
+        m = nn.Linear(layer["in"], layer["out"]) if layer["kind"] == "linear" else nn.ReLU()
+        if isinstance(m, nn.Linear):
+            fully_shard(m)
+        modules.append(Checkpointed(m))
+    net = nn.Sequential(*modules)
+    fully_shard(net)
+    return net
+
+
 def model(checkpointed):
     modules = []
     for layer in LAYERS:
@@ -100,9 +126,9 @@ def step(net, m):
         loss.backward()
 
 
-def measured(world, rank, checkpointed=False):
+def measured(world, rank, checkpointed=False, make=None):
     with oomguard.measure(backend="cpu", cap="1GiB", world=world, rank=rank) as m:
-        net = model(checkpointed)
+        net = make() if make else model(checkpointed)
         opt = torch.optim.Adam(net.parameters(), lr=1e-3)
         m.track(net, opt)
         for _ in m.iterations(ITERATIONS):
@@ -134,6 +160,12 @@ def main():
         rows = [("peak", r.peak_bytes, c["peak_bytes"])]
         rows += [(phase, r.phase_peak_bytes.get(phase, 0), phases[phase])
                  for phase in ("forward", "backward", "optimizer") if phase in phases]
+        if checkpointed:  # Note [Checkpointing an FSDP2 unit]: both recipes hold the same bytes in backward
+            inside = measured(world, rank, make=model_checkpoint_inside).phase_peak_bytes["backward"]
+            wrapped = r.phase_peak_bytes["backward"]
+            print(f"{name} backward: checkpoint(fully_shard(layer)) {inside}, fully_shard(checkpoint_wrapper(layer)) "
+                  f"{wrapped}, difference {inside - wrapped:+d}")
+            check(f"{name}: checkpoint(fully_shard(layer))'s backward peak", inside, wrapped)
         for what, python, ours in rows:
             relative = abs(python - ours) / ours
             worst = max(worst, relative)
