@@ -24,16 +24,42 @@ struct SpecProblem {
   std::string message;  // what is wrong, one line
 };
 
+// fsdp with checkpointing (Note [Checkpointing an FSDP2 unit], workload/fully_sharded.h): a checkpointed
+// segment that holds a unit holds nothing else, as fully_shard(checkpoint_wrapper(block)) does. The
+// segments are split as the loop splits them: n / segments layers each, the first n % segments one more.
+inline std::optional<SpecProblem> FindFsdpCheckpointProblem(const VariantSpec& spec) {
+  const std::vector<LayerSpec>& layers = spec.model.layers;
+  const int64_t n = static_cast<int64_t>(layers.size()), segments = spec.pitfalls.checkpoint.segments;
+  const std::string& unit = spec.parallel.unit;
+  if (segments == 0 || segments > n || unit == "model") return std::nullopt;
+  int64_t begin = 0;
+  for (int64_t s = 0; s < segments; ++s) {
+    const int64_t end = begin + n / segments + (s < n % segments ? 1 : 0);
+    for (int64_t i = begin; end - begin > 1 && i < end; ++i) {
+      const LayerKindInfo& kind = LayerKindOf(layers[i]);
+      if (!kind.has_parameters || (unit != "layer" && unit != kind.name)) continue;
+      const std::string where = "segment " + std::to_string(s) + " holds layers " + std::to_string(begin) + "-" +
+                                std::to_string(end - 1) + " and layer " + std::to_string(i) + " (" + kind.name +
+                                ") is a unit";
+      return SpecProblem{JsonPath().Key("pitfalls").Key("checkpoint").Key("segments"),
+                         "with parallel.strategy fsdp a checkpointed segment that holds a unit holds nothing else "
+                         "(fully_shard(checkpoint_wrapper(block))): " +
+                             where + "; " + std::to_string(n) + " segments (one a layer) are aligned"};
+    }
+    begin = end;
+  }
+  return std::nullopt;
+}
+
 // fsdp (Note [One FSDP2 rank], workload/fully_sharded.h): units among the layer list's segments, and
-// none of the knobs that would touch a resharded parameter or run a unit's forward again.
+// none of the knobs that would touch a resharded parameter.
 inline std::optional<SpecProblem> FindFsdpProblem(const VariantSpec& spec) {
   const ParallelSpec& p = spec.parallel;
   const JsonPath pitfalls = JsonPath().Key("pitfalls");
   const std::string not_yet = " is not simulated with parallel.strategy fsdp yet";
   if (!spec.model.torchscript.empty())
     return SpecProblem{JsonPath().Key("model").Key("torchscript"), "a TorchScript model" + not_yet};
-  if (spec.pitfalls.checkpoint.segments > 0)
-    return SpecProblem{pitfalls.Key("checkpoint").Key("segments"), "checkpointing" + not_yet};
+  if (std::optional<SpecProblem> problem = FindFsdpCheckpointProblem(spec)) return problem;
   if (spec.pitfalls.inplace.target == "parameter")
     return SpecProblem{pitfalls.Key("inplace").Key("target"), "an in-place edit of a sharded parameter" + not_yet};
   bool found = p.unit == "layer" || p.unit == "model";

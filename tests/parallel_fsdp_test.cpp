@@ -130,10 +130,8 @@ TEST(ParallelFsdp, TheForwardPeakHoldsTwoAllGatherOutputsAndOneUnitsParameters) 
     VariantSpec forward = Mlp("fsdp", 4, 1, /*odd=*/false);
     forward.loop.backward = false;
     forward.loop.optimizer.kind = "none";
-    VariantMeasureOptions options{.backend = backend};
-    options.limits.cap_bytes = Measure(forward, backend).ledger.peak_bytes - 1;
-    const VariantMeasurement m = MeasureVariant(forward, options);
-    ASSERT_EQ(Name(m.outcome), "oom") << m.error;
+    const VariantMeasurement m = testing::OneByteUnderThePeak(forward, backend);
+    ASSERT_TRUE(m.oom.has_value());
     EXPECT_EQ(m.oom->phase, "forward");
     EXPECT_EQ(m.oom->requested_bytes, 64 * 4);
     EXPECT_EQ(m.oom->live.communication_bytes, 4 * (64 * 128 + 128) + 4 * (128 * 64 + 64) + 4 * 128 * 64);
@@ -149,10 +147,8 @@ TEST(ParallelFsdp, TheForwardPeakHoldsTwoAllGatherOutputsAndOneUnitsParameters) 
 TEST(ParallelFsdp, TheBackwardPeakHoldsThePrefetchedUnitAndTheLastReduceScatterInput) {
   for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
     const VariantSpec step = Mlp("fsdp", 4, 1);
-    VariantMeasureOptions options{.backend = backend};
-    options.limits.cap_bytes = Measure(step, backend).ledger.peak_bytes - 1;
-    const VariantMeasurement m = MeasureVariant(step, options);
-    ASSERT_EQ(Name(m.outcome), "oom") << m.error;
+    const VariantMeasurement m = testing::OneByteUnderThePeak(step, backend);
+    ASSERT_TRUE(m.oom.has_value());
     EXPECT_EQ(m.oom->phase, "backward");
     EXPECT_EQ(m.oom->requested_bytes, 128 * 4);
     EXPECT_EQ(m.oom->live.communication_bytes, 4 * (64 * 128 + 128) + 4 * 128 * 64 + 4 * (128 * 64 + 64));
@@ -190,20 +186,8 @@ TEST(ParallelFsdp, MetaInitHoldsOnlyTheShardsAtSetup) {
 // gradients zeroed rather than freed (the next reduce-scatter's output is added into them). Every rank
 // runs, cpu equals meta, and each rank holds its padded shards: the head's 10 rows pad to 12 at world 4.
 TEST(ParallelFsdp, ADecoderShardedByBlocksRunsAlikeOnCpuAndMeta) {
-  VariantSpec v = Mlp("fsdp", 4, 0);
-  v.model.layers = {LayerSpec{.kind = "embedding", .dim = 32, .vocab = 50},
-                    LayerSpec{.kind = "transformer_block", .dim = 32, .hidden = 64, .heads = 4, .causal = true},
-                    LayerSpec{.kind = "transformer_block", .dim = 32, .hidden = 64, .heads = 4, .causal = true},
-                    LayerSpec{.kind = "layer_norm", .dim = 32}, LayerSpec{.kind = "linear", .in = 32, .out = 10}};
-  v.data.shape = {16};
-  v.data.dtype = DType::kInt64;
-  v.data.vocab = 50;
-  v.data.classes = 10;
-  v.loop.loss = "cross_entropy";
-  v.loop.optimizer.kind = "adamw";
+  VariantSpec v = testing::ParallelDecoder(4, 0);
   v.loop.zero_grad = "zero";
-  v.parallel.unit = "transformer_block";
-  v.parallel.init = "meta";
   for (const bool no_grad : {true, false}) {
     v.loop.eval.batches = 2;
     v.loop.eval.no_grad = no_grad;

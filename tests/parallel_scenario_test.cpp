@@ -46,9 +46,12 @@ TEST(ParallelScenario, BadValuesNameTheirPath) {
             "s.json: at parallel.unit: unit \"block\" is neither \"layer\", \"model\" nor a layer kind of "
             "model.layers (variant a)");
   EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2, "strategy": "fsdp"},
+                               "model": {"layers": [{"kind": "linear", "in": 4, "out": 4},
+                                                    {"kind": "linear", "in": 4, "out": 2}]},
                                "pitfalls": {"checkpoint": {"segments": 1}})")),
-            "s.json: at pitfalls.checkpoint.segments: checkpointing is not simulated with parallel.strategy fsdp yet "
-            "(variant a)");
+            "s.json: at pitfalls.checkpoint.segments: with parallel.strategy fsdp a checkpointed segment that "
+            "holds a unit holds nothing else (fully_shard(checkpoint_wrapper(block))): segment 0 holds layers 0-1 "
+            "and layer 0 (linear) is a unit; 2 segments (one a layer) are aligned (variant a)");
   EXPECT_EQ(LoadError(With(R"("parallel": {"world": 4, "rank": 4})")),
             "s.json: at parallel.rank: rank 4 is not a rank of world 4 (ranks are 0 .. world - 1) (variant a)");
   EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2})", R"("variants": {"b": {"parallel": {"rank": 2}}})")),

@@ -47,8 +47,9 @@ RunResults RunOn(const std::string& file, const std::string& backend, const std:
 }
 
 // The catalog's ddp-gradient-bucket-copy at world `world` (the catalog runs it at 8): its model, data and
-// loop, each of its variants and zero1 and fsdp besides, once per rank (variant NAME_rR has parallel.rank R). Its
-// expectations and checks are the catalog's numbers at world 8 and are left out.
+// loop, each of its variants and zero1, fsdp and fsdp with checkpointing besides, once per rank (variant
+// NAME_rR has parallel.rank R). Its expectations and checks are the catalog's numbers at world 8 and are
+// left out.
 std::string CatalogAtWorld(int64_t world) {
   std::ifstream in(std::string(OOMGUARD_SOURCE_DIR) + "/scenarios/ddp-gradient-bucket-copy.json");
   std::stringstream text;
@@ -57,6 +58,9 @@ std::string CatalogAtWorld(int64_t world) {
   json variants = catalog.at("variants");
   variants["zero1"] = {{"parallel", {{"strategy", "zero1"}}}};
   variants["fsdp"] = {{"parallel", {{"strategy", "fsdp"}}}};  // workload/fully_sharded.h
+  // Note [Checkpointing an FSDP2 unit]: one checkpointed segment a layer (4 linears, 3 gelus).
+  variants["fsdp_checkpointed"] = {{"parallel", {{"strategy", "fsdp"}}},
+                                   {"pitfalls", {{"checkpoint", {{"segments", 7}}}}}};
   json scenario = catalog;
   scenario.erase("expect");
   scenario.erase("checks");
@@ -105,7 +109,7 @@ TEST(RealRanks, EveryParallelCatalogVariantOnGlooEqualsMetasFakeGroupPerRankToTh
     const std::string file = folder.Write("world" + std::to_string(world) + ".json", CatalogAtWorld(world));
     const RunResults cpu = RunOn(file, "cpu", "*/*_r0");  // each runs all `world` ranks
     const RunResults meta = RunOn(file, "meta", "*");     // one simulated rank per variant
-    for (const std::string name : {"pitfall", "fixed", "zero1", "zero2", "fsdp"}) {
+    for (const std::string name : {"pitfall", "fixed", "zero1", "zero2", "fsdp", "fsdp_checkpointed"}) {
       const VariantResult& real = VariantNamed(OnlyScenario(cpu), name + "_r0");
       ASSERT_TRUE(real.measurement.has_value()) << real.diagnostics;
       const std::vector<RankMeasurement>& ranks = real.measurement->ranks;

@@ -58,8 +58,31 @@
 //   Adam keeps the step as an integer, Python's as a 4-byte tensor per parameter). Mixed precision
 //   (bf16 compute with fp32 master parameters and state: 2 + 2 + 12 bytes a parameter) is not modelled:
 //   a bf16 model keeps bf16 parameters, gradients and AdamW state (2 + 2 + 4). Refused with fsdp (an
-//   input error names them): checkpointing, the in-place parameter knob, TorchScript models, and what
-//   zero stages refuse (accumulation, clipping, float16's GradScaler).
+//   input error names them): a checkpointed segment that holds a unit and more (Note [Checkpointing an
+//   FSDP2 unit]), the in-place parameter knob, TorchScript models, and what zero stages refuse
+//   (accumulation, clipping, float16's GradScaler).
+//
+// Note [Checkpointing an FSDP2 unit]
+// The recipe is fully_shard(checkpoint_wrapper(block)) for each block (or checkpoint(block, x,
+// use_reentrant=False) around a fully_shard-ed block: the same bytes). The loop calls the rank's hooks
+// around each checkpointed segment (workload/variant_run.cpp), so a unit's pre-forward gathers before
+// its checkpoint and its post-forward reshards after it: the forward keeps the segment's input and
+// output, not the gathered weights. In backward the output's gradient hook (pre_backward) gathers the
+// unit and prefetches the one before, as without checkpointing; then the checkpoint recomputes the
+// segment with the gathered parameters, and the unit's post_backward runs once its input's gradient is
+// computed. What FSDP2 allocates during that recomputation: nothing. _FSDPState._pre_forward sees
+// _training_state == PRE_BACKWARD (set by _pre_backward) and returns at once: the group is unsharded,
+// so no unshard, no all-gather, no RegisterPostBackwardFunction, no forward prefetch (it unshards only
+// if a post_backward had resharded it, which one forward per backward never does); _post_forward
+// returns the output as well: no reshard, no pre-backward hook, no post-forward record. The
+// recomputation's peak is the segment's own activations on top of the unit's gathered parameters and
+// the prefetched unit's flat all-gather output. Segments must be aligned with units: a checkpointed
+// segment holding a unit holds nothing else (as the loop splits layers evenly, in practice one segment
+// a layer: 83 for the 70B). A segment of several units would recompute units that are resharded and
+// not in PRE_BACKWARD, which FSDP2 would gather again inside the recomputation (and resharding one
+// mid-backward), so the loader refuses it, naming the segment and the unit (scenario/variant_rules.h).
+// Unit "model" (the root, never resharded) takes any segments. zero1 and zero2 keep whole parameters:
+// their hooks are no-ops around segments, and checkpointing needs nothing more there.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -312,7 +312,9 @@ class VariantRun final : public MeasuredRun {
       return parallel_->AfterForward(net_->ForwardSegments(parallel_->BeforeForward(x), 0, n, training, rank));
     }
     const size_t segments = static_cast<size_t>(p.checkpoint.segments);
-    at::Tensor x = input;
+    // Note [Checkpointing an FSDP2 unit], workload/fully_sharded.h: the rank's hooks go around each
+    // checkpointed segment, never inside it, so the recomputation runs none of them.
+    at::Tensor x = parallel_ ? parallel_->BeforeForward(input) : input;
     size_t begin = 0;
     for (size_t s = 0; s < segments; ++s) {
       const size_t end = begin + n / segments + (s < n % segments ? 1 : 0);
@@ -321,10 +323,12 @@ class VariantRun final : public MeasuredRun {
         return net_->ForwardSegments(transfer_inside ? batches_.ToDevice(in) : in, begin, end, /*training=*/true,
                                      after);
       };
+      if (parallel_ && begin > 0) x = parallel_->BeforeSegment(begin, std::move(x));
       x = Checkpoint(segment, x, net_->segment_parameters(begin, end), p.checkpoint.preserve_rng_state);
+      if (parallel_) x = parallel_->AfterSegment(end - 1, std::move(x));
       begin = end;
     }
-    return x;
+    return parallel_ ? parallel_->AfterForward(std::move(x)) : x;
   }
 
   at::Tensor ApplyInplaceKnob(const at::Tensor& out) const {

@@ -1,6 +1,9 @@
 """Python.FsdpScenarioMatchesPyTorchsFullyShard: a scenario with `"parallel": {"strategy": "fsdp"}`
 (workload/fully_sharded.h, Note [One FSDP2 rank]) against PyTorch's own FSDP2 (`fully_shard` on each
-Linear, then on the model) under oomguard.measure(world=N, rank=r), per rank at world 2 and 4, on cpu.
+Linear, then on the model) under oomguard.measure(world=N, rank=r), per rank at world 2 and 4, on cpu;
+and the same with activation checkpointing (`pitfalls.checkpoint.segments` one a layer; in PyTorch
+fully_shard(checkpoint_wrapper(layer)), non-reentrant: Note [Checkpointing an FSDP2 unit]), whose
+backward peak equals, to the byte, the other recipe's: checkpoint(layer, x) around a fully_shard-ed layer.
 
 Usage: test_fsdp_scenario.py OOMGUARD_CLI. The same MLP (256 -> 512 -> relu -> 512 -> 10: the last
 layer's 10 rows pad to 12 at world 4), batch, mean loss and Adam, two iterations, in the loop order
@@ -9,7 +12,11 @@ of the catalog (zero_grad, transfer, forward, backward, optimizer).
 Exact: the rank's parameters, gradients and optimizer state (Python Adam's `step` tensors are host
 memory, out of the numbers: Note [The Python optimizer's step counts]). Within 2%: the peak and each
 phase's peak, the difference printed: what FSDP2 adds in Python (DeviceMesh's host tensor, DTensor
-bookkeeping) is in it.
+bookkeeping) is in it. Checkpointed, oomguard's backward peaks about 51.5 KB (1.0-1.3%) over PyTorch's:
+its Checkpoint recomputes as the reentrant variant does (nn/checkpoint.cpp), holding the recomputed
+segment's output (here 32 x 512 floats, 65536 bytes) while differentiating it, where the non-reentrant
+checkpoint under FSDP2 keeps only the recomputed saved tensors; its forward keeps 10.2 KB less
+(PyTorch's non-reentrant frames).
 """
 import json
 import os
@@ -21,7 +28,9 @@ os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")  # what oomguard sets (Note 
 
 import torch
 from torch import nn
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 from torch.distributed.fsdp import fully_shard
+from torch.utils.checkpoint import checkpoint
 
 import oomguard
 from checks import Checks
@@ -37,6 +46,9 @@ TOLERANCE = 0.02
 
 def scenario():
     variants = {f"w{w}r{r}": {"parallel": {"world": w, "rank": r}} for w in WORLDS for r in range(w)}
+    variants.update({f"ckpt_w{w}r{r}": {"parallel": {"world": w, "rank": r},
+                                        "pitfalls": {"checkpoint": {"segments": len(LAYERS)}}}
+                     for w in WORLDS for r in range(w)})
     return {"name": "fsdp-mlp", "summary": "an MLP under FSDP2, one rank", "backends": ["cpu"], "cap": "1GiB",
             "model": {"layers": LAYERS}, "data": {"batch": BATCH, "shape": [FEATURES]},
             "loop": {"iterations": ITERATIONS, "loss": "mean", "optimizer": {"kind": "adam", "lr": 0.001}},
@@ -67,13 +79,38 @@ def padding_bytes(world, rank):
     return 4 * padded
 
 
-def model():
+class Checkpointed(nn.Module):
+    """The other recipe: checkpoint(layer, x) around a layer fully_shard was applied to, so FSDP2's hooks
+    run inside the checkpoint, and again (returning at once, in PRE_BACKWARD) in the recomputation."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return checkpoint(self.inner, x, use_reentrant=False)
+
+
+def model_checkpoint_inside():
     modules = []
     for layer in LAYERS:
-        modules.append(nn.Linear(layer["in"], layer["out"]) if layer["kind"] == "linear" else nn.ReLU())
+        m = nn.Linear(layer["in"], layer["out"]) if layer["kind"] == "linear" else nn.ReLU()
+        if isinstance(m, nn.Linear):
+            fully_shard(m)
+        modules.append(Checkpointed(m))
+    net = nn.Sequential(*modules)
+    fully_shard(net)
+    return net
+
+
+def model(checkpointed):
+    modules = []
+    for layer in LAYERS:
+        m = nn.Linear(layer["in"], layer["out"]) if layer["kind"] == "linear" else nn.ReLU()
+        modules.append(checkpoint_wrapper(m) if checkpointed else m)  # non-reentrant, RNG state preserved
     net = nn.Sequential(*modules)
     for m in net:
-        if isinstance(m, nn.Linear):
+        if any(isinstance(sub, nn.Linear) for sub in m.modules()):
             fully_shard(m)
     fully_shard(net)
     return net
@@ -89,9 +126,9 @@ def step(net, m):
         loss.backward()
 
 
-def measured(world, rank):
+def measured(world, rank, checkpointed=False, make=None):
     with oomguard.measure(backend="cpu", cap="1GiB", world=world, rank=rank) as m:
-        net = model()
+        net = make() if make else model(checkpointed)
         opt = torch.optim.Adam(net.parameters(), lr=1e-3)
         m.track(net, opt)
         for _ in m.iterations(ITERATIONS):
@@ -109,27 +146,32 @@ def main():
     cpp = catalog(sys.argv[1])
     measured(2, 0)  # the process's first FSDP step makes FSDP's one-time state (python/tests/test_ranks.py)
     worst = 0.0
-    for world in WORLDS:
-        for rank in range(world):
-            name = f"w{world}r{rank}"
-            c = cpp[name]
-            r = measured(world, rank)
-            check(f"{name}: outcome", r.outcome, "pass")
-            # Python counts a DTensor's local tensor, the rank's rows; oomguard its padded shard's storage.
-            padding = padding_bytes(world, rank)
-            check(f"{name}: parameters + padding", r.breakdown["parameters"] + padding, c["param_bytes"])
-            check(f"{name}: gradients + padding", r.breakdown["gradients"] + padding, c["grad_bytes"])
-            check(f"{name}: optimizer state", r.breakdown["optimizer_state"], c["optimizer_state_bytes"])
-            phases = {p["phase"]: p["peak_bytes"] for p in c["phase_peaks"]}
-            rows = [("peak", r.peak_bytes, c["peak_bytes"])]
-            rows += [(phase, r.phase_peak_bytes.get(phase, 0), phases[phase])
-                     for phase in ("forward", "backward", "optimizer") if phase in phases]
-            for what, python, ours in rows:
-                relative = abs(python - ours) / ours
-                worst = max(worst, relative)
-                print(f"{name} {what}: PyTorch FSDP2 {python}, oomguard {ours}, difference {python - ours:+d} "
-                      f"({100 * relative:.3f}%)")
-                check(f"{name}: {what} within {100 * TOLERANCE:.0f}%", relative <= TOLERANCE, True)
+    for world, rank, checkpointed in [(w, r, c) for c in (False, True) for w in WORLDS for r in range(w)]:
+        name = f"{'ckpt_' if checkpointed else ''}w{world}r{rank}"
+        c = cpp[name]
+        r = measured(world, rank, checkpointed)
+        check(f"{name}: outcome", r.outcome, "pass")
+        # Python counts a DTensor's local tensor, the rank's rows; oomguard its padded shard's storage.
+        padding = padding_bytes(world, rank)
+        check(f"{name}: parameters + padding", r.breakdown["parameters"] + padding, c["param_bytes"])
+        check(f"{name}: gradients + padding", r.breakdown["gradients"] + padding, c["grad_bytes"])
+        check(f"{name}: optimizer state", r.breakdown["optimizer_state"], c["optimizer_state_bytes"])
+        phases = {p["phase"]: p["peak_bytes"] for p in c["phase_peaks"]}
+        rows = [("peak", r.peak_bytes, c["peak_bytes"])]
+        rows += [(phase, r.phase_peak_bytes.get(phase, 0), phases[phase])
+                 for phase in ("forward", "backward", "optimizer") if phase in phases]
+        if checkpointed:  # Note [Checkpointing an FSDP2 unit]: both recipes hold the same bytes in backward
+            inside = measured(world, rank, make=model_checkpoint_inside).phase_peak_bytes["backward"]
+            wrapped = r.phase_peak_bytes["backward"]
+            print(f"{name} backward: checkpoint(fully_shard(layer)) {inside}, fully_shard(checkpoint_wrapper(layer)) "
+                  f"{wrapped}, difference {inside - wrapped:+d}")
+            check(f"{name}: checkpoint(fully_shard(layer))'s backward peak", inside, wrapped)
+        for what, python, ours in rows:
+            relative = abs(python - ours) / ours
+            worst = max(worst, relative)
+            print(f"{name} {what}: PyTorch FSDP2 {python}, oomguard {ours}, difference {python - ours:+d} "
+                  f"({100 * relative:.3f}%)")
+            check(f"{name}: {what} within {100 * TOLERANCE:.0f}%", relative <= TOLERANCE, True)
     print(f"largest difference: {100 * worst:.3f}%")
     return check.exit_code()
 
