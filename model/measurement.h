@@ -114,6 +114,9 @@ struct ParallelMeasurement {
   // ddp: each bucket's buffer, in the order they are reduced; fsdp: each unit's flat all-gather output
   // (world x its padded shard), the root's first (Note [One FSDP2 rank], workload/fully_sharded.h).
   std::vector<int64_t> bucket_bytes;
+  // ddp with gradient_as_bucket_view: the buckets are the gradients' storage, so communication_bytes and
+  // grad_bytes are the same bytes (a report must not read them as a sum).
+  bool buckets_are_gradients = false;
   bool operator==(const ParallelMeasurement&) const = default;
 };
 

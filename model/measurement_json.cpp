@@ -82,6 +82,7 @@ json ParallelToJson(const ParallelMeasurement& p) {
   json j = {{"world", p.world}, {"rank", p.rank}, {"strategy", p.strategy}};
   j["communication_bytes"] = p.communication_bytes;
   j["bucket_bytes"] = p.bucket_bytes;
+  if (p.buckets_are_gradients) j["buckets_are_gradients"] = true;  // absent when false, as in older files
   return j;
 }
 
@@ -348,7 +349,8 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
       const json& p = j.at("parallel");
       m->parallel = ParallelMeasurement{p.at("world").get<int64_t>(), p.at("rank").get<int64_t>(),
                                         p.at("strategy").get<std::string>(), p.at("communication_bytes").get<int64_t>(),
-                                        p.at("bucket_bytes").get<std::vector<int64_t>>()};
+                                        p.at("bucket_bytes").get<std::vector<int64_t>>(),
+                                        p.value("buckets_are_gradients", false)};
     }
     if (j.contains("ranks")) m->ranks = RanksFromJson(j.at("ranks"));
     if (j.contains("screen")) {

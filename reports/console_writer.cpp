@@ -152,7 +152,9 @@ void WriteParallelLine(const VariantMeasurement& m, std::ostream& out) {
       << FormatBytes(m.param_bytes);
   if (m.grad_bytes) out << ", gradients " << FormatBytes(*m.grad_bytes);
   if (m.optimizer_state_bytes) out << ", optimizer state " << FormatBytes(*m.optimizer_state_bytes);
-  out << ", communication buffers " << FormatBytes(p.communication_bytes) << "\n";
+  out << ", communication buffers " << FormatBytes(p.communication_bytes);
+  if (p.buckets_are_gradients) out << " (the gradients' own storage: gradient_as_bucket_view)";
+  out << "\n";
 }
 }  // namespace
 

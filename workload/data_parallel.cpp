@@ -340,6 +340,7 @@ ParallelMeasurement DataParallel::Facts() const {
   const State& s = *state_;
   ParallelMeasurement m = FactsOf(s.spec);
   if (!s.reducer) return m;
+  m.buckets_are_gradients = s.spec.gradient_as_bucket_view;
   for (c10d::GradBucket& bucket : s.reducer->get_grad_buckets(/*return_zero_tensors=*/false)) {
     m.bucket_bytes.push_back(static_cast<int64_t>(bucket.getBufferRef().nbytes()));
     m.communication_bytes += m.bucket_bytes.back();
