@@ -36,6 +36,14 @@ const VariantResult& VariantNamed(const RunResults& report, const std::string& n
   return report.scenarios.at(0).variants.at(0);
 }
 
+int64_t PeakOfPhase(const VariantMeasurement& m, const std::string& phase) {
+  for (const PhasePeak& p : m.ledger.phase_peaks) {
+    if (p.phase == phase) return p.peak_bytes;
+  }
+  ADD_FAILURE() << "no phase " << phase;
+  return -1;
+}
+
 RunResults RunOn(const std::string& file, const std::string& backend) {
   RunOptions options;
   options.paths = {file};
@@ -91,6 +99,11 @@ TEST(WorkloadRanks, CpuRealRanksEqualMetasSimulatedRanksToTheByteAndAverageTheGr
       EXPECT_EQ(real.param_bytes, kParameterBytes);
       EXPECT_EQ(real.grad_bytes, kParameterBytes);
       EXPECT_EQ(real.optimizer_state_bytes, 2 * kParameterBytes);
+      // The flat bucket's copy of the gradients, at the end of the second backward: parameters,
+      // gradients and Adam's two moments, the bucket, and the 4-byte loss.
+      if (name == "flat_bucket") {
+        EXPECT_EQ(PeakOfPhase(real, "backward"), 5 * kParameterBytes + 4);
+      }
     }
   }
   // The averaging moved real numbers: ranks that drew different batches hold the same gradients after
