@@ -50,12 +50,10 @@ OOMGUARD_WORKLOAD(classifier_data_parallel) {
   const int64_t batch = ctx.Int("batch");  // per rank
   const int64_t hidden = ctx.Int("hidden", 2048);
   const bool flat_bucket = ctx.Bool("flat_bucket", false);
-  constexpr int64_t kFeatures = 784, kClasses = 10;
 
   // Every rank seeds ATen with the scenario's seed, so the models start equal (DDP broadcasts rank 0's).
-  auto model = ctx.Build([&] { return std::make_shared<ClassifierImpl>(kFeatures, hidden, kClasses, ctx.options()); });
+  auto model = BuildClassifier(ctx, hidden);
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
-  ctx.Track(model->parameters());
   ctx.Track(adam);
   // Rank Rank() of WorldSize(): Gloo's on cpu at world > 1, else a FakeProcessGroup (no data moves).
   const c10::intrusive_ptr<c10d::Backend> group = ctx.ProcessGroup();
@@ -63,26 +61,19 @@ OOMGUARD_WORKLOAD(classifier_data_parallel) {
   torch::manual_seed(static_cast<uint64_t>(ctx.seed() + 1 + ctx.Rank()));
 
   for ([[maybe_unused]] int64_t iteration : ctx.Iterations()) {
-    model->train();
-    {
-      auto phase = ctx.Phase("zero_grad");
-      adam.zero_grad();
-    }
     {
       torch::Tensor loss;
       {
         auto phase = ctx.Phase("forward");
         torch::Tensor images = torch::randn({batch, kFeatures}, ctx.options());
-        torch::Tensor labels = torch::randint(0, kClasses, {batch}, ctx.options().dtype(torch::kLong));
-        loss = F::cross_entropy(model->forward(images), labels);
+        loss = F::cross_entropy(model->forward(images), torch::randint(0, kClasses, {batch}, ctx.options().dtype(torch::kLong)));
       }
-      auto phase = ctx.Phase("backward");  // DDP averages inside backward too
+      auto phase = ctx.Phase("backward");  // DDP averages inside backward too, bucket by bucket
       loss.backward();
       AverageGradients(model->parameters(), flat_bucket, *group);
     }
-    {
-      auto phase = ctx.Phase("optimizer");
-      adam.step();
-    }
+    auto phase = ctx.Phase("optimizer");
+    adam.step();
+    adam.zero_grad();  // set_to_none: the gradients are freed until the next backward
   }
 }
