@@ -5,13 +5,13 @@
 #include <gtest/gtest.h>
 #include <oomguard/measure.h>
 #include <oomguard/workload.h>
-#include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include "run/runner.h"
 #include "tests/rank_expectations.h"
@@ -59,7 +59,8 @@ RunResults RunOn(const std::string& file, const std::string& backend) {
 // The example's scenario at world 2, each variant once per rank (NAME_rR has parallel.rank R), and
 // "alone" (no parallel: rank 0 of 1, its own gradients); its expectations and checks left out.
 std::string ExampleAtWorldTwo() {
-  std::ifstream in(std::string(OOMGUARD_SOURCE_DIR) + "/examples/libtorch-training/scenarios/classifier-data-parallel.json");
+  std::ifstream in(std::string(OOMGUARD_SOURCE_DIR) +
+                   "/examples/libtorch-training/scenarios/classifier-data-parallel.json");
   std::stringstream text;
   text << in.rdbuf();
   json scenario = json::parse(text.str(), nullptr, true, /*ignore_comments=*/true);
@@ -68,8 +69,8 @@ std::string ExampleAtWorldTwo() {
   scenario["variants"] = {{"alone", {{"parallel", nullptr}}}};
   for (const std::string name : {"per_gradient", "flat_bucket"}) {
     for (int64_t rank = 0; rank < 2; ++rank) {
-      scenario["variants"][name + "_r" + std::to_string(rank)] = {
-          {"knobs", {{"flat_bucket", name == "flat_bucket"}}}, {"parallel", {{"rank", rank}}}};
+      scenario["variants"][name + "_r" + std::to_string(rank)] = {{"knobs", {{"flat_bucket", name == "flat_bucket"}}},
+                                                                  {"parallel", {{"rank", rank}}}};
     }
   }
   return scenario.dump(2);

@@ -9,10 +9,10 @@
 // and copies the averages back, as DDP's buckets do (fewer, larger collectives, for one more copy of
 // the gradients while it lasts: the memory DDP's gradient_as_bucket_view saves).
 #include <oomguard/workload.h>
-#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/nn/functional.h>
 #include <torch/optim/adam.h>
 
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <vector>
 
 #include "classifier.h"
@@ -66,7 +66,8 @@ OOMGUARD_WORKLOAD(classifier_data_parallel) {
       {
         auto phase = ctx.Phase("forward");
         torch::Tensor images = torch::randn({batch, kFeatures}, ctx.options());
-        loss = F::cross_entropy(model->forward(images), torch::randint(0, kClasses, {batch}, ctx.options().dtype(torch::kLong)));
+        loss = F::cross_entropy(model->forward(images),
+                                torch::randint(0, kClasses, {batch}, ctx.options().dtype(torch::kLong)));
       }
       auto phase = ctx.Phase("backward");  // DDP averages inside backward too, bucket by bucket
       loss.backward();
