@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include "run/runner.h"
@@ -44,10 +45,11 @@ int64_t PeakOfPhase(const VariantMeasurement& m, const std::string& phase) {
   return -1;
 }
 
-RunResults RunOn(const std::string& file, const std::string& backend) {
+RunResults RunOn(const std::string& file, const std::string& backend, const std::vector<std::string>& inject = {}) {
   RunOptions options;
   options.paths = {file};
   options.backend = backend;
+  options.inject = inject;
   options.jobs = 2;
   options.timeout_seconds = 120;
   RunResults report;
@@ -118,6 +120,23 @@ TEST(WorkloadRanks, CpuRealRanksEqualMetasSimulatedRanksToTheByteAndAverageTheGr
   EXPECT_NE(alone.grad_digest, averaged);
   EXPECT_FALSE(alone.parallel.has_value());
   EXPECT_TRUE(alone.ranks.empty());
+}
+
+// Note [A rank's groups live until it exits] (workload/rank_group.cpp): rank 1 fails after the group
+// is made; rank 0, waiting for it in a collective, is ended by the runner, and rank 1 is named.
+TEST(WorkloadRanks, AnOomInRankOneAfterTheGroupIsMadeNamesRankOne) {
+  testing::ScratchFolder folder("workload-ranks-inject");
+  json scenario = json::parse(ExampleAtWorldTwo());
+  scenario["variants"] = {{"two", json::object()}};
+  const std::string file = folder.Write("two.json", scenario.dump());
+  for (const std::string nth : {"10", "20", "40"}) {  // forward of the first step, of the second, its optimizer
+    const RunResults report = RunOn(file, "cpu", {"rank=1,nth=" + nth});
+    const VariantMeasurement& m = *VariantNamed(report, "two").measurement;
+    EXPECT_EQ(Name(m.outcome), "oom") << nth;
+    EXPECT_EQ(m.error.rfind("rank 1 of 2: ", 0), 0u) << nth << ": " << m.error;
+    ASSERT_EQ(m.ranks.size(), 2u);
+    EXPECT_EQ(Name(m.ranks[1].outcome), "oom") << nth;
+  }
 }
 
 MeasureOptions AtWorld(int64_t world, int64_t rank) {
