@@ -127,6 +127,14 @@ TEST(RealRanks, AnInjectedOomInRankOneEndsRankZeroAndNamesRankOne) {
   EXPECT_EQ(m.ranks[0].error, "ended by the runner after rank 1 of 2 failed");
   EXPECT_FALSE(m.ranks[1].ended);
   EXPECT_EQ(Name(m.ranks[1].outcome), "oom");
+  // Failing after the group is made, in forward or the optimizer: rank 1 still, not rank 0, which saw it
+  // go (Note [A rank's groups live until it exits], workload/rank_group.cpp).
+  for (const std::string nth : {"15", "30"}) {
+    const RunResults later = RunOn(file, "cpu", "*", {"rank=1,nth=" + nth});
+    const VariantMeasurement& l = *VariantNamed(OnlyScenario(later), "a").measurement;
+    EXPECT_EQ(Name(l.outcome), "oom") << nth;
+    EXPECT_EQ(l.error.rfind("rank 1 of 2: ", 0), 0u) << nth << ": " << l.error;
+  }
   // Without rank=, every rank gets the spec: each fails its own 3rd request, and one of them is named.
   const RunResults both = RunOn(file, "cpu", "*", {"nth=3"});
   const VariantMeasurement& b = *VariantNamed(OnlyScenario(both), "a").measurement;
