@@ -13,7 +13,8 @@ bool CheckWorldKnob(const VariantSpec& spec, const KnobValues& values, std::stri
   const std::string where = "--knob world: variant '" + spec.name + "'";
   if (!spec.workload.empty()) {
     *error = where + " is registered workload '" + spec.workload +
-             "', which runs its own loop: `parallel` does not apply to it, so world has nothing to vary";
+             "', which runs its own distributed code: fit varies world for layer-list variants only (set "
+             "parallel.world in the variant, or fit one of its integer knobs)";
     return false;
   }
   if (!HasParallel(spec)) {

@@ -80,6 +80,12 @@ struct MeasureOptions {
   // Every "eval" phase under no_grad, whatever the code does: the fix of eval-keeps-graph, applied to
   // measure what it saves (`oomguard run --diagnose` does it for a registered workload's eval phases).
   bool eval_no_grad = false;
+  // One rank of a data-parallel workload (Note [A workload's own ranks], workload/user_workload_run.h):
+  // what ctx.Rank() and ctx.WorldSize() return. In-process there is one rank: ctx.ProcessGroup() is a
+  // c10d::FakeProcessGroup of `world`, and the measurement is rank `rank`'s. 1 <= world, 0 <= rank < world,
+  // else std::invalid_argument.
+  int64_t world = 1;
+  int64_t rank = 0;
 };
 
 struct Measurement {

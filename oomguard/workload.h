@@ -62,6 +62,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <c10/util/intrusive_ptr.h>
 
 #include <cstdint>
 #include <functional>
@@ -76,6 +77,9 @@
 
 namespace torch::optim {
 class Optimizer;
+}
+namespace c10d {
+class Backend;  // <torch/csrc/distributed/c10d/Backend.hpp>, which a workload calling collectives includes
 }
 
 namespace oomguard {
@@ -170,6 +174,23 @@ class Context {
     int64_t count_;
   };
   IterationRange Iterations();
+
+  // --- ranks: the variant's "parallel": {"world": N, "rank": r} (Note [A workload's own ranks]) ---
+  // This run is rank Rank() of WorldSize() (0 of 1 without `parallel`). ProcessGroup() is the group its
+  // collectives go to, made on the first call and the same object after: on cpu with world > 1 the
+  // runner starts WorldSize() real ranks, a process each, and this is c10d's ProcessGroupGloo joining
+  // them (real collectives, real numbers); on meta, cuda, in oomguard::Measure and at world 1, a
+  // c10d::FakeProcessGroup of WorldSize() ranks, which moves no data (so one process measures any rank
+  // of any world; world 1 needs no branch: averaging over one rank changes nothing). Call it on every
+  // rank, in the same order as the other groups the run makes. Collectives are called on the backend
+  // and waited for: group->allreduce(tensors)->wait() (c10d's dispatcher ops have no Meta kernels in
+  // a C++ process).
+  //   std::vector<at::Tensor> grads{p.grad()};
+  //   ctx.ProcessGroup()->allreduce(grads)->wait();  // sums over the ranks
+  //   p.grad().div_(ctx.WorldSize());
+  int64_t Rank() const;
+  int64_t WorldSize() const;
+  c10::intrusive_ptr<c10d::Backend> ProcessGroup();
 
   // --- what the report attributes ---
   // The model's parameters: parameter bytes, gradient bytes after the first backward and the

@@ -170,13 +170,25 @@ Measurement MeasureWith(const WorkloadFunction& workload, const std::string& nam
   spec.knobs = options.knobs;
   spec.seed = options.seed;
   spec.loop.iterations = options.iterations;
+  if (options.world < 1 || options.rank < 0 || options.rank >= options.world) {
+    throw std::invalid_argument("oomguard::Measure: rank " + std::to_string(options.rank) + " of world " +
+                                std::to_string(options.world) + ": world must be >= 1 and rank 0 .. world - 1");
+  }
+  spec.parallel.world = options.world;
+  spec.parallel.rank = options.rank;
   VariantMeasurement m;
   {
     std::lock_guard<std::mutex> lock(MeasureMutex());  // Note [What an in-process measurement resets]
     m = MeasureWorkload(workload, spec, harness);
   }
   if (!m.input_error.empty()) throw std::invalid_argument("oomguard::Measure: " + m.input_error);
-  return ToPublic(m);
+  Measurement out = ToPublic(m);
+  if (options.world > 1) {  // one simulated rank (Note [A workload's own ranks])
+    out.world = options.world;
+    out.rank = options.rank;
+    out.process_group = "fake";
+  }
+  return out;
 }
 
 }  // namespace

@@ -74,11 +74,27 @@ inline std::optional<WorkloadRuleProblem> FindWorkloadRuleProblem(const OrderedJ
     }
     return std::nullopt;
   }
-  for (const char* key : {"model", "data", "pitfalls", "parallel"}) {
+  for (const char* key : {"model", "data", "pitfalls"}) {
     if (merged.contains(key)) {
       return WorkloadRuleProblem{JsonPath().Key(key),
                                  std::string("a workload scenario builds its own model, data and loop: \"") + key +
                                      "\" does not apply (give the workload knobs instead)"};
+    }
+  }
+  // Note [A workload's own ranks] (workload/user_workload_run.h): its distributed code is its own.
+  if (merged.contains("parallel") && merged["parallel"].is_object()) {
+    const OrderedJson& parallel = merged["parallel"];
+    for (const auto& [key, v] : parallel.items()) {
+      if (key == "world" || key == "rank") continue;
+      return WorkloadRuleProblem{JsonPath().Key("parallel").Key(key),
+                                 "a workload runs its own distributed code: of \"parallel\" it takes only \"world\" "
+                                 "and \"rank\" (its collectives go through ctx.ProcessGroup())"};
+    }
+    const int64_t world = parallel.value("world", int64_t{1}), rank = parallel.value("rank", int64_t{0});
+    if (rank >= world) {
+      return WorkloadRuleProblem{JsonPath().Key("parallel").Key("rank"),
+                                 "rank " + std::to_string(rank) + " is not a rank of world " + std::to_string(world) +
+                                     " (ranks are 0 .. world - 1)"};
     }
   }
   if (merged.contains("loop") && merged["loop"].is_object()) {

@@ -66,10 +66,14 @@ TEST(ParallelScenario, BadValuesNameTheirPath) {
   EXPECT_EQ(LoadError(With(R"("parallel": {"worlds": 2})")),
             "s.json: at parallel: unknown key \"worlds\"; did you mean \"world\"? (valid keys: world, rank, strategy, "
             "bucket_cap_mb, gradient_as_bucket_view, unit, init)");
-  EXPECT_EQ(LoadError(R"({"name": "t", "summary": "s", "workload": "w", "parallel": {"world": 2},
+  // Note [A workload's own ranks]: world and rank, nothing of oomguard's strategies.
+  EXPECT_EQ(LoadError(R"({"name": "t", "summary": "s", "workload": "w", "parallel": {"world": 2, "strategy": "ddp"},
                           "variants": {"a": {}}})"),
-            "s.json: at parallel: a workload scenario builds its own model, data and loop: \"parallel\" does not "
-            "apply (give the workload knobs instead) (variant a)");
+            "s.json: at parallel.strategy: a workload runs its own distributed code: of \"parallel\" it takes only "
+            "\"world\" and \"rank\" (its collectives go through ctx.ProcessGroup()) (variant a)");
+  EXPECT_EQ(LoadError(R"({"name": "t", "summary": "s", "workload": "w", "parallel": {"world": 2},
+                          "variants": {"a": {"parallel": {"rank": 2}}}})"),
+            "s.json: at variants.a.parallel.rank: rank 2 is not a rank of world 2 (ranks are 0 .. world - 1)");
 }
 
 }  // namespace

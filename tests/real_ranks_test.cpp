@@ -10,12 +10,14 @@
 #include <vector>
 
 #include "run/runner.h"
+#include "tests/rank_expectations.h"
 #include "tests/scratch_folder.h"
 
 namespace oomguard {
 namespace {
 
 using nlohmann::json;
+using testing::ExpectRankEqualsMeta;
 
 const ScenarioResult& OnlyScenario(const RunResults& report) {
   EXPECT_EQ(report.scenarios.size(), 1u);
@@ -77,31 +79,6 @@ std::string CatalogAtWorld(int64_t world) {
   return scenario.dump(2);
 }
 
-// Rank `rank` of the cpu run, as real ranks measured it, against meta's one simulated rank.
-void ExpectRankEqualsMeta(const RankMeasurement& cpu, const VariantMeasurement& meta, const std::string& what) {
-  SCOPED_TRACE(what);
-  EXPECT_EQ(Name(cpu.outcome), "pass") << cpu.error;
-  EXPECT_EQ(Name(meta.outcome), "pass") << meta.error;
-  EXPECT_EQ(cpu.peak_bytes, meta.ledger.peak_bytes);
-  EXPECT_EQ(cpu.peak_phase, meta.ledger.peak_phase);
-  ASSERT_EQ(cpu.phase_peaks.size(), meta.ledger.phase_peaks.size());
-  for (size_t k = 0; k < cpu.phase_peaks.size(); ++k) {
-    EXPECT_EQ(cpu.phase_peaks[k].phase, meta.ledger.phase_peaks[k].phase);
-    EXPECT_EQ(cpu.phase_peaks[k].peak_bytes, meta.ledger.phase_peaks[k].peak_bytes) << cpu.phase_peaks[k].phase;
-  }
-  ASSERT_EQ(cpu.iterations.size(), meta.iterations.size());
-  for (size_t k = 0; k < cpu.iterations.size(); ++k) {
-    EXPECT_EQ(cpu.iterations[k].peak_bytes, meta.iterations[k].peak_bytes) << "iteration " << k + 1;
-    EXPECT_EQ(cpu.iterations[k].live_after_backward_bytes, meta.iterations[k].live_after_backward_bytes);
-    EXPECT_EQ(cpu.iterations[k].live_after_bytes, meta.iterations[k].live_after_bytes) << "iteration " << k + 1;
-  }
-  EXPECT_EQ(cpu.param_bytes, meta.param_bytes);
-  EXPECT_EQ(cpu.grad_bytes, meta.grad_bytes);
-  EXPECT_EQ(cpu.optimizer_state_bytes, meta.optimizer_state_bytes);
-  ASSERT_TRUE(meta.parallel.has_value());
-  EXPECT_EQ(cpu.communication_bytes, meta.parallel->communication_bytes);
-}
-
 TEST(RealRanks, EveryParallelCatalogVariantOnGlooEqualsMetasFakeGroupPerRankToTheByte) {
   testing::ScratchFolder folder("real-ranks");
   constexpr int64_t kParameters = 4 * (1024 * 1024 + 1024);  // the catalog's 4 linear layers, 4,198,400
@@ -154,6 +131,14 @@ TEST(RealRanks, AnInjectedOomInRankOneEndsRankZeroAndNamesRankOne) {
   EXPECT_EQ(m.ranks[0].error, "ended by the runner after rank 1 of 2 failed");
   EXPECT_FALSE(m.ranks[1].ended);
   EXPECT_EQ(Name(m.ranks[1].outcome), "oom");
+  // Failing after the group is made, in forward or the optimizer: rank 1 still, not rank 0, which saw it
+  // go (Note [A rank's groups live until it exits], workload/rank_group.cpp).
+  for (const std::string nth : {"15", "30"}) {
+    const RunResults later = RunOn(file, "cpu", "*", {"rank=1,nth=" + nth});
+    const VariantMeasurement& l = *VariantNamed(OnlyScenario(later), "a").measurement;
+    EXPECT_EQ(Name(l.outcome), "oom") << nth;
+    EXPECT_EQ(l.error.rfind("rank 1 of 2: ", 0), 0u) << nth << ": " << l.error;
+  }
   // Without rank=, every rank gets the spec: each fails its own 3rd request, and one of them is named.
   const RunResults both = RunOn(file, "cpu", "*", {"nth=3"});
   const VariantMeasurement& b = *VariantNamed(OnlyScenario(both), "a").measurement;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <optional>
 #include <thread>
+#include <vector>
 #include <torch/csrc/distributed/c10d/FakeProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -95,6 +96,13 @@ class GlooOnTheHost final : public c10d::Backend {
 std::optional<RealRanks> g_joined;
 c10::intrusive_ptr<c10d::Store> g_store;
 int64_t g_groups_made = 0;
+// Note [A rank's groups live until it exits]: every gloo group this rank made. A rank whose step failed
+// (an OOM) would otherwise close its connections when its run lets go of the group, before it has
+// written its measurement: a sibling waiting in a collective then fails with gloo's "Connection closed
+// by peer", ends first, and the runner named that sibling and killed the rank that failed first. Held
+// here, the connections close when the process exits, after its measurement is written, so the
+// runner sees the failing rank end first. The leak is one group per run of this one-rank process.
+std::vector<c10::intrusive_ptr<c10d::Backend>>* g_groups = new std::vector<c10::intrusive_ptr<c10d::Backend>>();
 
 }  // namespace
 
@@ -121,8 +129,9 @@ c10::intrusive_ptr<c10d::Backend> MakeRankGroup(const ParallelSpec& spec, c10::D
   options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
   options->threads = 1;  // every collective is waited for at once: one worker is enough
   const std::string prefix = "group-" + std::to_string(g_groups_made++);
-  return c10::make_intrusive<GlooOnTheHost>(c10::make_intrusive<c10d::ProcessGroupGloo>(
-      c10::make_intrusive<c10d::PrefixStore>(prefix, g_store), rank, world, options));
+  g_groups->push_back(c10::make_intrusive<GlooOnTheHost>(c10::make_intrusive<c10d::ProcessGroupGloo>(
+      c10::make_intrusive<c10d::PrefixStore>(prefix, g_store), rank, world, options)));
+  return g_groups->back();
 }
 
 }  // namespace oomguard

@@ -18,6 +18,13 @@ void UserWorkloadRun::Run() {
   Context::State& state = *state_;
   at::manual_seed(state.spec.seed);
   Context context(&state);
+  const ParallelSpec& parallel = state.spec.parallel;
+  if (parallel.active()) {  // Note [A workload's own ranks]
+    ParallelMeasurement& p = state.m.parallel.emplace();
+    p.world = parallel.world;
+    p.rank = parallel.rank;
+    p.strategy = "own";
+  }
   // A phase left current when the function returns or throws: grad mode goes back as it was.
   struct RestoreGradMode {
     Context::State& state;

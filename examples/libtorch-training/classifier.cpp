@@ -36,16 +36,20 @@ torch::Tensor ClassifierImpl::forward(torch::Tensor x) {
   return F::linear(x, w2, b2);
 }
 
+std::shared_ptr<ClassifierImpl> BuildClassifier(oomguard::Context& ctx, int64_t hidden) {
+  auto model = ctx.Build([&] { return std::make_shared<ClassifierImpl>(kFeatures, hidden, kClasses, ctx.options()); });
+  ctx.Track(model->parameters());
+  return model;
+}
+
 OOMGUARD_WORKLOAD(classifier_adam) {
   const int64_t batch = ctx.Int("batch");
   const int64_t hidden = ctx.Int("hidden", 2048);
   const int64_t eval_batches = ctx.Int("eval_batches", 8);
   const bool eval_no_grad = ctx.Bool("eval_no_grad", true);
-  constexpr int64_t kFeatures = 784, kClasses = 10;
 
-  auto model = ctx.Build([&] { return std::make_shared<ClassifierImpl>(kFeatures, hidden, kClasses, ctx.options()); });
+  auto model = BuildClassifier(ctx, hidden);
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
-  ctx.Track(model->parameters());
   ctx.Track(adam);
 
   // A batch of images and labels that starts on the host, as a data loader's does.

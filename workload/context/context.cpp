@@ -12,6 +12,7 @@
 #include "base/byte_size.h"
 #include "nn/autocast.h"
 #include "workload/context/context_state.h"
+#include "workload/rank_group.h"
 
 namespace oomguard {
 
@@ -141,6 +142,15 @@ void Context::Track(const std::vector<at::Tensor>& parameters) {
 }
 
 void Context::Track(torch::optim::Optimizer& optimizer) { state_->optimizer = &optimizer; }
+
+int64_t Context::Rank() const { return state_->spec.parallel.rank; }
+int64_t Context::WorldSize() const { return state_->spec.parallel.world; }
+
+c10::intrusive_ptr<c10d::Backend> Context::ProcessGroup() {
+  // Note [A workload's own ranks]: the one place a rank's group is made decides gloo or fake.
+  if (!state_->group) state_->group = MakeRankGroup(state_->spec.parallel, device().type());
+  return state_->group;
+}
 
 void Context::CheckMovable(const std::vector<at::Tensor>& parameters) const {
   if (backend() != Name(Backend::kMeta)) return;

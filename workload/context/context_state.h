@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/optim/optimizer.h>
 
 #include <functional>
@@ -73,6 +74,8 @@ struct Context::State {
   std::function<int64_t()> gradient_reader;
   std::optional<int64_t> optimizer_phase_growth;  // what the first optimizer phase left live
   std::map<std::string, std::string> knobs_read;  // name -> the type it was read as
+  // ctx.ProcessGroup()'s, made on its first call (Note [A workload's own ranks], user_workload_run.h).
+  c10::intrusive_ptr<c10d::Backend> group;
 
   bool first() const { return iteration <= 1; }
 
