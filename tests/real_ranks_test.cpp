@@ -105,6 +105,11 @@ TEST(RealRanks, EveryParallelCatalogVariantOnGlooEqualsMetasFakeGroupPerRankToTh
         EXPECT_EQ(*ranks[world - 1].grad_bytes, kParameters / world * 4);
         EXPECT_EQ(*ranks[world - 1].optimizer_state_bytes, kParameters / world * 8);
       }
+      // Gloo's own copies are no transfers of the step, and no diagnosis (its reduce-scatter's copy out of
+      // its staging once read as a host-to-device copy in backward: transfer-in-recompute).
+      const VariantResult& meta_rank0 = VariantNamed(OnlyScenario(meta), name + "_r0");
+      EXPECT_EQ(real.measurement->transfers, meta_rank0.measurement->transfers) << name;
+      EXPECT_EQ(real.measurement->diagnoses.size(), meta_rank0.measurement->diagnoses.size()) << name;
       // The headline is rank 0's (Note [Whose measurement is the variant's]).
       EXPECT_EQ(real.measurement->ledger.peak_bytes, ranks[0].peak_bytes);
     }

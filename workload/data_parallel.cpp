@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/record_function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
@@ -187,6 +188,9 @@ DataParallel::DataParallel(const ParallelSpec& spec, std::vector<at::Tensor> par
     }
     for (at::Tensor& p : s.params) p.set_data(at::empty({1}, options.dtype(at::kFloat)));
     s.flat = at::zeros({padded}, options);
+    // Putting the values back is the simulation's, not a transfer of the step's: on cpu a copy from a
+    // host block would count as one (workload/transfer_counter.h), on meta nothing is counted.
+    const at::RecordFunctionGuard unobserved(/*is_enabled=*/false);
     for (size_t k = 0; k < s.params.size(); ++k) {
       at::Tensor view = s.flat.narrow(0, s.offsets[k], host_copies[k].numel());
       view.copy_(host_copies[k].reshape(-1));

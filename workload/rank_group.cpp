@@ -82,13 +82,25 @@ class GlooOnTheHost final : public c10d::Backend {
     const at::RecordFunctionGuard unobserved(/*is_enabled=*/false);
     c10::intrusive_ptr<c10d::Work> work = collective();
     work->wait();
+    // What the caller waits for again is done: Gloo's reduce-scatter is a LambdaWork whose every wait()
+    // copies its result out of its staging again, outside these scopes (a host block's copy: a
+    // "transfer" per fsdp unit in backward, and a transfer-in-recompute diagnosis with it).
+    c10::intrusive_ptr<c10d::Work> done = c10::make_intrusive<Done>();
     // Note [Gloo's buffers are host memory]: the worker lets go of the work a moment after completing it.
     for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
          work.use_count() > 1 && std::chrono::steady_clock::now() < deadline;) {
       std::this_thread::yield();
     }
-    return work;
+    return done;
   }
+
+  // A collective already waited for: wait() returns at once, as a completed Work's does.
+  class Done final : public c10d::Work {
+   public:
+    bool isCompleted() override { return true; }
+    bool isSuccess() const override { return true; }
+    bool wait(std::chrono::milliseconds /*timeout*/) override { return true; }
+  };
 
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_;
 };
