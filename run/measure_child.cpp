@@ -85,6 +85,9 @@ int MeasureResolvedVariant(const Scenario& scenario, const VariantSpec& resolved
   }
   VariantMeasurement m = MeasureVariant(variant, measure);
   if (request.diagnose) MeasureFixes(variant, measure, &m);
+  if (variant.parallel.rank == 0) {  // the headline rank says it once (Note [Injection per rank])
+    for (std::string& w : InjectionForNoRank(request.inject, variant.parallel.world)) m.warnings.push_back(std::move(w));
+  }
   if (!m.input_error.empty()) {  // the workload and its scenario disagree: the parent's UNRESOLVED
     err << request.scenario_file << ": " << m.input_error << "\n";
     return kExitUsage;

@@ -47,4 +47,18 @@ std::vector<std::string> InjectionForRank(const std::vector<std::string>& specs,
   return mine;
 }
 
+std::vector<std::string> InjectionForNoRank(const std::vector<std::string>& specs, int64_t world) {
+  std::vector<std::string> warnings;
+  for (const std::string& spec : specs) {
+    std::optional<int64_t> r;
+    std::string rest, ignored;
+    if (!SplitRankClause(spec, &r, &rest, &ignored) || !r || *r < world) continue;
+    warnings.push_back("--inject " + spec + ": this variant has " +
+                       (world == 1 ? std::string("rank 0 only (no parallel)")
+                                   : "ranks 0.." + std::to_string(world - 1) + " (world " + std::to_string(world) + ")") +
+                       ": nothing was injected");
+  }
+  return warnings;
+}
+
 }  // namespace oomguard

@@ -33,4 +33,8 @@ namespace oomguard {
 // they are (ScenarioLimits reports them).
 std::vector<std::string> InjectionForRank(const std::vector<std::string>& specs, int64_t rank);
 
+// A warning for each spec whose `rank=R` names no rank of `world` (it fires nowhere), e.g. "--inject
+// rank=5,nth=3: this variant has ranks 0..3 (world 4): nothing was injected".
+std::vector<std::string> InjectionForNoRank(const std::vector<std::string>& specs, int64_t world);
+
 }  // namespace oomguard

@@ -176,5 +176,15 @@ TEST(RankInject, ARankGetsItsOwnSpecsAndThoseForEveryRank) {
   EXPECT_EQ(InjectionForRank(specs, 2), (std::vector<std::string>{"min-size=1GiB"}));
 }
 
+TEST(RankInject, ASpecForARankThatDoesNotRunIsAWarning) {
+  const std::vector<std::string> specs = {"rank=5,nth=3", "min-size=1GiB", "rank=3,p=0.5"};
+  EXPECT_EQ(InjectionForNoRank(specs, 4),
+            (std::vector<std::string>{"--inject rank=5,nth=3: this variant has ranks 0..3 (world 4): nothing was injected"}));
+  EXPECT_EQ(InjectionForNoRank(specs, 1),
+            (std::vector<std::string>{"--inject rank=5,nth=3: this variant has rank 0 only (no parallel): nothing was injected",
+                                      "--inject rank=3,p=0.5: this variant has rank 0 only (no parallel): nothing was injected"}));
+  EXPECT_TRUE(InjectionForNoRank(specs, 8).empty());
+}
+
 }  // namespace
 }  // namespace oomguard
