@@ -49,10 +49,16 @@ std::vector<MeasureRequest> RankRequests(const MeasureRequest& request, const st
 
 void MergeRankEvidence(const std::vector<RankEnd>& ends, int64_t world, int64_t headline_rank, VariantEvidence* e) {
   // The first to fail, in the order the children ended; one that only saw a sibling go comes after.
+  // Among the others, one that measured its own failure (an OOM, an error) comes before one that died
+  // without a measurement: under load a rank blocked in a collective can die of its peer's exit (gloo
+  // aborting on the closed connection) before the runner has read the peer's end.
   const RankEnd* culprit = nullptr;
-  for (const bool consequence : {false, true}) {
+  for (const int pass : {0, 1, 2}) {
     for (const RankEnd& end : ends) {
-      if (culprit == nullptr && !end.ended_by_runner && Failed(end) && SawASiblingGo(end) == consequence) {
+      if (culprit != nullptr || end.ended_by_runner || !Failed(end)) continue;
+      const bool consequence = SawASiblingGo(end), measured = end.evidence.measurement.has_value();
+      if ((pass == 0 && !consequence && measured) || (pass == 1 && !consequence && !measured) ||
+          (pass == 2 && consequence)) {
         culprit = &end;
       }
     }

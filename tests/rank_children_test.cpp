@@ -103,6 +103,17 @@ TEST(RankChildren, ARankThatOnlySawItsSiblingGoIsNotTheOneNamed) {
   EXPECT_EQ(e.exit, "rank 1 of 2: crashed with signal 9 (Killed)");
 }
 
+TEST(RankChildren, ARankThatMeasuredItsOwnFailureIsNamedBeforeOneThatDiedWithoutAMeasurement) {
+  VariantEvidence e;
+  // Seen in CI under load: rank 1's injected OOM ended its process; rank 0, waiting in a collective,
+  // aborted on the closed connection and ended first. Rank 1's measured OOM is the variant's.
+  MergeRankEvidence({Ended(0, std::nullopt, false, "crashed with signal 6 (Aborted)"),
+                     Ended(1, Measured(VariantOutcome::Oom(), 10, "CPU out of memory (injected by oomguard)"))},
+                    2, 0, &e);
+  ASSERT_TRUE(e.measurement.has_value());
+  EXPECT_EQ(e.measurement->error, "rank 1 of 2: CPU out of memory (injected by oomguard)");
+}
+
 TEST(RankChildren, RanksRoundTripTheResultsJsonAndAreAbsentWithoutThem) {
   VariantEvidence e;
   MergeRankEvidence({Ended(0, Measured(VariantOutcome::Pass(), 100)), Ended(1, Measured(VariantOutcome::Pass(), 300))},

@@ -140,7 +140,9 @@ TEST(RealRanks, AnInjectedOomInRankOneEndsRankZeroAndNamesRankOne) {
   // go (Note [A rank's groups live until it exits], workload/rank_group.cpp).
   for (const std::string nth : {"15", "30"}) {
     const RunResults later = RunOn(file, "cpu", "*", {"rank=1,nth=" + nth});
-    const VariantMeasurement& l = *VariantNamed(OnlyScenario(later), "a").measurement;
+    const VariantResult& lv = VariantNamed(OnlyScenario(later), "a");
+    ASSERT_TRUE(lv.measurement.has_value()) << nth << ": " << lv.diagnostics;
+    const VariantMeasurement& l = *lv.measurement;
     EXPECT_EQ(Name(l.outcome), "oom") << nth;
     EXPECT_EQ(l.error.rfind("rank 1 of 2: ", 0), 0u) << nth << ": " << l.error;
   }
