@@ -34,11 +34,12 @@ namespace {
 // out of that staging, ops of Gloo's own, are not watched either (a copy from a host block would count
 // as a host-to-device transfer: 8 per step at world 8): the collective is issued with RecordFunction
 // off, and Gloo's worker runs it under the thread-local state captured then. The collectives are
-// synchronous, as every caller in data_parallel.cpp waits for them at once, and a collective returns
-// only once Gloo's worker has let go of its work: the work holds the collective's tensors (zero2's
-// reduce holds views of the bucket's staging), and a worker that dropped it after the rank had freed
-// its own references would free the staging on its thread, later, at a time that varies from run to
-// run (seen: the staging's 16.79 MiB still live after backward on one rank in a few runs).
+// synchronous (data_parallel.cpp, fully_sharded.cpp and a workload's own code get a completed Work,
+// with no future), and a collective returns only once Gloo's worker has let go of its work: the work
+// holds the collective's tensors (zero2's reduce holds views of the bucket's staging), and a worker
+// that dropped it after the rank had freed its own references would free the staging on its thread,
+// later, at a time that varies from run to run (seen: the staging's 16.79 MiB still live after
+// backward on one rank in a few runs).
 class GlooOnTheHost final : public c10d::Backend {
  public:
   explicit GlooOnTheHost(c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo)
