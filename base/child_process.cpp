@@ -17,6 +17,7 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 extern char** environ;
@@ -33,8 +34,11 @@ struct Running {
   double timeout_seconds;
   int64_t gang;
   bool killed = false;           // at its timeout
-  bool ended_with_gang = false;  // because a sibling of its gang failed
+  bool ended_with_gang = false;  // killed because a sibling of its gang failed
+  std::optional<Clock::time_point> end_at;  // a sibling failed: killed then unless it ends by itself
 };
+
+constexpr auto kGangGrace = std::chrono::seconds(2);  // Note [Gangs of children]
 
 // Note [Gangs of children]
 // A variant's real ranks (Note [Real ranks on cpu], workload/rank_group.h) wait for each other in
@@ -42,7 +46,11 @@ struct Running {
 // place of max_running (a run at --jobs 1 still runs a world-4 variant's four ranks together). A rank
 // that fails leaves its siblings waiting in a collective for a peer that is gone, so the first member
 // to end otherwise than with exit code 0 (an error, a crash, a kill, its timeout) has the others killed
-// here at once, rather than at gloo's timeout or theirs.
+// here, rather than at gloo's timeout or theirs: after a grace of kGangGrace, in which a sibling that
+// ends by itself is reaped as it ended. The grace is for the sibling that is itself the cause: two
+// ranks end together (rank 1 writes its OOM and exits; rank 0's collective fails on the closed
+// connection at once), and the runner may reap rank 0 first; killing rank 1 then would mark as "ended
+// by the runner" the rank whose measurement names the failure (a CI run under load did exactly this).
 
 // The places the running children take: one per lone child, one per gang.
 int PlacesTaken(const std::vector<Running>& running) {
@@ -55,12 +63,11 @@ int PlacesTaken(const std::vector<Running>& running) {
   return places;
 }
 
-// Kills the running members of `gang` (Note [Gangs of children]).
+// Has the running members of `gang` killed after the grace, unless they end first (Note [Gangs of children]).
 void EndGang(std::vector<Running>& running, int64_t gang) {
   for (Running& r : running) {
-    if (gang < 0 || r.gang != gang || r.ended_with_gang) continue;
-    kill(r.pid, SIGKILL);
-    r.ended_with_gang = true;
+    if (gang < 0 || r.gang != gang || r.end_at) continue;
+    r.end_at = Clock::now() + kGangGrace;
   }
 }
 
@@ -207,6 +214,9 @@ int RunChildren(const std::vector<ChildSpec>& specs, int max_running,
         if (!r.killed && elapsed > r.timeout_seconds) {
           kill(r.pid, SIGKILL);
           r.killed = true;
+        } else if (!r.killed && !r.ended_with_gang && r.end_at && Clock::now() >= *r.end_at) {
+          kill(r.pid, SIGKILL);
+          r.ended_with_gang = true;
         }
         ++i;
         continue;

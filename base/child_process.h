@@ -33,7 +33,8 @@ struct ChildSpec {
   double timeout_seconds = 300;
   // Note [Gangs of children]: specs with the same gang (>= 0), consecutive in the list, start together
   // and take one of max_running's places between them; when one of them ends otherwise than with exit
-  // code 0, the others still running are killed at once (ChildExit::ended_with_gang). -1: alone.
+  // code 0, the others still running are killed after a short grace unless they end in it
+  // (ChildExit::ended_with_gang). -1: alone.
   int64_t gang = -1;
 };
 

@@ -16,8 +16,10 @@ bool Failed(const RankEnd& end) {
 // A failure that is a sibling's loss seen from this rank (gloo's words for a peer gone, a store or
 // collective that timed out waiting for it), not a failure of its own.
 bool SawASiblingGo(const RankEnd& end) {
-  const std::string& text = end.evidence.measurement ? end.evidence.measurement->error : end.evidence.exit;
-  for (const char* words : {"closed by peer", "Connection reset", "Timed out", "timed out", "Socket Timeout"}) {
+  const std::string text = (end.evidence.measurement ? end.evidence.measurement->error : end.evidence.exit) + "\n" +
+                           end.evidence.diagnostics;
+  for (const char* words : {"a sibling rank gone", "closed by peer", "Connection reset", "Timed out", "timed out",
+                            "Socket Timeout"}) {
     if (text.find(words) != std::string::npos) return true;
   }
   return false;
@@ -65,7 +67,7 @@ void MergeRankEvidence(const std::vector<RankEnd>& ends, int64_t world, int64_t 
   }
   std::vector<RankMeasurement> ranks(static_cast<size_t>(world));
   const RankEnd* headline = nullptr;
-  std::string ended;
+  std::string ended, stopped;
   for (const RankEnd& end : ends) {
     RankMeasurement& r = ranks[static_cast<size_t>(end.rank)];
     if (end.evidence.measurement) {
@@ -79,6 +81,8 @@ void MergeRankEvidence(const std::vector<RankEnd>& ends, int64_t world, int64_t 
       r.ended = true;
       r.error = "ended by the runner after " + (culprit ? RankOfWorld(culprit->rank, world) : "a sibling") + " failed";
       ended += (ended.empty() ? "" : ", ") + std::to_string(end.rank);
+    } else if (&end != culprit && Failed(end) && SawASiblingGo(end)) {
+      stopped += (stopped.empty() ? "" : ", ") + std::to_string(end.rank);
     }
     if (end.rank == headline_rank) headline = &end;
   }
@@ -89,9 +93,17 @@ void MergeRankEvidence(const std::vector<RankEnd>& ends, int64_t world, int64_t 
   e->input_error = chosen.evidence.input_error;
   e->diagnostics = chosen.evidence.diagnostics;
   e->measurement = chosen.evidence.measurement;
-  const std::string others = ended.empty() ? ""
-                                           : std::string(" (the runner ended rank") +
-                                                 (ended.find(',') == std::string::npos ? " " : "s ") + ended + ")";
+  // What became of the others: ended by the runner, or stopped by themselves in a collective that lost
+  // the culprit (Note [A collective that fails on a real rank], workload/variant_run.cpp).
+  const auto ranks_named = [](const std::string& list) {
+    return std::string(list.find(',') == std::string::npos ? "rank " : "ranks ") + list;
+  };
+  std::string others;
+  if (!ended.empty()) others = "the runner ended " + ranks_named(ended);
+  if (!stopped.empty()) {
+    others += (others.empty() ? "" : "; ") + ranks_named(stopped) + " stopped in a collective without it";
+  }
+  if (!others.empty()) others = " (" + others + ")";
   if (culprit && e->measurement) {
     e->measurement->error = RankOfWorld(culprit->rank, world) + ": " + e->measurement->error + others;
   } else if (culprit) {

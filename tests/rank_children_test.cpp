@@ -100,7 +100,22 @@ TEST(RankChildren, ARankThatOnlySawItsSiblingGoIsNotTheOneNamed) {
                      Ended(1, std::nullopt, false, "crashed with signal 9 (Killed)")},
                     2, 0, &e);
   EXPECT_FALSE(e.measurement.has_value());
-  EXPECT_EQ(e.exit, "rank 1 of 2: crashed with signal 9 (Killed)");
+  EXPECT_EQ(e.exit, "rank 1 of 2: crashed with signal 9 (Killed) (rank 0 stopped in a collective without it)");
+}
+
+TEST(RankChildren, TheRanksEndedAndThoseThatStoppedOnTheirOwnAreBothSaid) {
+  VariantEvidence e;
+  // Rank 2 went OOM; rank 0 stopped in a collective on its own (workload/variant_run.cpp's words for
+  // it), rank 1 was ended by the runner after the grace (Note [Gangs of children]).
+  MergeRankEvidence({Ended(0, Measured(VariantOutcome::Error(ErrorCategory::kError), 10,
+                                       "a collective failed, a sibling rank gone: [pair.cc:547] Connection "
+                                       "closed by peer")),
+                     Ended(2, Measured(VariantOutcome::Oom(), 30, "CPU out of memory")),
+                     Ended(1, std::nullopt, true, "crashed with signal 9 (Killed)")},
+                    3, 0, &e);
+  ASSERT_TRUE(e.measurement.has_value());
+  EXPECT_EQ(e.measurement->error,
+            "rank 2 of 3: CPU out of memory (the runner ended rank 1; rank 0 stopped in a collective without it)");
 }
 
 TEST(RankChildren, ARankThatMeasuredItsOwnFailureIsNamedBeforeOneThatDiedWithoutAMeasurement) {

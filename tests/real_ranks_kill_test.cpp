@@ -94,7 +94,11 @@ TEST(RealRanks, ARankKilledFromOutsideEndsTheRunInBoundedTimeWithThatRankNamed) 
   EXPECT_NE(text.str().find("rank 1 of 2: crashed with signal 9 (Killed): killed by SIGKILL from outside oomguard"),
             std::string::npos)
       << text.str().substr(0, 3000);
-  EXPECT_NE(text.str().find("(the runner ended rank 0)"), std::string::npos);
+  // Rank 0 ends by itself on the closed connection, within the runner's grace, or is ended by the runner
+  // after it (Note [Gangs of children], base/child_process.cpp): either way it is said.
+  EXPECT_TRUE(text.str().find("(the runner ended rank 0)") != std::string::npos ||
+              text.str().find("(rank 0 stopped in a collective without it)") != std::string::npos)
+      << text.str().substr(0, 3000);
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "workload/grad_digest.h"
 #include "workload/grad_scaler.h"
 #include "workload/optimizer.h"
+#include "workload/rank_group.h"
 #include "workload/rank_strategy.h"
 #include "workload/segment_knobs.h"
 #include "workload/steady_state.h"
@@ -112,6 +113,7 @@ class VariantRun final : public MeasuredRun {
         return InputError(e.what());
       } catch (const std::runtime_error& e) {
         if (IsScriptInterpreterError(e)) throw;  // the module's own failure: the outcome
+        if (JoinedRealRanks() != nullptr) return CollectiveFailed(e);
         return InputError(RefusedValueMessage(e));
       }
       iteration.live_after_bytes = ledger_.live_bytes();
@@ -131,6 +133,15 @@ class VariantRun final : public MeasuredRun {
   }
 
  private:
+  // Note [A collective that fails on a real rank]: gloo throws its own std::runtime_error (gloo::IoException,
+  // "Connection closed by peer", a timeout) when a sibling rank is gone. That is this rank's error
+  // outcome, the consequence of a sibling's failure (run/rank_children.cpp names the sibling), not a
+  // value of the scenario that LibTorch refused.
+  void CollectiveFailed(const std::runtime_error& e) {
+    m_.outcome = VariantOutcome::Error(ErrorCategory::kError);
+    m_.error = std::string("a collective failed, a sibling rank gone: ") + e.what();
+  }
+
   // The scenario and its model disagree: bad input, not a measurement (the variant is UNRESOLVED).
   void InputError(const std::string& error) {
     m_.outcome = VariantOutcome::Error(ErrorCategory::kError);
