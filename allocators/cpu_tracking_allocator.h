@@ -37,7 +37,7 @@ class HostAllocationScope {
 
 // As HostAllocationScope, for every thread of the process while it lives: what a collective's own
 // threads allocate while the controlling thread waits for it (Note [Gloo's buffers are host memory],
-// workload/rank_group.cpp). Scopes nest; made and destroyed on one thread.
+// workload/parallel/rank_group.cpp). Scopes nest; made and destroyed on one thread.
 class ProcessHostAllocationScope {
  public:
   ProcessHostAllocationScope();

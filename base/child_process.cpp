@@ -41,7 +41,7 @@ struct Running {
 constexpr auto kGangGrace = std::chrono::seconds(2);  // Note [Gangs of children]
 
 // Note [Gangs of children]
-// A variant's real ranks (Note [Real ranks on cpu], workload/rank_group.h) wait for each other in
+// A variant's real ranks (Note [Real ranks on cpu], workload/parallel/rank_group.h) wait for each other in
 // their collectives, so they must run at once whatever --jobs says: a gang starts whole, and takes one
 // place of max_running (a run at --jobs 1 still runs a world-4 variant's four ranks together). A rank
 // that fails leaves its siblings waiting in a collective for a peer that is gone, so the first member

@@ -20,7 +20,7 @@
 // A world fits when every rank fits. zero1 and zero2 give every rank a slice of the same size S of the
 // padded flat buffer, but the padding sits at the end, on the last rank, which so owns fewer parameter
 // elements (less optimizer state); every other rank holds a full slice (Note [One simulated rank],
-// workload/data_parallel.h). The ranks between differ from rank 0 only in which parameters their
+// workload/parallel/data_parallel.h). The ranks between differ from rank 0 only in which parameters their
 // slice crosses. So a trial at world W > 1 measures rank 0 and rank W - 1, the second only when the
 // first fits, and fits when both do, with the larger of the two peaks. (fsdp's shards, padded per
 // parameter, follow the same pattern: full chunks first, the short one last.) A trial counts once in

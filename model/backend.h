@@ -53,7 +53,7 @@ struct BackendTraits {
   // cross a fork, and asking whether a GPU is there already makes one in the parent.
   bool forks_warm;
   // A variant with `parallel.world` N > 1 runs N real ranks, a child each, joined by gloo (Note [Real
-  // ranks on cpu], workload/rank_group.h); elsewhere one rank is simulated on a FakeProcessGroup.
+  // ranks on cpu], workload/parallel/rank_group.h); elsewhere one rank is simulated on a FakeProcessGroup.
   bool real_ranks;
 };
 

@@ -101,7 +101,7 @@ struct ModuleMeasurement {
   std::string output;    // which value of the forward's result the loss reads: "tensor", "tuple[0]", "dict[logits]"
 };
 
-// One rank of a data-parallel or sharded run (scenario `parallel`, workload/data_parallel.h): which
+// One rank of a data-parallel or sharded run (scenario `parallel`, workload/parallel/data_parallel.h): which
 // rank, and what it holds for its collectives. param_bytes, grad_bytes and optimizer_state_bytes of
 // the VariantMeasurement are this rank's.
 struct ParallelMeasurement {
@@ -112,7 +112,7 @@ struct ParallelMeasurement {
   // the gradients are views of them, and grad_bytes counts the same bytes).
   int64_t communication_bytes = 0;
   // ddp: each bucket's buffer, in the order they are reduced; fsdp: each unit's flat all-gather output
-  // (world x its padded shard), the root's first (Note [One FSDP2 rank], workload/fully_sharded.h).
+  // (world x its padded shard), the root's first (Note [One FSDP2 rank], workload/parallel/fully_sharded.h).
   std::vector<int64_t> bucket_bytes;
   // ddp with gradient_as_bucket_view: the buckets are the gradients' storage, so communication_bytes and
   // grad_bytes are the same bytes (a report must not read them as a sum).
@@ -120,7 +120,7 @@ struct ParallelMeasurement {
   bool operator==(const ParallelMeasurement&) const = default;
 };
 
-// One of a variant's real ranks (Note [Real ranks on cpu], workload/rank_group.h): its own numbers,
+// One of a variant's real ranks (Note [Real ranks on cpu], workload/parallel/rank_group.h): its own numbers,
 // from its own child's ledger. Note [Whose measurement is the variant's] (run/rank_children.h).
 struct RankMeasurement {
   int64_t rank = 0;

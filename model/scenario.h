@@ -144,7 +144,7 @@ struct PitfallSpec {
   bool operator==(const PitfallSpec&) const = default;
 };
 
-// One rank of a data-parallel or sharded run (Note [One simulated rank], workload/data_parallel.h):
+// One rank of a data-parallel or sharded run (Note [One simulated rank], workload/parallel/data_parallel.h):
 // rank `rank` of `world`, simulated with c10d::FakeProcessGroup. world 1 (the default) is no
 // parallelism at all: the loop as before.
 struct ParallelSpec {

@@ -1,5 +1,5 @@
 // A variant's real ranks in words, for every report format (measurement.ranks[], Note [Real ranks on
-// cpu], workload/rank_group.h): computed once here, each writer escapes and places it.
+// cpu], workload/parallel/rank_group.h): computed once here, each writer escapes and places it.
 //
 //   RankPeaksText(m)  // "rank 0 88.08 MiB in optimizer (oom), rank 1 ended by the runner; highest: rank 0"
 #pragma once

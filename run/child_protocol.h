@@ -59,7 +59,7 @@ struct MeasureRequest {
   std::string out_path;             // --out (required): where the measurement JSON goes
   int64_t parent_pid = 0;           // --parent-pid: the runner; the child dies with it (measure_child.cpp)
   // --ranks-store: this child is one of the variant's real ranks (Note [Real ranks on cpu],
-  // workload/rank_group.h), joined through this FileStore; empty: one process, as before.
+  // workload/parallel/rank_group.h), joined through this FileStore; empty: one process, as before.
   std::string ranks_store;
   int64_t rank = 0;              // --rank: which of them (with --ranks-store)
   int64_t ranks_timeout_ms = 0;  // --ranks-timeout-ms: the store's and gloo's timeout (0: rank_group.h's)

@@ -15,7 +15,7 @@
 #include "run/measured_fix.h"
 #include "run/rank_inject.h"
 #include "scenario/scenario_loader.h"
-#include "workload/rank_group.h"
+#include "workload/parallel/rank_group.h"
 #include "workload/snapshot_recorder.h"
 #include "workload/workload.h"
 
@@ -35,7 +35,7 @@ bool DieWithParent(int64_t parent_pid) {
 int MeasureResolvedVariant(const Scenario& scenario, const VariantSpec& resolved, const MeasureRequest& request,
                            std::ostream& err) {
   std::string error;
-  // Note [Real ranks on cpu] (workload/rank_group.h): this child is one rank of the variant's.
+  // Note [Real ranks on cpu] (workload/parallel/rank_group.h): this child is one rank of the variant's.
   VariantSpec variant = resolved;
   const bool real_rank = !request.ranks_store.empty();
   if (real_rank) {

@@ -1,4 +1,4 @@
-// A variant's real ranks on cpu (Note [Real ranks on cpu], workload/rank_group.h), on the runner's
+// A variant's real ranks on cpu (Note [Real ranks on cpu], workload/parallel/rank_group.h), on the runner's
 // side: the N children's requests, and one VariantEvidence made of their N ends.
 //
 //   if (RunsRealRanks(driver.traits(), variant)) {

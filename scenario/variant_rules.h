@@ -24,7 +24,7 @@ struct SpecProblem {
   std::string message;  // what is wrong, one line
 };
 
-// fsdp with checkpointing (Note [Checkpointing an FSDP2 unit], workload/fully_sharded.h): a checkpointed
+// fsdp with checkpointing (Note [Checkpointing an FSDP2 unit], workload/parallel/fully_sharded.h): a checkpointed
 // segment that holds a unit holds nothing else, as fully_shard(checkpoint_wrapper(block)) does. The
 // segments are split as the loop splits them: n / segments layers each, the first n % segments one more.
 inline std::optional<SpecProblem> FindFsdpCheckpointProblem(const VariantSpec& spec) {
@@ -51,7 +51,7 @@ inline std::optional<SpecProblem> FindFsdpCheckpointProblem(const VariantSpec& s
   return std::nullopt;
 }
 
-// fsdp (Note [One FSDP2 rank], workload/fully_sharded.h): units among the layer list's segments, and
+// fsdp (Note [One FSDP2 rank], workload/parallel/fully_sharded.h): units among the layer list's segments, and
 // none of the knobs that would touch a resharded parameter.
 inline std::optional<SpecProblem> FindFsdpProblem(const VariantSpec& spec) {
   const ParallelSpec& p = spec.parallel;
@@ -70,7 +70,7 @@ inline std::optional<SpecProblem> FindFsdpProblem(const VariantSpec& spec) {
 }
 
 // parallel: the rank exists, and a ZeRO stage meets only the loop it mirrors (Note [One simulated
-// rank], workload/data_parallel.h): one micro-batch per step, no clipping, no GradScaler.
+// rank], workload/parallel/data_parallel.h): one micro-batch per step, no clipping, no GradScaler.
 inline std::optional<SpecProblem> FindParallelProblem(const VariantSpec& spec) {
   const ParallelSpec& p = spec.parallel;
   const JsonPath parallel = JsonPath().Key("parallel"), loop = JsonPath().Key("loop");

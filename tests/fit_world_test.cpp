@@ -2,7 +2,7 @@
 // the bytes a rank holds; ddp's one trial; and the usage errors.
 //
 // The MLP has P = 2 x 256 x 256 = 131072 float32 parameters. Under zero2 at world W (Note [One
-// simulated rank], workload/data_parallel.h) they are flattened into a buffer padded to a multiple of
+// simulated rank], workload/parallel/data_parallel.h) they are flattened into a buffer padded to a multiple of
 // 2 W elements, padded(W) = ceil(P / 2W) 2W, and rank r owns S(W) = padded(W) / W of them; rank 0 a full
 // slice, the last rank the padding. Its peak (in backward, on the tensors' bytes: --verdict allocated)
 // is a part C that no world changes (the staging of the bucket's gradients, a gradient, the

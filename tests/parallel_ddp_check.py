@@ -1,4 +1,4 @@
-"""The independent check of `parallel` ddp (workload/data_parallel.h): PyTorch's own
+"""The independent check of `parallel` ddp (workload/parallel/data_parallel.h): PyTorch's own
 DistributedDataParallel, on PyTorch's fake process group, holds the buckets `oomguard run` reports.
 
 Usage: parallel_ddp_check.py OOMGUARD SCENARIO

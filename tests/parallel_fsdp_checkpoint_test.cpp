@@ -1,5 +1,5 @@
 // Activation checkpointing under one rank of FSDP2 (Note [Checkpointing an FSDP2 unit],
-// workload/fully_sharded.h) and under the ZeRO stages: cpu equals meta per rank to the byte; the
+// workload/parallel/fully_sharded.h) and under the ZeRO stages: cpu equals meta per rank to the byte; the
 // rank's parameters, gradients and optimizer state are what they are without checkpointing, the
 // forward keeps each segment's input; a checkpointed segment that holds a unit and more is refused by the loader.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// One rank of FSDP2 (Note [One FSDP2 rank], workload/fully_sharded.h) beside the other stages: each
+// One rank of FSDP2 (Note [One FSDP2 rank], workload/parallel/fully_sharded.h) beside the other stages: each
 // rank's parameter, gradient and optimizer-state bytes are the ZeRO paper's division for its stage,
 // computed here from the layers' shapes (FSDP2 pads each parameter's dim 0 to a multiple of the world);
 // cpu equals meta to the byte; at the forward's peak and at the step's (in backward) the rank holds

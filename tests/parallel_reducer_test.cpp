@@ -1,4 +1,4 @@
-// Why `parallel` ddp drives c10d::Reducer through a hook of its own (workload/data_parallel.cpp,
+// Why `parallel` ddp drives c10d::Reducer through a hook of its own (workload/parallel/data_parallel.cpp,
 // FakeAllReduceHook): the Reducer as DDP builds it, over a ProcessGroup whose backend is LibTorch's
 // FakeProcessGroup, fails its first backward on cpu (the default hook reads the all-reduce's future,
 // which FakeWork completes with None) and on meta (ProcessGroup::allreduce dispatches c10d::allreduce_,

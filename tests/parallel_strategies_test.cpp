@@ -1,4 +1,4 @@
-// One rank of a data-parallel or ZeRO step (Note [One simulated rank], workload/data_parallel.h): a
+// One rank of a data-parallel or ZeRO step (Note [One simulated rank], workload/parallel/data_parallel.h): a
 // rank's parameter, gradient and Adam-state bytes are the ZeRO paper's arithmetic for float32 Adam
 // (4 + 4 + 8 bytes per parameter, divided as each stage divides them), on cpu and on meta to the byte,
 // with DeepSpeed's padding; DDP's buckets hold exactly the gradients' bytes, and without

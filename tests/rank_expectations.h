@@ -1,5 +1,5 @@
 // One real rank's numbers against the rank meta simulates alone, to the byte (Note [Real ranks on
-// cpu], workload/rank_group.h): shared by the layer lists' check (real_ranks_test.cpp) and a registered
+// cpu], workload/parallel/rank_group.h): shared by the layer lists' check (real_ranks_test.cpp) and a registered
 // workload's (workload_ranks_test.cpp).
 #pragma once
 

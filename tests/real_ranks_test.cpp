@@ -1,4 +1,4 @@
-// Real ranks on cpu (Note [Real ranks on cpu], workload/rank_group.h): N children joined by gloo, each
+// Real ranks on cpu (Note [Real ranks on cpu], workload/parallel/rank_group.h): N children joined by gloo, each
 // measured on its own ledger, equal to the byte to the rank meta simulates alone on a FakeProcessGroup;
 // a failing rank ends the variant with its name (Note [A failing rank ends the variant]).
 #include <gtest/gtest.h>
@@ -59,7 +59,7 @@ std::string CatalogAtWorld(int64_t world) {
   json catalog = json::parse(text.str(), nullptr, true, /*ignore_comments=*/true);
   json variants = catalog.at("variants");
   variants["zero1"] = {{"parallel", {{"strategy", "zero1"}}}};
-  variants["fsdp"] = {{"parallel", {{"strategy", "fsdp"}}}};  // workload/fully_sharded.h
+  variants["fsdp"] = {{"parallel", {{"strategy", "fsdp"}}}};  // workload/parallel/fully_sharded.h
   // Note [Checkpointing an FSDP2 unit]: one checkpointed segment a layer (4 linears, 3 gelus).
   variants["fsdp_checkpointed"] = {{"parallel", {{"strategy", "fsdp"}}},
                                    {"pitfalls", {{"checkpoint", {{"segments", 7}}}}}};
@@ -138,7 +138,7 @@ TEST(RealRanks, AnInjectedOomInRankOneEndsRankZeroAndNamesRankOne) {
   EXPECT_FALSE(m.ranks[1].ended);
   EXPECT_EQ(Name(m.ranks[1].outcome), "oom");
   // Failing after the group is made, in forward or the optimizer: rank 1 still, not rank 0, which saw it
-  // go (Note [A rank's groups live until it exits], workload/rank_group.cpp).
+  // go (Note [A rank's groups live until it exits], workload/parallel/rank_group.cpp).
   for (const std::string nth : {"15", "30"}) {
     const RunResults later = RunOn(file, "cpu", "*", {"rank=1,nth=" + nth});
     const VariantResult& lv = VariantNamed(OnlyScenario(later), "a");

@@ -122,7 +122,7 @@ TEST(WorkloadRanks, CpuRealRanksEqualMetasSimulatedRanksToTheByteAndAverageTheGr
   EXPECT_TRUE(alone.ranks.empty());
 }
 
-// Note [A rank's groups live until it exits] (workload/rank_group.cpp): rank 1 fails after the group
+// Note [A rank's groups live until it exits] (workload/parallel/rank_group.cpp): rank 1 fails after the group
 // is made; rank 0, waiting for it in a collective, is ended by the runner, and rank 1 is named.
 TEST(WorkloadRanks, AnOomInRankOneAfterTheGroupIsMadeNamesRankOne) {
   testing::ScratchFolder folder("workload-ranks-inject");

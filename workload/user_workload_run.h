@@ -20,7 +20,7 @@
 // the strategies (ddp, zero1, zero2, fsdp) are oomguard's loop for layer lists, and a workload's loop
 // is its own code, so a `strategy` or another key is an input error naming its JSON path rather than
 // a setting silently ignored (scenario/workload_json.h). The function reads ctx.Rank(), ctx.WorldSize()
-// and ctx.ProcessGroup(), which MakeRankGroup makes (workload/rank_group.h, the one place that decides):
+// and ctx.ProcessGroup(), which MakeRankGroup makes (workload/parallel/rank_group.h, the one place that decides):
 // on cpu at world > 1 the runner starts the N ranks as it does a layer list's (run/rank_children.h)
 // and each child's group is ProcessGroupGloo, whose own buffers are host memory; everywhere else a
 // FakeProcessGroup of N in which this process is rank r (FakeProcessGroup is what PyTorch's

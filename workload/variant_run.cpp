@@ -26,8 +26,8 @@
 #include "workload/grad_digest.h"
 #include "workload/grad_scaler.h"
 #include "workload/optimizer.h"
-#include "workload/rank_group.h"
-#include "workload/rank_strategy.h"
+#include "workload/parallel/rank_group.h"
+#include "workload/parallel/rank_strategy.h"
 #include "workload/segment_knobs.h"
 #include "workload/steady_state.h"
 
@@ -75,7 +75,7 @@ class VariantRun final : public MeasuredRun {
   void Run() override {
     at::manual_seed(spec_.seed);
     try {
-      std::optional<UncountedMetaScope> on_meta;  // Note [Meta-device init], workload/fully_sharded.h
+      std::optional<UncountedMetaScope> on_meta;  // Note [Meta-device init], workload/parallel/fully_sharded.h
       if (spec_.parallel.active() && spec_.parallel.init == "meta") on_meta.emplace();
       net_ = MakeNet(spec_.model,
                      (on_meta ? at::TensorOptions(at::kMeta) : device_options_).dtype(ScalarTypeOf(spec_.model.dtype)));
@@ -91,7 +91,7 @@ class VariantRun final : public MeasuredRun {
     }
     if (!m_.error.empty()) return InputError(m_.error);
     net_->set_trace(trace_);
-    if (spec_.parallel.active()) {  // Note [One simulated rank], workload/data_parallel.h
+    if (spec_.parallel.active()) {  // Note [One simulated rank], workload/parallel/data_parallel.h
       parallel_ = MakeRankStrategy(spec_.parallel, params_, *net_, device_options_);
       m_.param_bytes = parallel_->ParameterBytes();
     }
@@ -323,7 +323,7 @@ class VariantRun final : public MeasuredRun {
       return parallel_->AfterForward(net_->ForwardSegments(parallel_->BeforeForward(x), 0, n, training, rank));
     }
     const size_t segments = static_cast<size_t>(p.checkpoint.segments);
-    // Note [Checkpointing an FSDP2 unit], workload/fully_sharded.h: the rank's hooks go around each
+    // Note [Checkpointing an FSDP2 unit], workload/parallel/fully_sharded.h: the rank's hooks go around each
     // checkpointed segment, never inside it, so the recomputation runs none of them.
     at::Tensor x = parallel_ ? parallel_->BeforeForward(input) : input;
     size_t begin = 0;

@@ -1,5 +1,5 @@
 """Python.FsdpScenarioMatchesPyTorchsFullyShard: a scenario with `"parallel": {"strategy": "fsdp"}`
-(workload/fully_sharded.h, Note [One FSDP2 rank]) against PyTorch's own FSDP2 (`fully_shard` on each
+(workload/parallel/fully_sharded.h, Note [One FSDP2 rank]) against PyTorch's own FSDP2 (`fully_shard` on each
 Linear, then on the model) under oomguard.measure(world=N, rank=r), per rank at world 2 and 4, on cpu;
 and the same with activation checkpointing (`pitfalls.checkpoint.segments` one a layer; in PyTorch
 fully_shard(checkpoint_wrapper(layer)), non-reentrant: Note [Checkpointing an FSDP2 unit]), whose

@@ -12,7 +12,7 @@
 #include "base/byte_size.h"
 #include "nn/autocast.h"
 #include "workload/context/context_state.h"
-#include "workload/rank_group.h"
+#include "workload/parallel/rank_group.h"
 
 namespace oomguard {
 

@@ -1,5 +1,5 @@
 // Which process group a rank's collectives go to: the one place that decides (Note [Real ranks on
-// cpu]). workload/data_parallel.cpp asks it for the group its Reducer and ZeRO collectives use.
+// cpu]). workload/parallel/data_parallel.cpp asks it for the group its Reducer and ZeRO collectives use.
 //
 //   // in a rank's child (run/measure_child.cpp), before it measures:
 //   JoinRealRanks({store_path, /*world=*/4, /*rank=*/1, std::chrono::seconds(30)});
@@ -13,7 +13,7 @@
 // bound to 127.0.0.1. Collectives move real numbers between real processes. Everywhere else (meta,
 // and a process that joined nothing: fit, oomguard.measure, a test measuring in its own process) a
 // rank is simulated alone with c10d::FakeProcessGroup, as rank `parallel.rank` of `world` (Note [One
-// simulated rank], workload/data_parallel.h). Each group made in a rank's process is a fresh
+// simulated rank], workload/parallel/data_parallel.h). Each group made in a rank's process is a fresh
 // ProcessGroupGloo under a prefix of its own ("group-K", K counting from 0): every rank makes its
 // groups in the same order (a variant run, then each measured fix's run), so the K-th group of each
 // rank meets the others' K-th. Gloo's timeout is the join's: short, so that a rank never waits in a

@@ -1,6 +1,6 @@
-#include "workload/rank_group.h"
+#include "workload/parallel/rank_group.h"
 
-// Note [ProcessGroupGloo without gloo's headers] (workload/c10d_shim/gloo/context.h): the wheel's
+// Note [ProcessGroupGloo without gloo's headers] (workload/parallel/c10d_shim/gloo/context.h): the wheel's
 // libtorch_cpu is built with gloo; its header compiles only with this defined.
 #define USE_C10D_GLOO 1
 

@@ -6,7 +6,7 @@
 // do not depend on gloo's definitions. These stand-ins declare just what the header's inline code
 // names (a Context with setTimeout, the rendezvous Store that its GlooStore overrides), none of which
 // oomguard calls or instantiates: the real ones run inside libtorch_cpu. They come first on the
-// include path of workload/rank_group.cpp alone (CMakeLists.txt).
+// include path of workload/parallel/rank_group.cpp alone (CMakeLists.txt).
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// Note [ProcessGroupGloo without gloo's headers] (workload/c10d_shim/gloo/context.h): the interface
+// Note [ProcessGroupGloo without gloo's headers] (workload/parallel/c10d_shim/gloo/context.h): the interface
 // ProcessGroupGloo.hpp's GlooStore overrides, declared only; oomguard never makes a GlooStore.
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "workload/data_parallel.h"
+#include "workload/parallel/data_parallel.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -17,7 +17,7 @@
 #include "allocators/cpu_tracking_allocator.h"
 #include "allocators/meta_tracking_allocator.h"
 #include "base/check.h"
-#include "workload/rank_group.h"
+#include "workload/parallel/rank_group.h"
 
 namespace oomguard {
 namespace {
@@ -46,7 +46,7 @@ std::vector<std::vector<size_t>> AssignBuckets(const std::vector<at::Tensor>& pa
   return std::get<0>(c10d::compute_bucket_assignment_by_size(ready, limits, {}, indices));
 }
 
-// The Reducer's communication through the rank's group (workload/rank_group.h: FakeProcessGroup, or
+// The Reducer's communication through the rank's group (workload/parallel/rank_group.h: FakeProcessGroup, or
 // gloo for real ranks on cpu). Its default hook reads the all-reduce's future value, which FakeWork
 // leaves None ("expected the hook result is either a Tensor or a TensorList found None", comm.cpp's
 // parseCppCommHookResult), and it reaches the group through the dispatcher's
@@ -75,7 +75,7 @@ class FakeAllReduceHook final : public c10d::CommHookInterface {
 struct DataParallel::State {
   ParallelSpec spec;
   std::vector<at::Tensor> params;
-  c10::intrusive_ptr<c10d::Backend> group;  // Note [Real ranks on cpu], workload/rank_group.h
+  c10::intrusive_ptr<c10d::Backend> group;  // Note [Real ranks on cpu], workload/parallel/rank_group.h
   std::unique_ptr<c10d::Reducer> reducer;  // ddp
   std::vector<Bucket> buckets;             // zero2's reductions
   std::vector<size_t> where;               // parameter -> its bucket

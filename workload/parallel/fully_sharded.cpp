@@ -1,4 +1,4 @@
-#include "workload/fully_sharded.h"
+#include "workload/parallel/fully_sharded.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -10,8 +10,8 @@
 
 #include "base/check.h"
 #include "nn/net.h"
-#include "workload/fsdp_storage.h"
-#include "workload/rank_group.h"
+#include "workload/parallel/fsdp_storage.h"
+#include "workload/parallel/rank_group.h"
 
 namespace oomguard {
 namespace {
@@ -42,7 +42,7 @@ struct Unit {  // FSDPParamGroup (the root's may hold no parameter: then it has 
 
 struct FullySharded::State {
   ParallelSpec spec;
-  c10::intrusive_ptr<c10d::Backend> group;  // Note [Real ranks on cpu], workload/rank_group.h
+  c10::intrusive_ptr<c10d::Backend> group;  // Note [Real ranks on cpu], workload/parallel/rank_group.h
   std::vector<Unit> units;        // the root first, then the units in module order
   std::vector<int> segment_unit;  // each segment's unit, or -1 (the root's)
   std::vector<size_t> post_forward_order;

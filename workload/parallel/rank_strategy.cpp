@@ -1,7 +1,7 @@
-#include "workload/rank_strategy.h"
+#include "workload/parallel/rank_strategy.h"
 
-#include "workload/data_parallel.h"
-#include "workload/fully_sharded.h"
+#include "workload/parallel/data_parallel.h"
+#include "workload/parallel/fully_sharded.h"
 
 namespace oomguard {
 

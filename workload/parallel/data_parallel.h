@@ -1,5 +1,5 @@
 // One rank of a data-parallel or ZeRO-sharded step in the catalog's loop (scenario `parallel`), its
-// collectives issued on the group workload/rank_group.h gives it: a c10d::FakeProcessGroup, whose
+// collectives issued on the group workload/parallel/rank_group.h gives it: a c10d::FakeProcessGroup, whose
 // collectives move no data, so one process measures one rank at any world size (meta), or gloo among
 // real ranks (cpu, Note [Real ranks on cpu]). oomguard calls the Backend directly, not through the
 // dispatcher, which has no Meta kernels for c10d's ops in a C++ process.
@@ -52,7 +52,7 @@
 
 #include "model/measurement.h"
 #include "model/scenario.h"
-#include "workload/rank_strategy.h"
+#include "workload/parallel/rank_strategy.h"
 
 namespace oomguard {
 

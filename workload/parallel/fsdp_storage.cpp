@@ -1,4 +1,4 @@
-#include "workload/fsdp_storage.h"
+#include "workload/parallel/fsdp_storage.h"
 
 #include <ATen/native/Resize.h>
 #include <c10/core/StorageImpl.h>

@@ -1,6 +1,6 @@
 // One rank of FSDP2 (`fully_shard`, ZeRO-3): parameters, gradients and optimizer state sharded, a
 // unit's parameters gathered for its forward and its backward only. Made by MakeRankStrategy for
-// `"strategy": "fsdp"` (workload/rank_strategy.h); collectives on the rank's group (workload/rank_group.h:
+// `"strategy": "fsdp"` (workload/parallel/rank_strategy.h); collectives on the rank's group (workload/parallel/rank_group.h:
 // c10d::FakeProcessGroup, or gloo for real ranks on cpu), called on the Backend directly as
 // data_parallel.cpp does.
 //
@@ -90,7 +90,7 @@
 #include <memory>
 #include <vector>
 
-#include "workload/rank_strategy.h"
+#include "workload/parallel/rank_strategy.h"
 
 namespace oomguard {
 

@@ -1,3 +1,0 @@
-// Note [ProcessGroupGloo without gloo's headers] (workload/c10d_shim/gloo/context.h): nothing of this
-// header is used by ProcessGroupGloo.hpp's declarations.
-#pragma once
