@@ -42,6 +42,7 @@ void ReportToProfiler(void* data, int64_t signed_bytes) {
 
 thread_local bool t_host_scope = false;
 thread_local bool t_host_first = false;  // the next allocation is host memory (HostFirstAllocationScope)
+thread_local bool t_tiny_host = false;   // Note [Python's wrapped numbers]
 std::atomic<int> g_host_everywhere{0};   // ProcessHostAllocationScopes alive
 
 // Note [Small blocks]: glibc's posix_memalign at c10's 64-byte alignment costs more the larger the
@@ -146,6 +147,7 @@ HostAllocationScope::HostAllocationScope() : previous_(t_host_scope) { t_host_sc
 HostAllocationScope::~HostAllocationScope() { t_host_scope = previous_; }
 ProcessHostAllocationScope::ProcessHostAllocationScope() { g_host_everywhere.fetch_add(1, std::memory_order_acq_rel); }
 ProcessHostAllocationScope::~ProcessHostAllocationScope() { g_host_everywhere.fetch_sub(1, std::memory_order_acq_rel); }
+void SetTinyAllocationsAreHost(bool on) { t_tiny_host = on; }
 HostFirstAllocationScope::HostFirstAllocationScope() : previous_(t_host_first) { t_host_first = true; }
 HostFirstAllocationScope::~HostFirstAllocationScope() { t_host_first = previous_; }
 
@@ -183,7 +185,8 @@ CpuTrackingAllocator::CpuTrackingAllocator(DeviceAccount& account) : account_(ac
 c10::DataPtr CpuTrackingAllocator::allocate(size_t nbytes) {
   if (nbytes == 0) return {nullptr, nullptr, &DeleteBlock, c10::Device(c10::DeviceType::CPU)};
   const bool host =
-      t_host_scope || std::exchange(t_host_first, false) || g_host_everywhere.load(std::memory_order_acquire) > 0;
+      t_host_scope || std::exchange(t_host_first, false) || (t_tiny_host && nbytes <= kLargestWrappedNumberBytes) ||
+      g_host_everywhere.load(std::memory_order_acquire) > 0;
   const auto size = static_cast<int64_t>(nbytes);
   int origin = Ledger::kNoOrigin;
   if (host) {

@@ -46,6 +46,16 @@ class ProcessHostAllocationScope {
   ProcessHostAllocationScope& operator=(const ProcessHostAllocationScope&) = delete;
 };
 
+// Note [Python's wrapped numbers]: Python's argument parser makes a number passed where a tensor is
+// expected (`loss / 4`, `x * 0.5` through the Tensor overload) into a 0-dim cpu tensor of 1 to 16
+// bytes (torch/csrc/utils/python_arg_parser.cpp, scalar_to_tensor: bool, int64, float64, complex128),
+// outside any operator; on a GPU (and on meta) it is host memory beside the kernel launch. While this
+// thread runs no operator and is the Python measurement's (backends/host_scalars.cpp says when), an
+// allocation of at most kLargestWrappedNumberBytes is booked as host memory. Operators' own 0-dim
+// tensors are made inside an operator, so they stay the device's.
+constexpr size_t kLargestWrappedNumberBytes = 16;  // complex128
+void SetTinyAllocationsAreHost(bool on);
+
 // Whether `data` is the data pointer of a CPU block allocated inside a HostAllocationScope.
 bool IsHostAllocation(const c10::DataPtr& data);
 

@@ -2,6 +2,7 @@
 
 #include <ATen/record_function.h>
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -62,6 +63,9 @@ bool MakesHostStepCount(const at::RecordFunction& fn) {
   return inputs[3].isNone() || (inputs[3].isDevice() && inputs[3].toDevice().is_cpu());
 }
 
+thread_local bool t_python_caller = false;  // Note [Python's wrapped numbers]
+std::atomic<int> g_watches{0};              // HostScalarCopies alive: the only ones that count operators
+thread_local int t_python_op_depth = 0;     // operators running on the Python caller's thread
 thread_local bool t_in_python_optimizer_step = false;
 thread_local int t_step_op_depth = 0;  // operators running inside the Python optimizer's step
 
@@ -82,10 +86,12 @@ struct FirstAllocationScope final : at::ObserverContext {
 }  // namespace
 
 struct HostScalarCopies::Watch final : OpObserver {
-  Watch() : subscription(this, {.op_starts = true, .op_ends = true, .inputs = true}) {}
+  Watch() : subscription(this, {.op_starts = true, .op_ends = true, .inputs = true}) { ++g_watches; }
+  ~Watch() override { --g_watches; }
 
   std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) override {
     t_until_nested.reset();
+    if (t_python_caller && t_python_op_depth++ == 0) SetTinyAllocationsAreHost(false);
     if (t_in_python_optimizer_step && t_step_op_depth++ == 0 && MakesHostStepCount(fn)) {
       return std::make_unique<WholeOpScope>();
     }
@@ -97,6 +103,7 @@ struct HostScalarCopies::Watch final : OpObserver {
   }
 
   void OnOpEnd(const at::RecordFunction&, at::ObserverContext* context) override {
+    if (t_python_caller && t_python_op_depth > 0 && --t_python_op_depth == 0) SetTinyAllocationsAreHost(true);
     if (t_in_python_optimizer_step && t_step_op_depth > 0) --t_step_op_depth;
     if (dynamic_cast<UntilNestedScope*>(context) != nullptr) t_until_nested.reset();
   }
@@ -110,11 +117,18 @@ HostScalarCopies::~HostScalarCopies() {
   watch_.reset();
   t_until_nested.reset();
   SetInPythonOptimizerStep(false);
+  SetPythonCallerThread(false);
 }
 
 void SetInPythonOptimizerStep(bool in_step) {
   t_in_python_optimizer_step = in_step;
   t_step_op_depth = 0;
+}
+
+void SetPythonCallerThread(bool on) {
+  t_python_caller = on && g_watches.load() > 0;  // no operators counted on the other backends
+  t_python_op_depth = 0;
+  SetTinyAllocationsAreHost(t_python_caller);
 }
 
 }  // namespace oomguard

@@ -23,6 +23,10 @@
 // on cpu called by the step itself (torch.tensor's internal_new_from_data), not by another operator
 // (a capturable step's `torch.zeros((), device=p.device)` allocates on the parameters' device).
 //
+// Note [Python's wrapped numbers] (allocators/cpu_tracking_allocator.h): on the Python measurement's
+// thread (SetPythonCallerThread), the observer counts the operators running, and while none runs the
+// cpu allocator books what is as small as a wrapped number as host memory.
+//
 // One at a time per process, constructed and destroyed on the controlling thread.
 #pragma once
 
@@ -46,5 +50,9 @@ class HostScalarCopies {
 // Note [The Python optimizer's step counts]: set by the Python package's optimizer step hooks, on the
 // thread that steps; cleared when a measurement ends, should a step have raised.
 void SetInPythonOptimizerStep(bool in_step);
+
+// Note [Python's wrapped numbers]: set by the Python package on the thread its measurement runs on, from
+// outside any operator; cleared when it ends (and when a HostScalarCopies is destroyed).
+void SetPythonCallerThread(bool on);
 
 }  // namespace oomguard

@@ -248,6 +248,7 @@ PYBIND11_MODULE(_core, module) {
   module.def("set_loop_code", &SetLoopCode, py::arg("code"));
   // The measurement's torch.optim step hooks: Note [The Python optimizer's step counts].
   module.def("set_in_python_optimizer_step", &oomguard::SetInPythonOptimizerStep, py::arg("in_step"));
+  module.def("set_python_caller_thread", &oomguard::SetPythonCallerThread, py::arg("on"));
   module.def("tracking_allocators_installed", &oomguard::TrackingAllocatorsInstalled);
   module.def("parse_bytes", &oomguard::ParseBytes);
   module.def("card_cap_bytes", &oomguard::CardCapBytes);

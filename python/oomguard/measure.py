@@ -189,6 +189,7 @@ class Measure:
         self._cuda_picks = cuda_choices.picked_as_for_cuda() if self.kernels == "cuda" else contextlib.nullcontext()
         self._cuda_picks.__enter__()  # Note [PyTorch's Python choices for CUDA tensors]
         self._step_hooks = _optimizer_step_hooks()  # Note [The Python optimizer's step counts]
+        _core.set_python_caller_thread(True)  # Note [Python's wrapped numbers]
         _active.scope = self._scope
         return self
 
@@ -198,6 +199,7 @@ class Measure:
         for hook in self._step_hooks:
             hook.remove()
         _core.set_in_python_optimizer_step(False)  # a step that raised never reached its post hook
+        _core.set_python_caller_thread(False)
         self._cuda_picks.__exit__(None, None, None)
         self.result = scope.finish() if exc is None else scope.finish_with_error(str(exc))
         if self.backend == "meta" and isinstance(exc, RuntimeError) and "on meta tensors" in str(exc) \

@@ -33,19 +33,17 @@ def catalog(cli, scenario):
     return {v["measurement"]["variant"]: v["measurement"] for v in variants}
 
 
-def python_adam_extra(opt, backend):
+def python_adam_extra(opt):
     """What torch.optim.Adam keeps on the measured device that torch::optim::Adam does not, in bytes, at
     the step's peak. (Its 0-dim float32 `step` tensor per parameter, where LibTorch keeps an int64_t, is on
     cpu whatever the parameters' device: host memory, outside the numbers on every backend, Note [The
     Python optimizer's step counts].) At the step's peak (the largest parameter's sqrt and division temporaries, as in C++), the previous
-      parameter's `denom`, still held by the Python loop's local variable, and on cpu the float64 0-dim
-      tensor Python's argument parser wraps the float divisor in (LibTorch's own wrapped numbers are host
-      scalars oomguard leaves out, Note [Host scalars]; the parser's is made outside any operator)."""
+      parameter's `denom`, still held by the Python loop's local variable. (The float64 0-dim tensor
+      Python's argument parser wraps the float divisor in is host memory on every backend, as LibTorch's
+      own wrapped numbers are: Notes [Python's wrapped numbers] and [Host scalars].)"""
     params = [p for group in opt.param_groups for p in group["params"]]
     largest = max(range(len(params)), key=lambda i: params[i].nbytes)
-    previous_denom = params[largest - 1].nbytes if largest > 0 else 0
-    wrapped_float = torch.tensor(0.0, dtype=torch.float64).nbytes if backend == "cpu" else 0
-    return previous_denom + wrapped_float
+    return params[largest - 1].nbytes if largest > 0 else 0
 
 
 def measured(no_grad, backend):
@@ -53,7 +51,7 @@ def measured(no_grad, backend):
 
     with oomguard.measure(card="t4", backend=backend) as m:
         opt = mlp_eval.train(m, no_grad=no_grad)
-    at_step_peak = python_adam_extra(opt, backend)
+    at_step_peak = python_adam_extra(opt)
     del opt  # a later measurement would count its tensors' frees
     return m.result, at_step_peak
 
