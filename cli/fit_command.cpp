@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "allocators/cards.h"
+#include "allocators/ledger.h"
 #include "backends/backend.h"
 #include "base/byte_size.h"
 #include "base/did_you_mean.h"
@@ -147,6 +148,14 @@ bool CheckJsonFolder(const std::string& path, std::string* error) {
   return false;
 }
 
+// Note [A workload whose memory does not fall] (fit/fit_world.h): its probe's cap.
+int64_t ProbeCap(Backend backend, const std::vector<FitTarget>& targets) {
+  if (!TraitsOf(backend).allocates_host_memory) return Ledger::kUnlimited;
+  int64_t largest = 0;
+  for (const FitTarget& t : targets) largest = std::max(largest, t.cap_bytes);
+  return largest;
+}
+
 // --knob world: the world sizes searched, and the variants with `parallel` (Note [What a world fit
 // fits], fit/fit_world.h).
 bool PrepareWorld(const FitOptions& options, int64_t max_value, const Scenario& scenario, KnobValues* values,
@@ -169,6 +178,8 @@ bool PrepareWorld(const FitOptions& options, int64_t max_value, const Scenario& 
     if (!CheckWorldKnob(*v, *values, error)) return false;
   }
   report->smallest = true;
+  report->own_ranks = !variants->empty() && std::all_of(variants->begin(), variants->end(),
+                                                        [](const VariantSpec* v) { return !v->workload.empty(); });
   report->gpus_per_node = per_node;
   report->min_value = values->first();
   report->max_value = values->last();
@@ -248,8 +259,10 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
       Clock::time_point card_start = Clock::now();
       std::vector<std::string> warnings;
       std::string steady_state, why_none;
-      // Note [A strategy whose peak does not fall] (fit/fit_world.h): ddp is tried at the first world only.
-      const std::string note = report.smallest ? WorldDoesNotShrink(v->parallel) : "";
+      // Notes [A strategy whose peak does not fall] and [A workload whose memory does not fall]
+      // (fit/fit_world.h): ddp, and a workload that shards nothing, are tried at the first world only.
+      const std::string note =
+          report.smallest ? WorldDoesNotFall(*v, values, measured, ProbeCap(backend, targets)) : "";
       const KnobValues searched =
           note.empty() ? values : KnobValues::Nodes(values.first(), values.first(), values.per_node());
       const FitDirection direction = report.smallest ? FitDirection::kSmallestFitting : FitDirection::kLargestFitting;
@@ -277,7 +290,7 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
         return c.error.empty() && !c.min_value && c.last_oom_value;
       });
       report.variants.push_back({v->name, std::move(cards), std::move(warnings), std::move(steady_state),
-                                 report.smallest ? v->parallel.strategy : "", note, any_none ? why_none : ""});
+                                 report.smallest ? WorldStrategy(*v) : "", note, any_none ? why_none : ""});
     }
   } catch (const LeakBetweenTrials& leak) {
     progress.Finish();

@@ -220,7 +220,7 @@ TrialFunction MakeFitTrial(const VariantSpec& spec, const std::string& knob, Bac
   if (knob == kWorldKnob) {  // Note [Which ranks a world fit measures], fit_world.h
     return [spec, measure_one](int64_t world, const FitTarget& target) {
       std::vector<Trial> ranks;
-      for (const int64_t rank : MeasuredRanks(world)) {
+      for (const int64_t rank : MeasuredRanks(spec, world)) {
         const std::string at = "world " + std::to_string(world) + (world > 1 ? " rank " + std::to_string(rank) : "");
         ranks.push_back(measure_one(WithWorld(spec, world, rank), at, target));
         Trial& last = ranks.back();

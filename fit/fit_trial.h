@@ -13,7 +13,8 @@
 // token ids (data.dtype int64) and for samples shaped [seq, features]. A workload scenario's knob is
 // any integer knob of its workload, set under "knobs". "world" sets parallel.world of a variant with
 // `parallel` (fit_world.h), and its trial measures rank 0 and the last rank (Note [Which ranks a world
-// fit measures]); a message names them: "at world 8 rank 7".
+// fit measures]), a workload's its parallel.rank (Note [A workload's world fit]); a message names them:
+// "at world 8 rank 7".
 //
 // Error policy: bad knobs are user input: CheckKnob returns false with a one-line message. A trial's
 // OOM or error outcome is its result. A trial that leaves the ledger's live bytes different from what

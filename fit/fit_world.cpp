@@ -2,21 +2,45 @@
 
 #include <algorithm>
 
+#include "base/byte_size.h"
 #include "base/did_you_mean.h"
 #include "scenario/variant_rules.h"
 
 namespace oomguard {
+namespace {
+
+constexpr const char* kWorkloadWorldHint =
+    "fit varies parallel.world of a variant with `parallel`, e.g. \"parallel\": {\"world\": 2} (the workload's "
+    "code reads it as ctx.WorldSize())";
+
+// Note [A workload's world fit].
+bool CheckWorkloadWorld(const VariantSpec& spec, const KnobValues& values, const std::string& where,
+                        std::string* error) {
+  if (!HasParallel(spec)) {
+    *error =
+        where + " (workload '" + spec.workload + "') has no `parallel`: it runs as rank 0 of 1; " + kWorkloadWorldHint;
+    return false;
+  }
+  if (!values.empty() && spec.parallel.rank >= values.first()) {
+    *error = where + " measures parallel.rank " + std::to_string(spec.parallel.rank) + ", which world " +
+             std::to_string(values.first()) + " does not have (ranks are 0 .. world - 1): search from --min " +
+             std::to_string(spec.parallel.rank + 1) + " or above, or leave rank out (rank 0)";
+    return false;
+  }
+  return true;
+}
+
+bool AllWorkloads(const std::vector<const VariantSpec*>& variants) {
+  return std::all_of(variants.begin(), variants.end(), [](const VariantSpec* v) { return !v->workload.empty(); });
+}
+
+}  // namespace
 
 bool HasParallel(const VariantSpec& spec) { return spec.parallel != ParallelSpec{}; }
 
 bool CheckWorldKnob(const VariantSpec& spec, const KnobValues& values, std::string* error) {
   const std::string where = "--knob world: variant '" + spec.name + "'";
-  if (!spec.workload.empty()) {
-    *error = where + " is registered workload '" + spec.workload +
-             "', which runs its own distributed code: fit varies world for layer-list variants only (set "
-             "parallel.world in the variant, or fit one of its integer knobs)";
-    return false;
-  }
+  if (!spec.workload.empty()) return CheckWorkloadWorld(spec, values, where, error);
   if (!HasParallel(spec)) {
     *error = where +
              " has no `parallel`: it is the single-process step, which world does not change; fit varies "
@@ -56,8 +80,10 @@ bool SelectWorldVariants(const std::string& scenario, bool named, std::vector<co
   }
   if (kept.empty()) {
     *error = "--knob world: scenario '" + scenario +
-             "' has no variant with `parallel` (variants: " + JoinNames(all, ", ") +
-             "); fit varies parallel.world of a variant with a strategy, e.g. \"parallel\": {\"strategy\": \"zero2\"}";
+             "' has no variant with `parallel` (variants: " + JoinNames(all, ", ") + "); " +
+             (AllWorkloads(*variants) ? std::string(kWorkloadWorldHint)
+                                      : "fit varies parallel.world of a variant with a strategy, e.g. \"parallel\": "
+                                        "{\"strategy\": \"zero2\"}");
     return false;
   }
   *variants = std::move(kept);
@@ -77,9 +103,43 @@ std::string WorldDoesNotShrink(const ParallelSpec& parallel) {
          "its peak does not fall as the world grows, so only the first world size was tried";
 }
 
+std::string WorldDoesNotFall(const VariantSpec& spec, const KnobValues& values, const TrialFunction& trial,
+                             int64_t probe_cap) {
+  if (spec.workload.empty()) return WorldDoesNotShrink(spec.parallel);
+  // Note [A workload whose memory does not fall]: the first world, the next, the last.
+  std::vector<int64_t> worlds = {values.first()};
+  for (const int64_t w : {values.Doubled(values.first()), values.last()}) {
+    if (w != worlds.back()) worlds.push_back(w);
+  }
+  if (worlds.size() == 1) return "";
+  const FitTarget probe{"", probe_cap};
+  const Trial first = trial(worlds[0], probe);
+  if (first.outcome != Trial::Outcome::kFits) return "";
+  std::vector<std::string> peaks = {FormatBytes(first.peak_bytes) + " at world " + std::to_string(worlds[0])};
+  for (size_t i = 1; i < worlds.size(); ++i) {
+    const Trial t = trial(worlds[i], probe);
+    if (t.outcome == Trial::Outcome::kError) return "";
+    if (t.outcome == Trial::Outcome::kFits && t.peak_bytes < first.peak_bytes) return "";
+    peaks.push_back(
+        (t.outcome == Trial::Outcome::kFits ? FormatBytes(t.peak_bytes) : "more than " + FormatBytes(probe_cap)) +
+        " at world " + std::to_string(worlds[i]));
+  }
+  return "workload '" + spec.workload + "' holds no less as the world grows (rank " +
+         std::to_string(spec.parallel.rank) + ": " + JoinNames(peaks, ", ") +
+         "): its memory does not fall with the world (a rank that shards nothing holds what one process does), so "
+         "only the first world size was tried";
+}
+
+std::string WorldStrategy(const VariantSpec& spec) { return spec.workload.empty() ? spec.parallel.strategy : "own"; }
+
 std::vector<int64_t> MeasuredRanks(int64_t world) {
   if (world <= 1) return {0};
   return {0, world - 1};
+}
+
+std::vector<int64_t> MeasuredRanks(const VariantSpec& spec, int64_t world) {
+  if (spec.workload.empty()) return MeasuredRanks(world);
+  return {spec.parallel.rank};
 }
 
 Trial CombineRankTrials(const std::vector<Trial>& ranks) {

@@ -50,6 +50,7 @@ struct FitResults {
   // tries] (fit/knob_values.h) for nodes of gpus_per_node; the cards' min_value fields are set.
   bool smallest = false;
   int64_t gpus_per_node = 0;          // world: the nodes' size (1: every integer); 0 otherwise
+  bool own_ranks = false;             // world: every variant a workload, each measured at its parallel.rank
   std::vector<std::string> left_out;  // world: the variants without `parallel`, not fitted
   int64_t min_value = 1;              // the first and last values searched (world: rounded to its sizes)
   int64_t max_value = 1;

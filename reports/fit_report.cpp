@@ -38,7 +38,8 @@ void WriteTitle(const FitResults& report, std::ostream& out) {
   if (report.smallest) {
     out << report.scenario << " on " << report.backend << ": the smallest " << report.knob_field
         << " at which one rank fits each card (world sizes " << WorldSizesText(report.gpus_per_node) << ", searched "
-        << report.min_value << ".." << report.max_value << "; ranks 0 and world - 1 measured";
+        << report.min_value << ".." << report.max_value << "; "
+        << (report.own_ranks ? "each workload's parallel.rank measured" : "ranks 0 and world - 1 measured");
   } else {
     out << report.scenario << " on " << report.backend << ": the largest " << report.knob_field
         << " that fits each card (searched " << report.min_value << ".." << report.max_value;

@@ -10,8 +10,9 @@
 // minimum fits, ">= MAX" when its maximum does, "error" when the search stopped (the error follows the
 // table). With --knob world (FitResults::smallest) a column is a variant and its strategy, and a cell
 // the smallest world size at which one rank fits, with that rank's peak; "none" when not even the
-// largest world searched fits (or, for ddp, the first: its note says why), "<= MIN" when the smallest
-// searched, above 1, does. The JSON file is described in scenarios/FORMAT.md ("The fit file").
+// largest world searched fits (or, for ddp and a workload that shards nothing, the first: its note
+// says why), "<= MIN" when the smallest searched, above 1, does. The JSON file is described in
+// scenarios/FORMAT.md ("The fit file").
 //
 // Error policy: WriteFitJson returns false with "cannot write FILE: reason"; nothing else can fail.
 #pragma once

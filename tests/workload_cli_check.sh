@@ -33,6 +33,9 @@ expect "a layer-list key in a workload scenario (exit 2)" 2 \
   "$checks" run "$fixtures/layer-keys.json" --backend cpu
 expect "fit varies an integer knob" 0 "batch" -- \
   "$checks" fit classifier-eval-no-grad --knob batch --card t4 --backend meta --variant fixed --max 1000000
+expect "fit --world: the example's data parallelism shards nothing, so world 1 alone is tried" 0 \
+  "^per_gradient: workload 'classifier_data_parallel' holds no less as the world grows \(rank 0: 22.00 MiB at world 1, 22.00 MiB at world 2, 22.00 MiB at world 4096\)" -- \
+  "$checks" fit classifier-data-parallel --world --variant per_gradient --cards t4
 expect "explain measures the workload" 0 "pitfall" -- "$checks" explain classifier-eval-no-grad --backend meta
 expect "the built-in catalog is still there" 0 "forgotten-no-grad" -- "$checks" list @catalog
 mkdir -p "$scratch/empty"

@@ -35,11 +35,93 @@ namespace {
 // as a host-to-device transfer: 8 per step at world 8): the collective is issued with RecordFunction
 // off, and Gloo's worker runs it under the thread-local state captured then. The collectives are
 // synchronous (data_parallel.cpp, fully_sharded.cpp and a workload's own code get a completed Work,
-// with no future), and a collective returns only once Gloo's worker has let go of its work: the work
-// holds the collective's tensors (zero2's reduce holds views of the bucket's staging), and a worker
-// that dropped it after the rank had freed its own references would free the staging on its thread,
-// later, at a time that varies from run to run (seen: the staging's 16.79 MiB still live after
-// backward on one rank in a few runs).
+// whose future holds the outputs: Note [A completed Work's future]), and a collective returns only
+// once Gloo's worker has let go of its work: the work holds the collective's tensors (zero2's reduce
+// holds views of the bucket's staging), and a worker that dropped it after the rank had freed its own
+// references would free the staging on its thread, later, at a time that varies from run to run
+// (seen: the staging's 16.79 MiB still live after backward on one rank in a few runs).
+//
+// Note [A completed Work's future]
+// c10d's Works hand out a future that completes with the collective's outputs (ProcessGroupGloo's
+// AsyncWork: the output tensors; a list of lists where there are several output lists; an empty list
+// for a barrier), and code reads it: a comm hook returns it and DDP's parses its value, a user's code
+// calls work->getFuture()->wait() or then(). A rank's collective here returns a Work already done
+// (Note [Gloo's buffers are host memory]), whose future is made completed with the caller's outputs:
+// no copy, no allocation, the tensors the caller holds anyway (held until the Work is dropped, as
+// Gloo's are). LibTorch's FakeWork completes its future with None, which a hook cannot parse; the fake
+// group here (FakeGroup) returns the same completed Work for the collectives Gloo's wrapper forwards,
+// so code that reads the value runs alike on meta and on real ranks (tests/work_future_test.cpp). Its
+// other collectives keep FakeWork.
+class Done final : public c10d::Work {
+ public:
+  explicit Done(const std::vector<std::vector<at::Tensor>>& outputs) : outputs_(outputs) {
+    if (outputs.size() > 1) {
+      future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::ListType::ofTensors()));
+      future_->markCompleted(c10::IValue(outputs));
+      return;
+    }
+    future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors());
+    future_->markCompleted(c10::IValue(outputs.empty() ? std::vector<at::Tensor>() : outputs[0]));
+  }
+  bool isCompleted() override { return true; }
+  bool isSuccess() const override { return true; }
+  // A collective already waited for: wait() returns at once, as a completed Work's does.
+  bool wait(std::chrono::milliseconds /*timeout*/) override { return true; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  // As Gloo's: the one output list (empty for a barrier); several lists only through the future.
+  std::vector<at::Tensor> result() override {
+    TORCH_CHECK(outputs_.size() <= 1, "work result does not support list of lists, use .getFuture() and value()");
+    return outputs_.empty() ? std::vector<at::Tensor>() : outputs_[0];
+  }
+
+ private:
+  std::vector<std::vector<at::Tensor>> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+// The fake group, its Works given futures with their outputs (Note [A completed Work's future]).
+class FakeGroup final : public c10d::FakeProcessGroup {
+ public:
+  FakeGroup(int rank, int world) : FakeProcessGroup(rank, world, c10::make_intrusive<Options>()) {}
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t, const c10d::BroadcastOptions& o) override {
+    FakeProcessGroup::broadcast(t, o);
+    return c10::make_intrusive<Done>(std::vector<std::vector<at::Tensor>>{t});
+  }
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& t, const c10d::AllreduceOptions& o) override {
+    FakeProcessGroup::allreduce(t, o);
+    return c10::make_intrusive<Done>(std::vector<std::vector<at::Tensor>>{t});
+  }
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& t, const c10d::ReduceOptions& o) override {
+    FakeProcessGroup::reduce(t, o);
+    return c10::make_intrusive<Done>(std::vector<std::vector<at::Tensor>>{t});
+  }
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& out, std::vector<at::Tensor>& in,
+                                           const c10d::AllgatherOptions& o) override {
+    FakeProcessGroup::allgather(out, in, o);
+    return c10::make_intrusive<Done>(out);
+  }
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& out, at::Tensor& in,
+                                                 const c10d::AllgatherOptions& o) override {
+    FakeProcessGroup::_allgather_base(out, in, o);
+    return c10::make_intrusive<Done>(std::vector<std::vector<at::Tensor>>{{out}});
+  }
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& out, std::vector<std::vector<at::Tensor>>& in,
+                                                const c10d::ReduceScatterOptions& o) override {
+    FakeProcessGroup::reduce_scatter(out, in, o);
+    return c10::make_intrusive<Done>(std::vector<std::vector<at::Tensor>>{out});
+  }
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& out, at::Tensor& in,
+                                                      const c10d::ReduceScatterOptions& o) override {
+    FakeProcessGroup::_reduce_scatter_base(out, in, o);
+    return c10::make_intrusive<Done>(std::vector<std::vector<at::Tensor>>{{out}});
+  }
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& o) override {
+    FakeProcessGroup::barrier(o);
+    return c10::make_intrusive<Done>(std::vector<std::vector<at::Tensor>>{});
+  }
+};
+
 class GlooOnTheHost final : public c10d::Backend {
  public:
   explicit GlooOnTheHost(c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo)
@@ -47,37 +129,38 @@ class GlooOnTheHost final : public c10d::Backend {
   const std::string getBackendName() const override { return gloo_->getBackendName(); }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t, const c10d::BroadcastOptions& o) override {
-    return Waited([&] { return gloo_->broadcast(t, o); });
+    return Waited([&] { return gloo_->broadcast(t, o); }, {t});
   }
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& t, const c10d::AllreduceOptions& o) override {
-    return Waited([&] { return gloo_->allreduce(t, o); });
+    return Waited([&] { return gloo_->allreduce(t, o); }, {t});
   }
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& t, const c10d::ReduceOptions& o) override {
-    return Waited([&] { return gloo_->reduce(t, o); });
+    return Waited([&] { return gloo_->reduce(t, o); }, {t});
   }
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& out, std::vector<at::Tensor>& in,
                                            const c10d::AllgatherOptions& o) override {
-    return Waited([&] { return gloo_->allgather(out, in, o); });
+    return Waited([&] { return gloo_->allgather(out, in, o); }, out);
   }
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& out, at::Tensor& in,
                                                  const c10d::AllgatherOptions& o) override {
-    return Waited([&] { return gloo_->_allgather_base(out, in, o); });
+    return Waited([&] { return gloo_->_allgather_base(out, in, o); }, {{out}});
   }
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& out, std::vector<std::vector<at::Tensor>>& in,
                                                 const c10d::ReduceScatterOptions& o) override {
-    return Waited([&] { return gloo_->reduce_scatter(out, in, o); });
+    return Waited([&] { return gloo_->reduce_scatter(out, in, o); }, {out});
   }
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& out, at::Tensor& in,
                                                       const c10d::ReduceScatterOptions& o) override {
-    return Waited([&] { return gloo_->_reduce_scatter_base(out, in, o); });
+    return Waited([&] { return gloo_->_reduce_scatter_base(out, in, o); }, {{out}});
   }
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& o) override {
-    return Waited([&] { return gloo_->barrier(o); });
+    return Waited([&] { return gloo_->barrier(o); }, {});
   }
 
  private:
   template <class Collective>
-  static c10::intrusive_ptr<c10d::Work> Waited(Collective collective) {
+  static c10::intrusive_ptr<c10d::Work> Waited(Collective collective,
+                                               const std::vector<std::vector<at::Tensor>>& outputs) {
     const ProcessHostAllocationScope host;
     // Gloo's worker runs the collective under the thread-local state captured when it was issued.
     const at::RecordFunctionGuard unobserved(/*is_enabled=*/false);
@@ -86,7 +169,7 @@ class GlooOnTheHost final : public c10d::Backend {
     // What the caller waits for again is done: Gloo's reduce-scatter is a LambdaWork whose every wait()
     // copies its result out of its staging again, outside these scopes (a host block's copy: a
     // "transfer" per fsdp unit in backward, and a transfer-in-recompute diagnosis with it).
-    c10::intrusive_ptr<c10d::Work> done = c10::make_intrusive<Done>();
+    c10::intrusive_ptr<c10d::Work> done = c10::make_intrusive<Done>(outputs);  // Note [A completed Work's future]
     // Note [Gloo's buffers are host memory]: the worker lets go of the work a moment after completing it.
     for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
          work.use_count() > 1 && std::chrono::steady_clock::now() < deadline;) {
@@ -94,14 +177,6 @@ class GlooOnTheHost final : public c10d::Backend {
     }
     return done;
   }
-
-  // A collective already waited for: wait() returns at once, as a completed Work's does.
-  class Done final : public c10d::Work {
-   public:
-    bool isCompleted() override { return true; }
-    bool isSuccess() const override { return true; }
-    bool wait(std::chrono::milliseconds /*timeout*/) override { return true; }
-  };
 
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_;
 };
@@ -129,7 +204,7 @@ const RealRanks* JoinedRealRanks() { return g_joined ? &*g_joined : nullptr; }
 
 c10::intrusive_ptr<c10d::Backend> MakeRankGroup(const ParallelSpec& spec, c10::DeviceType device) {
   const int rank = static_cast<int>(spec.rank), world = static_cast<int>(spec.world);
-  if (!g_joined) return c10d::FakeProcessGroup::_create_internal(rank, world);
+  if (!g_joined) return c10::make_intrusive<FakeGroup>(rank, world);
   OOMGUARD_CHECK(spec.world == g_joined->world && spec.rank == g_joined->rank)
       << "rank " << spec.rank << " of " << spec.world << " asked for a group, but this process joined rank "
       << g_joined->rank << " of " << g_joined->world;
