@@ -106,6 +106,20 @@ TEST(Workload, AnOomAtTheCapReportsWhatWasLiveByCategory) {
   EXPECT_EQ(m.error.rfind("CPU out of memory (oomguard cap). Tried to allocate 96 bytes.", 0), 0u) << m.error;
 }
 
+TEST(Workload, AnOomWhileTheModelIsBuiltCountsWhatIsLiveAsParameters) {
+  VariantMeasureOptions options;
+  options.limits = LimitsForCap(8 * 4 * 4 + 8 * 4 + 10);  // the first linear, not the second's weight
+  const VariantMeasurement m = MeasureVariant(TinyModel(), options);
+  ASSERT_EQ(Name(m.outcome), "oom");
+  ASSERT_TRUE(m.oom.has_value());
+  const OomDetail& o = *m.oom;
+  EXPECT_EQ(o.phase, "setup");
+  EXPECT_EQ(o.requested_bytes, 2 * 8 * 4);
+  EXPECT_EQ(o.live_bytes, 8 * 4 * 4 + 8 * 4);
+  EXPECT_EQ(o.live.parameters_bytes, 8 * 4 * 4 + 8 * 4);  // the model so far, not activations
+  EXPECT_EQ(o.live.activations_and_transient_bytes, 0);
+}
+
 TEST(Workload, AnInjectedFaultInBackwardIsAnOomOfThatPhase) {
   VariantMeasureOptions options;
   std::string error;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "allocators/meta_tracking_allocator.h"
 #include "backends/meta/kernel_target.h"
@@ -127,6 +128,9 @@ class VariantRun final : public MeasuredRun {
   // What was live when the refused allocation was asked for, by category (called after a failure).
   LiveBreakdown Breakdown(int64_t live_at_refusal) const override {
     LiveBreakdown b = BreakdownByCategory(live_at_refusal, m_, params_, batch_bytes_);
+    if (!net_) {  // refused while the model was being built: what is live is its parameters so far
+      b.parameters_bytes += std::exchange(b.activations_and_transient_bytes, 0);
+    }
     if (parallel_) parallel_->Attribute(&b);
     b.layers = layer_bytes_;
     return b;
