@@ -41,6 +41,9 @@ struct Limits {
   // the host could give when the variant began; host-side allocations are refused with an OOM once
   // they and the live tensors would pass it. 0: not bounded.
   int64_t host_budget_bytes = 0;
+  // The device's index: 0, or on cuda a real rank's own GPU (Note [Ranks need a GPU each],
+  // run/rank_children.h).
+  int device = 0;
 };
 
 // The cap of a card preset: its reported total minus the modelled CUDA context.

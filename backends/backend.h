@@ -82,6 +82,9 @@ class BackendDriver {
   virtual std::string Status() const { return "ready"; }
 
   virtual c10::Device device() const = 0;
+  // How many devices of its kind this machine has, for real ranks that take one each
+  // (traits().device_per_rank, Note [Ranks need a GPU each], run/rank_children.h); cuda: the GPUs visible.
+  virtual int DeviceCount() const { return 1; }
   // The account that books its bytes (the ledger a fit trial checks between trials).
   virtual DeviceAccount& account() const = 0;
 

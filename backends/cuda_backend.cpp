@@ -1,6 +1,7 @@
-// The cuda backend: PyTorch's caching allocator on GPU 0, capped, with its requests fed to the cuda
-// account's ledger (Note [The cuda ledger], allocators/cuda/cuda_ledger.h). Without OOMGUARD_WITH_CUDA
-// the driver is compiled in name only: it says why it is unavailable.
+// The cuda backend: PyTorch's caching allocator on one GPU (0, or a real rank's own: Limits::device),
+// capped, with its requests fed to the cuda account's ledger (Note [The cuda ledger],
+// allocators/cuda/cuda_ledger.h). Without OOMGUARD_WITH_CUDA the driver is compiled in name only: it
+// says why it is unavailable.
 #include <algorithm>
 
 #include "backends/backend.h"
@@ -28,26 +29,31 @@ class CudaSession : public BackendSession {
   // Caps the caching allocator at limits.cap_bytes (the whole device when the cap is larger), attaches
   // the ledger feed and empties the cache and its statistics, after taking the CUDA libraries'
   // workspaces outside the ledger (Note [Library workspaces on cuda]).
+  // On GPU limits.device, made the process's current device (a real rank's, Note [Ranks need a GPU
+  // each], run/rank_children.h), so that what the run does without naming a device happens there.
   explicit CudaSession(const Limits& limits)
-      : BackendSession(Backend::kCuda, c10::Device(c10::kCUDA, 0), CudaAccount()) {
+      : BackendSession(Backend::kCuda, c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(limits.device)),
+                       CudaAccount()),
+        gpu_(limits.device) {
     std::string why;
     TORCH_CHECK(LoadLibTorchCuda(&why), why);                              // Note [LibTorch's CUDA library on demand]
     if (limits.faults) InstallFaultInjectingCudaAllocator(CudaAccount());  // before ApplyCudaCap initialises CUDA
     // The workspaces are taken uncapped, so that a tiny cap fails in the scenario, where it is reported,
     // not here; they then count against the cap like any reserved segment, as on the real card.
-    ApplyCudaCap(Ledger::kUnlimited, 0);
+    ApplyCudaCap(Ledger::kUnlimited, gpu_);
+    SetCurrentCudaDevice(gpu_);
     AttachCudaLedgerFeed(CudaAccount());
     if (traits().has_library_workspaces) {
       CudaLedgerFeedPause pause;  // Note [Library workspaces on cuda]
-      WarmUpCudaLibraries(0);
+      WarmUpCudaLibraries(gpu_);
     }
-    ApplyCudaCap(limits.cap_bytes, 0);
-    ResetCudaAllocator(0);
+    ApplyCudaCap(limits.cap_bytes, gpu_);
+    ResetCudaAllocator(gpu_);
   }
 
   void BeginMeasurement() override {
-    at_start_ = ReadCudaStats(0);
-    phases_ = std::make_unique<CudaPhasePeaks>(account().ledger(), 0);
+    at_start_ = ReadCudaStats(gpu_);
+    phases_ = std::make_unique<CudaPhasePeaks>(account().ledger(), gpu_);
     transfers_ = std::make_unique<CudaTransferTimer>();
   }
 
@@ -64,7 +70,7 @@ class CudaSession : public BackendSession {
       c.active_peak_bytes = std::max(c.active_peak_bytes, p.active_bytes);
       c.requested_peak_bytes = std::max(c.requested_peak_bytes, p.requested_bytes);
     }
-    const CudaStats totals = ReadCudaStats(0);
+    const CudaStats totals = ReadCudaStats(gpu_);
     c.alloc_retries = totals.alloc_retries;
     c.ooms = totals.ooms;
     c.allocated_at_start_bytes = at_start_.allocated_current_bytes;
@@ -83,6 +89,7 @@ class CudaSession : public BackendSession {
   std::string OwnHistoryPickle() const override { return CudaMemorySnapshotPickle(); }
 
  private:
+  int gpu_;
   std::unique_ptr<CudaPhasePeaks> phases_;  // from BeginMeasurement on
   std::unique_ptr<CudaTransferTimer> transfers_;
   CudaStats at_start_;
@@ -107,6 +114,7 @@ class CudaDriver : public BackendDriver {
                     : "compiled in; no GPU visible (driver: " + CudaDriverVersion() + ")";
   }
   c10::Device device() const override { return c10::Device(c10::kCUDA, 0); }
+  int DeviceCount() const override { return CudaDeviceCount(); }
   DeviceAccount& account() const override { return CudaAccount(); }
   std::unique_ptr<BackendSession> Open(const Limits& limits) const override {
     return std::make_unique<CudaSession>(limits);
@@ -123,6 +131,7 @@ class CudaDriver : public BackendDriver {
     return false;
   }
   bool compiled_in() const override { return false; }
+  int DeviceCount() const override { return 0; }
   std::string Status() const override { return "not compiled in (OOMGUARD_WITH_CUDA=OFF)"; }
   c10::Device device() const override { return c10::Device(c10::kCUDA, 0); }
   DeviceAccount& account() const override {

@@ -6,7 +6,9 @@
 # OUT_DIR receives: version.txt, gpu-tests.txt, {cuda,cpu,meta,meta-card}.json, fidelity.txt, fidelity.md,
 # fit-{cuda,meta,meta-card}.json and fit-boundary.md (the largest batch that fits two cards, cuda
 # against meta with cpu's kernels and with the cards' CUDA kernels, `--kernels cuda`), python-cuda.md
-# (the Python package's backend="cuda" against cpu and card mode: ci/gpu_python_check.py).
+# (the Python package's backend="cuda" against cpu and card mode: ci/gpu_python_check.py), ranks-cuda.txt
+# and .json (a world-2 scenario on cuda: UNSUPPORTED with its reason below 2 GPUs, NCCL's 2 ranks from 2).
+# The GPU tests include a one-rank ProcessGroupNCCL on cuda:0 (CudaNcclGroupOnGpu.*).
 # Exit code: that of the GPU tests, else 0 (the fidelity table is a report, read it).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,6 +34,18 @@ jobs="$(nproc)"; [ "$jobs" -gt 8 ] && jobs=8
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >> "$out/version.txt" 2>&1 || true
 "$bundle/oomguard_tests" --gtest_filter='Cuda*' 2>&1 | tee "$out/gpu-tests.txt"
 tests_rc=${PIPESTATUS[0]}
+
+# Real ranks on cuda (Note [Ranks need a GPU each], run/rank_children.h): a world of 2 runs two NCCL
+# ranks on a machine with 2 GPUs; with fewer it is UNSUPPORTED, saying how many it needs and has.
+mkdir -p "$out/ranks"
+cat > "$out/ranks/nccl-ranks.json" <<'JSON'
+{"name": "nccl-ranks", "summary": "two ranks of ddp on NCCL, a GPU each", "backends": ["cpu", "meta", "cuda"],
+ "model": {"layers": [{"kind": "linear", "in": 64, "out": 64}, {"kind": "relu"}, {"kind": "linear", "in": 64, "out": 8}]},
+ "data": {"batch": 16, "shape": [64]}, "loop": {"iterations": 2, "loss": "mse", "optimizer": {"kind": "adam"}},
+ "parallel": {"world": 2, "strategy": "ddp"}, "variants": {"ddp": {}}}
+JSON
+"$og" run "$out/ranks/nccl-ranks.json" --backend cuda --json "$out/ranks-cuda.json" > "$out/ranks-cuda.txt" 2>&1
+tail -4 "$out/ranks-cuda.txt"
 
 # cuda variants run one at a time: they share the GPU and its allocator statistics are per process
 # anyway, but concurrent ones would compete for the device's memory under their caps.

@@ -52,17 +52,21 @@ struct BackendTraits {
   // nothing of the backend lives in the parent. cuda's children exec afresh: a CUDA context cannot
   // cross a fork, and asking whether a GPU is there already makes one in the parent.
   bool forks_warm;
-  // A variant with `parallel.world` N > 1 runs N real ranks, a child each, joined by gloo (Note [Real
-  // ranks on cpu], workload/parallel/rank_group.h); elsewhere one rank is simulated on a FakeProcessGroup.
+  // A variant with `parallel.world` N > 1 runs N real ranks, a child each, joined by gloo on cpu (Note
+  // [Real ranks on cpu], workload/parallel/rank_group.h) or NCCL on cuda (Note [Real ranks on cuda]);
+  // elsewhere (meta) one rank is simulated on a FakeProcessGroup.
   bool real_ranks;
+  // Each real rank takes a device of its own, rank r device r (cuda: cuda:r, NCCL's rule); a machine
+  // with fewer devices than the world cannot run the ranks (run/rank_children.h RanksUnsupported).
+  bool device_per_rank;
 };
 
 // One row per backend, in enum order (checked below).
 inline constexpr std::array<BackendTraits, 3> kBackendTraits = {{
-    // backend    shares has_data host_scalars host_memory caching workspaces forks_warm real_ranks
-    {Backend::kCpu, false, true, true, true, false, false, true, true},
-    {Backend::kMeta, false, false, false, false, false, false, true, false},
-    {Backend::kCuda, true, true, false, false, true, true, false, false},
+    // backend    shares has_data host_scalars host_memory caching workspaces forks_warm real_ranks device_per_rank
+    {Backend::kCpu, false, true, true, true, false, false, true, true, false},
+    {Backend::kMeta, false, false, false, false, false, false, true, false, false},
+    {Backend::kCuda, true, true, false, false, true, true, false, true, true},
 }};
 
 static_assert([] {

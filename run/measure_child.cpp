@@ -13,6 +13,7 @@
 #include "model/backend.h"
 #include "model/measurement_json.h"
 #include "run/measured_fix.h"
+#include "run/rank_children.h"
 #include "run/rank_inject.h"
 #include "scenario/scenario_loader.h"
 #include "workload/parallel/rank_group.h"
@@ -64,6 +65,7 @@ int MeasureResolvedVariant(const Scenario& scenario, const VariantSpec& resolved
     return kExitUsage;
   }
   measure.limits = limits;
+  if (real_rank) measure.limits.device = RankDevice(TraitsOf(measure.backend), request.rank);  // cuda: cuda:r
   if (!ScenarioKernelTarget(flags, scenario, &measure.kernels, &measure.kernels_warning, &error)) {
     err << error << "\n";
     return kExitUsage;

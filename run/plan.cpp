@@ -88,6 +88,13 @@ bool CapFitsHost(const std::string& backend, const Limits& limits, const std::st
   return false;
 }
 
+// The largest `parallel.world` among the scenario's variants (1 without `parallel`).
+int64_t LargestWorld(const Scenario& scenario) {
+  int64_t world = 1;
+  for (const VariantSpec& v : scenario.variants) world = std::max(world, v.parallel.world);
+  return world;
+}
+
 std::string CapSource(const RunOptions& options, const Scenario* scenario) {
   if (!options.cap.empty()) return "--cap " + options.cap;
   if (!options.card.empty()) return "--card " + options.card;
@@ -99,7 +106,7 @@ std::string CapSource(const RunOptions& options, const Scenario* scenario) {
 }  // namespace
 
 bool PlanRun(const RunOptions& options, const std::string& backend, const BackendCheck& available, RunPlan* plan,
-             std::string* error) {
+             std::string* error, const RanksCheck& ranks) {
   std::vector<std::string> files;
   if (!FindScenarioFiles(PathsOrCatalog(options.paths), &files, error)) return false;
   if (!CheckKernelsFlag(options.kernels, backend, error)) return false;
@@ -165,6 +172,8 @@ bool PlanRun(const RunOptions& options, const std::string& backend, const Backen
         NotRun(ResultCode::kUnsupported,
                "runs on " + Joined(listed) + ", not " + backend + " (run it with --backend " + listed.front() + ")",
                &p);
+      } else if (ranks && !ranks(backend, LargestWorld(p.scenario), &why)) {
+        NotRun(ResultCode::kUnsupported, why, &p);
       } else if (!available(backend, &why)) {
         NotRun(ResultCode::kUnsupported, why, &p);
       } else if (!CapFitsHost(backend, limits, CapSource(options, &p.scenario), &why)) {

@@ -28,7 +28,10 @@
 //   7. a variant naming a workload this program does not register (workload/workload_registry.h):
 //      UNRESOLVED, "FILE: workload 'x' is not registered in this program ...";
 //   8. a backend the scenario does not list: UNSUPPORTED, "runs on cpu, not meta (run it with
-//      --backend cpu)"; one that is not available here: UNSUPPORTED with the backend's reason;
+//      --backend cpu)"; a variant whose real ranks this machine cannot run (a world above its GPUs
+//      on cuda): UNSUPPORTED with the reason for the largest world, "needs 2 GPUs for NCCL ranks, this
+//      machine has 0 (...)" (Note [Ranks need a GPU each], run/rank_children.h); a backend that is not
+//      available here: UNSUPPORTED with the backend's reason;
 //   9. otherwise it runs.
 // With the default --filter '*' nothing is SKIPPED.
 //
@@ -50,6 +53,9 @@ namespace oomguard {
 // Whether a backend can run here; fills *why when not (the runner asks BackendDriver::Available,
 // backends/backend.h).
 using BackendCheck = std::function<bool(const std::string& backend, std::string* why)>;
+// Whether a backend can run a variant's `world` real ranks here; fills *why when not (the runner asks
+// RanksUnsupported with the driver's device count). Empty: every world runs.
+using RanksCheck = std::function<bool(const std::string& backend, int64_t world, std::string* why)>;
 
 struct PlannedScenario {
   Scenario scenario;  // as loaded; default when it did not load
@@ -67,6 +73,6 @@ struct RunPlan {
 };
 
 [[nodiscard]] bool PlanRun(const RunOptions& options, const std::string& backend, const BackendCheck& available,
-                           RunPlan* plan, std::string* error);
+                           RunPlan* plan, std::string* error, const RanksCheck& ranks = {});
 
 }  // namespace oomguard

@@ -35,6 +35,17 @@ bool RunsRealRanks(const BackendTraits& traits, const VariantSpec& variant) {
   return traits.real_ranks && variant.parallel.active();
 }
 
+int RankDevice(const BackendTraits& traits, int64_t rank) {
+  return traits.device_per_rank ? static_cast<int>(rank) : 0;
+}
+
+std::string RanksUnsupported(const BackendTraits& traits, int64_t world, int devices) {
+  if (!traits.real_ranks || !traits.device_per_rank || world <= 1 || world <= devices) return "";
+  const std::string n = std::to_string(world);
+  return "needs " + n + " GPUs for NCCL ranks, this machine has " + std::to_string(devices) +
+         " (--backend meta simulates one rank at any world; --backend cpu runs " + n + " real ranks on Gloo)";
+}
+
 std::vector<MeasureRequest> RankRequests(const MeasureRequest& request, const std::string& base, int64_t world,
                                          double timeout_seconds) {
   std::vector<MeasureRequest> requests;

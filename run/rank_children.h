@@ -1,5 +1,5 @@
-// A variant's real ranks on cpu (Note [Real ranks on cpu], workload/parallel/rank_group.h), on the runner's
-// side: the N children's requests, and one VariantEvidence made of their N ends.
+// A variant's real ranks on cpu and cuda (Note [Real ranks on cpu], workload/parallel/rank_group.h), on
+// the runner's side: the N children's requests, and one VariantEvidence made of their N ends.
 //
 //   if (RunsRealRanks(driver.traits(), variant)) {
 //     for (const MeasureRequest& r : RankRequests(request, base, variant.parallel.world, timeout)) ...
@@ -37,8 +37,29 @@
 
 namespace oomguard {
 
-// Whether the variant runs as N real ranks on this backend (cpu, world > 1).
+// Whether the variant runs as N real ranks on this backend (cpu and cuda, world > 1).
 bool RunsRealRanks(const BackendTraits& traits, const VariantSpec& variant);
+
+// Note [Ranks need a GPU each]
+// On cuda each real rank is a process on a GPU of its own, rank r on cuda:r (RankDevice), its cap the
+// card's, its own caching allocator, joined by NCCL (Note [Real ranks on cuda],
+// workload/parallel/rank_group.h): NCCL runs no two ranks of a group on one GPU. A machine with fewer
+// GPUs than a variant's world cannot run it, and the plan leaves the scenario UNSUPPORTED with
+// RanksUnsupported's reason (run/plan.h, rule 8), as for a backend that is not available: on the
+// console, in the results JSON and as JUnit's <skipped>. The whole scenario, not the variant: its
+// relations compare its variants, and a scenario sets `parallel` for all its variants but a few.
+// World 1 (or no `parallel`) is one process on cuda:0, its collectives on a FakeProcessGroup as
+// anywhere a process joined no ranks: NCCL over one GPU would move nothing. `parallel.rank` on cuda is
+// what it is on cpu: which rank's measurement is the variant's (Note [Whose measurement is the
+// variant's]); every rank runs, on its own GPU.
+
+// The device index of rank `rank` on this backend: the rank on a backend with a device per rank, else 0.
+int RankDevice(const BackendTraits& traits, int64_t rank);
+
+// Why the ranks of a variant of world `world` cannot run on a machine with `devices` devices of this
+// backend ("needs 2 GPUs for NCCL ranks, this machine has 0 (...)"); empty when they can, or when the
+// backend runs no real ranks on devices of their own.
+std::string RanksUnsupported(const BackendTraits& traits, int64_t world, int devices);
 
 // Rank r's request: `request` with its own output file (base.rankR.json), the store base.store, and
 // gloo's timeout.

@@ -182,7 +182,15 @@ bool RunScenarios(const RunOptions& options, const std::string& self_exe, const 
   const BackendCheck available = [](const std::string& name, std::string* why) {
     return GetBackend(BackendNamed(name)).Available(why);
   };
-  if (!PlanRun(options, backend, available, &run_plan, error)) return false;
+  // Note [Ranks need a GPU each] (run/rank_children.h); a build without the backend says so as it is
+  // unavailable.
+  const RanksCheck ranks = [](const std::string& name, int64_t world, std::string* why) {
+    const BackendDriver& d = GetBackend(BackendNamed(name));
+    if (!d.compiled_in() || !d.traits().device_per_rank || world <= 1) return true;
+    *why = RanksUnsupported(d.traits(), world, d.DeviceCount());
+    return why->empty();
+  };
+  if (!PlanRun(options, backend, available, &run_plan, error, ranks)) return false;
   if (!CheckOutputsSpareInputs(options.outputs, run_plan, options.baselines_dir, error)) return false;
   std::vector<PlannedScenario>& plan = run_plan.scenarios;
   if (!options.snapshot_dir.empty() && !MakeDirectories(options.snapshot_dir, error)) {

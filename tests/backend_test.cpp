@@ -51,6 +51,11 @@ TEST(Backend, TraitsSayWhatEachBackendIs) {
   EXPECT_TRUE(cuda.has_caching_allocator);
   EXPECT_FALSE(cpu.has_library_workspaces || meta.has_library_workspaces);
   EXPECT_TRUE(cuda.has_library_workspaces);
+  // Real ranks: cpu's on Gloo, cuda's on NCCL with a GPU each; meta simulates one rank.
+  EXPECT_TRUE(cpu.real_ranks && cuda.real_ranks);
+  EXPECT_FALSE(meta.real_ranks);
+  EXPECT_TRUE(cuda.device_per_rank);
+  EXPECT_FALSE(cpu.device_per_rank || meta.device_per_rank);
 }
 
 }  // namespace

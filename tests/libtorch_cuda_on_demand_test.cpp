@@ -14,6 +14,7 @@
 
 #include "allocators/cuda/cuda_history.h"
 #include "allocators/cuda/libtorch_cuda.h"
+#include "allocators/cuda/nccl_group.h"
 
 namespace oomguard {
 namespace {
@@ -55,6 +56,9 @@ class Findings {
   findings.Expect(at::detail::getCUDAHooks().isBuilt(), "ATen's CUDA hooks are the stub after the load");
   findings.Expect(LibTorchCudaSymbol(kRecordMemoryHistorySymbol) != nullptr, "no _record_memory_history");
   findings.Expect(LibTorchCudaSymbol(kMemorySnapshotPickledSymbol) != nullptr, "no _memory_snapshot_pickled");
+  findings.Expect(LibTorchCudaSymbol(kProcessGroupNcclConstructorSymbol) != nullptr, "no ProcessGroupNCCL constructor");
+  findings.Expect(LibTorchCudaSymbol(kProcessGroupNcclOptionsConstructorSymbol) != nullptr,
+                  "no ProcessGroupNCCL::Options constructor");
   findings.Expect(LibTorchCudaSymbol("oomguard_no_such_symbol") == nullptr, "a symbol that does not exist");
   findings.Expect(LoadLibTorchCuda(&why), "a second load failed: " + why);  // once: it finds it done
   findings.Exit();

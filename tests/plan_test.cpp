@@ -7,6 +7,8 @@
 
 #include <map>
 
+#include "model/backend.h"
+#include "run/rank_children.h"
 #include "scratch_folder.h"
 #include "tests/scoped_environment.h"
 
@@ -147,6 +149,39 @@ TEST_F(PlanTest, ABackendThatIsNotAvailableIsUnsupportedWithItsReason) {
     return false;
   };
   EXPECT_EQ(Summary(Plan(RunOptions{}, nowhere)), std::vector<std::string>{"alpha UNSUPPORTED cpu: no device here"});
+}
+
+// Note [Ranks need a GPU each] (run/rank_children.h): on cuda, a world above the machine's GPUs.
+TEST_F(PlanTest, RanksThisMachineCannotRunAreUnsupportedWithTheReasonForTheLargestWorld) {
+  const std::string everywhere = R"( "backends": ["cpu", "meta", "cuda"],)";
+  folder_.Write("a.json", R"({"name": "ranks", "summary": "tiny",)" + everywhere + R"(
+  "model": {"layers": [{"kind": "linear", "in": 4, "out": 2}]},
+  "data": {"batch": 3, "shape": [4]},
+  "loop": {"iterations": 2, "loss": "mean", "optimizer": {"kind": "sgd"}},
+  "parallel": {"world": 2, "strategy": "ddp"},
+  "variants": {"two": {}, "four": {"parallel": {"world": 4}}}})");
+  folder_.Write("b.json", Tiny("one", everywhere));
+  const RanksCheck no_gpu = [](const std::string& backend, int64_t world, std::string* why) {
+    *why = RanksUnsupported(TraitsOf(BackendNamed(backend)), world, 0);
+    return why->empty();
+  };
+  const BackendCheck no_gpu_at_all = [](const std::string&, std::string* why) {
+    *why = "no GPU visible";
+    return false;
+  };
+  RunOptions options;
+  options.paths = {folder_.path()};
+  RunPlan plan;
+  std::string error;
+  ASSERT_TRUE(PlanRun(options, "cuda", no_gpu_at_all, &plan, &error, no_gpu)) << error;
+  // Before the backend's own reason: it says what the ranks need, and what runs them instead.
+  EXPECT_EQ(Summary(plan.scenarios),
+            (std::vector<std::string>{"ranks UNSUPPORTED needs 4 GPUs for NCCL ranks, this machine has 0 (--backend "
+                                      "meta simulates one rank at any world; --backend cpu runs 4 real ranks on Gloo)",
+                                      "one UNSUPPORTED no GPU visible"}));
+  // cpu runs real ranks on the host: no device each.
+  ASSERT_TRUE(PlanRun(options, "cpu", Everywhere, &plan, &error, no_gpu)) << error;
+  EXPECT_EQ(Summary(plan.scenarios), (std::vector<std::string>{"ranks runs", "one runs"}));
 }
 
 TEST_F(PlanTest, ResultsFilesInAScannedFolderAreNotScenarios) {

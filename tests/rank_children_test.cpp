@@ -33,14 +33,38 @@ RankEnd Ended(int64_t rank, std::optional<VariantMeasurement> m, bool by_runner 
   return end;
 }
 
-TEST(RankChildren, OnlyCpuRunsRealRanksAndOnlyAboveWorldOne) {
+TEST(RankChildren, CpuAndCudaRunRealRanksAndOnlyAboveWorldOne) {
   VariantSpec v;
   v.parallel.world = 2;
   EXPECT_TRUE(RunsRealRanks(TraitsOf(Backend::kCpu), v));
   EXPECT_FALSE(RunsRealRanks(TraitsOf(Backend::kMeta), v));
-  EXPECT_FALSE(RunsRealRanks(TraitsOf(Backend::kCuda), v));
-  v.parallel.world = 1;
+  EXPECT_TRUE(RunsRealRanks(TraitsOf(Backend::kCuda), v));
+  v.parallel.world = 1;  // Note [Ranks need a GPU each]: world 1 is one process, on cuda:0 on cuda
   EXPECT_FALSE(RunsRealRanks(TraitsOf(Backend::kCpu), v));
+  EXPECT_FALSE(RunsRealRanks(TraitsOf(Backend::kCuda), v));
+}
+
+TEST(RankChildren, OnCudaRankRRunsOnGpuRElsewhereEveryRankOnDeviceZero) {
+  for (const int64_t rank : {0, 1, 3}) {
+    EXPECT_EQ(RankDevice(TraitsOf(Backend::kCuda), rank), rank);
+    EXPECT_EQ(RankDevice(TraitsOf(Backend::kCpu), rank), 0);
+    EXPECT_EQ(RankDevice(TraitsOf(Backend::kMeta), rank), 0);
+  }
+}
+
+TEST(RankChildren, RanksOnCudaNeedAGpuEachAndTheReasonSaysWhatRunsInstead) {
+  const BackendTraits& cuda = TraitsOf(Backend::kCuda);
+  EXPECT_EQ(RanksUnsupported(cuda, 2, 0),
+            "needs 2 GPUs for NCCL ranks, this machine has 0 (--backend meta simulates one rank at any world; "
+            "--backend cpu runs 2 real ranks on Gloo)");
+  EXPECT_EQ(RanksUnsupported(cuda, 8, 1),
+            "needs 8 GPUs for NCCL ranks, this machine has 1 (--backend meta simulates one rank at any world; "
+            "--backend cpu runs 8 real ranks on Gloo)");
+  EXPECT_EQ(RanksUnsupported(cuda, 2, 2), "");  // enough GPUs
+  EXPECT_EQ(RanksUnsupported(cuda, 1, 0), "");  // world 1 is no ranks: Available decides
+  // cpu's ranks share the host, meta simulates one: neither needs a device per rank.
+  EXPECT_EQ(RanksUnsupported(TraitsOf(Backend::kCpu), 8, 0), "");
+  EXPECT_EQ(RanksUnsupported(TraitsOf(Backend::kMeta), 8, 0), "");
 }
 
 TEST(RankChildren, EachRankHasItsOwnOutputOneStoreAndGloosTimeoutAtMost30s) {

@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 
+#include "backends/backend.h"
 #include "cli_result.h"
+#include "reports/console_writer.h"
+#include "reports/junit_writer.h"
 #include "reports/results_json.h"
 #include "scenario/scenario_loader.h"
 #include "runner_fixture.h"
@@ -261,6 +264,33 @@ TEST_F(RunnerTest, UnknownBackendsOfAScenarioAreUnsupported) {
   const RunResults report = Run(options);
   EXPECT_EQ(report.scenarios[0].code, ResultCode::kUnsupported);
   EXPECT_EQ(report.scenarios[0].error, "runs on cpu, not meta (run it with --backend cpu)");
+}
+
+// Note [Ranks need a GPU each] (run/rank_children.h): on this machine's GPUs (none on CI's, one on the
+// lent H200), a world of 2 on cuda is UNSUPPORTED with its reason, on the console and in JUnit.
+TEST_F(RunnerTest, CudaRanksBeyondTheMachinesGpusAreUnsupportedWithTheReasonInEveryReport) {
+  const BackendDriver& cuda = GetBackend(Backend::kCuda);
+  if (!cuda.compiled_in()) GTEST_SKIP() << "this build has no cuda backend";
+  const int gpus = cuda.DeviceCount();
+  if (gpus >= 2) GTEST_SKIP() << gpus << " GPUs: the ranks run";
+  std::string scenario = kTinyScenario;
+  scenario.insert(scenario.find('{') + 1,
+                  R"("parallel": {"world": 2, "strategy": "ddp"}, "backends": ["cpu", "cuda"], )");
+  RunOptions options;
+  options.paths = {Write("tiny.json", scenario)};
+  options.backend = "cuda";
+  const RunResults report = Run(options);
+  ASSERT_EQ(report.scenarios.size(), 1u);
+  const std::string why = "needs 2 GPUs for NCCL ranks, this machine has " + std::to_string(gpus) +
+                          " (--backend meta simulates one rank at any world; --backend cpu runs 2 real ranks on Gloo)";
+  EXPECT_EQ(report.scenarios[0].code, ResultCode::kUnsupported);
+  EXPECT_EQ(report.scenarios[0].error, why);
+  std::ostringstream console;
+  WriteScenarioBlock(report.scenarios[0], console);
+  EXPECT_NE(console.str().find("UNSUPPORTED tiny"), std::string::npos) << console.str();
+  EXPECT_NE(console.str().find(why), std::string::npos) << console.str();
+  EXPECT_NE(RenderJUnit(report).find("<skipped message=\"" + why + "\" type=\"UNSUPPORTED\">"), std::string::npos)
+      << RenderJUnit(report);
 }
 
 // Drops what legitimately differs between two runs: how long things took.

@@ -65,4 +65,6 @@ int64_t ApplyCudaCap(int64_t cap_bytes, int device) {
   return total;
 }
 
+void SetCurrentCudaDevice(int device) { c10::cuda::set_device(static_cast<c10::DeviceIndex>(device)); }
+
 }  // namespace oomguard

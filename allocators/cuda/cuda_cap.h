@@ -29,4 +29,8 @@ std::string CudaDriverVersion();
 // whole device, when cap_bytes is at or past its memory). Returns the device's total memory.
 int64_t ApplyCudaCap(int64_t cap_bytes, int device);
 
+// Needs a GPU: makes `device` this process's current CUDA device (a real rank's own GPU), where what
+// names no device runs: a tensor on plain kCUDA, cuBLAS's handles, NCCL's communicator.
+void SetCurrentCudaDevice(int device);
+
 }  // namespace oomguard

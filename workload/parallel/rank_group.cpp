@@ -17,9 +17,21 @@
 
 #include "allocators/cpu_tracking_allocator.h"
 #include "base/check.h"
+#ifdef OOMGUARD_WITH_CUDA
+#include "allocators/cuda/nccl_group.h"
+#endif
 
 namespace oomguard {
 namespace {
+
+// Waits for the rank's current CUDA stream, on its own GPU (the cuda session made it current).
+void SynchronizeCurrentStream() {
+#ifdef OOMGUARD_WITH_CUDA
+  SynchronizeCurrentCudaStream();
+#else
+  OOMGUARD_CHECK(false) << "this build has no cuda backend";
+#endif
+}
 
 // Note [Gloo's buffers are host memory]
 // Gloo runs a collective on its worker thread, and some of them stage the data in tensors of their
@@ -28,7 +40,7 @@ namespace {
 // (zero2 at world 8: the optimizer phase's peak 12.01 MiB higher than the fake group's, and 2
 // allocations per step more). NCCL on a GPU gathers into the output itself, so those bytes are not
 // what a card would hold; they are Gloo's host memory, as a wrapped number's copy is (Note [Host
-// scalars], backends/host_scalars.h). Every collective therefore goes through GlooOnTheHost, which
+// scalars], backends/host_scalars.h). Every collective therefore goes through CompletedCollectives, which
 // waits for it inside a ProcessHostAllocationScope: what any thread allocates while the rank waits for
 // its collective (the rank itself only waits) is booked as host memory, out of the ledger. Its copies
 // out of that staging, ops of Gloo's own, are not watched either (a copy from a host block would count
@@ -122,50 +134,67 @@ class FakeGroup final : public c10d::FakeProcessGroup {
   }
 };
 
-class GlooOnTheHost final : public c10d::Backend {
+
+// Note [NCCL collectives complete on the host]
+// NCCL's are asynchronous twice: issued on NCCL's stream, and its Work's wait() only makes the current
+// stream wait for that one. A rank's code expects a collective done when it returns (as Gloo's, above),
+// so on cuda the wrapper synchronizes the current stream after wait(): the collective's outputs are
+// written, and what NCCL stashed of its inputs (TORCH_NCCL_AVOID_RECORD_STREAMS, the default) was let go
+// in wait(), on the rank's thread. RecordFunction is off as for Gloo: its copies are NCCL's, not the
+// step's transfers. Two NCCL ranks have not run yet (the lent GPU machines have one GPU; ci/gpu_check.sh
+// runs a one-rank group): to check there, NCCL's watchdog keeps a copy of each Work, holding its outputs
+// until its next pass, which may free a collective's output later than the rank lets go of it.
+class CompletedCollectives final : public c10d::Backend {
  public:
-  explicit GlooOnTheHost(c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo)
-      : Backend(gloo->getRank(), gloo->getSize()), gloo_(std::move(gloo)) {}
-  const std::string getBackendName() const override { return gloo_->getBackendName(); }
+  // Gloo's: its staging is host memory (Note [Gloo's buffers are host memory]). NCCL's: completed on
+  // the host by synchronizing the current stream (Note [NCCL collectives complete on the host]).
+  enum class Kind { kGlooOnTheHost, kNcclOnTheDevice };
+  CompletedCollectives(c10::intrusive_ptr<c10d::Backend> group, Kind kind)
+      : Backend(group->getRank(), group->getSize()), group_(std::move(group)), kind_(kind) {}
+  const std::string getBackendName() const override { return group_->getBackendName(); }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t, const c10d::BroadcastOptions& o) override {
-    return Waited([&] { return gloo_->broadcast(t, o); }, {t});
+    return Waited([&] { return group_->broadcast(t, o); }, {t});
   }
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& t, const c10d::AllreduceOptions& o) override {
-    return Waited([&] { return gloo_->allreduce(t, o); }, {t});
+    return Waited([&] { return group_->allreduce(t, o); }, {t});
   }
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& t, const c10d::ReduceOptions& o) override {
-    return Waited([&] { return gloo_->reduce(t, o); }, {t});
+    return Waited([&] { return group_->reduce(t, o); }, {t});
   }
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& out, std::vector<at::Tensor>& in,
                                            const c10d::AllgatherOptions& o) override {
-    return Waited([&] { return gloo_->allgather(out, in, o); }, out);
+    return Waited([&] { return group_->allgather(out, in, o); }, out);
   }
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& out, at::Tensor& in,
                                                  const c10d::AllgatherOptions& o) override {
-    return Waited([&] { return gloo_->_allgather_base(out, in, o); }, {{out}});
+    return Waited([&] { return group_->_allgather_base(out, in, o); }, {{out}});
   }
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& out, std::vector<std::vector<at::Tensor>>& in,
                                                 const c10d::ReduceScatterOptions& o) override {
-    return Waited([&] { return gloo_->reduce_scatter(out, in, o); }, {out});
+    return Waited([&] { return group_->reduce_scatter(out, in, o); }, {out});
   }
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& out, at::Tensor& in,
                                                       const c10d::ReduceScatterOptions& o) override {
-    return Waited([&] { return gloo_->_reduce_scatter_base(out, in, o); }, {{out}});
+    return Waited([&] { return group_->_reduce_scatter_base(out, in, o); }, {{out}});
   }
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& o) override {
-    return Waited([&] { return gloo_->barrier(o); }, {});
+    return Waited([&] { return group_->barrier(o); }, {});
   }
 
  private:
   template <class Collective>
-  static c10::intrusive_ptr<c10d::Work> Waited(Collective collective,
-                                               const std::vector<std::vector<at::Tensor>>& outputs) {
-    const ProcessHostAllocationScope host;
+  c10::intrusive_ptr<c10d::Work> Waited(Collective collective, const std::vector<std::vector<at::Tensor>>& outputs) {
+    std::optional<ProcessHostAllocationScope> host;
+    if (kind_ == Kind::kGlooOnTheHost) host.emplace();
     // Gloo's worker runs the collective under the thread-local state captured when it was issued.
     const at::RecordFunctionGuard unobserved(/*is_enabled=*/false);
     c10::intrusive_ptr<c10d::Work> work = collective();
     work->wait();
+    if (kind_ == Kind::kNcclOnTheDevice) {
+      SynchronizeCurrentStream();
+      return c10::make_intrusive<Done>(outputs);  // Note [A completed Work's future]
+    }
     // What the caller waits for again is done: Gloo's reduce-scatter is a LambdaWork whose every wait()
     // copies its result out of its staging again, outside these scopes (a host block's copy: a
     // "transfer" per fsdp unit in backward, and a transfer-in-recompute diagnosis with it).
@@ -178,18 +207,20 @@ class GlooOnTheHost final : public c10d::Backend {
     return done;
   }
 
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_;
+  c10::intrusive_ptr<c10d::Backend> group_;  // Gloo's or NCCL's (kind_)
+  Kind kind_;
 };
 
 std::optional<RealRanks> g_joined;
 c10::intrusive_ptr<c10d::Store> g_store;
 int64_t g_groups_made = 0;
-// Note [A rank's groups live until it exits]: every gloo group this rank made. A rank whose step failed
-// (an OOM) would otherwise close its connections when its run lets go of the group, before it has
-// written its measurement: a sibling waiting in a collective then fails with gloo's "Connection closed
-// by peer", ends first, and the runner named that sibling and killed the rank that failed first. Held
-// here, the connections close when the process exits, after its measurement is written, so the
-// runner sees the failing rank end first. The leak is one group per run of this one-rank process.
+// Note [A rank's groups live until it exits]: every group this rank made (gloo's, and NCCL's alike). A
+// rank whose step failed (an OOM) would otherwise close its connections when its run lets go of the
+// group, before it has written its measurement: a sibling waiting in a collective then fails with gloo's
+// "Connection closed by peer", ends first, and the runner named that sibling and killed the rank that
+// failed first. Held here, the connections close when the process exits, after its measurement is
+// written, so the runner sees the failing rank end first. The leak is one group per run of this one-rank
+// process.
 std::vector<c10::intrusive_ptr<c10d::Backend>>* g_groups = new std::vector<c10::intrusive_ptr<c10d::Backend>>();
 
 }  // namespace
@@ -208,17 +239,29 @@ c10::intrusive_ptr<c10d::Backend> MakeRankGroup(const ParallelSpec& spec, c10::D
   OOMGUARD_CHECK(spec.world == g_joined->world && spec.rank == g_joined->rank)
       << "rank " << spec.rank << " of " << spec.world << " asked for a group, but this process joined rank "
       << g_joined->rank << " of " << g_joined->world;
-  OOMGUARD_CHECK(device == c10::kCPU) << "real ranks run on cpu only";
+  OOMGUARD_CHECK(device == c10::kCPU || device == c10::kCUDA)
+      << "real ranks run on cpu (Gloo) and cuda (NCCL), not " << device;
   if (!g_store) {
     g_store = c10::make_intrusive<c10d::FileStore>(g_joined->store_path, world);
     g_store->setTimeout(g_joined->timeout);
   }
+  const std::string prefix = "group-" + std::to_string(g_groups_made++);
+  auto store = c10::make_intrusive<c10d::PrefixStore>(prefix, g_store);
+  using Kind = CompletedCollectives::Kind;
+  if (device == c10::kCUDA) {  // Note [Real ranks on cuda]
+#ifdef OOMGUARD_WITH_CUDA
+    g_groups->push_back(c10::make_intrusive<CompletedCollectives>(MakeNcclGroup(store, rank, world, g_joined->timeout),
+                                                                  Kind::kNcclOnTheDevice));
+#else
+    OOMGUARD_CHECK(false) << "this build has no cuda backend";
+#endif
+    return g_groups->back();
+  }
   auto options = c10d::ProcessGroupGloo::Options::create(g_joined->timeout);
   options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
   options->threads = 1;  // every collective is waited for at once: one worker is enough
-  const std::string prefix = "group-" + std::to_string(g_groups_made++);
-  g_groups->push_back(c10::make_intrusive<GlooOnTheHost>(c10::make_intrusive<c10d::ProcessGroupGloo>(
-      c10::make_intrusive<c10d::PrefixStore>(prefix, g_store), rank, world, options)));
+  g_groups->push_back(c10::make_intrusive<CompletedCollectives>(
+      c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, options), Kind::kGlooOnTheHost));
   return g_groups->back();
 }
 
