@@ -1,64 +1,29 @@
-// Baselines: the store's file format, the comparison's verdicts, and atomic writes under SIGKILL.
-#include <dirent.h>
+// The baseline store: its file format (every value checked), and updates of a folder of baselines
+// (concurrent ones, and the temporaries of killed writers).
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <fstream>
 #include <limits>
 #include <sstream>
-#include <thread>
 
 #include "base/atomic_file.h"
-#include "baselines/baseline_diff.h"
 #include "baselines/baseline_store.h"
 #include "baselines/baseline_update.h"
+#include "tests/baseline_measurement.h"
 #include "tests/scoped_environment.h"
 #include "tests/scratch_folder.h"
+#include "tests/written_files.h"
 
 namespace oomguard {
 namespace {
 
-std::string TempPath(const std::string& name) {
-  return "/tmp/oomguard-baseline-test-" + std::to_string(getpid()) + name;
-}
-
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// The temporary files WriteFileAtomically may have left beside `path`.
-std::vector<std::string> TemporariesBeside(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  const std::string dir = path.substr(0, slash), prefix = "." + path.substr(slash + 1) + ".tmp.";
-  std::vector<std::string> found;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (const dirent* entry = readdir(d)) {
-      if (std::string(entry->d_name).rfind(prefix, 0) == 0) found.push_back(entry->d_name);
-    }
-    closedir(d);
-  }
-  return found;
-}
-
-VariantMeasurement Measured(const std::string& variant, int64_t peak) {
-  VariantMeasurement m;
-  m.variant = variant;
-  m.backend = "cpu";
-  m.card = "NVIDIA T4 16GB";
-  m.cap_bytes = 1000000;
-  m.ledger.peak_bytes = peak;
-  m.ledger.alloc_count = 10;
-  m.ledger.phase_peaks = {{"forward", peak * 9 / 10}, {"backward", peak}};
-  m.iterations = {{peak, 50, 40}, {peak, 50, 40}};
-  return m;
-}
+using testing::Measured;
+using testing::Read;
+using testing::TemporariesBeside;
+using testing::TempPath;
 
 TEST(BaselineStore, RoundTripsSortedAndKeepsTolerances) {
   BaselineFile file;
@@ -189,71 +154,20 @@ TEST(BaselineStore, ARelativeToleranceNeverOverflows) {
   EXPECT_EQ(t.Allowed(1000), 15);
 }
 
-TEST(BaselineDiff, VerdictsFollowTheTolerance) {
+// D33: a baseline file that named another scenario was taken as this one's.
+TEST(BaselineStore, ABaselineFileMustNameItsScenario) {
+  testing::ScratchFolder folder("baseline-scenario");
+  const std::string path = folder.Write("s.json", R"({"scenario": "nope", "entries": []})");
   BaselineFile file;
-  file.Put(EntryFromMeasurement(Measured("v", 1000)));
-  EXPECT_EQ(CompareWithBaseline(file, "f", Measured("v", 1000)).verdict, BaselineVerdict::kUnchanged);
-  const BaselineComparison worse = CompareWithBaseline(file, "f", Measured("v", 1001));
-  EXPECT_EQ(worse.verdict, BaselineVerdict::kRegressed);  // exact by default: one byte is a regression
-  ASSERT_FALSE(worse.metrics.empty());
-  EXPECT_EQ(worse.metrics[0].metric, "peak_bytes");
-  EXPECT_EQ(worse.metrics[0].delta, 1);
-  EXPECT_DOUBLE_EQ(worse.metrics[0].delta_percent, 0.1);
-  EXPECT_EQ(CompareWithBaseline(file, "f", Measured("v", 900)).verdict, BaselineVerdict::kImproved);
-  EXPECT_EQ(CompareWithBaseline(file, "f", Measured("other", 900)).verdict, BaselineVerdict::kNew);
-  file.tolerance.relative = 0.01;  // 10 bytes of 1000
-  EXPECT_EQ(CompareWithBaseline(file, "f", Measured("v", 1010)).verdict, BaselineVerdict::kUnchanged);
-  EXPECT_EQ(CompareWithBaseline(file, "f", Measured("v", 1011)).verdict, BaselineVerdict::kRegressed);
-}
-
-// Note [Kernels of a meta run]: a meta run that mirrored a card's CUDA kernels is keyed apart from one
-// that mirrored cpu's, so neither is compared with the other; cpu's entries keep no field, as files
-// written before it have none.
-TEST(BaselineDiff, CudaKernelRunsAreKeyedApartFromCpuKernelRuns) {
-  VariantMeasurement cpu_kernels = Measured("v", 1000);
-  cpu_kernels.backend = "meta";
-  VariantMeasurement cuda_kernels = Measured("v", 700);
-  cuda_kernels.backend = "meta";
-  cuda_kernels.kernels = "cuda sm_75";
-  BaselineFile file;
-  file.scenario = "s";
-  file.Put(EntryFromMeasurement(cpu_kernels));
-  EXPECT_EQ(CompareWithBaseline(file, "f", cuda_kernels).verdict, BaselineVerdict::kNew);
-  file.Put(EntryFromMeasurement(cuda_kernels));
-  ASSERT_EQ(file.entries.size(), 2u);
-  EXPECT_EQ(CompareWithBaseline(file, "f", cuda_kernels).verdict, BaselineVerdict::kUnchanged);
-  EXPECT_EQ(CompareWithBaseline(file, "f", cpu_kernels).verdict, BaselineVerdict::kUnchanged);
-  const std::string text = SerializeBaselineFile(file);
-  EXPECT_EQ(text.find("\"kernels\": \"cpu\""), std::string::npos) << text;
-  EXPECT_NE(text.find("\"kernels\": \"cuda sm_75\""), std::string::npos) << text;
-  BaselineFile loaded;
   std::string error;
-  ASSERT_TRUE(LoadBaselineText(text, "b.json", &loaded, &error)) << error;
-  EXPECT_EQ(loaded.Find("v", "meta", 1000000)->peak_bytes, 1000);
-  EXPECT_EQ(loaded.Find("v", "meta", 1000000, "cuda sm_75")->peak_bytes, 700);
-  EXPECT_EQ(SerializeBaselineFile(loaded), text);
-}
-
-// The comparison is data; what of it fails a variant is data too (the verdict decides the code).
-TEST(BaselineDiff, ARegressionIsAFailureWithTheNumbers) {
-  BaselineFile file;
-  file.Put(EntryFromMeasurement(Measured("v", 10 * 1048576)));
-  const BaselineComparison c = CompareWithBaseline(file, "b.json", Measured("v", 11 * 1048576));
-  EXPECT_EQ(c.verdict, BaselineVerdict::kRegressed);
-  EXPECT_EQ(BaselineFailures(c, /*strict=*/false),
-            (std::vector<std::string>{
-                "regression: peak_bytes 11.00 MiB vs baseline 10.00 MiB (+1024.00 KiB, +10.0%)",
-                "regression: phase_peak.backward 11.00 MiB vs baseline 10.00 MiB (+1024.00 KiB, +10.0%)",
-                "regression: phase_peak.forward 9.90 MiB vs baseline 9.00 MiB (+921.60 KiB, +10.0%)"}));
-  EXPECT_TRUE(BaselineFailures(CompareWithBaseline(file, "b.json", Measured("v", 10 * 1048576)), true).empty());
-}
-
-TEST(BaselineDiff, StrictFailsAVariantWithoutABaseline) {
-  const BaselineComparison c = CompareWithBaseline(BaselineFile{}, "b.json", Measured("v", 100));
-  EXPECT_EQ(c.verdict, BaselineVerdict::kNew);
-  EXPECT_TRUE(BaselineFailures(c, /*strict=*/false).empty());
-  EXPECT_EQ(BaselineFailures(c, /*strict=*/true),
-            std::vector<std::string>{"no baseline in b.json (--strict); record one with --update-baselines"});
+  EXPECT_FALSE(LoadScenarioBaseline(folder.path(), "s", &file, &error));
+  EXPECT_EQ(error, path +
+                       ": at scenario: expected \"s\" (the scenario this file is the baseline of), got \"nope\" (a "
+                       "baseline file as --update-baselines writes it is expected)");
+  EXPECT_FALSE(file.exists);
+  std::ofstream(path) << R"({"scenario": "s", "entries": []})";
+  EXPECT_TRUE(LoadScenarioBaseline(folder.path(), "s", &file, &error)) << error;
+  EXPECT_TRUE(file.exists);
 }
 
 // A run that measured `variant` of scenario "s" (file FOLDER/s.json), as UpdateBaselines reads it.
@@ -308,22 +222,6 @@ TEST(BaselineUpdate, UpdatesAtOnceLoseNoEntry) {
   EXPECT_EQ(Read(folder.path() + "/baselines/" + kBaselinesLockFile), "");
 }
 
-// D33: a baseline file that named another scenario was taken as this one's.
-TEST(BaselineStore, ABaselineFileMustNameItsScenario) {
-  testing::ScratchFolder folder("baseline-scenario");
-  const std::string path = folder.Write("s.json", R"({"scenario": "nope", "entries": []})");
-  BaselineFile file;
-  std::string error;
-  EXPECT_FALSE(LoadScenarioBaseline(folder.path(), "s", &file, &error));
-  EXPECT_EQ(error, path +
-                       ": at scenario: expected \"s\" (the scenario this file is the baseline of), got \"nope\" (a "
-                       "baseline file as --update-baselines writes it is expected)");
-  EXPECT_FALSE(file.exists);
-  std::ofstream(path) << R"({"scenario": "s", "entries": []})";
-  EXPECT_TRUE(LoadScenarioBaseline(folder.path(), "s", &file, &error)) << error;
-  EXPECT_TRUE(file.exists);
-}
-
 // D33 (D14 residual): a killed writer's temporary stayed in baselines/ until that same file was
 // rewritten; an update that left the file unchanged kept it. Any update of the folder now removes the
 // temporaries of dead writers, whichever file they were for; a live writer's stays.
@@ -341,66 +239,6 @@ TEST(BaselineUpdate, AnUpdateRemovesTheTemporariesOfDeadWriters) {
   ASSERT_TRUE(UpdateBaselines(RunOf(folder.path(), "v", 1000), "", out, &error)) << error;  // changes nothing
   EXPECT_EQ(TemporariesBeside(baselines + "/s.json"), std::vector<std::string>{".s.json.tmp." + live});
   EXPECT_EQ(TemporariesBeside(baselines + "/other.json"), std::vector<std::string>{});
-}
-
-// A writer killed at any moment leaves the old content or the new one, never a mix.
-TEST(AtomicFile, AKilledWriterNeverLeavesATornFile) {
-  const std::string path = TempPath("atomic.json");
-  const std::string a(4 << 20, 'a'), b(4 << 20, 'b');
-  std::string error;
-  ASSERT_TRUE(WriteFileAtomically(path, a, &error)) << error;
-  for (int round = 0; round < 5; ++round) {
-    const pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      std::string e;
-      for (int i = 0;; ++i) (void)WriteFileAtomically(path, i % 2 ? a : b, &e);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20 + 15 * round));
-    kill(child, SIGKILL);
-    waitpid(child, nullptr, 0);
-    const std::string now = Read(path);
-    EXPECT_TRUE(now == a || now == b) << "torn file of " << now.size() << " bytes in round " << round;
-  }
-  // D14: a killed writer's temporary file may stay; the next write into the folder removes it.
-  ASSERT_TRUE(WriteFileAtomically(path, a, &error)) << error;
-  EXPECT_EQ(TemporariesBeside(path), std::vector<std::string>{});
-  unlink(path.c_str());
-}
-
-// D16: a report path that is a symbolic link is written through, the link kept.
-TEST(AtomicFile, WritesThroughASymbolicLinkAndDirectlyToADevice) {
-  const std::string target = TempPath("target.md"), link = TempPath("link.md");
-  std::string error;
-  ASSERT_TRUE(WriteFileAtomically(target, "old", &error)) << error;
-  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
-  ASSERT_TRUE(WriteFileAtomically(link, "new", &error)) << error;
-  struct stat info {};
-  ASSERT_EQ(lstat(link.c_str(), &info), 0);
-  EXPECT_TRUE(S_ISLNK(info.st_mode));
-  EXPECT_EQ(Read(target), "new");
-  EXPECT_TRUE(WriteFileAtomically("/dev/null", "anything", &error)) << error;
-  unlink(link.c_str());
-  unlink(target.c_str());
-}
-
-// D9: output paths are checked before a run, without writing anything.
-TEST(AtomicFile, ChecksAPathBeforeAnythingIsWritten) {
-  std::string error;
-  EXPECT_TRUE(CheckWritablePath(TempPath("fresh.xml"), &error)) << error;
-  EXPECT_TRUE(CheckWritablePath("/tmp/" + std::to_string(getpid()) + "-new/sub/x.xml", &error)) << error;
-  EXPECT_TRUE(CheckWritablePath("/dev/stdout", &error)) << error;
-  EXPECT_FALSE(CheckWritablePath("/tmp", &error));
-  EXPECT_EQ(error, "/tmp: is a folder; expected a file name");
-  EXPECT_FALSE(CheckWritablePath("/etc/hostname/x.xml", &error));
-  EXPECT_EQ(error, "/etc/hostname/x.xml: /etc/hostname is not a folder");
-  const std::string loop = TempPath("loop.xml");
-  ASSERT_EQ(symlink(loop.c_str(), loop.c_str()), 0);
-  EXPECT_FALSE(CheckWritablePath(loop, &error));
-  EXPECT_EQ(error, loop + ": Too many levels of symbolic links");
-  unlink(loop.c_str());
-  EXPECT_FALSE(CheckWritablePath("", &error));
-  EXPECT_EQ(error, "an empty path");
 }
 
 }  // namespace
