@@ -144,7 +144,7 @@ TEST(MetaUserOps, GradientSumsAreMadeInPlaceAsOnCpuInNestedBackwardsToo) {
 }
 
 // nn.MultiheadAttention's and nn.TransformerEncoderLayer's fused fast path, which both backends take in
-// evaluation under no_grad (nn/meta_fast_path.h): cpu's own kernels run on meta (Note [The fused
+// evaluation under no_grad (nn/torchscript/meta_fast_path.h): cpu's own kernels run on meta (Note [The fused
 // attention ops run cpu's own code on meta], backends/meta/meta_kernels_transformer.cpp). The padding
 // mask is the modules' merged mask (float [B, T], mask_type 1), which _masked_softmax reads as bool;
 // without a mask the scores are soft-maxed in place. Embedding 16, 2 heads, feed-forward 32.

@@ -1,6 +1,6 @@
 // Meta kernels for PyTorch's fused transformer fast path (nn.MultiheadAttention's and
 // nn.TransformerEncoderLayer's forwards in evaluation under no_grad), which meta takes where cpu does
-// (Note [Meta takes the attention fast path], nn/meta_fast_path.h).
+// (Note [Meta takes the attention fast path], nn/torchscript/meta_fast_path.h).
 //
 // Note [The fused attention ops run cpu's own code on meta]: cpu's kernels for
 // _native_multi_head_attention and _transformer_encoder_layer_fwd (attention.cpp's

@@ -1,4 +1,4 @@
-#include "nn/meta_autocast.h"
+#include "nn/autocast/meta_autocast.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CachedTensorUtils.h>
@@ -15,7 +15,7 @@
 
 #include "allocators/ledger.h"
 #include "base/check.h"
-#include "nn/autocast_tables.h"
+#include "nn/autocast/autocast_tables.h"
 
 // Note [Autocast on meta]
 // at::autocast works through a dispatch key per device type (AutocastCPU, AutocastCUDA, ...) that a
@@ -26,7 +26,7 @@
 // backend is loaded in oomguard) and which sits, like every autocast key, above Autograd, so that the
 // casts are recorded by autograd and the cast tensors are what backward saves. Its one boxed fallback
 // looks the operator up in a table copied from AutocastCPU's registrations in the pinned torch
-// (aten/src/ATen/autocast_mode.cpp; nn/autocast_table_cpu.cpp), and casts as AutocastCPU's
+// (aten/src/ATen/autocast_mode.cpp; nn/autocast/autocast_table_cpu.cpp), and casts as AutocastCPU's
 // WrapFunction_ does:
 // - an operator in the table: its floating-point meta arguments (not double) are cast to the policy's
 //   type, with the autocast key excluded while the operator runs (its inner operators are not cast
@@ -42,7 +42,7 @@
 // kernels (`--kernels cuda`, backends/meta/kernel_target.h) must too, or a mixed-precision number on
 // the card is the cpu's without a word. So a scope says whose autocast it mirrors (the workload passes
 // c10::kCUDA when the kernel target is a card's) and the fallback then casts by AutocastCUDA's table
-// (nn/autocast_table_cuda.cpp) as its wrappers do, which differ from the cpu's:
+// (nn/autocast/autocast_table_cuda.cpp) as its wrappers do, which differ from the cpu's:
 // - the lists: layer_norm, group_norm, exp, log, pow, rsqrt, softplus, logsumexp, upsampling and the
 //   losses but cross entropy are fp32 on CUDA; cross_entropy_loss, the padding convolutions and most
 //   linalg and fft ops are listed on cpu only. cross_entropy, not listed, reaches log_softmax
@@ -289,7 +289,7 @@ MetaAutocastScope::MetaAutocastScope(at::ScalarType dtype, c10::DeviceType mirro
 
 MetaAutocastScope::~MetaAutocastScope() {
   if (--state.nesting == 0) {
-    Ledger::ReleaseBatch one_event;  // Note [Autocast cache frees] (nn/autocast.cpp)
+    Ledger::ReleaseBatch one_event;  // Note [Autocast cache frees] (nn/autocast/autocast.cpp)
     state.cache.clear();
   }
   state.dtype = previous_dtype_;

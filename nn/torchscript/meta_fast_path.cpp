@@ -1,4 +1,4 @@
-#include "nn/meta_fast_path.h"
+#include "nn/torchscript/meta_fast_path.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/api/module.h>

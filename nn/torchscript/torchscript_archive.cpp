@@ -1,4 +1,4 @@
-#include "nn/torchscript_archive.h"
+#include "nn/torchscript/torchscript_archive.h"
 
 #include <caffe2/serialize/inline_container.h>
 
@@ -7,7 +7,7 @@
 #include <cctype>
 #include <vector>
 
-#include "nn/torchscript_net.h"
+#include "nn/torchscript/torchscript_net.h"
 
 namespace oomguard {
 

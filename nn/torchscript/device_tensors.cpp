@@ -1,4 +1,4 @@
-#include "nn/device_tensors.h"
+#include "nn/torchscript/device_tensors.h"
 
 #include <ATen/core/class_type.h>
 
@@ -6,7 +6,7 @@
 
 #include "allocators/cpu_tracking_allocator.h"
 #include "base/input_limits.h"
-#include "nn/torchscript_net.h"
+#include "nn/torchscript/torchscript_net.h"
 
 namespace oomguard {
 namespace {

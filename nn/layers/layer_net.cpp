@@ -1,4 +1,4 @@
-#include "nn/layer_net.h"
+#include "nn/layers/layer_net.h"
 
 #include "base/check.h"
 

@@ -1,6 +1,6 @@
 // Autocast for a region of a training step, on the backend's device type: at::autocast for cpu and
 // cuda (what torch.autocast(device_type) does: enable, set the dtype, nest, clear the weight cache at
-// the outermost exit), MetaAutocastScope for meta (nn/meta_autocast.h), which mirrors the cpu's autocast
+// the outermost exit), MetaAutocastScope for meta (nn/autocast/meta_autocast.h), which mirrors the cpu's autocast
 // or, with a card's kernels, CUDA's (`mirrors`, Note [AutocastCUDA on meta]).
 //
 //   {
@@ -19,7 +19,7 @@
 #include <optional>
 #include <vector>
 
-#include "nn/meta_autocast.h"
+#include "nn/autocast/meta_autocast.h"
 
 namespace oomguard {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "model/scenario.h"
-#include "nn/layers.h"
+#include "nn/layers/layers.h"
 #include "nn/net.h"
 
 namespace oomguard {

@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "base/check.h"
-#include "nn/layers.h"
+#include "nn/layers/layers.h"
 
 namespace oomguard {
 

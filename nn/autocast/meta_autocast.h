@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/autocast_tables.h"
+#include "nn/autocast/autocast_tables.h"
 
 namespace oomguard {
 

@@ -1,4 +1,4 @@
-#include "nn/autocast.h"
+#include "nn/autocast/autocast.h"
 
 #include <ATen/autocast_mode.h>
 

@@ -1,5 +1,5 @@
 // The autocast policy tables meta mirrors, one per device, copied from the pinned torch: AutocastCPU's
-// (autocast_table_cpu.cpp) and AutocastCUDA's (autocast_table_cuda.cpp). nn/meta_autocast.cpp casts by
+// (autocast_table_cpu.cpp) and AutocastCUDA's (autocast_table_cuda.cpp). nn/autocast/meta_autocast.cpp casts by
 // them; tests/autocast_test.cpp and tests/card_autocast_test.cpp compare each with the operators that
 // have a kernel for its dispatch key in this process, so an upgrade that changes a list fails there.
 #pragma once

@@ -1,9 +1,9 @@
 // AutocastCUDA's policy table in torch 2.11, in its order: what meta casts by with a card's kernels
-// (`--kernels cuda`; Note [Autocast on meta], Note [AutocastCUDA on meta], nn/meta_autocast.cpp).
+// (`--kernels cuda`; Note [Autocast on meta], Note [AutocastCUDA on meta], nn/autocast/meta_autocast.cpp).
 // aten/src/ATen/autocast_mode.cpp registers, for DispatchKey::Autocast (AutocastCUDA), the op lists of
 // ATen/autocast_mode.h (read from the pinned torch's own header) and two ops of its own; cuDNN's
 // _cudnn_rnn comes from aten/src/ATen/cudnn/AutocastRNN.cpp, in libtorch_cuda.
-#include "nn/autocast_tables.h"
+#include "nn/autocast/autocast_tables.h"
 
 namespace oomguard {
 namespace {

@@ -1,4 +1,4 @@
-#include "nn/torchscript_net.h"
+#include "nn/torchscript/torchscript_net.h"
 
 #include <ATen/record_function.h>
 #include <c10/util/Exception.h>
@@ -20,9 +20,9 @@
 #include "allocators/meta_tracking_allocator.h"
 #include "base/check.h"
 #include "base/input_limits.h"
-#include "nn/device_tensors.h"
-#include "nn/meta_fast_path.h"
-#include "nn/torchscript_archive.h"
+#include "nn/torchscript/device_tensors.h"
+#include "nn/torchscript/meta_fast_path.h"
+#include "nn/torchscript/torchscript_archive.h"
 #include "model/meta_not_mirrored.h"
 
 namespace oomguard {

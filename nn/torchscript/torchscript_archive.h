@@ -1,5 +1,5 @@
 // What a TorchScript archive may hold that torch::jit::load does not check, for TorchScriptNet
-// (nn/torchscript_net.h): the byte order its tensors were saved in, and containers in a module's
+// (nn/torchscript/torchscript_net.h): the byte order its tensors were saved in, and containers in a module's
 // attributes that nest as deep as the file likes or hold themselves.
 //
 //   CheckByteOrder("m.pt");           // throws ModelFileError unless the archive is little-endian

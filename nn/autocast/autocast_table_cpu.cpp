@@ -1,6 +1,6 @@
 // AutocastCPU's policy table in torch 2.11 (aten/src/ATen/autocast_mode.cpp, TORCH_LIBRARY_IMPL(aten,
 // AutocastCPU)), in its order: what meta casts by with cpu's kernels (Note [Autocast on meta]).
-#include "nn/autocast_tables.h"
+#include "nn/autocast/autocast_tables.h"
 
 namespace oomguard {
 namespace {

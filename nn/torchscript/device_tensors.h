@@ -6,7 +6,7 @@
 //   at::Tensor w = device.For("weight", loaded_weight, /*trainable=*/true);
 //   device.ReplaceInAttributes(*module._ivalue());  // lists, tuples, dicts and objects, in place
 //
-// Throws ModelFileError (nn/torchscript_net.h) for a storage longer than its record in the archive and
+// Throws ModelFileError (nn/torchscript/torchscript_net.h) for a storage longer than its record in the archive and
 // for attributes nested past limits::kMaxAttributeNesting.
 #pragma once
 
