@@ -12,7 +12,7 @@
 //   2. a class in nn/layers/layers_basic.cpp or nn/layers/layers_blocks.cpp, and one line naming it in that
 //      file's factory list (BasicLayerFactories / BlockLayerFactories);
 //   3. if it needs a field LayerSpec does not have yet: the member (model/scenario.h) and its reader
-//      (LayerFields, scenario/variant_json.h); if an op has no Meta kernel, backends/meta/meta_kernels.cpp.
+//      (LayerFields, scenario/variant_json.h); if an op has no Meta kernel, backends/meta/kernels/meta_kernels.cpp.
 // A row's position is where messages list the kind ("valid values: linear, relu, ..."); the loader's
 // tests take the list from this table. A class shared by several kinds (Activation) handles only the
 // kinds it names and aborts on any other, so give a new kind its own class or its own branch.

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "backends/meta/meta_item.h"
-#include "backends/meta/meta_kernels.h"
+#include "backends/meta/kernels/meta_kernels.h"
 #include "nn/autocast/meta_autocast.h"
 #include "tests/same_bytes.h"
 #include "workload/workload.h"

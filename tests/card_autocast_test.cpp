@@ -14,7 +14,7 @@
 
 #include "allocators/install.h"
 #include "backends/meta/kernel_target.h"
-#include "backends/meta/meta_kernels.h"
+#include "backends/meta/kernels/meta_kernels.h"
 #include "nn/autocast/autocast.h"
 #include "nn/autocast/meta_autocast.h"
 #include "oomguard/workload.h"

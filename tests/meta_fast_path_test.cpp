@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "backends/meta/meta_kernels.h"
+#include "backends/meta/kernels/meta_kernels.h"
 
 namespace oomguard {
 namespace {

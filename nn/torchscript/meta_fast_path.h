@@ -14,7 +14,7 @@
 // "meta" to every such list in the graphs that call one of the two fused ops (the two classes'
 // forwards) and in the functions those call directly. Every other condition of the fast path
 // (training, grad mode, masks, dtypes, even heads) stays as PyTorch wrote it, so meta takes the fast
-// path exactly where cpu does; the fused ops' Meta kernels (backends/meta/meta_kernels_transformer.cpp)
+// path exactly where cpu does; the fused ops' Meta kernels (backends/meta/kernels/meta_kernels_transformer.cpp)
 // then allocate what cpu's allocate. The rewrite changes this load's graphs only, which a meta run owns.
 #pragma once
 

@@ -25,7 +25,7 @@
 
 #include "backends/meta/kernel_target.h"
 #include "backends/meta/meta_gradient_sums.h"
-#include "backends/meta/meta_kernels_internal.h"
+#include "backends/meta/kernels/meta_kernels_internal.h"
 
 namespace oomguard::meta_kernels {
 namespace {

@@ -1,4 +1,4 @@
-#include "backends/meta/meta_kernels_conv_transpose.h"
+#include "backends/meta/kernels/meta_kernels_conv_transpose.h"
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/sum.h>

@@ -1,4 +1,4 @@
-// The oneDNN (ideep) half of the convolution Meta kernels (backends/meta/meta_kernels_conv.cpp): what cpu's
+// The oneDNN (ideep) half of the convolution Meta kernels (backends/meta/kernels/meta_kernels_conv.cpp): what cpu's
 // Mkldnn and MkldnnTranspose backends allocate for a convolution, a transposed convolution and their
 // backward, in their order, with the buffers oneDNN would want sized by asking oneDNN itself (Note
 // [oneDNN on meta], backends/meta/onednn_query.h). Follows ATen/native/mkldnn/Conv.cpp with ideep's

@@ -1,4 +1,4 @@
-// The families of Meta kernels beside the ones backends/meta/meta_kernels.cpp defines itself. Each adds its
+// The families of Meta kernels beside the ones backends/meta/kernels/meta_kernels.cpp defines itself. Each adds its
 // kernels to the libraries RegisterMetaKernels holds: `meta` for the Meta key, `autograd_meta` for
 // the few CompositeImplicitAutograd ops whose cpu path depends on the device (there the kernel replaces
 // the composite for meta tensors and redispatches, so autograd still records what it calls).
@@ -24,7 +24,7 @@ void RegisterTransformer(torch::Library& meta);                               //
 void RegisterResize(torch::Library& meta);                                    // meta_kernels_resize.cpp
 void RegisterPromote(torch::Library& meta, torch::Library& autograd_meta);    // meta_kernels_promote.cpp
 void RegisterAttentionCuda(torch::Library& meta);                             // meta_kernels_attention_cuda.cpp
-void RegisterCublasWorkspace(torch::Library& meta);                           // cublas_workspace.cpp
+void RegisterCublasWorkspace(torch::Library& meta);                           // backends/meta/cublas_workspace.cpp
 
 // attention.cpp's convert_boolean_attn_mask: a bool mask becomes 0 where attending, -inf elsewhere.
 std::optional<at::Tensor> ConvertBooleanMask(const std::optional<at::Tensor>& mask, caffe2::TypeMeta dtype);

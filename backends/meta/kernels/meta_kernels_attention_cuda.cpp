@@ -28,7 +28,7 @@
 
 #include "backends/meta/cuda_sdp_choice.h"
 #include "backends/meta/kernel_target.h"
-#include "backends/meta/meta_kernels_internal.h"
+#include "backends/meta/kernels/meta_kernels_internal.h"
 
 namespace oomguard::meta_kernels {
 namespace {

@@ -1,4 +1,4 @@
-// Dropout on meta, as cpu or a card's CUDA kernels run it (Note [Meta as a card], kernel_target.h).
+// Dropout on meta, as cpu or a card's CUDA kernels run it (Note [Meta as a card], backends/meta/kernel_target.h).
 //
 // Note [Dropout by device]: at::dropout (ATen/native/Dropout.cpp) is CompositeImplicitAutograd. On cuda
 // its is_fused_kernel_acceptable (a cuda input, 0 < p < 1, numel > 0) sends training dropout to
@@ -15,7 +15,7 @@
 #include <tuple>
 
 #include "backends/meta/kernel_target.h"
-#include "backends/meta/meta_kernels_internal.h"
+#include "backends/meta/kernels/meta_kernels_internal.h"
 
 namespace oomguard::meta_kernels {
 namespace {

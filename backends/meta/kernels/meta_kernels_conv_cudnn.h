@@ -1,4 +1,4 @@
-// The cuDNN half of the convolution Meta kernels (backends/meta/meta_kernels_conv.cpp): what a card's
+// The cuDNN half of the convolution Meta kernels (backends/meta/kernels/meta_kernels_conv.cpp): what a card's
 // CUDA build allocates for a convolution and its backward (Convolution.cpp's Cudnn and CudnnTranspose
 // branches), used with a card's kernels (`--kernels cuda`, Note [Meta as a card]). cuDNN's own workspace
 // is not booked: Note [cuDNN's workspace is not modelled].
@@ -13,7 +13,7 @@
 #include <array>
 #include <tuple>
 
-#include "backends/meta/meta_kernels_conv_onednn.h"
+#include "backends/meta/kernels/meta_kernels_conv_onednn.h"
 
 namespace oomguard::meta_kernels {
 

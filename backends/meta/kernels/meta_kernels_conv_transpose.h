@@ -1,4 +1,4 @@
-// The SlowTranspose2d half of the convolution Meta kernels (backends/meta/meta_kernels_conv.cpp): what
+// The SlowTranspose2d half of the convolution Meta kernels (backends/meta/kernels/meta_kernels_conv.cpp): what
 // cpu's slow_conv_transpose2d and its backward allocate for one group of a transposed convolution (cpu
 // runs it where oneDNN is not used: float64, or shapes mkldnn refuses), in their order. Follows
 // ATen/native/NaiveConvolutionTranspose2d.cpp; Convolution.cpp runs it group by group.
@@ -14,7 +14,7 @@
 #include <array>
 #include <tuple>
 
-#include "backends/meta/meta_kernels_conv_onednn.h"
+#include "backends/meta/kernels/meta_kernels_conv_onednn.h"
 
 namespace oomguard::meta_kernels {
 

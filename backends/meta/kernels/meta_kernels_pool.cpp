@@ -6,7 +6,7 @@
 // allocate what cpu does.
 #include <ATen/native/Pool.h>
 
-#include "backends/meta/meta_kernels_internal.h"
+#include "backends/meta/kernels/meta_kernels_internal.h"
 
 namespace oomguard::meta_kernels {
 namespace {

@@ -4,11 +4,11 @@
 // The mirror takes cpu's own backend choice (at::native::select_conv_backend, asked of data-less cpu
 // stand-ins of the meta tensors, since it reads only shapes, strides, dtypes and flags) and follows
 // that backend: Mkldnn (most float convolutions: batches, grouped, strided or dilated ones) through
-// oneDNN (backends/meta/meta_kernels_conv_onednn.h, which sizes its buffers by asking oneDNN), or
+// oneDNN (backends/meta/kernels/meta_kernels_conv_onednn.h, which sizes its buffers by asking oneDNN), or
 // Slow2d (im2col and a gemm: unstrided 1x1 convolutions of small batches on one thread, small single
 // images, float64). Transposed 1-d and 2-d convolutions (nn.ConvTranspose1d/2d) follow cpu's
 // MkldnnTranspose (oneDNN's deconvolution, same file) or SlowTranspose2d (col2im and a gemm: float64;
-// backends/meta/meta_kernels_conv_transpose.h), with output_padding, groups and dilation as cpu takes
+// backends/meta/kernels/meta_kernels_conv_transpose.h), with output_padding, groups and dilation as cpu takes
 // them. Other cpu backends (SlowDilated2d for the dilated convolutions oneDNN does not get) and 3-d
 // convolutions, transposed or not, fail saying they are not mirrored (model/meta_not_mirrored.h). The
 // steps below follow ATen/native/Convolution.cpp and ConvolutionMM2d.cpp, in their order. With a
@@ -23,10 +23,10 @@
 #include <vector>
 
 #include "backends/meta/kernel_target.h"
-#include "backends/meta/meta_kernels_conv_cudnn.h"
-#include "backends/meta/meta_kernels_conv_onednn.h"
-#include "backends/meta/meta_kernels_conv_transpose.h"
-#include "backends/meta/meta_kernels_internal.h"
+#include "backends/meta/kernels/meta_kernels_conv_cudnn.h"
+#include "backends/meta/kernels/meta_kernels_conv_onednn.h"
+#include "backends/meta/kernels/meta_kernels_conv_transpose.h"
+#include "backends/meta/kernels/meta_kernels_internal.h"
 #include "backends/meta/onednn_query.h"
 #include "model/meta_not_mirrored.h"
 

@@ -17,7 +17,7 @@
 #include <optional>
 #include <tuple>
 
-#include "backends/meta/meta_kernels_internal.h"
+#include "backends/meta/kernels/meta_kernels_internal.h"
 
 namespace oomguard::meta_kernels {
 namespace {

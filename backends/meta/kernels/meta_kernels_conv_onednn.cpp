@@ -1,4 +1,4 @@
-#include "backends/meta/meta_kernels_conv_onednn.h"
+#include "backends/meta/kernels/meta_kernels_conv_onednn.h"
 
 #include <ATen/native/ConvUtils.h>
 #include <ATen/ops/empty.h>

@@ -20,7 +20,7 @@
 #include <tuple>
 
 #include "backends/meta/kernel_target.h"
-#include "backends/meta/meta_kernels_internal.h"
+#include "backends/meta/kernels/meta_kernels_internal.h"
 
 namespace oomguard::meta_kernels {
 

@@ -1,4 +1,4 @@
-#include "backends/meta/meta_kernels.h"
+#include "backends/meta/kernels/meta_kernels.h"
 
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
@@ -11,7 +11,7 @@
 #include <cmath>
 
 #include "backends/meta/kernel_target.h"
-#include "backends/meta/meta_kernels_internal.h"
+#include "backends/meta/kernels/meta_kernels_internal.h"
 
 namespace oomguard {
 namespace {
@@ -343,7 +343,7 @@ void RegisterMetaKernels() {
     lib->impl("_amp_update_scale_", TORCH_FN(AmpUpdateScaleMeta));
     return lib;
   }();
-  // The families in their own files (backends/meta/meta_kernels_internal.h); AutogradMeta holds the few
+  // The families in their own files (backends/meta/kernels/meta_kernels_internal.h); AutogradMeta holds the few
   // composites whose cpu path depends on the device.
   static torch::Library* autograd_library = [] {
     auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::AutogradMeta, __FILE__, __LINE__);

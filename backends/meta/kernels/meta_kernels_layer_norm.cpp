@@ -1,6 +1,6 @@
 // native_layer_norm and its backward on meta, as cpu's kernels (ATen/native/layer_norm.cpp,
 // cpu/layer_norm_kernel.cpp) or a card's (ATen/native/cuda/layer_norm_kernel.cu) allocate
-// (Note [Meta as a card], kernel_target.h). Without these kernels meta would take the
+// (Note [Meta as a card], backends/meta/kernel_target.h). Without these kernels meta would take the
 // CompositeExplicitAutograd fallback through native_batch_norm, which has no Meta kernel either.
 #include <ATen/AccumulateType.h>
 #include <ATen/Parallel.h>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backends/meta/kernel_target.h"
-#include "backends/meta/meta_kernels_internal.h"
+#include "backends/meta/kernels/meta_kernels_internal.h"
 
 namespace oomguard::meta_kernels {
 namespace {

@@ -1,6 +1,6 @@
 // A card's cuDNN convolutions on meta (`--kernels cuda`, Note [Meta as a card]): the convolution Meta
-// kernels' (backends/meta/meta_kernels_conv.cpp) branch for a card's kernels.
-#include "backends/meta/meta_kernels_conv_cudnn.h"
+// kernels' (backends/meta/kernels/meta_kernels_conv.cpp) branch for a card's kernels.
+#include "backends/meta/kernels/meta_kernels_conv_cudnn.h"
 
 #include <ATen/ATen.h>
 #include <ATen/native/ConvUtils.h>
