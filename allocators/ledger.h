@@ -155,7 +155,7 @@ class Ledger {
   // Frees on this thread while a ReleaseBatch lives are booked at once (live bytes) but reach each
   // ledger's timeline as one event, when the outermost batch ends: for frees whose order no program
   // decides, such as LibTorch's autocast cache, which clear_cache() empties in the order of a hash
-  // map keyed by addresses (Note [Autocast cache frees], nn/autocast.cpp). Frees never raise a peak,
+  // map keyed by addresses (Note [Autocast cache frees], nn/autocast/autocast.cpp). Frees never raise a peak,
   // so only the timeline could differ from run to run.
   class ReleaseBatch {
    public:

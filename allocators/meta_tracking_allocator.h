@@ -24,7 +24,7 @@ namespace oomguard {
 
 // Meta storages made on this thread while one is alive are charged to no account (and their frees
 // credit none): a module file's meta tensors as the loader makes them, which the run replaces with its
-// own before it measures anything (nn/torchscript_net.h). The meta counterpart of HostAllocationScope.
+// own before it measures anything (nn/torchscript/torchscript_net.h). The meta counterpart of HostAllocationScope.
 class UncountedMetaScope {
  public:
   UncountedMetaScope();

@@ -1,9 +1,9 @@
 // The meta backend: shapes only. LibTorch computes shapes and the meta tracking account books every
-// byte; oomguard's Meta kernels fill LibTorch's gaps (backends/meta/meta_kernels.h).
+// byte; oomguard's Meta kernels fill LibTorch's gaps (backends/meta/kernels/meta_kernels.h).
 #include "allocators/install.h"
 #include "backends/backend.h"
 #include "backends/meta/meta_gradient_sums.h"
-#include "backends/meta/meta_kernels.h"
+#include "backends/meta/kernels/meta_kernels.h"
 
 namespace oomguard {
 namespace {

@@ -16,7 +16,7 @@ inline constexpr int64_t kMaxInputFileBytes = 16 << 20;
 inline constexpr int kMaxJsonDepth = 64;
 
 // Lists, tuples, dicts and objects inside one another in a TorchScript module's attribute (Note
-// [Containers in a module's attributes], nn/torchscript_archive.cpp): nn.LSTM's `_flat_weights` is 1 deep.
+// [Containers in a module's attributes], nn/torchscript/torchscript_archive.cpp): nn.LSTM's `_flat_weights` is 1 deep.
 inline constexpr int kMaxAttributeNesting = 64;
 
 // One check expression: characters, and parentheses inside one another. The catalog's longest

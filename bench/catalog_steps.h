@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "nn/layer_net.h"
+#include "nn/layers/layer_net.h"
 #include "nn/scalar_type.h"
 #include "scenario/scenario_loader.h"
 

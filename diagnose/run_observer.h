@@ -142,8 +142,8 @@ class RunObserver {
   size_t tracked() const;
 
   // For the callback.
-  struct State;
-  struct Watch;
+  struct State;   // diagnose/run_observer_state.h
+  struct Watch;   // diagnose/run_watch.h
   struct Screen;  // diagnose/run_screen.h
 
  private:

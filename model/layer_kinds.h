@@ -1,7 +1,7 @@
 // The layer kinds a scenario's model is made of, declared once: one LayerKindInfo row per kind. The
 // loader reads its fields (scenario/variant_json.h), the variant rules its feature rule and whether it
 // has parameters (scenario/variant_rules.h), the workload and the memory estimate its flags, and
-// nn/ builds it (nn/layers.h); a LayerSpec names its kind by the row's `name`.
+// nn/ builds it (nn/layers/layers.h); a LayerSpec names its kind by the row's `name`.
 //
 //   const LayerKindInfo* kind = FindLayerKind("linear");  // nullptr for an unknown kind
 //   kind->Takes("bias");                                   // true
@@ -9,10 +9,10 @@
 //
 // Adding a layer kind:
 //   1. a row in LayerKinds() (layer_kinds.cpp): its fields, required fields, flags and feature rule;
-//   2. a class in nn/layers_basic.cpp or nn/layers_blocks.cpp, and one line naming it in that
+//   2. a class in nn/layers/layers_basic.cpp or nn/layers/layers_blocks.cpp, and one line naming it in that
 //      file's factory list (BasicLayerFactories / BlockLayerFactories);
 //   3. if it needs a field LayerSpec does not have yet: the member (model/scenario.h) and its reader
-//      (LayerFields, scenario/variant_json.h); if an op has no Meta kernel, backends/meta/meta_kernels.cpp.
+//      (LayerFields, scenario/variant_json.h); if an op has no Meta kernel, backends/meta/kernels/meta_kernels.cpp.
 // A row's position is where messages list the kind ("valid values: linear, relu, ..."); the loader's
 // tests take the list from this table. A class shared by several kinds (Activation) handles only the
 // kinds it names and aborts on any other, so give a new kind its own class or its own branch.

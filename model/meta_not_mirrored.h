@@ -7,7 +7,7 @@
 //   TORCH_CHECK(k != 5, NotMirroredMessage("a 3-d convolution (aten::convolution)", "..."));
 //
 // Two kinds: an op that runs on meta with other bytes (the table: TorchScriptNet warns when a module's
-// graph calls one, nn/torchscript_net.cpp), and one that cannot run on meta at all (a Meta kernel
+// graph calls one, nn/torchscript/torchscript_net.cpp), and one that cannot run on meta at all (a Meta kernel
 // throws NotMirroredMessage; workload/error_category.cpp keeps that text as it is, and an op with no
 // Meta kernel gets the same advice).
 #pragma once

@@ -37,7 +37,7 @@ struct LayerSpec {
   std::string activation = "gelu";  // mlp_block, transformer_block: relu or gelu
   std::string attention = "math";   // attention, transformer_block: math (explicit softmax(q k^T) v, keeps
                                     // the seq x seq scores) or flash (the fused kernel: keeps output and
-                                    // logsumexp only); see SelfAttention in layers.h
+                                    // logsumexp only); see SelfAttention in nn/layers/layers.h
 
   bool operator==(const LayerSpec&) const = default;
 };
@@ -112,7 +112,7 @@ struct LoopSpec {
   EvalSpec eval;
   LossHistorySpec loss_history;
   // Mixed precision for the forward and the loss (train and eval), through at::autocast on the
-  // backend's device type (nn/autocast.h): none | bfloat16 | float16 (with a GradScaler's loss scaling).
+  // backend's device type (nn/autocast/autocast.h): none | bfloat16 | float16 (with a GradScaler's loss scaling).
   std::string autocast = "none";
   double clip_grad_norm = 0;  // > 0: the max norm of torch::nn::utils::clip_grad_norm_ before each step
 

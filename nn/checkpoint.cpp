@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "allocators/cpu_tracking_allocator.h"
-#include "nn/autocast.h"
+#include "nn/autocast/autocast.h"
 
 namespace oomguard {
 namespace {

@@ -28,7 +28,7 @@
 // - With grad mode off, or when neither `input` nor any of `params` requires grad, `segment` simply runs
 //   once under no-grad and nothing is kept.
 //
-// - Autocast: the forward's autocast (nn/autocast.h: cpu, cuda, meta) is replayed for the recomputation,
+// - Autocast: the forward's autocast (nn/autocast/autocast.h: cpu, cuda, meta) is replayed for the recomputation,
 //   as PyTorch's checkpoint does, so the recomputed segment casts and saves what the forward would have.
 //
 // Not supported: create_graph=true through a checkpoint (higher-order gradients). The recomputation starts

@@ -4,8 +4,8 @@
 
 #include "base/check.h"
 #include "base/did_you_mean.h"
-#include "nn/layer_net.h"
-#include "nn/torchscript_net.h"
+#include "nn/layers/layer_net.h"
+#include "nn/torchscript/torchscript_net.h"
 
 namespace oomguard {
 namespace {

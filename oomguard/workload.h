@@ -225,7 +225,7 @@ class Context {
   // --- mixed precision ---
   // torch.autocast(device_type=ctx.device().type(), dtype) while the guard lives, on every backend:
   // at::autocast on cpu and cuda, and on meta, which LibTorch's autocast skips, oomguard's copy of
-  // the cpu autocast table (nn/meta_autocast.h), so a meta run allocates what a cpu run does; with a
+  // the cpu autocast table (nn/autocast/meta_autocast.h), so a meta run allocates what a cpu run does; with a
   // card's kernels (`--kernels cuda`) its copy of CUDA's table, so it allocates what the GPU run does.
   // dtype: at::kBFloat16 or at::kHalf (else WorkloadError). Guards nest; the weight-cast cache is
   // cleared when the outermost one ends. Run the backward outside it, as PyTorch recommends:

@@ -24,7 +24,7 @@
 #include "base/atomic_file.h"
 #include "base/byte_size.h"
 #include "model/phase.h"
-#include "nn/autocast.h"
+#include "nn/autocast/autocast.h"
 #include "workload/snapshot_recorder.h"
 #include "oomguard/measure.h"
 // The pytest plugin's baselines and reports: the CLI's (plugin_records.h).
@@ -227,7 +227,7 @@ PYBIND11_MODULE(_core, module) {
       .def("finish_with_error", &oomguard::MeasureScope::FinishWithError);
 
   // Measure.autocast on meta (oomguard/measure.py): torch.autocast refuses device_type "meta" and casts
-  // no meta tensor for "cpu" or "cuda", so meta's own autocast (nn/meta_autocast.h), by the cpu's table
+  // no meta tensor for "cpu" or "cuda", so meta's own autocast (nn/autocast/meta_autocast.h), by the cpu's table
   // or, inside a measurement with kernels="cuda", CUDA's (Note [AutocastCUDA on meta]). A context manager.
   py::class_<MetaAutocast>(module, "MetaAutocast")
       .def(py::init([](const std::string& dtype) {

@@ -1,7 +1,7 @@
 // loop.autocast and loop.clip_grad_norm: meta's autocast mirrors AutocastCPU (its operator table,
 // its casts, its weight cache), so a meta run allocates what the cpu run does, with checkpointing and
 // float16 loss scaling too; clipping allocates a few scalars, counted to the byte.
-#include "nn/autocast.h"
+#include "nn/autocast/autocast.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "backends/meta/meta_item.h"
-#include "backends/meta/meta_kernels.h"
-#include "nn/meta_autocast.h"
+#include "backends/meta/kernels/meta_kernels.h"
+#include "nn/autocast/meta_autocast.h"
 #include "tests/same_bytes.h"
 #include "workload/workload.h"
 
@@ -66,7 +66,7 @@ TEST(MetaAutocast, TheTableIsAutocastCpusOperators) {
   const std::set<std::string> ours(table.begin(), table.end());
   EXPECT_EQ(ours.size(), table.size()) << "an operator is listed twice";
   EXPECT_EQ(ours, cpu) << "the pinned torch's AutocastCPU table changed: update kCpu in "
-                          "nn/autocast_table_cpu.cpp";
+                          "nn/autocast/autocast_table_cpu.cpp";
   EXPECT_EQ(MetaAutocastPolicyOf(c10::kCPU, "linear"), AutocastPolicy::kLowerPrecision);
   EXPECT_EQ(MetaAutocastPolicyOf(c10::kCPU, "cross_entropy_loss"), AutocastPolicy::kFloat32);
   EXPECT_EQ(MetaAutocastPolicyOf(c10::kCPU, "cat"), AutocastPolicy::kPromote);

@@ -1,5 +1,5 @@
 // Autocast on meta with a card's kernels casts as AutocastCUDA does (Note [AutocastCUDA on meta],
-// nn/meta_autocast.cpp): its table is the operators with an AutocastCUDA kernel in this process, each
+// nn/autocast/meta_autocast.cpp): its table is the operators with an AutocastCUDA kernel in this process, each
 // policy gives the dtypes CUDA's gives, and each difference between the cpu and CUDA tables that the
 // catalog's autocast models hit costs the bytes derived here from the kernels. Python's
 // CardAutocastMatchesFakeCuda checks the same models against PyTorch's own AutocastCUDA.
@@ -14,9 +14,9 @@
 
 #include "allocators/install.h"
 #include "backends/meta/kernel_target.h"
-#include "backends/meta/meta_kernels.h"
-#include "nn/autocast.h"
-#include "nn/meta_autocast.h"
+#include "backends/meta/kernels/meta_kernels.h"
+#include "nn/autocast/autocast.h"
+#include "nn/autocast/meta_autocast.h"
 #include "oomguard/workload.h"
 #include "tests/catalog_variant.h"
 #include "tests/meta_ops_harness.h"
@@ -39,7 +39,8 @@ TEST(CardAutocast, TheTableIsAutocastCudasOperators) {
   const std::vector<std::string> table = MetaAutocastOperators(c10::kCUDA);
   const std::set<std::string> ours(table.begin(), table.end());
   EXPECT_EQ(ours.size(), table.size()) << "an operator is listed twice";
-  EXPECT_EQ(ours, cuda) << "the pinned torch's AutocastCUDA table changed: update kCuda in nn/autocast_table_cuda.cpp";
+  EXPECT_EQ(ours, cuda)
+      << "the pinned torch's AutocastCUDA table changed: update kCuda in nn/autocast/autocast_table_cuda.cpp";
   EXPECT_EQ(MetaAutocastPolicyOf(c10::kCUDA, "linear"), AutocastPolicy::kLowerPrecision);
   EXPECT_EQ(MetaAutocastPolicyOf(c10::kCUDA, "layer_norm"), AutocastPolicy::kFloat32);
   EXPECT_EQ(MetaAutocastPolicyOf(c10::kCUDA, "softmax.int"), AutocastPolicy::kFloat32SetOptDtype);

@@ -15,7 +15,7 @@
 
 #include "allocators/install.h"
 #include "backends/meta/kernel_target.h"
-#include "backends/meta/meta_kernels.h"
+#include "backends/meta/kernels/meta_kernels.h"
 #include "tests/meta_ops_harness.h"
 
 namespace oomguard {

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "allocators/install.h"
-#include "backends/meta/meta_kernels.h"
+#include "backends/meta/kernels/meta_kernels.h"
 
 namespace oomguard::testing {
 

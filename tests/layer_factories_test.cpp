@@ -6,7 +6,7 @@
 #include <map>
 
 #include "model/layer_kinds.h"
-#include "nn/layers.h"
+#include "nn/layers/layers.h"
 
 namespace oomguard {
 namespace {

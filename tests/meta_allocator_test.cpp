@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "allocators/install.h"
-#include "backends/meta/meta_kernels.h"
+#include "backends/meta/kernels/meta_kernels.h"
 
 namespace oomguard {
 namespace {

@@ -4,7 +4,7 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
-#include "backends/meta/meta_kernels.h"
+#include "backends/meta/kernels/meta_kernels.h"
 #include "model/layer_kinds.h"
 #include "nn/layer_trace.h"
 #include "tests/same_bytes.h"
@@ -68,7 +68,7 @@ VariantSpec CoverageModel(const LayerKind& kind, bool inplace, const std::string
 }
 
 // Where a gradient meets another (the transformer block's residual sum), meta sums in place as cpu
-// does (Note [Gradient sums on meta], backends/meta/meta_kernels_promote.cpp).
+// does (Note [Gradient sums on meta], backends/meta/kernels/meta_kernels_promote.cpp).
 using testing::ExpectSameBytes;
 
 TEST(MetaCoverage, EveryLayerKindRunsForwardAndBackwardWithTheCpuBytes) {

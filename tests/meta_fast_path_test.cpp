@@ -1,7 +1,7 @@
-// nn/meta_fast_path.h on modules defined here: a forward that calls a fused op behind a list of device
+// nn/torchscript/meta_fast_path.h on modules defined here: a forward that calls a fused op behind a list of device
 // types gains "meta" there and takes the fused op on meta; a device check of another form is reported;
 // lists elsewhere are left alone.
-#include "nn/meta_fast_path.h"
+#include "nn/torchscript/meta_fast_path.h"
 
 #include <ATen/ops/empty.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "backends/meta/meta_kernels.h"
+#include "backends/meta/kernels/meta_kernels.h"
 
 namespace oomguard {
 namespace {

@@ -132,7 +132,7 @@ void FrozenBatchNorm(Context& ctx) {
 TEST(MetaModelOps, ACnnWithConvBatchNormAndPoolingAllocatesAsOnCpu) {
   const Both m = MeasureOnBoth(Cnn);
   ExpectSameAllocations(m);
-  // The two cpu backends the mirror follows (backends/meta/meta_kernels_conv.cpp).
+  // The two cpu backends the mirror follows (backends/meta/kernels/meta_kernels_conv.cpp).
   EXPECT_TRUE(m.CpuRan("aten::mkldnn_convolution"));
   EXPECT_TRUE(m.CpuRan("aten::_slow_conv2d_forward"));
   EXPECT_TRUE(m.CpuRan("aten::_slow_conv2d_backward"));
@@ -196,7 +196,7 @@ struct AttentionCase {
   bool flash;  // what cpu runs: _scaled_dot_product_flash_attention_for_cpu, else the math path
 };
 
-// Note [Which attention kernel each backend runs] (backends/meta/meta_kernels_attention.cpp): without dropout
+// Note [Which attention kernel each backend runs] (backends/meta/kernels/meta_kernels_attention.cpp): without dropout
 // cpu runs flash attention for cpu, mask or not, causal or not; with dropout the math path. Meta's own
 // composite would always take math; oomguard's AutogradMeta kernel takes cpu's choice.
 class MetaAttention : public ::testing::TestWithParam<AttentionCase> {};

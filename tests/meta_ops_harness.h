@@ -27,7 +27,7 @@ namespace oomguard::testing {
 // A model's parameters: plain tensors that require grad, made with ctx.options() (on meta, torch::nn
 // modules cannot be built; see Context::Build), drawn in place so setup makes no temporaries. Each is
 // used once per step or more: two uses sum two gradients, in place on cpu and on meta alike (Note
-// [Gradient sums on meta], backends/meta/meta_kernels_promote.cpp).
+// [Gradient sums on meta], backends/meta/kernels/meta_kernels_promote.cpp).
 class Parameters {
  public:
   explicit Parameters(Context& ctx) : ctx_(ctx) {}

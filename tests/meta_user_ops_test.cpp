@@ -17,7 +17,7 @@ namespace {
 using namespace testing;  // NOLINT(google-build-using-namespace): the harness, meta_ops_harness.h
 
 // Exactly cpu's bytes, allocation by allocation. These models use a tensor twice or more: meta sums the
-// gradients in place, as cpu does (Note [Gradient sums on meta], backends/meta/meta_kernels_promote.cpp).
+// gradients in place, as cpu does (Note [Gradient sums on meta], backends/meta/kernels/meta_kernels_promote.cpp).
 void ExpectCpusBytes(const Both& m) {
   ASSERT_EQ(Name(m.cpu.outcome), "pass") << m.cpu.error;
   ASSERT_EQ(Name(m.meta.outcome), "pass") << m.meta.error;
@@ -144,8 +144,8 @@ TEST(MetaUserOps, GradientSumsAreMadeInPlaceAsOnCpuInNestedBackwardsToo) {
 }
 
 // nn.MultiheadAttention's and nn.TransformerEncoderLayer's fused fast path, which both backends take in
-// evaluation under no_grad (nn/meta_fast_path.h): cpu's own kernels run on meta (Note [The fused
-// attention ops run cpu's own code on meta], backends/meta/meta_kernels_transformer.cpp). The padding
+// evaluation under no_grad (nn/torchscript/meta_fast_path.h): cpu's own kernels run on meta (Note [The fused
+// attention ops run cpu's own code on meta], backends/meta/kernels/meta_kernels_transformer.cpp). The padding
 // mask is the modules' merged mask (float [B, T], mask_type 1), which _masked_softmax reads as bool;
 // without a mask the scores are soft-maxed in place. Embedding 16, 2 heads, feed-forward 32.
 struct EncoderWeights {

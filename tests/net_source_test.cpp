@@ -5,7 +5,7 @@
 //   forward leaves live: the output (3*2*4 = 24 bytes; mm saves x and w, no copies) and the loss (4).
 #include <gtest/gtest.h>
 
-#include "nn/layer_net.h"
+#include "nn/layers/layer_net.h"
 #include "nn/net_sources.h"
 #include "workload/workload.h"
 

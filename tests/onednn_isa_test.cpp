@@ -6,7 +6,7 @@
 
 #include "allocators/install.h"
 #include "backends/meta/onednn_query.h"
-#include "nn/autocast.h"
+#include "nn/autocast/autocast.h"
 #include "workload/error_category.h"
 
 namespace oomguard {

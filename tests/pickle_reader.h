@@ -10,6 +10,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace oomguard::testing {
@@ -78,7 +79,11 @@ inline std::string RenderPickle(const std::string& bytes) {
       case 'X': {
         const auto n = static_cast<size_t>(little(4));
         if (at + n > bytes.size()) throw std::runtime_error("truncated string");
-        push("'" + bytes.substr(at, n) + "'");
+        // Appended, not "'" + substr: GCC 12 warns (-Wstringop-overflow) on operator+(const char*,
+        // string&&), whose insert at 0 it cannot bound; a false positive (GCC's meta-bug PR 88443).
+        std::string quoted(1, '\'');
+        quoted.append(bytes, at, n).push_back('\'');
+        push(std::move(quoted));
         at += n;
         break;
       }

@@ -14,7 +14,7 @@
 namespace oomguard::testing {
 
 // Every allocation too: meta sums two gradients in place as cpu does (Note [Gradient sums on meta],
-// backends/meta/meta_kernels_promote.cpp).
+// backends/meta/kernels/meta_kernels_promote.cpp).
 inline void ExpectSameBytes(const VariantMeasurement& expected, const VariantMeasurement& actual) {
   EXPECT_EQ(actual.ledger.peak_bytes, expected.ledger.peak_bytes);
   EXPECT_EQ(actual.ledger.peak_phase, expected.ledger.peak_phase);

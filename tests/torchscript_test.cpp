@@ -1,4 +1,4 @@
-// TorchScript modules as scenario models (nn/torchscript_net.h), trained by the catalog's loop: an
+// TorchScript modules as scenario models (nn/torchscript/torchscript_net.h), trained by the catalog's loop: an
 // nn.Sequential scripted in Python gives the bytes of the same layer list to the byte, on cpu and
 // meta, from real or meta-saved weights; knobs act between its children; the mistakes a user makes
 // get messages that say what to change. The files come from tests/torchscript/make_fixtures.py (a
@@ -142,7 +142,7 @@ TEST(TorchScript, TheLossReadsTheFirstTensorOfADictAndOfSeveralInputs) {
   }
 }
 
-// Note [Tensors a module holds beyond its parameters] (nn/torchscript_net.cpp): nn.LSTM's forward reads
+// Note [Tensors a module holds beyond its parameters] (nn/torchscript/torchscript_net.cpp): nn.LSTM's forward reads
 // its weights from `_flat_weights`, a list attribute. They are the parameters made on the device, so
 // the optimizer trains what the forward reads: every parameter has its gradient and its two AdamW
 // moments (left as loaded, the LSTM's seven had neither on cpu, and meta refused host weights).
@@ -202,7 +202,7 @@ TEST(TorchScript, AnRnnThatMetaDoesNotMirrorIsWarnedAboutOnMeta) {
 // nn.MultiheadAttention's fused fast path (torch._native_multi_head_attention), which its forward takes
 // in evaluation under no_grad for cpu and cuda tensors only: the meta run says so.
 // In evaluation under no_grad nn.MultiheadAttention and nn.TransformerEncoderLayer take their fused fast
-// path on meta as on cpu (Note [Meta takes the attention fast path], nn/meta_fast_path.h): the same
+// path on meta as on cpu (Note [Meta takes the attention fast path], nn/torchscript/meta_fast_path.h): the same
 // fused ops run, and every phase has cpu's bytes, with no warning.
 TEST(TorchScript, AttentionsFastPathIsTakenOnMetaAsOnCpu) {
   at::set_num_threads(1);  // as in the runner's children: flash attention's backward scratch is per thread

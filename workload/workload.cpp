@@ -18,7 +18,7 @@
 #include "diagnose/detectors.h"
 #include "diagnose/run_observer.h"
 #include "nn/layer_trace.h"
-#include "nn/torchscript_net.h"
+#include "nn/torchscript/torchscript_net.h"
 #include "workload/error_category.h"
 #include "workload/measured_run.h"
 #include "workload/measurement_session.h"

@@ -1,6 +1,6 @@
 // Where autograd's engine itself runs on this thread, between its nodes' functions: there it sums
 // two gradient contributions, in place on cpu and, left alone, out of place on meta (Note [Gradient
-// sums on meta], meta_kernels_promote.cpp). A meta session watches its backward nodes:
+// sums on meta], kernels/meta_kernels_promote.cpp). A meta session watches its backward nodes:
 //
 //   EngineSumWatch watch;        // for the session's lifetime
 //   ... in a Meta kernel:  if (EngineRunsBetweenNodes()) { the engine's InputBuffer is calling }

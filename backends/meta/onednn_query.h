@@ -1,5 +1,6 @@
 // What cpu's oneDNN (mkldnn) primitives would allocate, asked of the oneDNN that runs them, without
-// running anything: for Meta kernels that mirror mkldnn convolutions (backends/meta/meta_kernels_conv_onednn.cpp).
+// running anything: for Meta kernels that mirror mkldnn convolutions
+// (backends/meta/kernels/meta_kernels_conv_onednn.cpp).
 //
 //   if (oomguard::onednn::Available()) {
 //     auto fwd = oomguard::onednn::Primitive::ConvForward(src, weights, bias, dst, {1, 1}, {0, 0}, {1, 1}, {1, 1});

@@ -18,7 +18,7 @@ Meta):
   Some are decompositions that allocate other temporaries than cpu's kernel: uniform_ (nn.Linear's
   init) makes a same-size tensor and copies it in (2 MiB for a 512x512 weight, cpu 1 MiB), addmm
   (nn.Linear's forward) an extra output-sized one (4 MiB for 512x512 by 512x512, cpu 3 MiB).
-- oomguard's own (backends/meta/meta_kernels*.cpp, Note [Meta kernels mirror the cpu kernels'
+- oomguard's own (backends/meta/kernels/meta_kernels*.cpp, Note [Meta kernels mirror the cpu kernels'
   allocations]), registered when the first meta measurement starts (MetaSession): they win over both.
 So torch's Python kernels, not the C++ ones, ran the catalog's MLP on meta in Python: 1,028,056 bytes
 more at setup and 651,232 more at the fixed loop's peak than cpu. use_cpp_meta_kernels() removes

@@ -1,5 +1,5 @@
 """Python.CardAutocastMatchesFakeCuda: mixed precision in card mode casts as PyTorch's AutocastCUDA does
-(Note [AutocastCUDA on meta], nn/meta_autocast.cpp; issue #33).
+(Note [AutocastCUDA on meta], nn/autocast/meta_autocast.cpp; issue #33).
 
 Independent of oomguard's table: a second process that never loads oomguard runs each model's forward
 and loss on PyTorch's own fake CUDA tensors (FakeTensorMode, no GPU) with AutocastCUDA on, entered as
@@ -31,7 +31,7 @@ DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 class Block(nn.Module):
-    """nn/layers_blocks.cpp's transformer_block between an embedding and a head, as the scenario's."""
+    """nn/layers/layers_blocks.cpp's transformer_block between an embedding and a head, as the scenario's."""
 
     def __init__(self, vocab=1000, dim=128, heads=4, hidden=512):
         super().__init__()

@@ -79,7 +79,7 @@ class KeepsHistory(nn.Module):
 class LstmTagger(nn.Module):
     """Token ids [batch, seq] -> tags [batch, seq, 4] through a 2-layer LSTM, whose forward reads its
     parameters from `_flat_weights`, a List[Tensor] attribute (Note [Tensors a module holds beyond
-    its parameters], nn/torchscript_net.cpp). lstm.json trains it; the eager check compares it."""
+    its parameters], nn/torchscript/torchscript_net.cpp). lstm.json trains it; the eager check compares it."""
 
     def __init__(self):
         super().__init__()

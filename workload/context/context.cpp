@@ -10,7 +10,7 @@
 #include "allocators/meta_tracking_allocator.h"
 #include "backends/meta/kernel_target.h"
 #include "base/byte_size.h"
-#include "nn/autocast.h"
+#include "nn/autocast/autocast.h"
 #include "workload/context/context_state.h"
 #include "workload/parallel/rank_group.h"
 

@@ -1,0 +1,49 @@
+// The families of Meta kernels beside the ones backends/meta/kernels/meta_kernels.cpp defines itself. Each adds its
+// kernels to the libraries RegisterMetaKernels holds: `meta` for the Meta key, `autograd_meta` for
+// the few CompositeImplicitAutograd ops whose cpu path depends on the device (there the kernel replaces
+// the composite for meta tensors and redispatches, so autograd still records what it calls).
+// Every kernel follows Note [Meta kernels mirror the cpu kernels' allocations] (meta_kernels.cpp).
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/OpMathType.h>
+#include <torch/library.h>
+
+#include <optional>
+#include <tuple>
+
+namespace oomguard::meta_kernels {
+
+void RegisterNorm(torch::Library& meta, torch::Library& autograd_meta);       // meta_kernels_norm.cpp
+void RegisterLayerNorm(torch::Library& meta);                                 // meta_kernels_layer_norm.cpp
+void RegisterDropout(torch::Library& meta, torch::Library& autograd_meta);    // meta_kernels_dropout.cpp
+void RegisterPool(torch::Library& meta, torch::Library& autograd_meta);       // meta_kernels_pool.cpp
+void RegisterConv(torch::Library& meta);                                      // meta_kernels_conv.cpp
+void RegisterAttention(torch::Library& meta, torch::Library& autograd_meta);  // meta_kernels_attention.cpp
+void RegisterTransformer(torch::Library& meta);                               // meta_kernels_transformer.cpp
+void RegisterResize(torch::Library& meta);                                    // meta_kernels_resize.cpp
+void RegisterPromote(torch::Library& meta, torch::Library& autograd_meta);    // meta_kernels_promote.cpp
+void RegisterAttentionCuda(torch::Library& meta);                             // meta_kernels_attention_cuda.cpp
+void RegisterCublasWorkspace(torch::Library& meta);                           // backends/meta/cublas_workspace.cpp
+
+// attention.cpp's convert_boolean_attn_mask: a bool mask becomes 0 where attending, -inf elsewhere.
+std::optional<at::Tensor> ConvertBooleanMask(const std::optional<at::Tensor>& mask, caffe2::TypeMeta dtype);
+// attention.cpp's pre_process_group_query_attention_input.
+std::tuple<at::Tensor, at::Tensor> RepeatKeyValueHeads(const at::Tensor& query, const at::Tensor& key,
+                                                       const at::Tensor& value, bool enable_gqa);
+// _scaled_dot_product_attention_math as cpu runs it, or a card (cuda_float_math: fp16/bf16 computed in
+// float) (meta_kernels_attention.cpp).
+at::Tensor AttentionMath(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                         std::optional<at::Tensor> attn_mask, double dropout_p, bool is_causal,
+                         std::optional<double> scale, bool enable_gqa, bool cuda_float_math);
+// scaled_dot_product_attention as a card's CUDA build runs it (meta_kernels_attention_cuda.cpp).
+at::Tensor ScaledDotProductAttentionCuda(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                                         const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
+                                         std::optional<double> scale, bool enable_gqa);
+
+// The opmath dtype of `t` (float for bfloat16 and float16): what cpu kernels accumulate scratch in.
+inline at::TensorOptions OpMathOptions(const at::Tensor& t) {
+  return t.options().dtype(at::toOpMathType(t.scalar_type()));
+}
+
+}  // namespace oomguard::meta_kernels

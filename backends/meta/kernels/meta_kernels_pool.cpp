@@ -1,0 +1,79 @@
+// Meta kernels for pooling where meta would allocate otherwise than cpu: adaptive average pooling
+// to more than 1x1 (cpu: ATen/native/AdaptiveAveragePooling.cpp, cpu/AdaptiveAvgPoolKernel.cpp; no
+// Meta kernel in LibTorch) and max_pool1d without gradients (MaxPooling.cpp: cpu computes the output
+// alone, any other device goes through max_pool1d_with_indices and also allocates the int64 indices).
+// max_pool2d, avg_pool2d and their backward are structured kernels whose Meta functions already
+// allocate what cpu does.
+#include <ATen/native/Pool.h>
+
+#include "backends/meta/kernels/meta_kernels_internal.h"
+
+namespace oomguard::meta_kernels {
+namespace {
+
+// cpu (adaptive_avg_pool2d_cpu): the output, resized to [N,] C, oh, ow in the input's suggested
+// format; the kernel reads the input contiguous in that format (a copy when it is not).
+at::Tensor AdaptiveAvgPool2dMeta(const at::Tensor& input, c10::SymIntArrayRef output_size_sym) {
+  const at::IntArrayRef output_size = C10_AS_INTARRAYREF_SLOW(output_size_sym);
+  TORCH_CHECK(output_size.size() == 2, "adaptive_avg_pool2d: output_size must be 2");
+  TORCH_CHECK(input.dim() == 3 || input.dim() == 4, "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got ",
+              input.sizes());
+  const int64_t channels = input.size(-3);
+  at::Tensor output;
+  if (input.dim() == 3) {
+    output = at::empty({channels, output_size[0], output_size[1]}, input.options());
+  } else {
+    output = at::empty({input.size(0), channels, output_size[0], output_size[1]},
+                       input.options().memory_format(input.suggest_memory_format()));
+  }
+  if (output.numel() == 0) return output;
+  at::Tensor contiguous_input = input.contiguous(input.suggest_memory_format());
+  return output;
+}
+
+// cpu (adaptive_avg_pool2d_backward_cpu): grad_input like the input in its suggested format, zeroed;
+// the kernel reads grad_output contiguous in grad_output's suggested format (and grad_input in it too,
+// copying back when grad_input is not).
+at::Tensor AdaptiveAvgPool2dBackwardMeta(const at::Tensor& grad_output, const at::Tensor& input) {
+  at::Tensor grad_input = at::empty(input.sizes(), input.options().memory_format(input.suggest_memory_format()));
+  const at::MemoryFormat format = grad_output.suggest_memory_format();
+  if (format == at::MemoryFormat::ChannelsLast) {
+    at::Tensor grad_input_contiguous = grad_input.contiguous(format);
+    at::Tensor grad_output_contiguous = grad_output.contiguous(format);
+  } else {
+    at::Tensor grad_output_contiguous = grad_output.contiguous();
+    at::Tensor grad_input_contiguous = grad_input.contiguous();
+  }
+  return grad_input;
+}
+
+// max_pool1d for meta tensors (AutogradMeta): what cpu runs. With a gradient to compute that is
+// max_pool1d_with_indices, as on every device; without one, cpu allocates the output only.
+at::Tensor MaxPool1dAutogradMeta(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                                 at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+  if ((self.requires_grad() && at::GradMode::is_enabled()) || self._fw_grad(/*level=*/0).defined()) {
+    return std::get<0>(at::max_pool1d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode));
+  }
+  TORCH_CHECK(self.dim() == 2 || self.dim() == 3, "max_pool1d() Expected 2D or 3D input tensor, but got ",
+              self.sizes());
+  TORCH_CHECK(
+      kernel_size.size() == 1 && (stride.empty() || stride.size() == 1) && padding.size() == 1 && dilation.size() == 1,
+      "max_pool1d() expects one kernel size, stride, padding and dilation");
+  const int64_t kw = kernel_size[0], sw = stride.empty() ? kw : stride[0];
+  const int64_t ow =
+      at::native::pooling_output_shape<int64_t>(self.size(-1), kw, padding[0], sw, dilation[0], ceil_mode);
+  TORCH_CHECK(ow > 0, "max_pool1d() Invalid computed output size: ", ow);
+  std::vector<int64_t> sizes = self.sizes().vec();
+  sizes.back() = ow;
+  return at::empty(sizes, self.options());
+}
+
+}  // namespace
+
+void RegisterPool(torch::Library& meta, torch::Library& autograd_meta) {
+  meta.impl("_adaptive_avg_pool2d", TORCH_FN(AdaptiveAvgPool2dMeta));
+  meta.impl("_adaptive_avg_pool2d_backward", TORCH_FN(AdaptiveAvgPool2dBackwardMeta));
+  autograd_meta.impl("max_pool1d", TORCH_FN(MaxPool1dAutogradMeta));
+}
+
+}  // namespace oomguard::meta_kernels
