@@ -56,6 +56,8 @@ void SourcesUnder(const std::string& root, const std::string& rel, std::vector<s
   for (const std::string& name : Entries(root + "/" + rel)) {
     const std::string path = rel + "/" + name;
     if (IsDirectory(root + "/" + path)) {
+      // python/build/: `pip install ./python`'s build tree (.gitignore), generated sources of no floor.
+      if (name == "build" || name.starts_with("build-")) continue;
       SourcesUnder(root, path, out);
     } else if (IsSource(name)) {
       out->push_back(path);
