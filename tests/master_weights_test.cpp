@@ -2,7 +2,10 @@
 // parameter, gradient and optimizer-state bytes are the ZeRO paper's figures for each stage, 2 + 2 + 12
 // bytes per parameter divided as the stage divides them, plus the padding each strategy adds; without
 // master weights, the pure-bf16 figures as LibTorch keeps them (2 + 2 + 4: Adam's moments in bf16).
+#include "workload/master_weights.h"
+
 #include <gtest/gtest.h>
+#include <torch/optim/adam.h>
 
 #include <algorithm>
 #include <ostream>
@@ -12,6 +15,7 @@
 
 #include "tests/parallel_mlp.h"
 #include "tests/scenario_text.h"
+#include "workload/optimizer.h"
 #include "workload/workload.h"
 
 namespace oomguard {
@@ -128,6 +132,51 @@ TEST(MasterWeights, AnOomBeforeTheFirstStepCountsTheMastersAsOptimizerState) {
   ASSERT_EQ(Name(m.outcome), "oom") << m.error;
   EXPECT_EQ(m.oom->phase, "forward");
   EXPECT_EQ(m.oom->live.optimizer_state_bytes, 4 * Count(false) / 4);
+}
+
+// Two steps of Adam (lr 0.1) through MasterWeights over bf16 copies of `init`, with bf16 `grads`.
+std::vector<at::Tensor> StepTwice(const std::vector<at::Tensor>& init, const std::vector<at::Tensor>& grads,
+                                  int64_t group_elements) {
+  std::vector<at::Tensor> stepped;
+  for (const at::Tensor& t : init) stepped.push_back(t.to(at::kBFloat16).requires_grad_(true));
+  MasterWeights opt(
+      stepped,
+      [](const std::vector<at::Tensor>& masters) {
+        return std::make_unique<torch::optim::Adam>(masters, torch::optim::AdamOptions(0.1));
+      },
+      group_elements);
+  EXPECT_EQ(StateBytesBeforeTheFirstStep(opt), 4 * (15 + 7));  // the float32 masters
+  for (int step = 0; step < 2; ++step) {
+    for (size_t i = 0; i < stepped.size(); ++i) stepped[i].mutable_grad() = grads[i].to(at::kBFloat16);
+    opt.step();
+  }
+  EXPECT_EQ(OptimizerStateBytes(opt), 12 * (15 + 7));  // and Adam's float32 moments
+  return stepped;
+}
+
+// The values: the masters step as float32 Adam over float32 copies would, the bf16 tensors are the
+// masters rounded, and stepping a group a tensor (fsdp's sub-groups) changes only when the casts live.
+TEST(MasterWeights, TheMastersStepAsFloat32AdamAndAreCopiedBack) {
+  at::manual_seed(0);
+  const std::vector<at::Tensor> init = {at::randn({5, 3}), at::randn({7})};
+  const std::vector<at::Tensor> grads = {at::randn({5, 3}), at::randn({7})};
+  std::vector<at::Tensor> reference;
+  for (const at::Tensor& t : init) reference.push_back(t.to(at::kBFloat16).to(at::kFloat).requires_grad_(true));
+  torch::optim::Adam adam(reference, torch::optim::AdamOptions(0.1));
+  for (int step = 0; step < 2; ++step) {
+    for (size_t i = 0; i < reference.size(); ++i) {
+      reference[i].mutable_grad() = grads[i].to(at::kBFloat16).to(at::kFloat);
+    }
+    adam.step();
+  }
+  for (const int64_t group_elements : {int64_t{0}, int64_t{1}}) {
+    const std::vector<at::Tensor> stepped = StepTwice(init, grads, group_elements);
+    for (size_t i = 0; i < stepped.size(); ++i) {
+      EXPECT_EQ(stepped[i].scalar_type(), at::kBFloat16);
+      EXPECT_TRUE(at::equal(stepped[i].detach(), reference[i].detach().to(at::kBFloat16))) << group_elements;
+      EXPECT_FALSE(at::equal(stepped[i].detach(), init[i].to(at::kBFloat16)));  // it moved
+    }
+  }
 }
 
 // The loader's whole message, at the key's path (an input error: exit 2).
