@@ -23,9 +23,9 @@
 //   each master is copied into its 16-bit tensor (`bit16_partitions[partition_id].data.copy_(
 //   fp32_partition.data)`). The transient is those float32 gradients, 4 bytes per stepped element, all
 //   live from the first cast until the inner step returns (DeepSpeed's one fp32 gradient partition).
-// * fsdp steps in sub-groups as DeepSpeed's stage 3 does (stage3.py: _create_fp16_sub_groups,
+// * fsdp steps in sub-groups as DeepSpeed's stage 3 does (stage3.py, same commit: _create_fp16_sub_groups,
 //   1160-1183, a group closed once it holds sub_group_size elements, 1e9 by default in
-//   zero/config.py; _prepare_fp32_grad_for_sub_group, 2398-2416, and _release_sub_group, 2449-2452):
+//   zero/config.py; _prepare_fp32_grad_for_sub_group, 2398-2416, and _release_sub_group, 2448-2452):
 //   each group's gradients are cast, its masters stepped, the casts freed, before the next group's. The
 //   transient is one group's float32 gradients (about 4 GB on a rank of the 70B), not the whole shard's.
 // So a rank holds 12 bytes of optimizer state per element it steps: every parameter (no parallel,
@@ -37,7 +37,7 @@
 // frees them and it before stepping (free_grad_in_param_list); here each gradient is cast where it is,
 // and the 16-bit gradients live through the step, as without master weights.
 // fsdp: DeepSpeed's stage 3 keeps the same float32 partition of the sharded parameters (and frees
-// the 16-bit gradients once the first group is cast); FSDP2 has no master copy of its own (its
+// the 16-bit gradients once the first group is cast, 2411); FSDP2 has no master copy of its own (its
 // MixedPrecisionPolicy keeps float32 shards as the parameters instead).
 #pragma once
 
