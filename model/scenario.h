@@ -82,6 +82,9 @@ struct OptimizerSpec {
   double lr = 1e-3;
   double momentum = 0.0;  // sgd
   double weight_decay = 0.0;
+  // A float32 master copy of what is stepped, with the state in float32, for a bfloat16 or float16
+  // model (Note [Master weights], workload/master_weights.h).
+  bool master_weights = false;
 
   bool operator==(const OptimizerSpec&) const = default;
 };

@@ -89,6 +89,28 @@ inline std::optional<SpecProblem> FindParallelProblem(const VariantSpec& spec) {
   return p.strategy == "fsdp" ? FindFsdpProblem(spec) : std::nullopt;
 }
 
+// loop.optimizer.master_weights (Note [Master weights], workload/master_weights.h): a float32 copy of
+// a bfloat16 or float16 model's parameters, which an optimizer steps.
+inline std::optional<SpecProblem> FindMasterWeightsProblem(const VariantSpec& spec) {
+  if (!spec.loop.optimizer.master_weights) return std::nullopt;
+  const JsonPath at = JsonPath().Key("loop").Key("optimizer").Key("master_weights");
+  if (spec.loop.optimizer.kind == "none") {
+    return SpecProblem{at, "master weights are what an optimizer steps: loop.optimizer.kind is \"none\" (give "
+                           "\"adam\", \"adamw\" or \"sgd\", or leave master_weights out)"};
+  }
+  if (!spec.model.torchscript.empty()) {
+    return SpecProblem{at, "master weights need model.dtype bfloat16 or float16, which a TorchScript module does "
+                           "not give (it keeps the dtypes it was saved with)"};
+  }
+  if (spec.model.dtype != DType::kBFloat16 && spec.model.dtype != DType::kFloat16) {
+    return SpecProblem{at, "master weights are a float32 copy of a bfloat16 or float16 model; model.dtype is " +
+                               std::string(Name(spec.model.dtype)) +
+                               ", whose parameters are their own master: set model.dtype \"bfloat16\" or "
+                               "\"float16\", or leave master_weights out"};
+  }
+  return std::nullopt;
+}
+
 // The first rule `spec` breaks, or nullopt.
 inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
   const JsonPath model = JsonPath().Key("model"), data = JsonPath().Key("data"), loop = JsonPath().Key("loop");
@@ -225,6 +247,7 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
     return SpecProblem{loop.Key("loss_history").Key("from"),
                        "keeping evaluation losses needs loop.eval.batches >= 1 (no evaluation runs)"};
   }
+  if (std::optional<SpecProblem> problem = FindMasterWeightsProblem(spec)) return problem;
   return FindParallelProblem(spec);
 }
 

@@ -116,6 +116,54 @@ TEST(RealRanks, EveryParallelCatalogVariantOnGlooEqualsMetasFakeGroupPerRankToTh
   }
 }
 
+// Mixed-precision Adam (Note [Master weights], workload/master_weights.h) at world 2: each real rank
+// equals meta's simulated rank to the byte, and both hold the ZeRO paper's figures for N = 16576 bf16
+// parameters (no padding at world 2): ddp 2 + 2 + 12 bytes a parameter, zero1 2 + 2 + 6, zero2
+// 2 + 1 + 6, fsdp 1 + 1 + 6. The loss is mean: a bf16 mse_loss on cpu allocates a float32 temporary
+// meta's kernel does not (2052 bytes in forward, with or without master weights), outside this check.
+TEST(RealRanks, MasterWeightsOnGlooEqualMetasFakeGroupPerRankAndTheZeroPapersFigures) {
+  testing::ScratchFolder folder("real-ranks-master");
+  json scenario =
+      json::parse(R"({"name": "mixed", "summary": "mixed-precision Adam at world 2", "backends": ["cpu", "meta"],
+    "model": {"dtype": "bfloat16", "layers": [{"kind": "linear", "in": 64, "out": 128}, {"kind": "relu"},
+                                              {"kind": "linear", "in": 128, "out": 64}]},
+    "data": {"batch": 8, "shape": [64], "dtype": "bfloat16"},
+    "loop": {"iterations": 2, "loss": "mean", "optimizer": {"kind": "adam", "master_weights": true}},
+    "parallel": {"world": 2}, "variants": {}})");
+  constexpr int64_t kN = 64 * 128 + 128 + 128 * 64 + 64;
+  struct Figures {
+    std::string strategy;
+    int64_t params, grads, state;
+  };
+  const std::vector<Figures> figures = {{"ddp", 2 * kN, 2 * kN, 12 * kN},
+                                        {"zero1", 2 * kN, 2 * kN, 6 * kN},
+                                        {"zero2", 2 * kN, kN, 6 * kN},
+                                        {"fsdp", kN, kN, 6 * kN}};
+  for (const Figures& f : figures) {
+    for (const int rank : {0, 1}) {
+      scenario["variants"][f.strategy + "_r" + std::to_string(rank)] = {
+          {"parallel", {{"strategy", f.strategy}, {"rank", rank}}}};
+    }
+  }
+  const std::string file = folder.Write("mixed.json", scenario.dump(2));
+  const RunResults cpu = RunOn(file, "cpu", "*/*_r0");
+  const RunResults meta = RunOn(file, "meta", "*");
+  for (const Figures& f : figures) {
+    const VariantResult& real = VariantNamed(OnlyScenario(cpu), f.strategy + "_r0");
+    ASSERT_TRUE(real.measurement.has_value()) << real.diagnostics;
+    ASSERT_EQ(real.measurement->ranks.size(), 2u) << f.strategy;
+    for (int64_t rank = 0; rank < 2; ++rank) {
+      const RankMeasurement& r = real.measurement->ranks[rank];
+      const VariantResult& simulated = VariantNamed(OnlyScenario(meta), f.strategy + "_r" + std::to_string(rank));
+      ASSERT_TRUE(simulated.measurement.has_value()) << simulated.diagnostics;
+      ExpectRankEqualsMeta(r, *simulated.measurement, f.strategy + " rank " + std::to_string(rank));
+      EXPECT_EQ(r.param_bytes, f.params) << f.strategy;
+      EXPECT_EQ(r.grad_bytes, f.grads) << f.strategy;
+      EXPECT_EQ(r.optimizer_state_bytes, f.state) << f.strategy;
+    }
+  }
+}
+
 TEST(RealRanks, AnInjectedOomInRankOneEndsRankZeroAndNamesRankOne) {
   testing::ScratchFolder folder("real-ranks-inject");
   const std::string file = folder.Write("two.json", R"({"name": "two", "summary": "two real ranks",

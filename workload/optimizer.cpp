@@ -6,14 +6,14 @@
 #include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
 
+#include "workload/master_weights.h"
+
 namespace oomguard {
 namespace {
 
 int64_t Bytes(const at::Tensor& t) { return t.defined() ? static_cast<int64_t>(t.nbytes()) : 0; }
 
-}  // namespace
-
-std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& s, const std::vector<at::Tensor>& params) {
+std::unique_ptr<torch::optim::Optimizer> MakeStepping(const OptimizerSpec& s, const std::vector<at::Tensor>& params) {
   if (s.kind == "sgd") {
     return std::make_unique<torch::optim::SGD>(
         params, torch::optim::SGDOptions(s.lr).momentum(s.momentum).weight_decay(s.weight_decay));
@@ -27,9 +27,27 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& s, c
   return nullptr;
 }
 
+}  // namespace
+
+std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& s, const std::vector<at::Tensor>& params,
+                                                       int64_t master_group_elements) {
+  if (!s.master_weights || s.kind == "none") return MakeStepping(s, params);
+  return std::make_unique<MasterWeights>(
+      params, [&s](const std::vector<at::Tensor>& masters) { return MakeStepping(s, masters); }, master_group_elements);
+}
+
+int64_t StateBytesBeforeTheFirstStep(torch::optim::Optimizer& optimizer) {
+  const auto* master = dynamic_cast<const MasterWeights*>(&optimizer);
+  return master ? master->MasterBytes() : 0;
+}
+
 // The bytes of the tensors in an optimizer's state, for the kinds LibTorch ships that keep tensors;
 // nullopt for another kind (the caller falls back to what its step left live).
 std::optional<int64_t> OptimizerStateBytes(torch::optim::Optimizer& optimizer) {
+  if (auto* master = dynamic_cast<MasterWeights*>(&optimizer)) {
+    const std::optional<int64_t> inner = OptimizerStateBytes(master->inner());
+    return inner ? std::optional(*inner + master->MasterBytes()) : std::nullopt;
+  }
   int64_t total = 0;
   for (const auto& [key, state] : optimizer.state()) {
     const torch::optim::OptimizerParamState* s = state.get();

@@ -17,11 +17,17 @@
 namespace oomguard {
 
 // sgd (with momentum and weight decay), adam, adamw; nullptr for a kind the loader does not accept.
-std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& spec,
-                                                       const std::vector<at::Tensor>& params);
+// With spec.master_weights, that optimizer over float32 masters of `params`, allocated now, stepping
+// them in groups of `master_group_elements` (Note [Master weights], workload/master_weights.h).
+std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& spec, const std::vector<at::Tensor>& params,
+                                                       int64_t master_group_elements = 0);
+
+// The optimizer state made with the optimizer, before any step: the master copies; 0 for the others,
+// whose state comes with the first step.
+int64_t StateBytesBeforeTheFirstStep(torch::optim::Optimizer& optimizer);
 
 // The bytes of the tensors in an optimizer's state, for the kinds LibTorch ships that keep tensors
-// (sgd, adam, adamw, rmsprop, adagrad); nullopt for another kind.
+// (sgd, adam, adamw, rmsprop, adagrad), master copies included; nullopt for another kind.
 std::optional<int64_t> OptimizerStateBytes(torch::optim::Optimizer& optimizer);
 
 }  // namespace oomguard

@@ -26,6 +26,7 @@
 #include "workload/error_category.h"
 #include "workload/grad_digest.h"
 #include "workload/grad_scaler.h"
+#include "workload/master_weights.h"
 #include "workload/optimizer.h"
 #include "workload/parallel/rank_group.h"
 #include "workload/parallel/rank_strategy.h"
@@ -96,7 +97,12 @@ class VariantRun final : public MeasuredRun {
       parallel_ = MakeRankStrategy(spec_.parallel, params_, *net_, device_options_);
       m_.param_bytes = parallel_->ParameterBytes();
     }
-    optimizer_ = MakeOptimizer(spec_.loop.optimizer, parallel_ ? parallel_->OptimizerParameters() : params_);
+    optimizer_ = MakeOptimizer(spec_.loop.optimizer, parallel_ ? parallel_->OptimizerParameters() : params_,
+                               MasterGroupElements(spec_.parallel));
+    // Master copies are optimizer state from setup on (Note [Master weights], workload/master_weights.h).
+    if (const int64_t held = optimizer_ ? StateBytesBeforeTheFirstStep(*optimizer_) : 0; held > 0) {
+      m_.optimizer_state_bytes = held;
+    }
     // Note [The step that repeats]: one iteration with a stateful optimizer is raised to two.
     const StepThatRepeats steady =
         StepThatRepeatsForLoop(spec_.loop, options_.iterations > 0 ? options_.iterations : spec_.loop.iterations);
@@ -222,7 +228,7 @@ class VariantRun final : public MeasuredRun {
       optimizer_->step();
       if (parallel_) parallel_->AfterStep();
       if (trace_) trace_->Exit();
-      if (first) m_.optimizer_state_bytes = ledger_.live_bytes() - before;
+      if (first) m_.optimizer_state_bytes = m_.optimizer_state_bytes.value_or(0) + ledger_.live_bytes() - before;
     } else if (optimizer_ && !warned_of_a_skipped_step_) {
       warned_of_a_skipped_step_ = true;
       m_.warnings.push_back(

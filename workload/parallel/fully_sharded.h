@@ -55,9 +55,11 @@
 //   padded shard is made at once, so a padded parameter's transient copy is not seen.
 // Differs from PyTorch: no DeviceMesh (FSDP2 keeps a world-sized int64 mesh tensor on the host), no
 //   DTensor wrappers, no streams or events (cpu has none either); the optimizer is LibTorch's (its
-//   Adam keeps the step as an integer, Python's as a 4-byte tensor per parameter). Mixed precision
-//   (bf16 compute with fp32 master parameters and state: 2 + 2 + 12 bytes a parameter) is not modelled:
-//   a bf16 model keeps bf16 parameters, gradients and AdamW state (2 + 2 + 4). Refused with fsdp (an
+//   Adam keeps the step as an integer, Python's as a 4-byte tensor per parameter). A bf16 model keeps
+//   bf16 parameters, gradients and AdamW state (2 + 2 + 4 bytes a parameter, over W); with
+//   loop.optimizer.master_weights the optimizer keeps a float32 master of the rank's shards and
+//   float32 state (2 + 2 + 12, over W: ZeRO-3's figure; Note [Master weights],
+//   workload/master_weights.h). FSDP2's MixedPrecisionPolicy is not modelled. Refused with fsdp (an
 //   input error names them): a checkpointed segment that holds a unit and more (Note [Checkpointing an
 //   FSDP2 unit]), the in-place parameter knob, TorchScript models, and what zero stages refuse
 //   (accumulation, clipping, float16's GradScaler).
