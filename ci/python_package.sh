@@ -25,7 +25,7 @@ cd "$venv"  # away from the checkout: the installed package, not python/oomguard
 import torch, oomguard
 with oomguard.measure(cap="1GiB") as m:
     x = torch.ones(1024, 256)  # 1 MiB
-    y = x + x  # not x * 2: Python wraps a number in an 8-byte tensor, which the cpu backend books
+    y = x * 2  # the 8-byte tensor Python wraps the 2 in is host memory (Note [Python's wrapped numbers])
 print(f"installed oomguard: peak {m.result.peak_bytes} B")
 assert m.result.peak_bytes == 2 * 1024 * 256 * 4, m.result.peak_bytes
 PY

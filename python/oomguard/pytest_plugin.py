@@ -7,7 +7,9 @@
 
 A marked test runs inside oomguard.measure(card=, backend=, cap=, verdict=, alloc_conf=) and fails,
 with the numbers, when its peak is over peak_at_most, when its live bytes grow from iteration to
-iteration (no_leak, with m.iterations(n)), when oomguard diagnoses a pitfall (no_pitfalls), or when its
+iteration (no_leak, with m.iterations(n); leak_at_most="1 KiB" tolerates that much growth per iteration,
+as pytest-memray's limit_leaks does: a loss history of detached scalars grows 4 bytes each), when
+oomguard diagnoses a pitfall (no_pitfalls), or when its
 numbers are worse than its baseline. `--oomguard` measures every test (no cap, cpu) and prints a table
 of peaks at the end; `--oomguard-json PATH` writes the numbers. A bad marker (an unknown argument, card
 or size) stops the run at collection with a usage error.
@@ -61,8 +63,8 @@ from oomguard.measure import Measure
 from oomguard.report import baseline_lines, failures_of, junit_properties, names_of_test, record_of, summary_lines
 
 MARKER_ARGUMENTS = {"card": None, "backend": "cpu", "cap": None, "kernels": None, "verdict": None, "alloc_conf": None,
-                    "peak_at_most": None, "no_leak": True, "no_pitfalls": False, "isolate": True, "inject": None,
-                    "world": None, "rank": None}
+                    "peak_at_most": None, "no_leak": True, "leak_at_most": None, "no_pitfalls": False, "isolate": True,
+                    "inject": None, "world": None, "rank": None}
 DEFAULT_BASELINES = "oomguard-baselines"
 _MEASURE = pytest.StashKey()
 _CHECKS = pytest.StashKey()
@@ -129,7 +131,7 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         "oomguard(card=None, backend='cpu', cap=None, kernels=None, verdict=None, alloc_conf=None, "
-        "peak_at_most=None, no_leak=True, no_pitfalls=False, isolate=True, inject=None, world=None, rank=None): "
+        "peak_at_most=None, no_leak=True, leak_at_most=None, no_pitfalls=False, isolate=True, inject=None, world=None, rank=None): "
         "run the test inside oomguard.measure (in a forked child) and fail it past the limits")
     for spec in config.getoption("oomguard_report") or []:
         error = _core.report_spec_error(spec)
@@ -146,6 +148,16 @@ def pytest_configure(config):
             raise pytest.UsageError(f"--oomguard-snapshot-dir: {error}")
 
 
+def _size_argument(args, name):
+    """The marker's size argument `name` in bytes (None when not given), or ValueError naming it."""
+    if args[name] is None:
+        return None
+    try:
+        return _core.parse_bytes(str(args[name]))
+    except ValueError as e:
+        raise ValueError(f"{name}: {str(e).split(': ', 1)[1]}") from None
+
+
 def _checks_of(marker, nodeid):
     """The marker's arguments, checked: (Measure, checks, isolate), or pytest.UsageError naming what is accepted."""
     where = f"{nodeid}: @pytest.mark.oomguard"
@@ -159,15 +171,15 @@ def _checks_of(marker, nodeid):
         measure = Measure(card=args["card"], backend=args["backend"], cap=args["cap"], kernels=args["kernels"],
                           verdict=args["verdict"], alloc_conf=args["alloc_conf"], inject=args["inject"],
                           world=args["world"], rank=args["rank"])
-        limit = None
-        if args["peak_at_most"] is not None:
-            try:
-                limit = _core.parse_bytes(str(args["peak_at_most"]))
-            except ValueError as e:
-                raise ValueError(f"peak_at_most: {str(e).split(': ', 1)[1]}") from None
+        limit, leak_limit = _size_argument(args, "peak_at_most"), _size_argument(args, "leak_at_most")
     except (ValueError, TypeError) as e:
         raise pytest.UsageError(f"{where}: {str(e).removeprefix('oomguard.measure: ')}") from None
-    checks = {"peak_at_most": limit, "peak_at_most_text": args["peak_at_most"], "no_leak": bool(args["no_leak"]),
+    if leak_limit is not None and args["no_leak"] is False:
+        raise pytest.UsageError(f"{where}: leak_at_most={args['leak_at_most']!r} with no_leak=False: "
+                                "give one of them (leak_at_most checks the leak, with that much growth allowed)")
+    checks = {"peak_at_most": limit, "peak_at_most_text": args["peak_at_most"],
+              "no_leak": bool(args["no_leak"]) or leak_limit is not None,
+              "leak_at_most": leak_limit or 0, "leak_at_most_text": args["leak_at_most"],
               "no_pitfalls": bool(args["no_pitfalls"])}
     return measure, checks, bool(args["isolate"])
 

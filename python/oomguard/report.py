@@ -83,9 +83,11 @@ def failures_of(record, checks):
     if limit is not None and record["peak_bytes"] > limit:
         failures.append(f"oomguard: peak {bytes_text(record['peak_bytes'])} in {record['peak_phase']} is over "
                         f"peak_at_most={checks['peak_at_most_text']!r}: {bytes_text(limit)}")
-    if checks["no_leak"] and record["leak"]:
-        growth = int(record["live_growth_per_iteration_bytes"])
-        failures.append(f"oomguard: leak: live bytes grow by {growth} bytes per iteration "
+    growth = int(record["live_growth_per_iteration_bytes"] or 0)  # None without m.iterations()
+    if checks["no_leak"] and record["leak"] and growth > checks.get("leak_at_most", 0):
+        allowed = (f", over leak_at_most={checks['leak_at_most_text']!r} ({checks['leak_at_most']} bytes)"
+                   if checks.get("leak_at_most_text") is not None else "")
+        failures.append(f"oomguard: leak: live bytes grow by {growth} bytes per iteration{allowed} "
                         f"(live after each iteration: {', '.join(str(b) for b in record['live_after_iteration'])})")
     injection = record.get("injection")
     if injection and not injection["failures"]:  # as the CLI's verdict fails a variant for it

@@ -59,19 +59,36 @@ def test_leak_allowed(oomguard_measure):
     m, kept = oomguard_measure, []
     for _ in m.iterations(3):
         kept.append(torch.empty(4096, dtype=torch.uint8))
+
+@pytest.mark.oomguard(cap="1GiB", leak_at_most="1 KiB")
+def test_loss_history(oomguard_measure):  # a detached loss kept per iteration: 4 bytes each, tolerated
+    m, losses = oomguard_measure, []
+    for _ in m.iterations(3):
+        losses.append(torch.ones(256).sum())
+
+@pytest.mark.oomguard(cap="1GiB", leak_at_most="1 KiB")
+def test_leak_past_the_tolerance(oomguard_measure):
+    m, kept = oomguard_measure, []
+    for _ in m.iterations(3):
+        kept.append(torch.empty(4096, dtype=torch.uint8))
 '''
 
 
 def test_limits_and_leaks(pytester):
     pytester.makepyfile(test_models=TESTS)
     result = pytester.runpytest(*PLUGIN)
-    result.assert_outcomes(passed=2, failed=3)
+    result.assert_outcomes(passed=3, failed=4)
     result.stdout.fnmatch_lines([
         "*_ test_over _*",
         "oomguard: peak 2.00 MiB (2097152 bytes) in forward is over peak_at_most='1 MiB': 1024.00 KiB (1048576 bytes)",
     ])
     result.stdout.fnmatch_lines([
         "oomguard: leak: live bytes grow by 4096 bytes per iteration (live after each iteration: 4096, 8192, 12288)",
+    ])
+    result.stdout.fnmatch_lines([
+        "*_ test_leak_past_the_tolerance _*",
+        "oomguard: leak: live bytes grow by 4096 bytes per iteration, over leak_at_most='1 KiB' (1024 bytes) "
+        "(live after each iteration: 4096, 8192, 12288)",
     ])
     result.stdout.fnmatch_lines([
         "*_ test_pitfall _*",
@@ -205,7 +222,10 @@ def test_unmarked_tests_measured_with_the_option_only(pytester):
         ('backend="gpu"', "backend='gpu' is not one of cpu, meta, cuda"),
         ('verdict="bytes"', "verdict='bytes' is not one of reserved, allocated"),
         ('peak="2GiB"', "unknown argument 'peak'; accepted: card, backend, cap, kernels, verdict, alloc_conf, "
-                         "peak_at_most, no_leak, no_pitfalls, isolate, inject, world, rank"),
+                         "peak_at_most, no_leak, leak_at_most, no_pitfalls, isolate, inject, world, rank"),
+        ('leak_at_most="1 KiB", no_leak=False', "leak_at_most='1 KiB' with no_leak=False: give one of them "
+                                                "(leak_at_most checks the leak, with that much growth allowed)"),
+        ('leak_at_most="some"', f"leak_at_most: invalid size 'some': {SIZES}"),
     ],
 )
 def test_bad_marker_is_a_usage_error(pytester, marker, message):
