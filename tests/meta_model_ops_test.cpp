@@ -3,9 +3,11 @@
 // total bytes allocated, what each phase left live. Each family also has one exact byte count whose
 // arithmetic is known (meta_op_bytes_test.cpp), so both backends cannot agree by being equally wrong.
 #include <ATen/ATen.h>
+#include <ATen/core/Reduction.h>
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <ostream>
 #include <string>
 
 #include "tests/meta_ops_harness.h"
@@ -185,6 +187,52 @@ TEST(MetaModelOps, Bf16MeanComputesInFloat32AsOnCpu) {
   });
   ExpectSameAllocations(m);
 }
+
+// Note [mse_loss's reduction on cpu] (backends/meta/kernels/meta_kernels.cpp): a bf16 or fp16 mse_loss with
+// reduction mean reduces on cpu through a 0-dim float32 result and a float32 copy of the unreduced loss; sum
+// and float32 do not. The forward's peak, to the byte: x and the target (256 bytes each in bf16 or fp16), the
+// result's full-size storage and the unreduced loss (256 each), then for a mean the float32 result (4) and
+// copy (512).
+struct MseCase {
+  at::ScalarType dtype;
+  int64_t reduction;
+  int64_t forward_peak;
+};
+void PrintTo(const MseCase& c, std::ostream* os) {
+  *os << c10::toString(c.dtype) << (c.reduction == at::Reduction::Mean ? " mean" : " sum");
+}
+class MetaMseLoss : public ::testing::TestWithParam<MseCase> {};
+TEST_P(MetaMseLoss, AllocatesAsOnCpu) {
+  const MseCase c = GetParam();
+  const Both m = MeasureOnBoth([&](Context& ctx) {
+    Parameters p(ctx);
+    const at::Tensor x = p.Add({8, 16}, c.dtype);
+    TrainAndEvaluate(ctx, p, [&](bool) {
+      return at::mse_loss(x, at::zeros({8, 16}, ctx.options().dtype(c.dtype)), c.reduction);
+    });
+  });
+  ExpectSameAllocations(m);
+  EXPECT_TRUE(m.MetaRan("aten::mse_loss"));
+  int forward_phases = 0;
+  for (const VariantMeasurement* backend : {&m.cpu, &m.meta}) {
+    for (const auto& phase : backend->ledger.phase_peaks) {
+      if (phase.phase != "forward") continue;
+      EXPECT_EQ(phase.peak_bytes, c.forward_peak) << (backend == &m.cpu ? "cpu" : "meta");
+      ++forward_phases;
+    }
+  }
+  EXPECT_EQ(forward_phases, 2);
+}
+INSTANTIATE_TEST_SUITE_P(MetaModelOps, MetaMseLoss,
+                         ::testing::Values(MseCase{at::kBFloat16, at::Reduction::Mean, 4 * 256 + 4 + 512},
+                                           MseCase{at::kHalf, at::Reduction::Mean, 4 * 256 + 4 + 512},
+                                           MseCase{at::kBFloat16, at::Reduction::Sum, 4 * 256},
+                                           MseCase{at::kHalf, at::Reduction::Sum, 4 * 256},
+                                           MseCase{at::kFloat, at::Reduction::Mean, 4 * 512}),
+                         [](const ::testing::TestParamInfo<MseCase>& info) {
+                           return std::string(c10::toString(info.param.dtype)) +
+                                  (info.param.reduction == at::Reduction::Mean ? "Mean" : "Sum");
+                         });
 
 // ---- attention ----
 

@@ -125,15 +125,31 @@ at::Tensor EmbeddingDenseBackwardMeta(const at::Tensor& grad, const at::Tensor& 
   return grad_weight;
 }
 
+// Note [mse_loss's reduction on cpu]
 // cpu (structured mse_loss): the meta function sizes the result like the elementwise loss, the
-// kernel computes that loss in a second full-size tensor, and mean_out/sum_out then resize the
-// result to 0-dim, keeping its full-size storage: the loss a scenario holds is input-sized in bytes.
+// kernel (Loss.cpp, TORCH_IMPL_FUNC(mse_loss_out)) computes that loss in a second full-size tensor,
+// and at::mean_out/at::sum_out then resize the result to 0-dim, keeping its full-size storage: the
+// loss a scenario holds is input-sized in bytes. sum_out reduces in the loss's dtype (the float
+// accumulation is in registers). mean_out's cpu branch (ReduceOps.cpp, TORCH_IMPL_FUNC(mean_out),
+// "cast_fp32 -> sum -> div -> cast_bf16_or_fp16") computes a bf16 or fp16 mean in float32: a 0-dim
+// float32 result_temp (result.to(sum_out_dtype)), then at::sum_out(result_temp, self, ..., Float)
+// casts the unreduced loss to a float32 copy (4 bytes an element, freed after the sum), and
+// result.copy_(result_temp) frees result_temp, before the unreduced loss. The profiler's memory events of
+// F.mse_loss(x, t) on a bf16 or fp16 [4, 8] x on cpu: +64 result, +64 loss, +4, +128, -128, (the
+// divisor's host scalars, Note [Host scalars]), -4, -64; fp32 and reduction sum: no float32 copy.
+// cuda (mean_out's non-cpu branch): mean_stub reduces into the result, as MeanDimMeta.
 at::Tensor MseLossMeta(const at::Tensor& input, const at::Tensor& target, int64_t reduction) {
   const std::vector<int64_t> sizes = at::infer_size(input.sizes(), target.sizes());
   at::Tensor result = at::empty(sizes, input.options());
   if (reduction == at::Reduction::None) return result;
   at::Tensor unreduced = at::empty(sizes, input.options());
   result.resize_({});
+  const at::ScalarType dtype = result.scalar_type();
+  if (reduction == at::Reduction::Mean && !CurrentKernelTarget().cuda() &&
+      (dtype == at::kHalf || dtype == at::kBFloat16)) {
+    const at::Tensor result32 = at::empty({}, input.options().dtype(at::kFloat));
+    (void)at::empty(sizes, input.options().dtype(at::kFloat));  // sum_out's float32 copy of the loss
+  }
   return result;
 }
 
