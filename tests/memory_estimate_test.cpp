@@ -22,11 +22,28 @@ constexpr const char* kTinyDecoder = R"json({
   "variants": {"step": {}}
 })json";
 
-Scenario LoadTinyDecoder() {
+// Parameters: embedding 10*8; per block 2 layer norms (2*8 each), qkv 24*8, out 8*8, up 16*8, down 8*16;
+// head 10*8 + 10.
+constexpr int64_t kParameters = 80 + 2 * (32 + 192 + 64 + 128 + 128) + 90;
+
+Scenario LoadTinyDecoder(const std::string& text = kTinyDecoder) {
   Scenario s;
   std::string error;
-  EXPECT_TRUE(LoadScenarioText(kTinyDecoder, "tiny.json", &s, &error)) << error;
+  EXPECT_TRUE(LoadScenarioText(text, "tiny.json", &s, &error)) << error;
   return s;
+}
+
+struct Estimated {
+  VariantMeasurement m;
+  std::optional<MemoryEstimate> e;
+};
+
+// The scenario's variant measured on meta, and the estimate beside it.
+Estimated MeasureAndEstimate(const Scenario& s) {
+  Estimated r{MeasureVariant(s.variants[0], VariantMeasureOptions{.backend = Backend::kMeta}), std::nullopt};
+  EXPECT_EQ(Name(r.m.outcome), "pass") << r.m.error;
+  r.e = EstimateMemory(s, s.variants[0], r.m);
+  return r;
 }
 
 TEST(ScenarioKeys, RepeatExpandsALayerIntoCopiesInARow) {
@@ -56,14 +73,9 @@ TEST(ScenarioKeys, BadRepeatAndEstimateNameThePath) {
 }
 
 TEST(MemoryEstimate, RowsCompareTheRuleWithTheMeasurementExactly) {
-  const Scenario s = LoadTinyDecoder();
-  const VariantMeasurement m = MeasureVariant(s.variants[0], VariantMeasureOptions{.backend = Backend::kMeta});
-  ASSERT_EQ(Name(m.outcome), "pass") << m.error;
-  const std::optional<MemoryEstimate> e = EstimateMemory(s, s.variants[0], m);
+  const auto [m, e] = MeasureAndEstimate(LoadTinyDecoder());
   ASSERT_TRUE(e.has_value());
-  // Parameters: embedding 10*8; per block 2 layer norms (2*8 each), qkv 24*8, out 8*8, up 16*8, down 8*16;
-  // head 10*8 + 10.
-  const int64_t n = 80 + 2 * (32 + 192 + 64 + 128 + 128) + 90;
+  const int64_t n = kParameters;
   EXPECT_EQ(e->parameter_count, n);
   EXPECT_EQ(m.param_bytes, 4 * n);
   EXPECT_EQ(e->activation_formula, "3 x 4 x 8 x 2 blocks x 4 bytes x 17");
@@ -81,6 +93,52 @@ TEST(MemoryEstimate, RowsCompareTheRuleWithTheMeasurementExactly) {
   EXPECT_EQ(*e->rows[4].measured, m.ledger.peak_bytes - 4 * n - *m.grad_bytes - 8 * n - *m.forward_saved_bytes);
   EXPECT_EQ(e->rows[5].component, "peak");
   EXPECT_EQ(e->rows[5].estimated, 16 * n + 3 * 4 * 8 * 2 * 4 * 17);
+}
+
+// Note [Master weights], workload/master_weights.h: bfloat16 parameters and gradients, a float32 master
+// and AdamW's two float32 moments, 2 + 2 + 12 bytes per parameter, each row measured as the rule states.
+TEST(MemoryEstimate, MasterWeightsAreMixedPrecisionsRule) {
+  std::string text = kTinyDecoder;
+  text.replace(text.find("\"layers\""), 8, "\"dtype\": \"bfloat16\", \"layers\"");
+  text.replace(text.find("\"kind\": \"adamw\""), 15, "\"kind\": \"adamw\", \"master_weights\": true");
+  const auto [m, e] = MeasureAndEstimate(LoadTinyDecoder(text));
+  ASSERT_TRUE(e.has_value());
+  const int64_t n = kParameters;
+  EXPECT_EQ(e->parameter_count, n);
+  EXPECT_EQ(e->activation_formula, "3 x 4 x 8 x 2 blocks x 2 bytes x 17");
+  ASSERT_EQ(e->rows.size(), 6u);
+  EXPECT_EQ(e->rows[0].estimated, 2 * n);
+  EXPECT_EQ(e->rows[0].measured, 2 * n);
+  EXPECT_EQ(e->rows[1].estimated, 2 * n);
+  EXPECT_EQ(e->rows[1].measured, 2 * n);
+  EXPECT_EQ(e->rows[2].estimated, 12 * n);  // the master 4, exp_avg 4, exp_avg_sq 4
+  EXPECT_EQ(e->rows[2].measured, 12 * n);
+  EXPECT_EQ(e->rows[3].estimated, 3 * 4 * 8 * 2 * 2 * 17);
+  EXPECT_EQ(e->rows[5].estimated, 16 * n + 3 * 4 * 8 * 2 * 2 * 17);
+}
+
+// SGD keeps the master too: 4 alone, 4 + 4 with momentum; without master weights the float32 rule
+// stays, whatever the model's dtype.
+TEST(MemoryEstimate, MasterWeightsWithSgdAddTheMasterToItsState) {
+  const Scenario s = LoadTinyDecoder();
+  VariantSpec spec = s.variants[0];
+  spec.model.dtype = DType::kBFloat16;
+  spec.loop.optimizer = OptimizerSpec{.kind = "sgd", .momentum = 0.9, .master_weights = true};
+  VariantMeasurement m;
+  m.param_bytes = 2 * 1000;
+  std::optional<MemoryEstimate> e = EstimateMemory(s, spec, m);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->rows[0].estimated, 2 * 1000);
+  EXPECT_EQ(e->rows[1].estimated, 2 * 1000);
+  EXPECT_EQ(e->rows[2].estimated, 8 * 1000);
+  spec.loop.optimizer.momentum = 0;
+  e = EstimateMemory(s, spec, m);
+  EXPECT_EQ(e->rows[2].estimated, 4 * 1000);
+  spec.loop.optimizer.master_weights = false;
+  e = EstimateMemory(s, spec, m);
+  EXPECT_EQ(e->rows[0].estimated, 4 * 1000);
+  EXPECT_EQ(e->rows[1].estimated, 4 * 1000);
+  EXPECT_EQ(e->rows[2].estimated, 0);
 }
 
 TEST(MemoryEstimate, NoneWithoutAnEstimateOrWithoutTransformerBlocks) {

@@ -16,6 +16,20 @@ int64_t OptimizerBytesPerParameter(const OptimizerSpec& optimizer) {
   return 0;
 }
 
+// The rule's bytes per parameter for parameters, gradients and optimizer state. With master weights it
+// is mixed precision's (Note [Master weights], workload/master_weights.h): parameters and gradients in
+// the model's dtype, the state a float32 master (4) beside the optimizer's own float32 state.
+struct BytesPerParameter {
+  int64_t parameters, gradients, optimizer;
+};
+
+BytesPerParameter RuleBytes(const VariantSpec& spec) {
+  const int64_t state = OptimizerBytesPerParameter(spec.loop.optimizer);
+  if (!spec.loop.optimizer.master_weights) return {4, 4, state};
+  const int64_t dtype_bytes = BytesPerElement(spec.model.dtype);
+  return {dtype_bytes, dtype_bytes, 4 + state};
+}
+
 }  // namespace
 
 std::optional<MemoryEstimate> EstimateMemory(const Scenario& scenario, const VariantSpec& spec,
@@ -46,10 +60,11 @@ std::optional<MemoryEstimate> EstimateMemory(const Scenario& scenario, const Var
                          static_cast<double>(dtype_bytes) * factor;
   const auto activations =
       product >= 9.2e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(std::llround(product));
-  const int64_t optimizer = n * OptimizerBytesPerParameter(spec.loop.optimizer);
+  const BytesPerParameter rule = RuleBytes(spec);
+  const int64_t optimizer = n * rule.optimizer;
 
-  e.rows.push_back({"parameters", m.param_bytes, 4 * n});
-  e.rows.push_back({"gradients", m.grad_bytes, 4 * n});
+  e.rows.push_back({"parameters", m.param_bytes, rule.parameters * n});
+  e.rows.push_back({"gradients", m.grad_bytes, rule.gradients * n});
   e.rows.push_back({"optimizer state", m.optimizer_state_bytes, optimizer});
   e.rows.push_back({"activations", m.forward_saved_bytes, activations});
   // The peak is not the sum: activations are freed while gradients arrive, and temporaries come and
@@ -59,7 +74,7 @@ std::optional<MemoryEstimate> EstimateMemory(const Scenario& scenario, const Var
     rest = m.ledger.peak_bytes - m.param_bytes - *m.grad_bytes - *m.optimizer_state_bytes - *m.forward_saved_bytes;
   }
   e.rows.push_back({"peak minus the four above", rest, 0});
-  e.rows.push_back({"peak", m.ledger.peak_bytes, 4 * n + 4 * n + optimizer + activations});
+  e.rows.push_back({"peak", m.ledger.peak_bytes, rule.parameters * n + rule.gradients * n + optimizer + activations});
   return e;
 }
 

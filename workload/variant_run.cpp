@@ -17,7 +17,6 @@
 #include "model/dtype.h"
 #include "model/phase.h"
 #include "nn/autocast/autocast.h"
-#include "nn/checkpoint.h"
 #include "nn/net_sources.h"
 #include "nn/scalar_type.h"
 #include "nn/torchscript/torchscript_net.h"
@@ -30,6 +29,7 @@
 #include "workload/optimizer.h"
 #include "workload/parallel/rank_group.h"
 #include "workload/parallel/rank_strategy.h"
+#include "workload/pitfall_forward.h"
 #include "workload/segment_knobs.h"
 #include "workload/steady_state.h"
 
@@ -97,6 +97,7 @@ class VariantRun final : public MeasuredRun {
       parallel_ = MakeRankStrategy(spec_.parallel, params_, *net_, device_options_);
       m_.param_bytes = parallel_->ParameterBytes();
     }
+    forward_.emplace(spec_, ledger_, *net_, parallel_.get(), batches_);
     optimizer_ = MakeOptimizer(spec_.loop.optimizer, parallel_ ? parallel_->OptimizerParameters() : params_,
                                MasterGroupElements(spec_.parallel));
     // Master copies are optimizer state from setup on (Note [Master weights], workload/master_weights.h).
@@ -138,7 +139,7 @@ class VariantRun final : public MeasuredRun {
       b.parameters_bytes += std::exchange(b.activations_and_transient_bytes, 0);
     }
     if (parallel_) parallel_->Attribute(&b);
-    b.layers = layer_bytes_;
+    if (forward_) b.layers = forward_->layer_bytes();
     return b;
   }
 
@@ -171,7 +172,7 @@ class VariantRun final : public MeasuredRun {
       {
         std::optional<AutocastScope> autocast;  // the forward and the loss, as torch.autocast wraps them
         if (autocast_) autocast.emplace(*autocast_);
-        output = Forward(batch, /*training=*/true, &intermediates);
+        output = forward_->Forward(batch, /*training=*/true, &intermediates);
         if (first_step && m_.module) m_.module->output = net_->module_facts()->output;
         if (trace_) trace_->EnterStage("the loss");
         loss = Loss(output, batch.target);
@@ -188,7 +189,7 @@ class VariantRun final : public MeasuredRun {
         if (parallel_) parallel_->AfterBackward();
         // What each layer's forward left live is freed now (or kept by a graph, which the activations
         // category still counts): an OOM report after this point must not list it per layer.
-        layer_bytes_.clear();
+        forward_->ClearLayerBytes();
       }
       iteration->live_after_backward_bytes = ledger_.live_bytes();
       if (observer_ && spec_.loop.backward) observer_->BackwardDone();  // the micro-batch's locals still alive
@@ -283,83 +284,6 @@ class VariantRun final : public MeasuredRun {
     return batch;
   }
 
-  // The forward pass with the pitfall knobs: in-place edits, retain_grad, checkpoint segments. A net
-  // without segments runs whole (Run refused the knobs that need segments).
-  at::Tensor Forward(const Batch& batch, bool training, std::vector<at::Tensor>* intermediates) {
-    const at::Tensor& input = batch.input;
-    if (!batch.more.empty()) {  // several inputs: the whole forward (the loader refused segment knobs)
-      std::vector<at::Tensor> inputs = {input};
-      inputs.insert(inputs.end(), batch.more.begin(), batch.more.end());
-      return net_->ForwardInputs(inputs, training);
-    }
-    const PitfallSpec& p = spec_.pitfalls;
-    const size_t n = net_->segments();
-    layer_bytes_.clear();
-    if (training && p.inplace.target == "parameter") {
-      const size_t layer = static_cast<size_t>(p.inplace.layer);
-      at::Tensor w = net_->segment_parameters(layer, layer + 1).at(0);
-      w.mul_(1.0);  // an in-place edit of a leaf that requires grad, outside no_grad
-    }
-    // Note [The segment hook outlives the forward]: a checkpointed segment runs again in backward, after
-    // this function returned, so the hook holds copies and shared state, never references to locals.
-    // The recomputation repeats the knobs, as a user's checkpointed function repeats its own code, but
-    // keeps nothing in `intermediates`: that list is the iteration's, and a graph kept past it (retain_graph
-    // with an accumulated loss) may recompute in a later one. The layer bytes are the forward's alone.
-    const auto live_before_layer = std::make_shared<int64_t>(ledger_.live_bytes());
-    const AfterSegment after = [this, training, n, intermediates, live_before_layer](size_t i, at::Tensor out) {
-      const PitfallSpec& p = spec_.pitfalls;
-      const bool recomputing = ledger_.phase() == Name(Phase::kBackward);
-      if (training && p.inplace.target == "output" && static_cast<int64_t>(i) == p.inplace.layer) {
-        out = ApplyInplaceKnob(out);
-      }
-      if (training && i + 1 < n && (p.retain_grad || p.keep_intermediates)) {
-        if (p.retain_grad) out.retain_grad();
-        if (!recomputing) intermediates->push_back(out);
-      }
-      if (recomputing) return out;
-      const int64_t live = ledger_.live_bytes();
-      layer_bytes_.emplace_back(net_->segment_name(i), live - *live_before_layer);
-      *live_before_layer = live;
-      return out;
-    };
-    if (n == 0 || !training || p.checkpoint.segments == 0) {
-      at::Tensor x = input.is_cpu() && spec_.data.on_host && p.transfer == "inside" ? batches_.ToDevice(input) : input;
-      if (n == 0) return net_->Forward(x, training);
-      if (!parallel_) return net_->ForwardSegments(x, 0, n, training, after);
-      const AfterSegment rank = [this, &after, n](size_t i, at::Tensor out) {  // fsdp gathers and frees units
-        out = after(i, parallel_->AfterSegment(i, std::move(out)));
-        return i + 1 < n ? parallel_->BeforeSegment(i + 1, std::move(out)) : out;
-      };
-      return parallel_->AfterForward(net_->ForwardSegments(parallel_->BeforeForward(x), 0, n, training, rank));
-    }
-    const size_t segments = static_cast<size_t>(p.checkpoint.segments);
-    // Note [Checkpointing an FSDP2 unit], workload/parallel/fully_sharded.h: the rank's hooks go around each
-    // checkpointed segment, never inside it, so the recomputation runs none of them.
-    at::Tensor x = parallel_ ? parallel_->BeforeForward(input) : input;
-    size_t begin = 0;
-    for (size_t s = 0; s < segments; ++s) {
-      const size_t end = begin + n / segments + (s < n % segments ? 1 : 0);
-      const bool transfer_inside = s == 0 && p.transfer == "inside" && spec_.data.on_host;
-      const Segment segment = [this, begin, end, transfer_inside, after](const at::Tensor& in) {
-        return net_->ForwardSegments(transfer_inside ? batches_.ToDevice(in) : in, begin, end, /*training=*/true,
-                                     after);
-      };
-      if (parallel_ && begin > 0) x = parallel_->BeforeSegment(begin, std::move(x));
-      x = Checkpoint(segment, x, net_->segment_parameters(begin, end), p.checkpoint.preserve_rng_state);
-      if (parallel_) x = parallel_->AfterSegment(end - 1, std::move(x));
-      begin = end;
-    }
-    return parallel_ ? parallel_->AfterForward(std::move(x)) : x;
-  }
-
-  at::Tensor ApplyInplaceKnob(const at::Tensor& out) const {
-    const std::string& op = spec_.pitfalls.inplace.op;
-    if (op == "mul_") return out.mul_(2.0);
-    if (op == "add_") return out.add_(1.0);
-    if (op == "mul") return out.mul(2.0);
-    return out.add(1.0);
-  }
-
   // A module's cross_entropy targets are drawn here, shaped like its output without the class axis
   // (Note [The class axis], workload/cross_entropy.h), on the device; a layer list's come with the batch.
   at::Tensor Loss(const at::Tensor& output, const at::Tensor& target) const {
@@ -395,7 +319,7 @@ class VariantRun final : public MeasuredRun {
       Batch batch = NextBatch(Phase::kEval);
       std::optional<AutocastScope> autocast;
       if (autocast_) autocast.emplace(*autocast_);
-      at::Tensor output = Forward(batch, /*training=*/false, nullptr);
+      at::Tensor output = forward_->Forward(batch, /*training=*/false, nullptr);
       if (spec_.loop.loss_history.from == "eval") KeepLoss(Loss(output, batch.target), "eval");
       if (spec_.loop.eval.keep_outputs) outputs.push_back(output);
     }
@@ -416,10 +340,10 @@ class VariantRun final : public MeasuredRun {
   std::vector<at::Tensor> params_;
   std::unique_ptr<RankStrategy> parallel_;  // the scenario's `parallel`; its hooks are on params_
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::optional<PitfallForward> forward_;  // once net_ and parallel_ exist
   std::vector<at::Tensor> history_;
   std::vector<double> items_;  // loss.item() values: what a history of numbers holds (no tensor)
   int64_t batch_bytes_ = 0;
-  std::vector<std::pair<std::string, int64_t>> layer_bytes_;
   std::optional<AutocastSetting> autocast_;  // loop.autocast on the backend's device type
   std::optional<GradScaler> scaler_;         // float16 autocast
   bool warned_of_a_skipped_step_ = false;
