@@ -67,7 +67,7 @@
 // Note [Checkpointing an FSDP2 unit]
 // The recipe is fully_shard(checkpoint_wrapper(block)) for each block (or checkpoint(block, x,
 // use_reentrant=False) around a fully_shard-ed block: the same bytes). The loop calls the rank's hooks
-// around each checkpointed segment (workload/variant_run.cpp), so a unit's pre-forward gathers before
+// around each checkpointed segment (workload/pitfall_forward.cpp), so a unit's pre-forward gathers before
 // its checkpoint and its post-forward reshards after it: the forward keeps the segment's input and
 // output, not the gathered weights. In backward the output's gradient hook (pre_backward) gathers the
 // unit and prefetches the one before, as without checkpointing; then the checkpoint recomputes the
