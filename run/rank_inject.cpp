@@ -26,7 +26,8 @@ bool SplitRankClause(std::string_view spec, std::optional<int64_t>* rank, std::s
       }
       *rank = r;
     } else {
-      *rest += (rest->empty() ? "" : ",") + std::string(clause);
+      if (!rest->empty()) *rest += ',';  // appended, not "," + clause: GCC 12's -Wstringop-overflow (PR 88443)
+      *rest += clause;
     }
     start = comma + 1;
   }

@@ -50,9 +50,12 @@ class JsonPath {
     std::string text;
     for (const Step& step : steps_) {
       if (step.index >= 0) {
-        text += "[" + std::to_string(step.index) + "]";
+        text += '[';  // appended piece by piece: GCC 12's -Wstringop-overflow on "lit" + string&& (PR 88443)
+        text += std::to_string(step.index);
+        text += ']';
       } else {
-        text += (text.empty() ? "" : ".") + step.key;
+        if (!text.empty()) text += '.';
+        text += step.key;
       }
     }
     return text;
