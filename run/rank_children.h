@@ -19,8 +19,8 @@
 // Note [A failing rank ends the variant]
 // A rank whose child ends otherwise than with a passing measurement (kExitRankFailed after an OOM or
 // an error, a crash, a kill from outside, its timeout) fails the variant: the runner kills its
-// siblings at once (Note [Gangs of children], base/child_process.cpp), never leaving them waiting in a
-// collective, and names the first to fail. A sibling that noticed the loss before it was killed (gloo's
+// siblings after a 2 s grace unless they end in it (Note [Gangs of children], base/child_process.cpp),
+// never leaving them waiting in a collective, and names the first to fail. A sibling that noticed the loss before it was killed (gloo's
 // "Connection closed by peer", a timeout in the store) failed because of it, not first: a rank that
 // failed otherwise is named before it. Gloo's own timeout (min(--timeout, 30 s)) is the last resort,
 // should the runner be gone.

@@ -18,7 +18,7 @@
 // ProcessGroupGloo under a prefix of its own ("group-K", K counting from 0): every rank makes its
 // groups in the same order (a variant run, then each measured fix's run), so the K-th group of each
 // rank meets the others' K-th. Gloo's timeout is the join's: short, so that a rank never waits in a
-// collective long for a sibling that is gone (the runner ends the siblings of a failed rank at once;
+// collective long for a sibling that is gone (the runner ends the siblings of a failed rank after a 2 s grace;
 // the timeout is what is left should the runner be gone too).
 // What Gloo allocates for itself inside a collective (an all-gather's flat staging) is host memory,
 // out of the ledger (Note [Gloo's buffers are host memory], rank_group.cpp), so a rank's ledger books
