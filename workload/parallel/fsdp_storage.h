@@ -22,7 +22,9 @@ void ResizeStorageBytes(const at::Tensor& tensor, size_t nbytes);
 // foreach_reduce's copy-in where the reduce-scatter input `out` ([chunks, S]) has another dtype than
 // the gradients (Note [FSDP2 mixed precision], fully_sharded.h): what _chunk_cat_out writes (each
 // tensor's dim-0 chunks, padded with zeros to ceil(dim0 / chunks) rows, side by side in each row of
-// out), cast as it is copied, allocating nothing, as CUDA's chunk_cat kernel does. On cpu,
+// out), cast as it is copied, allocating nothing, as CUDA's chunk_cat kernel does (_chunk_cat_out_cuda:
+// bfloat16 into float32, contiguous; other pairs go through the composite and its temporaries, which
+// this does not model: float16 into float32 is counted without them). On cpu,
 // _chunk_cat_out with a dtype to cast to goes through cat's structured out= wrapper, which computes
 // into a temporary of the inputs' dtype first (and pads a gradient in a copy), and oomguard's meta
 // kernels do neither: this keeps cpu and meta equal, at the card's bytes.
