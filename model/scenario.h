@@ -158,6 +158,12 @@ struct ParallelSpec {
   bool gradient_as_bucket_view = false;  // ddp: gradients are views of the buckets (no copy)
   std::string unit = "layer";            // fsdp: "layer", "model" or a layer kind (Note [One FSDP2 rank])
   std::string init = "device";           // fsdp: "device" | "meta" (Note [Meta-device init])
+  // fsdp: FSDP2's MixedPrecisionPolicy on a float32 model (Note [FSDP2 mixed precision],
+  // workload/parallel/fully_sharded.h): the dtype of the all-gathered (unsharded) parameters and
+  // gradients, and of the reduce-scatter. None: the model's dtype; reduce_dtype none with a
+  // param_dtype reduces in param_dtype, as FSDP2 does.
+  std::optional<DType> param_dtype;
+  std::optional<DType> reduce_dtype;
 
   bool active() const { return world > 1; }
   bool operator==(const ParallelSpec&) const = default;

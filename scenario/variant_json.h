@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -185,6 +186,16 @@ inline FieldReader InputsField(DataSpec* data) {
   };
 }
 
+// parallel.param_dtype, parallel.reduce_dtype: one of the model dtypes; absent, none.
+inline FieldReader OptionalDTypeField(std::optional<DType>* out) {
+  return [out](const Json& value, const JsonPath& path, std::string* error) {
+    DType dtype = DType::kFloat32;
+    if (!NamedField(&dtype, "dtype", kModelDTypes)(value, path, error)) return false;
+    *out = dtype;
+    return true;
+  };
+}
+
 inline FieldReader Object(std::vector<Field> fields, bool patch) {
   return [fields = std::move(fields), patch](const Json& value, const JsonPath& path, std::string* error) {
     return ReadFields(value, path, fields, patch, error);
@@ -295,7 +306,9 @@ inline std::vector<Field> VariantConfigFields(VariantSpec* spec, bool patch) {
                                              [](double v) { return v > 0 && v <= 1e6; })},
                {"gradient_as_bucket_view", BoolField(&spec->parallel.gradient_as_bucket_view)},
                {"unit", StringField(&spec->parallel.unit)},
-               {"init", EnumField(&spec->parallel.init, "init", {"device", "meta"})}},
+               {"init", EnumField(&spec->parallel.init, "init", {"device", "meta"})},
+               {"param_dtype", variant_json::OptionalDTypeField(&spec->parallel.param_dtype)},
+               {"reduce_dtype", variant_json::OptionalDTypeField(&spec->parallel.reduce_dtype)}},
               patch)},
       {"seed", IntField(&spec->seed, 0)},
       {"workload", WorkloadNameField(&spec->workload)},

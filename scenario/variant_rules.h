@@ -69,6 +69,26 @@ inline std::optional<SpecProblem> FindFsdpProblem(const VariantSpec& spec) {
                      "unit \"" + p.unit + "\" is neither \"layer\", \"model\" nor a layer kind of model.layers"};
 }
 
+// parallel.param_dtype and reduce_dtype (Note [FSDP2 mixed precision], workload/parallel/fully_sharded.h):
+// FSDP2's MixedPrecisionPolicy, for strategy fsdp on a float32 model.
+inline std::optional<SpecProblem> FindFsdpMixedPrecisionProblem(const VariantSpec& spec) {
+  const ParallelSpec& p = spec.parallel;
+  if (!p.param_dtype && !p.reduce_dtype) return std::nullopt;
+  const JsonPath at = JsonPath().Key("parallel").Key(p.param_dtype ? "param_dtype" : "reduce_dtype");
+  if (p.strategy != "fsdp") {
+    return SpecProblem{at, "FSDP2's MixedPrecisionPolicy is a knob of parallel.strategy \"fsdp\"; strategy is \"" +
+                               p.strategy + "\" (set strategy \"fsdp\", or leave param_dtype and reduce_dtype out)"};
+  }
+  if (spec.model.dtype != DType::kFloat32) {
+    return SpecProblem{at,
+                       "FSDP2's MixedPrecisionPolicy casts a float32 model's shards: expected model.dtype "
+                       "\"float32\", got \"" +
+                           std::string(Name(spec.model.dtype)) +
+                           "\" (set model.dtype \"float32\", or leave param_dtype and reduce_dtype out)"};
+  }
+  return std::nullopt;
+}
+
 // parallel: the rank exists, and a ZeRO stage meets only the loop it mirrors (Note [One simulated
 // rank], workload/parallel/data_parallel.h): one micro-batch per step, no clipping, no GradScaler.
 inline std::optional<SpecProblem> FindParallelProblem(const VariantSpec& spec) {
@@ -80,6 +100,7 @@ inline std::optional<SpecProblem> FindParallelProblem(const VariantSpec& spec) {
   }
   if (p.init == "meta" && p.strategy != "fsdp")
     return SpecProblem{parallel.Key("init"), "a model built on meta is sharded by strategy fsdp alone"};
+  if (std::optional<SpecProblem> problem = FindFsdpMixedPrecisionProblem(spec)) return problem;
   if (!p.active() || p.strategy == "ddp") return std::nullopt;
   const std::string not_yet = " is not simulated with parallel.strategy " + p.strategy + " yet";
   if (spec.loop.accumulate > 1) return SpecProblem{loop.Key("accumulate"), "gradient accumulation" + not_yet};

@@ -143,16 +143,47 @@ TEST(ParallelFsdp, TheForwardPeakHoldsTwoAllGatherOutputsAndOneUnitsParameters) 
 // reduce-scattered: the shard's 4 x (128 x 64 + 64) / 4 bytes are gradients, and its reduce-scatter
 // input, 4 x (128 x 64 + 64), is kept until the next post-backward, as FSDP2's reduce_scatter_state),
 // the first unit's flat all-gather output, prefetched while the second's backward ran, is live beside
-// its weight, just gathered; its bias (128 floats) reaches the peak.
+// its weight, just gathered; its bias (128 floats) reaches the peak. In mixed precision (Note [FSDP2
+// mixed precision]) the same moment, with bf16 gathered (b = 2 bytes) beside the float32 reduce-scatter
+// input (twice the bf16 gradients it replaced).
 TEST(ParallelFsdp, TheBackwardPeakHoldsThePrefetchedUnitAndTheLastReduceScatterInput) {
-  for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
-    const VariantSpec step = Mlp("fsdp", 4, 1);
-    const VariantMeasurement m = testing::OneByteUnderThePeak(step, backend);
-    ASSERT_TRUE(m.oom.has_value());
-    EXPECT_EQ(m.oom->phase, "backward");
-    EXPECT_EQ(m.oom->requested_bytes, 128 * 4);
-    EXPECT_EQ(m.oom->live.communication_bytes, 4 * (64 * 128 + 128) + 4 * 128 * 64 + 4 * (128 * 64 + 64));
-    EXPECT_EQ(m.oom->live.gradients_bytes, 4 * (128 * 64 + 64) / 4);
+  for (const bool mixed : {false, true}) {
+    const int64_t b = mixed ? 2 : 4;  // bytes of a gathered parameter
+    for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
+      VariantSpec step = Mlp("fsdp", 4, 1);
+      if (mixed) {
+        step.parallel.param_dtype = DType::kBFloat16;
+        step.parallel.reduce_dtype = DType::kFloat32;
+      }
+      const VariantMeasurement m = testing::OneByteUnderThePeak(step, backend);
+      ASSERT_TRUE(m.oom.has_value());
+      EXPECT_EQ(m.oom->phase, "backward");
+      EXPECT_EQ(m.oom->requested_bytes, 128 * b);
+      EXPECT_EQ(m.oom->live.communication_bytes, b * (64 * 128 + 128) + b * 128 * 64 + 4 * (128 * 64 + 64));
+      EXPECT_EQ(m.oom->live.gradients_bytes, 4 * (128 * 64 + 64) / 4);
+    }
+  }
+}
+
+// FSDP2's MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=float32) (Note [FSDP2 mixed precision]):
+// the shards, sharded gradients and Adam state stay float32 (as without), cpu equals meta, and each unit
+// gathers bf16 (half the bytes). Its backward peak: TheBackwardPeakHoldsThePrefetchedUnit... above.
+TEST(ParallelFsdp, MixedPrecisionGathersBf16AndReduceScattersFloat32) {
+  for (const int64_t world : {2, 4}) {
+    for (const int64_t rank : {int64_t{0}, world - 1}) {
+      SCOPED_TRACE("world " + std::to_string(world) + " rank " + std::to_string(rank));
+      VariantSpec v = Mlp("fsdp", world, rank, /*odd=*/true);
+      v.parallel.param_dtype = DType::kBFloat16;
+      v.parallel.reduce_dtype = DType::kFloat32;
+      const VariantMeasurement cpu = Measure(v, Backend::kCpu), meta = Measure(v, Backend::kMeta);
+      testing::ExpectSameBytes(cpu, meta);
+      const Elements e = Count(/*odd=*/true, world, rank);
+      EXPECT_EQ(meta.param_bytes, 4 * e.fsdp_padded_shard);
+      EXPECT_EQ(*meta.grad_bytes, 4 * e.fsdp_padded_shard);
+      EXPECT_EQ(*meta.optimizer_state_bytes, 8 * e.fsdp_mine);
+      EXPECT_EQ(meta.parallel->bucket_bytes,  // the 3-row layer padded to 4 rows at world 2 and 4
+                (std::vector<int64_t>{2 * (128 * 64 + 128), 2 * (64 * 128 + 64), 2 * (4 * 64 + 4)}));
+    }
   }
 }
 

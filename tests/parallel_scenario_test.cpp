@@ -35,6 +35,29 @@ TEST(ParallelScenario, TheBaseGivesItAndAVariantPatchesIt) {
                                R"("variants": {"a": {}, "kind": {"parallel": {"unit": "linear"}}})"));
   EXPECT_EQ(f.variants[0].parallel.unit, "layer");
   EXPECT_EQ(f.variants[1].parallel.unit, "linear");
+  // Note [FSDP2 mixed precision]: MixedPrecisionPolicy's dtypes, none by default.
+  const Scenario m = Load(With(R"("parallel": {"world": 2, "strategy": "fsdp"})",
+                               R"("variants": {"a": {}, "mp": {"parallel": {"param_dtype": "bfloat16",
+                                                                            "reduce_dtype": "float32"}}})"));
+  EXPECT_EQ(m.variants[0].parallel.param_dtype, std::nullopt);
+  EXPECT_EQ(m.variants[1].parallel.param_dtype, DType::kBFloat16);
+  EXPECT_EQ(m.variants[1].parallel.reduce_dtype, DType::kFloat32);
+  ASSERT_TRUE(LoadScenarioText(m.variants[1].document, "child.json", &child, &error)) << error;
+  EXPECT_EQ(child.variants.at(0).parallel, m.variants[1].parallel);
+}
+
+// Note [FSDP2 mixed precision]: fsdp's knob, on a float32 model.
+TEST(ParallelScenario, MixedPrecisionIsFsdpsOnAFloat32Model) {
+  EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2, "strategy": "zero2", "param_dtype": "bfloat16"})")),
+            "s.json: at parallel.param_dtype: FSDP2's MixedPrecisionPolicy is a knob of parallel.strategy \"fsdp\"; "
+            "strategy is \"zero2\" (set strategy \"fsdp\", or leave param_dtype and reduce_dtype out) (variant a)");
+  EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2, "strategy": "fsdp", "reduce_dtype": "float32"},
+                               "model": {"dtype": "bfloat16", "layers": [{"kind": "linear", "in": 4, "out": 4}]})")),
+            "s.json: at parallel.reduce_dtype: FSDP2's MixedPrecisionPolicy casts a float32 model's shards: expected "
+            "model.dtype \"float32\", got \"bfloat16\" (set model.dtype \"float32\", or leave param_dtype and "
+            "reduce_dtype out) (variant a)");
+  EXPECT_EQ(LoadError(With(R"("parallel": {"world": 2, "strategy": "fsdp", "param_dtype": "bf16"})")),
+            "s.json: at parallel.param_dtype: unknown dtype \"bf16\" (valid values: float32, bfloat16, float16)");
 }
 
 TEST(ParallelScenario, BadValuesNameTheirPath) {
@@ -65,7 +88,7 @@ TEST(ParallelScenario, BadValuesNameTheirPath) {
             "s.json: at parallel.bucket_cap_mb: expected a bucket size in MiB > 0, at most 1e6, got 0");
   EXPECT_EQ(LoadError(With(R"("parallel": {"worlds": 2})")),
             "s.json: at parallel: unknown key \"worlds\"; did you mean \"world\"? (valid keys: world, rank, strategy, "
-            "bucket_cap_mb, gradient_as_bucket_view, unit, init)");
+            "bucket_cap_mb, gradient_as_bucket_view, unit, init, param_dtype, reduce_dtype)");
   // Note [A workload's own ranks]: world and rank, nothing of oomguard's strategies.
   EXPECT_EQ(LoadError(R"({"name": "t", "summary": "s", "workload": "w", "parallel": {"world": 2, "strategy": "ddp"},
                           "variants": {"a": {}}})"),

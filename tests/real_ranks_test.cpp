@@ -49,9 +49,9 @@ RunResults RunOn(const std::string& file, const std::string& backend, const std:
 }
 
 // The catalog's ddp-gradient-bucket-copy at world `world` (the catalog runs it at 8): its model, data and
-// loop, each of its variants and zero1, fsdp and fsdp with checkpointing besides, once per rank (variant
-// NAME_rR has parallel.rank R). Its expectations and checks are the catalog's numbers at world 8 and are
-// left out.
+// loop, each of its variants and zero1, fsdp, fsdp with checkpointing and fsdp in mixed precision besides,
+// once per rank (variant NAME_rR has parallel.rank R). Its expectations and checks are the catalog's
+// numbers at world 8 and are left out.
 std::string CatalogAtWorld(int64_t world) {
   std::ifstream in(std::string(OOMGUARD_SOURCE_DIR) + "/scenarios/ddp-gradient-bucket-copy.json");
   std::stringstream text;
@@ -63,6 +63,9 @@ std::string CatalogAtWorld(int64_t world) {
   // Note [Checkpointing an FSDP2 unit]: one checkpointed segment a layer (4 linears, 3 gelus).
   variants["fsdp_checkpointed"] = {{"parallel", {{"strategy", "fsdp"}}},
                                    {"pitfalls", {{"checkpoint", {{"segments", 7}}}}}};
+  // Note [FSDP2 mixed precision]: bf16 all-gathers and gradients, a float32 reduce-scatter.
+  variants["fsdp_mixed"] = {
+      {"parallel", {{"strategy", "fsdp"}, {"param_dtype", "bfloat16"}, {"reduce_dtype", "float32"}}}};
   json scenario = catalog;
   scenario.erase("expect");
   scenario.erase("checks");
@@ -86,7 +89,7 @@ TEST(RealRanks, EveryParallelCatalogVariantOnGlooEqualsMetasFakeGroupPerRankToTh
     const std::string file = folder.Write("world" + std::to_string(world) + ".json", CatalogAtWorld(world));
     const RunResults cpu = RunOn(file, "cpu", "*/*_r0");  // each runs all `world` ranks
     const RunResults meta = RunOn(file, "meta", "*");     // one simulated rank per variant
-    for (const std::string name : {"pitfall", "fixed", "zero1", "zero2", "fsdp", "fsdp_checkpointed"}) {
+    for (const std::string name : {"pitfall", "fixed", "zero1", "zero2", "fsdp", "fsdp_checkpointed", "fsdp_mixed"}) {
       const VariantResult& real = VariantNamed(OnlyScenario(cpu), name + "_r0");
       ASSERT_TRUE(real.measurement.has_value()) << real.diagnostics;
       const std::vector<RankMeasurement>& ranks = real.measurement->ranks;
@@ -101,10 +104,11 @@ TEST(RealRanks, EveryParallelCatalogVariantOnGlooEqualsMetasFakeGroupPerRankToTh
       // Independent of either backend: the ZeRO division of float32 Adam (4 + 8 bytes per parameter
       // of the rank's slice; the flat buffer padded to a multiple of 2 x world elements, which 4,198,400
       // is at world 2 and 4, so every slice has kParameters / world elements).
-      if (name == "zero2") {
-        EXPECT_EQ(*ranks[world - 1].grad_bytes, kParameters / world * 4);
-        EXPECT_EQ(*ranks[world - 1].optimizer_state_bytes, kParameters / world * 8);
+      if (name == "zero2" || name == "fsdp_mixed") {
+        EXPECT_EQ(*ranks[world - 1].grad_bytes, kParameters / world * 4) << name;
+        EXPECT_EQ(*ranks[world - 1].optimizer_state_bytes, kParameters / world * 8) << name;
       }
+      if (name == "fsdp_mixed") EXPECT_EQ(ranks[world - 1].param_bytes, kParameters / world * 4);
       // Gloo's own copies are no transfers of the step, and no diagnosis (its reduce-scatter's copy out of
       // its staging once read as a host-to-device copy in backward: transfer-in-recompute).
       const VariantResult& meta_rank0 = VariantNamed(OnlyScenario(meta), name + "_r0");

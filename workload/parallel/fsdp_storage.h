@@ -6,6 +6,8 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 namespace oomguard {
 
@@ -16,5 +18,19 @@ namespace oomguard {
 // nor the new bytes; here meta storages take cpu's path through their allocator (the meta tracking
 // allocator) instead, without the copy: the same bytes, booked at the same moments as on cpu.
 void ResizeStorageBytes(const at::Tensor& tensor, size_t nbytes);
+
+// foreach_reduce's copy-in where the reduce-scatter input `out` ([chunks, S]) has another dtype than
+// the gradients (Note [FSDP2 mixed precision], fully_sharded.h): what _chunk_cat_out writes (each
+// tensor's dim-0 chunks, padded with zeros to ceil(dim0 / chunks) rows, side by side in each row of
+// out), cast as it is copied, allocating nothing, as CUDA's chunk_cat kernel does (_chunk_cat_out_cuda:
+// bfloat16 into float32, contiguous; other pairs go through the composite and its temporaries, which
+// this does not model: float16 into float32 is counted without them). On cpu,
+// _chunk_cat_out with a dtype to cast to goes through cat's structured out= wrapper, which computes
+// into a temporary of the inputs' dtype first (and pads a gradient in a copy), and oomguard's meta
+// kernels do neither: this keeps cpu and meta equal, at the card's bytes.
+void ChunkCatCasting(const std::vector<at::Tensor>& tensors, const at::Tensor& out, int64_t chunks);
+
+// The bytes of the storages of `tensors` (undefined ones skipped), each storage once.
+int64_t StorageBytes(const std::vector<at::Tensor>& tensors);
 
 }  // namespace oomguard

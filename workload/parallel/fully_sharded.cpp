@@ -10,6 +10,7 @@
 
 #include "base/check.h"
 #include "nn/net.h"
+#include "nn/scalar_type.h"
 #include "workload/parallel/fsdp_storage.h"
 #include "workload/parallel/rank_group.h"
 
@@ -43,15 +44,20 @@ struct Unit {  // FSDPParamGroup (the root's may hold no parameter: then it has 
 struct FullySharded::State {
   ParallelSpec spec;
   c10::intrusive_ptr<c10d::Backend> group;  // Note [Real ranks on cpu], workload/parallel/rank_group.h
-  std::vector<Unit> units;        // the root first, then the units in module order
-  std::vector<int> segment_unit;  // each segment's unit, or -1 (the root's)
+  std::vector<Unit> units;                  // the root first, then the units in module order
+  std::vector<int> segment_unit;            // each segment's unit, or -1 (the root's)
   std::vector<size_t> post_forward_order;
   at::Tensor all_gather_state;           // forward: the last flat all-gather output, its free deferred
   at::Tensor previous_all_gather_state;  // the one before, until the next unit's copy-out is done
   at::Tensor reduce_scatter_state;       // the last reduce-scatter input
+  at::Tensor all_gather_cast;            // Unshard's flat param_dtype copy of the shards, while it runs
   bool callback_queued = false;
   std::vector<at::Tensor> optimized;  // the sharded parameters, in the net's order
   c10::Device device = c10::kCPU;     // the run's: the shards', whatever the net was built on
+  // Note [FSDP2 mixed precision]: MixedPrecisionPolicy's dtypes as FSDPParam.init_dtype_attrs clamps
+  // them (none: no cast), and the shards' (orig_dtype).
+  std::optional<at::ScalarType> param_dtype, reduce_dtype;
+  at::ScalarType orig_dtype = at::kFloat;
 
   int64_t W() const { return spec.world; }
   void Shard(Unit& unit, std::vector<at::Tensor> params);
@@ -104,16 +110,24 @@ void FullySharded::State::Unshard(size_t u) {
   Unit& unit = units[u];
   if (unit.all_gather_output.defined() || unit.unsharded) return;
   at::NoGradGuard no_grad;
-  unit.all_gather_output = at::empty({W() * unit.shard}, unit.params.front().shard_data.options());
-  at::Tensor slice = unit.all_gather_output.narrow(0, spec.rank * unit.shard, unit.shard);
   std::vector<int64_t> splits;
   std::vector<at::Tensor> inputs;
   for (const Param& q : unit.params) {
     splits.push_back(q.padded_shard);
     inputs.push_back(q.shard_data);
   }
+  const at::TensorOptions options = unit.params.front().shard_data.options().dtype(param_dtype.value_or(orig_dtype));
+  if (param_dtype) {  // _get_param_all_gather_inputs' foreach copy, freed when foreach_all_gather returns
+    all_gather_cast = at::empty({unit.shard}, options);
+    at::_foreach_copy_(all_gather_cast.split_with_sizes(splits), inputs);
+    inputs = all_gather_cast.split_with_sizes(splits);
+  }
+  unit.all_gather_output = at::empty({W() * unit.shard}, options);
+  at::Tensor slice = unit.all_gather_output.narrow(0, spec.rank * unit.shard, unit.shard);
   at::_foreach_copy_(slice.split_with_sizes(splits), inputs);
   group->_allgather_base(unit.all_gather_output, slice)->wait();
+  inputs.clear();
+  all_gather_cast.reset();
 }
 
 // wait_for_unshard: each parameter's all-gather output (re)allocated and filled, the module's
@@ -129,7 +143,7 @@ void FullySharded::State::WaitForUnshard(size_t u) {
   std::vector<int64_t> splits;
   for (Param& q : unit.params) {
     if (!q.gathered.defined()) {
-      q.gathered = at::empty({W() * q.padded_shard}, q.shard_data.options());
+      q.gathered = at::empty({W() * q.padded_shard}, unit.all_gather_output.options());
     } else {
       ResizeStorageBytes(q.gathered, q.gathered.numel() * q.gathered.element_size());
     }
@@ -159,6 +173,8 @@ void FullySharded::State::Reshard(size_t u) {
 at::Tensor FullySharded::State::PreForward(size_t u, at::Tensor input, const std::shared_ptr<State>& self) {
   Unit& unit = units[u];
   unit.training = Training::kForward;
+  // cast_forward_inputs (_FSDPState._pre_forward): a floating input in param_dtype, before the unshard.
+  if (param_dtype && input.is_floating_point() && input.scalar_type() != *param_dtype) input = input.to(*param_dtype);
   if (!unit.params.empty()) {
     Unshard(u);
     WaitForUnshard(u);
@@ -232,14 +248,20 @@ void FullySharded::State::PostBackward(size_t u) {
   reduce_scatter_state.reset();
   int64_t input_numel = 0;
   for (const Param* q : with_grad) input_numel += W() * q->padded_shard;
-  at::Tensor input = at::empty({input_numel}, grads.front().options());
+  at::Tensor input =
+      at::empty({input_numel}, grads.front().options().dtype(reduce_dtype.value_or(grads.front().scalar_type())));
   at::Tensor rows = input.view({W(), -1});
-  at::_chunk_cat_out(rows, grads, 0, W());
+  if (input.scalar_type() == grads.front().scalar_type()) {
+    at::_chunk_cat_out(rows, grads, 0, W());
+  } else {
+    ChunkCatCasting(grads, rows, W());  // Note [FSDP2 mixed precision]
+  }
   grads.clear();
   at::Tensor output = at::empty({input_numel / W()}, input.options());
   c10d::ReduceScatterOptions options;
   options.reduceOp = c10d::ReduceOp::AVG;
   group->_reduce_scatter_base(output, input, options)->wait();
+  if (output.scalar_type() != orig_dtype) output = output.to(orig_dtype);  // the reduce_dtype output freed
   int64_t offset = 0;
   for (Param* q : with_grad) {
     const at::Tensor grad = output.as_strided(q->sharded.sizes(), q->sharded.strides(), offset);
@@ -274,6 +296,10 @@ FullySharded::FullySharded(const ParallelSpec& spec, std::vector<at::Tensor> par
   State& s = *state_;
   s.spec = spec;
   s.device = device.device();
+  if (!parameters.empty()) s.orig_dtype = parameters.front().scalar_type();
+  const auto scalar = [](std::optional<DType> d) { return d ? std::optional(ScalarTypeOf(*d)) : std::nullopt; };
+  if (spec.reduce_dtype != spec.param_dtype) s.reduce_dtype = scalar(spec.reduce_dtype);
+  if (spec.param_dtype && ScalarTypeOf(*spec.param_dtype) != s.orig_dtype) s.param_dtype = scalar(spec.param_dtype);
   s.group = MakeRankGroup(spec, s.device.type());
   s.units.emplace_back();  // the root
   s.units.front().reshard_after_forward = false;
@@ -341,21 +367,6 @@ void FullySharded::ZeroGrad(bool to_none) {
   }
 }
 
-namespace {
-
-int64_t StorageBytes(const std::vector<at::Tensor>& tensors) {  // each storage once
-  std::set<const c10::StorageImpl*> seen;
-  int64_t bytes = 0;
-  for (const at::Tensor& t : tensors) {
-    if (t.defined() && seen.insert(t.storage().unsafeGetStorageImpl()).second) {
-      bytes += static_cast<int64_t>(t.storage().nbytes());
-    }
-  }
-  return bytes;
-}
-
-}  // namespace
-
 int64_t FullySharded::ParameterBytes() const {
   int64_t bytes = 0;
   for (const Unit& unit : state_->units) {
@@ -376,7 +387,8 @@ int64_t FullySharded::GradientBytes() const {
 
 void FullySharded::Attribute(LiveBreakdown* b) const {
   const State& s = *state_;
-  std::vector<at::Tensor> grads, buffers = {s.all_gather_state, s.previous_all_gather_state, s.reduce_scatter_state};
+  std::vector<at::Tensor> grads,
+      buffers = {s.all_gather_state, s.previous_all_gather_state, s.reduce_scatter_state, s.all_gather_cast};
   for (const at::Tensor& p : s.optimized) grads.push_back(p.grad());
   for (const Unit& unit : s.units) {
     buffers.push_back(unit.all_gather_output);
@@ -391,7 +403,7 @@ ParallelMeasurement FullySharded::Facts() const {
   ParallelMeasurement m = FactsOf(s.spec);
   for (const Unit& unit : s.units) {
     if (!unit.params.empty()) {
-      m.bucket_bytes.push_back(s.W() * unit.shard * unit.params.front().shard_data.element_size());
+      m.bucket_bytes.push_back(s.W() * unit.shard * c10::elementSize(s.param_dtype.value_or(s.orig_dtype)));
     }
   }
   return m;

@@ -6,9 +6,9 @@
 //
 // Note [One FSDP2 rank]
 // What it mirrors, call by call, is torch/distributed/fsdp/_fully_shard/ of torch 2.11 (_fsdp_param.py,
-// _fsdp_param_group.py, _fsdp_collectives.py, _fsdp_state.py) with its defaults: no MixedPrecisionPolicy,
-// reshard_after_forward=True (the root's False, as FSDP2 sets it for the root), no explicit prefetch,
-// synchronous collectives, world W, rank r.
+// _fsdp_param_group.py, _fsdp_collectives.py, _fsdp_state.py) with its defaults: no MixedPrecisionPolicy
+// (but Note [FSDP2 mixed precision]), reshard_after_forward=True (the root's False, as FSDP2 sets it for
+// the root), no explicit prefetch, synchronous collectives, world W, rank r.
 // * Units. `parallel.unit` picks them among the net's segments (the layer list, repeats expanded):
 //   "layer" each segment with parameters, a layer kind ("transformer_block") each segment of that kind,
 //   "model" none. Each is fully_shard(layer) in order; the root, fully_shard(model) last, holds every
@@ -59,10 +59,32 @@
 //   bf16 parameters, gradients and AdamW state (2 + 2 + 4 bytes a parameter, over W); with
 //   loop.optimizer.master_weights the optimizer keeps a float32 master of the rank's shards and
 //   float32 state (2 + 2 + 12, over W: ZeRO-3's figure; Note [Master weights],
-//   workload/master_weights.h). FSDP2's MixedPrecisionPolicy is not modelled. Refused with fsdp (an
-//   input error names them): a checkpointed segment that holds a unit and more (Note [Checkpointing an
-//   FSDP2 unit]), the in-place parameter knob, TorchScript models, and what zero stages refuse
-//   (accumulation, clipping, float16's GradScaler).
+//   workload/master_weights.h). Refused with fsdp (an input error names them): a checkpointed segment
+//   that holds a unit and more (Note [Checkpointing an FSDP2 unit]), the in-place parameter knob,
+//   TorchScript models, and what zero stages refuse (accumulation, clipping, float16's GradScaler).
+//
+// Note [FSDP2 mixed precision]
+// `parallel.param_dtype` and `parallel.reduce_dtype` on a float32 model are FSDP2's
+// MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...) (_fsdp_api.py; output_dtype none,
+// cast_forward_inputs true). FSDPParam.init_dtype_attrs clamps them: reduce_dtype equal to param_dtype
+// is none, param_dtype equal to the shards' dtype is none. The shards (and so the optimizer's parameters
+// and state) and the sharded gradients keep the model's float32. What changes, call by call:
+// * The root's and each unit's pre-forward cast a floating input to param_dtype (a new tensor; the
+//   float32 batch stays the loop's).
+// * Unshard (_get_param_all_gather_inputs' foreach-copy fast path): a flat param_dtype copy of the rank's
+//   padded shards (S elements), then the flat all-gather output in param_dtype (W x S), the copy's
+//   slices copied into its slice, the collective; the copy is freed when foreach_all_gather returns.
+//   all_gather_outputs[0], and so the module's unsharded parameters, are param_dtype: forward and
+//   backward run in it, and the unsharded gradients autograd makes are param_dtype.
+// * foreach_reduce: the reduce-scatter input and output are reduce_dtype (none: the gradients' dtype),
+//   the copy-in casting as CUDA's chunk_cat kernel does, with no temporary (ChunkCatCasting,
+//   fsdp_storage.h: cpu's _chunk_cat_out would first cat into a temporary of the gradients' dtype,
+//   which PyTorch on cpu shows: python/tests/test_fsdp_scenario.py itemises it); an output not in the
+//   shards' dtype is cast to it (_to_dtype_if_needed: a new float32 tensor, the reduce_dtype output
+//   freed at once), and the sharded gradients are views of that. With param_dtype bfloat16 and
+//   reduce_dtype float32 the input is 4 W S bytes, twice the bfloat16 gradients it replaces.
+// Accounting is as without: flat copies, all-gather outputs, unsharded parameters and reduce-scatter
+// inputs are communication_bytes; Facts' bucket_bytes are the param_dtype all-gather outputs.
 //
 // Note [Checkpointing an FSDP2 unit]
 // The recipe is fully_shard(checkpoint_wrapper(block)) for each block (or checkpoint(block, x,
