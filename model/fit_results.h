@@ -28,7 +28,7 @@ struct VariantFit {
   std::string variant;
   std::vector<CardFit> cards;         // in the order the cards were asked for
   std::vector<std::string> warnings;  // its trials' warnings, each once, in the order first seen
-  // How its trials met the step that repeats (Note [The step that repeats], workload/steady_state.h),
+  // How its trials met the step that repeats (Note [The step that repeats], workload/loop/steady_state.h),
   // as the first trial said: "2 iterations, not 1: adamw keeps state from its first step on, ...".
   std::string steady_state;
   // --knob world: the variant's parallel.strategy, and why its search was cut short, if it was ("ddp

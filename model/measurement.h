@@ -194,7 +194,7 @@ struct VariantMeasurement {
   // [Whose measurement is the variant's], run/rank_children.h).
   std::vector<RankMeasurement> ranks;
   std::vector<std::string> warnings;        // what a reader should know before trusting the numbers
-  // How the run met the step that repeats (Note [The step that repeats], workload/steady_state.h):
+  // How the run met the step that repeats (Note [The step that repeats], workload/loop/steady_state.h):
   // "2 iterations, not 1: adamw keeps state ...", "every iteration: sgd without momentum ...".
   std::string steady_state;
   bool iterations_raised = false;  // it ran more iterations than asked, for the step that repeats

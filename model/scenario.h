@@ -83,7 +83,7 @@ struct OptimizerSpec {
   double momentum = 0.0;  // sgd
   double weight_decay = 0.0;
   // A float32 master copy of what is stepped, with the state in float32, for a bfloat16 or float16
-  // model (Note [Master weights], workload/master_weights.h).
+  // model (Note [Master weights], workload/loop/master_weights.h).
   bool master_weights = false;
 
   bool operator==(const OptimizerSpec&) const = default;

@@ -250,7 +250,7 @@ class MeasureScope {
   void SetPhase(const std::string& phase, bool unwinding = false);
   std::string phase() const;
   // How many iterations to run for `requested` (>= 1): raised to 2 for a tracked optimizer that keeps
-  // state (Note [The step that repeats], workload/steady_state.h). Once per scope.
+  // state (Note [The step that repeats], workload/loop/steady_state.h). Once per scope.
   int64_t Iterations(int64_t requested);
   void BeginIteration(int64_t index);  // 1 ... Iterations(requested)
   void EndIteration();                 // live bytes after it, its peak; the first one's gradients and state

@@ -20,7 +20,7 @@
 #include "workload/context/context_state.h"
 #include "workload/measured_run.h"
 #include "workload/measurement_session.h"
-#include "workload/steady_state.h"
+#include "workload/loop/steady_state.h"
 
 namespace oomguard {
 namespace {

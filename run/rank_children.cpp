@@ -105,7 +105,7 @@ void MergeRankEvidence(const std::vector<RankEnd>& ends, int64_t world, int64_t 
   e->diagnostics = chosen.evidence.diagnostics;
   e->measurement = chosen.evidence.measurement;
   // What became of the others: ended by the runner, or stopped by themselves in a collective that lost
-  // the culprit (Note [A collective that fails on a real rank], workload/variant_run.cpp).
+  // the culprit (Note [A collective that fails on a real rank], workload/loop/variant_run.cpp).
   const auto ranks_named = [](const std::string& list) {
     return std::string(list.find(',') == std::string::npos ? "rank " : "ranks ") + list;
   };

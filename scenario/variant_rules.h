@@ -110,7 +110,7 @@ inline std::optional<SpecProblem> FindParallelProblem(const VariantSpec& spec) {
   return p.strategy == "fsdp" ? FindFsdpProblem(spec) : std::nullopt;
 }
 
-// loop.optimizer.master_weights (Note [Master weights], workload/master_weights.h): a float32 copy of
+// loop.optimizer.master_weights (Note [Master weights], workload/loop/master_weights.h): a float32 copy of
 // a bfloat16 or float16 model's parameters, which an optimizer steps.
 inline std::optional<SpecProblem> FindMasterWeightsProblem(const VariantSpec& spec) {
   if (!spec.loop.optimizer.master_weights) return std::nullopt;
@@ -236,7 +236,7 @@ inline std::optional<SpecProblem> FindSpecProblem(const VariantSpec& spec) {
     if (spec.data.classes == 0) {
       return SpecProblem{loop.Key("loss"), "cross_entropy needs data.classes >= 1 (the targets are class ids)"};
     }
-    if (!module && !ids && spec.data.shape.size() > 1) {  // Note [The class axis], workload/cross_entropy.h
+    if (!module && !ids && spec.data.shape.size() > 1) {  // Note [The class axis], workload/loop/cross_entropy.h
       std::string output = "[batch";
       for (size_t i = 0; i + 1 < spec.data.shape.size(); ++i) output += ", " + std::to_string(spec.data.shape[i]);
       return SpecProblem{data.Key("shape"),

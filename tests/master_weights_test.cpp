@@ -1,8 +1,8 @@
-// Mixed-precision Adam (Note [Master weights], workload/master_weights.h): per rank, a bf16 model's
+// Mixed-precision Adam (Note [Master weights], workload/loop/master_weights.h): per rank, a bf16 model's
 // parameter, gradient and optimizer-state bytes are the ZeRO paper's figures for each stage, 2 + 2 + 12
 // bytes per parameter divided as the stage divides them, plus the padding each strategy adds; without
 // master weights, the pure-bf16 figures as LibTorch keeps them (2 + 2 + 4: Adam's moments in bf16).
-#include "workload/master_weights.h"
+#include "workload/loop/master_weights.h"
 
 #include <gtest/gtest.h>
 #include <torch/optim/adam.h>
@@ -15,7 +15,7 @@
 
 #include "tests/parallel_mlp.h"
 #include "tests/scenario_text.h"
-#include "workload/optimizer.h"
+#include "workload/loop/optimizer.h"
 #include "workload/workload.h"
 
 namespace oomguard {

@@ -95,7 +95,7 @@ TEST(MemoryEstimate, RowsCompareTheRuleWithTheMeasurementExactly) {
   EXPECT_EQ(e->rows[5].estimated, 16 * n + 3 * 4 * 8 * 2 * 4 * 17);
 }
 
-// Note [Master weights], workload/master_weights.h: bfloat16 parameters and gradients, a float32 master
+// Note [Master weights], workload/loop/master_weights.h: bfloat16 parameters and gradients, a float32 master
 // and AdamW's two float32 moments, 2 + 2 + 12 bytes per parameter, each row measured as the rule states.
 TEST(MemoryEstimate, MasterWeightsAreMixedPrecisionsRule) {
   std::string text = kTinyDecoder;

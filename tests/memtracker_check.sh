@@ -4,7 +4,7 @@
 # freed before the step, LibTorch's C++ AdamW) has the same peak to within 64 KiB. Measured: MemTracker
 # 52,937,424,896 bytes, oomguard 52,937,375,744: 48 KiB (three 4096-wide bf16 vectors' AdamW state, or
 # the 16 KiB token ids with two states) not itemised yet; a 125 MiB or 250 MiB disagreement fails.
-# oomguard runs two steps (AdamW keeps state: Note [The step that repeats], workload/steady_state.h);
+# oomguard runs two steps (AdamW keeps state: Note [The step that repeats], workload/loop/steady_state.h);
 # MemTracker tracks one, so the first iteration's peak is compared. (Its second step, with
 # reset_mod_stats between, reads 125 MiB below oomguard's: not itemised yet.)
 #   memtracker_check.sh OOMGUARD_EXE FOLDER PYTHON SOURCE_DIR   (FOLDER: the examples' .json and .pt files)

@@ -81,7 +81,7 @@ TEST(MetaCoverage, EveryLayerKindRunsForwardAndBackwardWithTheCpuBytes) {
       if (variant == "flash" && !Takes(kind, "attention")) continue;
       const bool inplace = variant == "inplace";
       for (const std::string loss : {"mean", "cross_entropy"}) {
-        // Note [The class axis] (workload/cross_entropy.h): cross entropy over a [batch, 8, features]
+        // Note [The class axis] (workload/loop/cross_entropy.h): cross entropy over a [batch, 8, features]
         // output reads dim 1, which the loader refuses for a layer list's float samples; token ids' logits
         // (the embedding's) keep their classes last.
         if (loss == "cross_entropy" && kind.name != "embedding") continue;

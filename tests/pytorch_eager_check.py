@@ -207,11 +207,11 @@ def eager_measure(config, make_model):
     train_batches = [draw(data, i) for i in range(iterations)]
     eval_batches = [[draw(data, i) for _ in range(evaluation.get("batches", 0))] for i in range(iterations)]
 
-    # Note [The class axis] (workload/cross_entropy.h): PyTorch's [N, C, d1, ...] with targets [N, d1, ...];
+    # Note [The class axis] (workload/loop/cross_entropy.h): PyTorch's [N, C, d1, ...] with targets [N, d1, ...];
     # token ids' logits [N, T, V] flattened to [N*T, V] as a language model's code does (so is [N, C]).
     token_ids = data.get("dtype") == "int64"
 
-    def loss_of(out):  # as VariantRun::Loss (workload/variant_run.cpp)
+    def loss_of(out):  # as VariantRun::Loss (workload/loop/variant_run.cpp)
         loss = loop.get("loss", "mean")
         if loss == "cross_entropy":
             classes = data["classes"]

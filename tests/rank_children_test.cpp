@@ -129,7 +129,7 @@ TEST(RankChildren, ARankThatOnlySawItsSiblingGoIsNotTheOneNamed) {
 
 TEST(RankChildren, TheRanksEndedAndThoseThatStoppedOnTheirOwnAreBothSaid) {
   VariantEvidence e;
-  // Rank 2 went OOM; rank 0 stopped in a collective on its own (workload/variant_run.cpp's words for
+  // Rank 2 went OOM; rank 0 stopped in a collective on its own (workload/loop/variant_run.cpp's words for
   // it), rank 1 was ended by the runner after the grace (Note [Gangs of children]).
   MergeRankEvidence({Ended(0, Measured(VariantOutcome::Error(ErrorCategory::kError), 10,
                                        "a collective failed, a sibling rank gone: [pair.cc:547] Connection "

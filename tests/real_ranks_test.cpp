@@ -120,7 +120,7 @@ TEST(RealRanks, EveryParallelCatalogVariantOnGlooEqualsMetasFakeGroupPerRankToTh
   }
 }
 
-// Mixed-precision Adam (Note [Master weights], workload/master_weights.h) at world 2: each real rank
+// Mixed-precision Adam (Note [Master weights], workload/loop/master_weights.h) at world 2: each real rank
 // equals meta's simulated rank to the byte, and both hold the ZeRO paper's figures for N = 16576 bf16
 // parameters (no padding at world 2): ddp 2 + 2 + 12 bytes a parameter, zero1 2 + 2 + 6, zero2
 // 2 + 1 + 6, fsdp 1 + 1 + 6. The loss is mse: its bf16 mean reduces through float32 on cpu, and meta

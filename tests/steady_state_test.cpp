@@ -1,4 +1,4 @@
-// Note [The step that repeats] (workload/steady_state.h): a run whose optimizer keeps state runs at
+// Note [The step that repeats] (workload/loop/steady_state.h): a run whose optimizer keeps state runs at
 // least two iterations and says so; a workload's optimizer state is read while the optimizer lives; a
 // workload without ctx.Iterations() is one run, with a warning, and a stated "leak": false is not
 // judged on it.
@@ -10,7 +10,7 @@
 #include "oomguard/gtest.h"
 #include "oomguard/measure.h"
 #include "verdict/verdict.h"
-#include "workload/steady_state.h"
+#include "workload/loop/steady_state.h"
 #include "workload/workload.h"
 
 namespace oomguard {

@@ -102,7 +102,7 @@ TEST(TorchScript, ARecordShorterThanItsStorageOrAnotherByteOrderIsBadInput) {
 
 // D21: a number LibTorch refuses (beyond float's range) threw std::runtime_error out of the measured
 // loop, and the child ended in std::terminate. The loader refuses such numbers now; the child's backstop
-// (Note [A value LibTorch refuses], workload/variant_run.cpp) is checked here with a spec the loader never
+// (Note [A value LibTorch refuses], workload/loop/variant_run.cpp) is checked here with a spec the loader never
 // saw. Beside the TorchScript cases: this binary is the small one that measures.
 TEST(TorchScript, ANumberLibTorchRefusesIsTheScenariosInputErrorNotAnAbort) {
   VariantSpec clip = LayerList();

@@ -299,7 +299,7 @@ TEST(TorchScript, TheSnapshotNamesTheModuleOfEveryBackwardAllocationInEveryItera
   EXPECT_EQ(backward, expected) << text.substr(0, 4000);
 }
 
-// Note [The class axis] (workload/cross_entropy.h): a segmentation model's logits [N, C, H, W] are read
+// Note [The class axis] (workload/loop/cross_entropy.h): a segmentation model's logits [N, C, H, W] are read
 // as PyTorch's F.cross_entropy reads them, with targets [N, H, W] (pytorch_eager_check.py compares the
 // bytes with eager PyTorch's); a token model's [N, T, V] by their last dim. data.classes that is not the
 // class axis' size is bad input, saying which axis was read.

@@ -17,7 +17,7 @@ int64_t OptimizerBytesPerParameter(const OptimizerSpec& optimizer) {
 }
 
 // The rule's bytes per parameter for parameters, gradients and optimizer state. With master weights it
-// is mixed precision's (Note [Master weights], workload/master_weights.h): parameters and gradients in
+// is mixed precision's (Note [Master weights], workload/loop/master_weights.h): parameters and gradients in
 // the model's dtype, the state a float32 master (4) beside the optimizer's own float32 state.
 struct BytesPerParameter {
   int64_t parameters, gradients, optimizer;

@@ -10,7 +10,7 @@
 // kinds LayerKindInfo::transformer_block marks). With loop.optimizer.master_weights, mixed precision's
 // rule instead: parameters and gradients at the model's dtype, optimizer state a float32 master 4 plus
 // float32 state (Adam 2 + 2 + 12, SGD with momentum 4 + 4, plain SGD 4; Note [Master weights],
-// workload/master_weights.h). The parameter count comes from the measured parameter bytes and the
+// workload/loop/master_weights.h). The parameter count comes from the measured parameter bytes and the
 // model's dtype (BytesPerElement, model/dtype.h): a rank's under `parallel`, so fsdp's shards are
 // counted as such; nothing is divided by the world (zero1 and zero2 shard only the state, which the
 // rule keeps whole).

@@ -24,7 +24,7 @@
 #include "workload/measurement_session.h"
 #include "workload/transfer_counter.h"
 #include "workload/user_workload_run.h"
-#include "workload/variant_run.h"
+#include "workload/loop/variant_run.h"
 #include "workload/workload_registry.h"
 // The closed sets and the layer-kind table (model/).
 #include "base/check.h"

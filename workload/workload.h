@@ -18,7 +18,7 @@
 // The net comes from the source spec.model.source names (nn/net_sources.h). The pitfall knobs that act
 // between segments (checkpoint.segments, inplace.target, retain_grad, keep_intermediates) need a source
 // that offers segments; on one that does not, the variant ends before its first iteration with outcome
-// "error:error" and an error naming the knob (workload/segment_knobs.h).
+// "error:error" and an error naming the knob (workload/loop/segment_knobs.h).
 #pragma once
 
 #include <string>

@@ -4,7 +4,7 @@ An MLP (256 -> 512 -> 512 -> 10, float32) trained with Adam on batches of 512, t
 each training step an evaluation of 8 batches keeps its outputs (for metrics). Without torch.no_grad()
 every kept output holds its autograd graph, and the graph holds the activations and the input batch
 saved for a backward pass that never comes: the pitfall. Each step's tensors die where the catalog's
-C++ loop (workload/variant_run.cpp) frees them, so the bytes are the catalog variant's.
+C++ loop (workload/loop/variant_run.cpp) frees them, so the bytes are the catalog variant's.
 """
 import contextlib
 

@@ -25,8 +25,8 @@
 #include "oomguard/workload.h"
 #include "workload/grad_digest.h"
 #include "workload/measured_run.h"
-#include "workload/optimizer.h"
-#include "workload/steady_state.h"
+#include "workload/loop/optimizer.h"
+#include "workload/loop/steady_state.h"
 #include "workload/workload.h"
 
 namespace oomguard {

@@ -35,7 +35,7 @@
 //   that is a parameter (DeepSpeed also keeps state for the padding: up to 8 x (2 world - 1) bytes on the
 //   last rank). A bf16 or fp16 model with loop.optimizer.master_weights adds DeepSpeed's float32 master
 //   copy of the slice's pieces and float32 state, 12 bytes an element (Note [Master weights],
-//   workload/master_weights.h).
+//   workload/loop/master_weights.h).
 //   After the step the slice is all-gathered into the flat buffer in place (_allgather_base).
 //   zero1: gradients stay full, all-reduced in place before the step; the slice's gradients are views.
 //   zero2: a gradient shard of S elements is kept; gradients are bucketed as ddp's (no 1 MiB first

@@ -59,7 +59,7 @@
 //   bf16 parameters, gradients and AdamW state (2 + 2 + 4 bytes a parameter, over W); with
 //   loop.optimizer.master_weights the optimizer keeps a float32 master of the rank's shards and
 //   float32 state (2 + 2 + 12, over W: ZeRO-3's figure; Note [Master weights],
-//   workload/master_weights.h). Refused with fsdp (an input error names them): a checkpointed segment
+//   workload/loop/master_weights.h). Refused with fsdp (an input error names them): a checkpointed segment
 //   that holds a unit and more (Note [Checkpointing an FSDP2 unit]), the in-place parameter knob,
 //   TorchScript models, and what zero stages refuse (accumulation, clipping, float16's GradScaler).
 //
@@ -89,7 +89,7 @@
 // Note [Checkpointing an FSDP2 unit]
 // The recipe is fully_shard(checkpoint_wrapper(block)) for each block (or checkpoint(block, x,
 // use_reentrant=False) around a fully_shard-ed block: the same bytes). The loop calls the rank's hooks
-// around each checkpointed segment (workload/pitfall_forward.cpp), so a unit's pre-forward gathers before
+// around each checkpointed segment (workload/loop/pitfall_forward.cpp), so a unit's pre-forward gathers before
 // its checkpoint and its post-forward reshards after it: the forward keeps the segment's input and
 // output, not the gathered weights. In backward the output's gradient hook (pre_backward) gathers the
 // unit and prefetches the one before, as without checkpointing; then the checkpoint recomputes the

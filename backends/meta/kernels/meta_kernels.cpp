@@ -314,7 +314,7 @@ at::Tensor MeanDimMeta(const at::Tensor& self, at::OptionalIntArrayRef dim, bool
   return result;
 }
 
-// A GradScaler's step (workload/grad_scaler.h): the cpu kernels work in place on the gradients and the
+// A GradScaler's step (workload/loop/grad_scaler.h): the cpu kernels work in place on the gradients and the
 // scalars, allocating nothing; on meta there are no values to check, unscale or update.
 void AmpUnscaleMeta(at::TensorList grads, at::Tensor& found_inf, const at::Tensor& inv_scale) {
   TORCH_CHECK(found_inf.numel() == 1 && inv_scale.numel() == 1,

@@ -1,4 +1,4 @@
-#include "workload/variant_run.h"
+#include "workload/loop/variant_run.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -20,18 +20,18 @@
 #include "nn/net_sources.h"
 #include "nn/scalar_type.h"
 #include "nn/torchscript/torchscript_net.h"
-#include "workload/batch_maker.h"
-#include "workload/cross_entropy.h"
+#include "workload/loop/batch_maker.h"
+#include "workload/loop/cross_entropy.h"
 #include "workload/error_category.h"
 #include "workload/grad_digest.h"
-#include "workload/grad_scaler.h"
-#include "workload/master_weights.h"
-#include "workload/optimizer.h"
+#include "workload/loop/grad_scaler.h"
+#include "workload/loop/master_weights.h"
+#include "workload/loop/optimizer.h"
 #include "workload/parallel/rank_group.h"
 #include "workload/parallel/rank_strategy.h"
-#include "workload/pitfall_forward.h"
-#include "workload/segment_knobs.h"
-#include "workload/steady_state.h"
+#include "workload/loop/pitfall_forward.h"
+#include "workload/loop/segment_knobs.h"
+#include "workload/loop/steady_state.h"
 
 namespace oomguard {
 namespace {
@@ -100,7 +100,7 @@ class VariantRun final : public MeasuredRun {
     forward_.emplace(spec_, ledger_, *net_, parallel_.get(), batches_);
     optimizer_ = MakeOptimizer(spec_.loop.optimizer, parallel_ ? parallel_->OptimizerParameters() : params_,
                                MasterGroupElements(spec_.parallel));
-    // Master copies are optimizer state from setup on (Note [Master weights], workload/master_weights.h).
+    // Master copies are optimizer state from setup on (Note [Master weights], workload/loop/master_weights.h).
     if (const int64_t held = optimizer_ ? StateBytesBeforeTheFirstStep(*optimizer_) : 0; held > 0) {
       m_.optimizer_state_bytes = held;
     }
@@ -285,7 +285,7 @@ class VariantRun final : public MeasuredRun {
   }
 
   // A module's cross_entropy targets are drawn here, shaped like its output without the class axis
-  // (Note [The class axis], workload/cross_entropy.h), on the device; a layer list's come with the batch.
+  // (Note [The class axis], workload/loop/cross_entropy.h), on the device; a layer list's come with the batch.
   at::Tensor Loss(const at::Tensor& output, const at::Tensor& target) const {
     const std::string& loss = spec_.loop.loss;
     if (loss == "cross_entropy") {

@@ -1,4 +1,4 @@
-#include "workload/segment_knobs.h"
+#include "workload/loop/segment_knobs.h"
 
 namespace oomguard {
 namespace {

@@ -1,4 +1,4 @@
-#include "workload/batch_maker.h"
+#include "workload/loop/batch_maker.h"
 
 #include "allocators/cpu_tracking_allocator.h"
 #include "nn/scalar_type.h"

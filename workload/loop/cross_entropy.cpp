@@ -1,4 +1,4 @@
-#include "workload/cross_entropy.h"
+#include "workload/loop/cross_entropy.h"
 
 namespace oomguard {
 namespace {

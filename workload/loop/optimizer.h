@@ -18,7 +18,7 @@ namespace oomguard {
 
 // sgd (with momentum and weight decay), adam, adamw; nullptr for a kind the loader does not accept.
 // With spec.master_weights, that optimizer over float32 masters of `params`, allocated now, stepping
-// them in groups of `master_group_elements` (Note [Master weights], workload/master_weights.h).
+// them in groups of `master_group_elements` (Note [Master weights], workload/loop/master_weights.h).
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& spec, const std::vector<at::Tensor>& params,
                                                        int64_t master_group_elements = 0);
 

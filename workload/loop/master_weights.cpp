@@ -1,4 +1,4 @@
-#include "workload/master_weights.h"
+#include "workload/loop/master_weights.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>

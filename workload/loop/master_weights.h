@@ -1,7 +1,7 @@
 // Mixed-precision training's optimizer (loop.optimizer.master_weights): the model's parameters and
 // gradients stay bfloat16 or float16, the optimizer steps a float32 master copy of them with float32
 // state, and the step's result is copied back into the model's dtype. MakeOptimizer makes it
-// (workload/optimizer.h) over what the run steps: the parameters, or a rank's pieces or shards of them.
+// (workload/loop/optimizer.h) over what the run steps: the parameters, or a rank's pieces or shards of them.
 //
 //   MasterWeights opt(stepped, [&](const std::vector<at::Tensor>& masters) { return Adam(masters); });
 //   opt.step();                   // grads cast to float32, the masters stepped, copied back, casts freed

@@ -17,7 +17,7 @@
 #include "allocators/ledger.h"
 #include "model/scenario.h"
 #include "nn/net.h"
-#include "workload/batch_maker.h"
+#include "workload/loop/batch_maker.h"
 #include "workload/parallel/rank_strategy.h"
 
 namespace oomguard {

@@ -1,4 +1,4 @@
-#include "workload/grad_scaler.h"
+#include "workload/loop/grad_scaler.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>

@@ -1,4 +1,4 @@
-#include "workload/steady_state.h"
+#include "workload/loop/steady_state.h"
 
 #include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>

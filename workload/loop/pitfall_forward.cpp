@@ -1,4 +1,4 @@
-#include "workload/pitfall_forward.h"
+#include "workload/loop/pitfall_forward.h"
 
 #include <memory>
 

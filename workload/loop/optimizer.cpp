@@ -1,4 +1,4 @@
-#include "workload/optimizer.h"
+#include "workload/loop/optimizer.h"
 
 #include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
@@ -6,7 +6,7 @@
 #include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
 
-#include "workload/master_weights.h"
+#include "workload/loop/master_weights.h"
 
 namespace oomguard {
 namespace {
