@@ -1,5 +1,7 @@
 // oomguard::Measure (oomguard/measure.h): a workload's function measured in this process, and the
 // public Measurement made from the harness's VariantMeasurement.
+#include <algorithm>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -191,6 +193,25 @@ Measurement MeasureWith(const WorkloadFunction& workload, const std::string& nam
   return out;
 }
 
+// Phase peaks in the order a step runs its phases (model/phase.h), a user's own names after them:
+// the map's alphabetical order put "backward" before "forward".
+std::vector<std::pair<std::string, int64_t>> InStepOrder(const std::map<std::string, int64_t>& peaks) {
+  std::vector<std::pair<std::string, int64_t>> ordered(peaks.begin(), peaks.end());
+  const auto rank = [](const std::string& name) {
+    Phase phase;
+    return Parse(name, &phase) ? static_cast<int>(phase) : static_cast<int>(EnumNames<Phase>::kNames.size());
+  };
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
+  return ordered;
+}
+
+// "step" is the loop's code outside the phases it marks (model/phase.h): a user who marked forward,
+// backward and optimizer never named it, and read it as a phase of theirs.
+std::string PhaseLabel(const std::string& phase) {
+  return phase == Name(Phase::kStep) ? phase + " (outside the marked phases)" : phase;
+}
+
 }  // namespace
 
 Measurement Measure(const WorkloadFunction& workload, const MeasureOptions& options) {
@@ -282,7 +303,9 @@ std::string Measurement::Describe() const {
   }
   if (!phase_peak_bytes.empty()) {
     out << "  phase peaks:";
-    for (const auto& [phase, bytes] : phase_peak_bytes) out << " " << phase << " " << FormatBytes(bytes) << ";";
+    for (const auto& [phase, bytes] : InStepOrder(phase_peak_bytes)) {
+      out << " " << PhaseLabel(phase) << " " << FormatBytes(bytes) << ";";
+    }
     out << "\n";
   }
   if (!live_after_iteration_bytes.empty()) {
