@@ -93,7 +93,7 @@ VariantMeasureOptions HarnessOptions(const MeasureOptions& options) {
 static std::optional<std::string> HostIsTheDevice(const VariantMeasurement& m) {
   const std::string setup(Name(Phase::kSetup));
   if (m.backend != "cpu") return std::nullopt;
-  const bool oom_in_setup = m.oom && m.oom->phase == setup;
+  const bool oom_in_setup = m.oom && !m.oom->injected && m.oom->phase == setup;  // an injected one is no size
   const bool peak_in_setup = !m.iterations.empty() && m.ledger.peak_phase == setup;
   if (!oom_in_setup && !peak_in_setup) return std::nullopt;
   return std::string(oom_in_setup ? "the out of memory" : "the peak") +
