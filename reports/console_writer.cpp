@@ -134,14 +134,17 @@ ConsoleStyle StyleFor(int fd) {
 }
 
 namespace {
-// The kernels a meta scenario's variants mirrored when they are not cpu's ("cuda sm_75"), else empty.
+// The kernels a meta scenario's variants mirrored: "cuda sm_75" in card mode; "cpu" at a card without
+// it, where a reader of "[meta, NVIDIA T4 16GB]" took the numbers for the T4's kernels' (Note [Meta as a
+// card], backends/meta/kernel_target.h); else empty (meta without a card, or another backend).
 std::string MirroredKernels(const ScenarioResult& s) {
+  bool meta = false;
   for (const VariantResult& v : s.variants) {
-    if (v.measurement && v.measurement->backend == "meta" && v.measurement->kernels != "cpu") {
-      return v.measurement->kernels;
-    }
+    if (!v.measurement || v.measurement->backend != "meta") continue;
+    if (v.measurement->kernels != "cpu") return v.measurement->kernels;
+    meta = true;
   }
-  return "";
+  return meta && !s.card.empty() ? "cpu" : "";
 }
 
 // "rank 1 of 4 (zero2): parameters 64.75 KiB, gradients 16.19 KiB, optimizer state 32.38 KiB,
