@@ -289,8 +289,9 @@ std::string Measurement::Oom::Describe() const {
 
 std::string Measurement::Describe() const {
   std::ostringstream out;
-  out << "outcome " << outcome << " on " << backend
-      << (card.empty() ? cap_bytes < 0 ? ", no cap" : ", cap " + DescribeBytes(cap_bytes)
+  out << "outcome " << outcome << " on " << backend;
+  if (backend == "meta" && !kernels.empty()) out << " (" << kernels << " kernels)";  // whose bytes these are
+  out << (card.empty() ? cap_bytes < 0 ? ", no cap" : ", cap " + DescribeBytes(cap_bytes)
                        : ", card " + card + " (cap " + DescribeBytes(cap_bytes) + ")");
   if (!process_group.empty()) out << ", rank " << rank << " of " << world << " (" << process_group << " process group)";
   out << "\n";
