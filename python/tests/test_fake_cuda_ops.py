@@ -375,6 +375,12 @@ def known_imprecision(op, card_out, fake_out):
         # makes them on the query's device.
         if card_out[:2] == fake_out[:2] and card_out[2][1] == "cpu" and fake_out[2][1] == "cuda":
             return "mem-efficient's philox seed and offset are host tensors on a card (attention.cu)"
+    if op == "aten.mse_loss.default":
+        # Loss.cpp's TORCH_META_FUNC(mse_loss), the structured kernel's for cpu and CUDA alike, sizes the
+        # output like the elementwise loss (build_borrowing_binary_op), then resize_({}) keeps that storage
+        # (eager cpu's F.mse_loss of a [2, 8, 8, 8] fp16 input: 2048 bytes); the fake kernel makes a 0-dim.
+        if card_out[:6] == fake_out[:6] and card_out[2] == () and card_out[6] > fake_out[6]:
+            return "mse_loss's reduced result keeps the elementwise loss's storage (Loss.cpp)"
     return None
 
 
