@@ -39,9 +39,9 @@ TEST_F(CardLoss, CrossEntropyOnACardAllocatesAsOnCpu) {
       at::Tensor logp, loss, total_weight;
       const auto forward = [&] {
         logp = at::_log_softmax(logits, 1, false);
-        std::tie(loss, total_weight) =
-            shape.size() == 2 ? at::nll_loss_forward(logp, target, {}, at::Reduction::Mean, -100)
-                              : at::nll_loss2d_forward(logp, target, {}, at::Reduction::Mean, -100);
+        std::tie(loss, total_weight) = shape.size() == 2
+                                           ? at::nll_loss_forward(logp, target, {}, at::Reduction::Mean, -100)
+                                           : at::nll_loss2d_forward(logp, target, {}, at::Reduction::Mean, -100);
       };
       const auto backward = [&] {
         const at::Tensor grad = at::ones({}, logits.options());

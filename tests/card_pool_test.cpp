@@ -113,19 +113,19 @@ TEST_F(CardPool, MaxAndAveragePool2dAllocateAsOnCpu) {
   for (const at::Tensor& x : {at::empty({2, 8, 8, 8}, kMeta), ChannelsLast({2, 8, 8, 8})}) {
     for (const KernelTarget& target : {kT4, kCpu}) {
       at::Tensor out, indices;
-      EXPECT_EQ(MeasureWithKernels(target, [&] { std::tie(out, indices) = at::max_pool2d_with_indices(x, {2}); })
-                    .allocated,
-                1024 + 2048);
+      const auto max_pool = [&] { std::tie(out, indices) = at::max_pool2d_with_indices(x, {2}); };
+      EXPECT_EQ(MeasureWithKernels(target, max_pool).allocated, 1024 + 2048);
       const at::Tensor grad = at::empty_like(out);
-      EXPECT_EQ(MeasureWithKernels(target, [&] {
-                  at::Tensor g = at::max_pool2d_with_indices_backward(grad, x, {2}, {2}, {0}, {1}, false, indices);
-                }).allocated,
-                4096);
-      EXPECT_EQ(MeasureWithKernels(target, [&] { at::Tensor o = at::avg_pool2d(x, {2}); }).allocated, 1024);
-      EXPECT_EQ(MeasureWithKernels(target, [&] {
-                  at::Tensor g = at::avg_pool2d_backward(grad, x, {2}, {2}, {0}, false, true, std::nullopt);
-                }).allocated,
-                4096);
+      const auto max_backward = [&] {
+        at::Tensor g = at::max_pool2d_with_indices_backward(grad, x, {2}, {2}, {0}, {1}, false, indices);
+      };
+      EXPECT_EQ(MeasureWithKernels(target, max_backward).allocated, 4096);
+      const auto avg_pool = [&] { at::Tensor o = at::avg_pool2d(x, {2}); };
+      EXPECT_EQ(MeasureWithKernels(target, avg_pool).allocated, 1024);
+      const auto avg_backward = [&] {
+        at::Tensor g = at::avg_pool2d_backward(grad, x, {2}, {2}, {0}, false, true, std::nullopt);
+      };
+      EXPECT_EQ(MeasureWithKernels(target, avg_backward).allocated, 4096);
     }
   }
 }

@@ -21,7 +21,7 @@ namespace {
 // then nll_loss, or nll_loss2d for [N, C, H, W] logits and, reshaped, for [N, C, d1, ...]), mse_loss and
 // a plain mean. Read against PyTorch 2.11's CUDA host code, a card allocates what cpu's kernels do
 // (the outputs, and a contiguous copy only of a strided input or weight), forward and backward, in fp32,
-// bf16 and fp16, with one exception:
+// bf16 and fp16, with one exception (in mse_loss's bf16/fp16 mean, below):
 // - log_softmax and its backward (SoftMax.cu, host_softmax / host_softmax_backward): the output or
 //   grad_input the structured Meta function makes; input, grad and output made contiguous, as on cpu.
 // - nll_loss and its backward (Loss.cu, nll_loss_forward_out_cuda_template): output and total_weight,
@@ -34,9 +34,10 @@ namespace {
 //   backward zeros_like(input). The exception is mean_out: a bf16/fp16 mean on cpu adds a float32 result
 //   and a float32 copy of the loss (Note [mse_loss's reduction on cpu]); CUDA's mean_stub reduces into
 //   the result, so a card has neither. The same holds for the catalog's "mean" loss (MeanDimMeta).
-// (Not used by them, and not mirrored: binary_cross_entropy's and smooth_l1_loss's kernels, whose Meta
-// functions LibTorch's C++ build lacks or sizes without the unreduced loss; the reductions' SM-sized
-// scratch is Note [Meta as a card]'s to add.) tests/card_loss_test.cpp checks each, both ways.
+// Not mirrored, as none of them trains with it: binary_cross_entropy (no Meta kernel in LibTorch's C++
+// build) and smooth_l1_loss (its Meta function makes the result, not the unreduced loss that cpu and
+// CUDA compute into first). A CUDA reduction's global scratch, sized by the card's SM count, belongs to
+// the reduction kernels, not to the losses. tests/card_loss_test.cpp checks each loss both ways.
 
 // Note [mse_loss's reduction on cpu]
 // cpu (structured mse_loss): the meta function sizes the result like the elementwise loss, the
@@ -77,10 +78,10 @@ at::Tensor MseLossBackwardMeta(const at::Tensor& grad_output, const at::Tensor& 
 // scalar, a contiguous copy of a strided weight, then the output ([N, H, W] unreduced, else a scalar)
 // and, reducing, contiguous copies of input and target for the loop.
 void CheckNllLoss2dShapes(const at::Tensor& input, const at::Tensor& target, const std::optional<at::Tensor>& weight) {
-  TORCH_CHECK(target.dim() == 3, "only batches of spatial targets supported (3D tensors) but got targets of dimension: ",
-              target.dim());
-  TORCH_CHECK(input.dim() == 4, "only batches of spatial inputs supported (4D tensors), but got input of dimension: ",
-              input.dim());
+  TORCH_CHECK(target.dim() == 3,
+              "only batches of spatial targets supported (3D tensors) but got targets of dimension: ", target.dim());
+  TORCH_CHECK(input.dim() == 4,
+              "only batches of spatial inputs supported (4D tensors), but got input of dimension: ", input.dim());
   TORCH_CHECK(!weight.has_value() || !weight->defined() || weight->numel() == input.size(1),
               "weight tensor should be defined either for all or no classes");
   TORCH_CHECK(input.size(0) == target.size(0) && input.size(2) == target.size(1) && input.size(3) == target.size(2),
