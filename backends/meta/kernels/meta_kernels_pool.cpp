@@ -19,8 +19,10 @@ namespace {
 // make (in the input's suggested memory format), read from their host code:
 // - max_pool2d_with_indices and its backward (DilatedMaxPool2d.cu), avg_pool2d and its backward
 //   (AveragePool2d.cu): the input, grad_output and indices made contiguous in the input's suggested
-//   format, as cpu's kernels do (cpu/MaxPoolKernel.cpp, cpu/AvgPoolKernel.cpp): the same bytes, no
-//   kernel here; max_pool2d itself is max_pool2d_with_indices on every device (Pooling.cpp).
+//   format, as cpu's kernels do (cpu/MaxPoolKernel.cpp, cpu/AvgPoolKernel.cpp): no copies of tensors
+//   already in it, the same bytes, no kernel here (a gradient in another format than its input's is
+//   copied on both devices and mirrored on neither); max_pool2d itself is max_pool2d_with_indices on
+//   every device (Pooling.cpp).
 // - max_pool1d (MaxPooling.cpp): off the cpu it is always max_pool1d_with_indices, whose int64
 //   indices a card allocates even without gradients.
 // - adaptive_avg_pool2d to 1x1 is a mean over H and W on every device (AdaptiveAveragePooling.cpp),
