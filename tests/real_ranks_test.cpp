@@ -124,7 +124,7 @@ TEST(RealRanks, EveryParallelCatalogVariantOnGlooEqualsMetasFakeGroupPerRankToTh
 // equals meta's simulated rank to the byte, and both hold the ZeRO paper's figures for N = 16576 bf16
 // parameters (no padding at world 2): ddp 2 + 2 + 12 bytes a parameter, zero1 2 + 2 + 6, zero2
 // 2 + 1 + 6, fsdp 1 + 1 + 6. The loss is mse: its bf16 mean reduces through float32 on cpu, and meta
-// mirrors it (Note [mse_loss's reduction on cpu], backends/meta/kernels/meta_kernels.cpp).
+// mirrors it (Note [mse_loss's reduction on cpu], backends/meta/kernels/meta_kernels_loss.cpp).
 TEST(RealRanks, MasterWeightsOnGlooEqualMetasFakeGroupPerRankAndTheZeroPapersFigures) {
   testing::ScratchFolder folder("real-ranks-master");
   json scenario =
