@@ -133,6 +133,24 @@ TEST_F(CardNormTest, BatchNormTakesCudnnWhereACardDoes) {
   EXPECT_EQ(backward_of(kF32, kF32, image, true, true, KernelTarget::Cpu()), "NativeBatchNormBackward0");
 }
 
+// _batch_norm_with_update_cuda and _new_batch_norm_backward_cuda (torch.compile's and export's batch
+// norm) ask _select_batch_norm_backend too: cuDNN's for fp32 (its warning), batch_norm_cuda's for bf16,
+// with the same bytes here: output 1,024 B (fp32) or 512 B (bf16), two float [8] and an empty reserve.
+TEST_F(CardNormTest, BatchNormWithUpdateOnACardPicksItsBackendToo) {
+  for (const at::TensorOptions& options : {kF32, kBf16}) {
+    const at::Tensor x = at::empty({2, 8, 4, 4}, options), w = at::empty({8}, options);
+    at::Tensor mean = at::empty({8}, options), var = at::empty({8}, options);
+    const Bytes bytes = OnCard([&] { return All(at::_batch_norm_with_update(x, w, w, mean, var, 0.1, 1e-5)); });
+    EXPECT_EQ(bytes.left, 32 * 8 * x.element_size() + 64);
+    EXPECT_EQ(Said(TakeKernelWarnings(), "reserve space"), options.dtype() == at::kFloat);
+    const at::Tensor reserve = at::empty({0}, kMeta.dtype(at::kByte)), save = at::empty({8}, kF32);
+    (void)OnCard([&] {
+      return All(at::batch_norm_backward(x, x, w, mean, var, save, save, true, 1e-5, {true, true, true}, reserve));
+    });
+    EXPECT_EQ(Said(TakeKernelWarnings(), "reserve space"), options.dtype() == at::kFloat);
+  }
+}
+
 // cudnn_batch_norm, fp32 [2, 8, 4, 4] (1,024 B): training makes the output, save_mean and save_var [8]
 // float (32 B each) and an empty reserve (Note [cuDNN's batch norm reserve space is not modelled]),
 // which the warnings name; evaluation the output and empty statistics.
