@@ -109,7 +109,8 @@ TEST_F(CardNormTest, GroupNormOnACardRefusesFloatParametersForBf16) {
 
 // _select_batch_norm_backend on a card: cuDNN for fp32 (and fp64) inputs and fp16 ones with float
 // parameters, with weight and bias, running statistics (or none, training), 3 to 5 dims and a batch
-// up to 880,801 (training) or 65,535 (evaluation); cpu's kernels keep native_batch_norm.
+// up to 880,801 (training) or 65,535 (evaluation), unless cuDNN is turned off; cpu's kernels keep
+// native_batch_norm.
 TEST_F(CardNormTest, BatchNormTakesCudnnWhereACardDoes) {
   const auto backward_of = [](at::TensorOptions x_options, at::TensorOptions p_options, std::vector<int64_t> shape,
                               bool affine, bool training, const KernelTarget& target = kT4) {
@@ -131,6 +132,9 @@ TEST_F(CardNormTest, BatchNormTakesCudnnWhereACardDoes) {
   EXPECT_EQ(backward_of(kF32, kF32, {880802, 1, 1}, true, true), "NativeBatchNormBackward0");
   EXPECT_EQ(backward_of(kF32, kF32, {65536, 1, 1}, true, false), "NativeBatchNormBackward0");
   EXPECT_EQ(backward_of(kF32, kF32, image, true, true, KernelTarget::Cpu()), "NativeBatchNormBackward0");
+  at::globalContext().setUserEnabledCuDNN(false);  // torch.backends.cudnn.enabled = False
+  EXPECT_EQ(backward_of(kF32, kF32, image, true, true), "NativeBatchNormBackward0");
+  at::globalContext().setUserEnabledCuDNN(true);
 }
 
 // _batch_norm_with_update_cuda and _new_batch_norm_backward_cuda (torch.compile's and export's batch

@@ -75,10 +75,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, int64_t> BatchNormImp
 
 }  // namespace
 
-// _select_batch_norm_backend's cuDNN conditions on a card with cuDNN enabled and compiled in (cuDNN 9:
-// CUDNN_BN_MIN_EPSILON is 0; PyTorch's fake CUDA tensors pick alike, test_fake_cuda_ops.py).
+// _select_batch_norm_backend's cuDNN conditions on a card with cuDNN compiled in (cuDNN 9:
+// CUDNN_BN_MIN_EPSILON is 0; PyTorch's fake CUDA tensors pick alike, test_fake_cuda_ops.py), and
+// enabled unless the user turned it off (torch.backends.cudnn.enabled, true by default).
 bool TakesCudnnBatchNorm(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                          const at::Tensor& running_mean, const at::Tensor& running_var, bool training, double eps) {
+  if (!at::globalContext().userEnabledCuDNN()) return false;
   if (!weight.defined() || !bias.defined()) return false;
   if (input.scalar_type() == at::kBFloat16 || weight.scalar_type() == at::kBFloat16) return false;
   if (input.scalar_type() == at::kHalf && weight.scalar_type() != at::kFloat) return false;
