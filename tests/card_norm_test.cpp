@@ -79,8 +79,9 @@ TEST_F(CardNormTest, GroupNormForwardBooksFloatScaleAndShift) {
 TEST_F(CardNormTest, GroupNormBackwardBooksItsTransients) {
   const at::Tensor x = at::empty({2, 8, 4, 4}, kBf16), dy = at::empty({2, 8, 4, 4}, kBf16);
   const at::Tensor w = at::empty({8}, kBf16), stat = at::empty({2, 2}, kBf16);
-  const Bytes all = OnCard(
-      [&] { return All(at::native_group_norm_backward(dy, x, stat, stat, w, 2, 8, 16, 2, {true, true, true})); });
+  const Bytes all = OnCard([&] {
+    return All(at::native_group_norm_backward(dy, x, stat, stat, w, 2, 8, 16, 2, {true, true, true}));
+  });
   EXPECT_EQ(all.left, 544);
   EXPECT_EQ(all.peak, 544 + 128 + 32 + 64);
   // No gamma: no c1; dX, then ds, db, c2, c3.
@@ -170,7 +171,8 @@ TEST_F(CardNormTest, CudnnBatchNormBooksItsOutputsAndSaysTheReserveIsNot) {
   const at::Tensor x_cl = x.contiguous(at::MemoryFormat::ChannelsLast), dy = at::empty({2, 8, 4, 4}, kF32);
   at::Tensor grad_input;
   const Bytes backward = OnCard([&] {
-    const auto out = at::cudnn_batch_norm_backward(x_cl, dy, w, w, w, w, w, 1e-5, at::empty({0}, kMeta.dtype(at::kByte)));
+    const auto out =
+        at::cudnn_batch_norm_backward(x_cl, dy, w, w, w, w, w, 1e-5, at::empty({0}, kMeta.dtype(at::kByte)));
     grad_input = std::get<0>(out);
     return All(out);
   });
@@ -221,8 +223,9 @@ TEST_F(CardNormTest, ChannelsLastBatchNormBackwardStagesItsReduction) {
 TEST_F(CardNormTest, FusedBatchNormBackwardCopiesAGradientItCannotView) {
   const at::Tensor x = at::empty({2, 8, 4, 4}, kBf16), w = at::empty({8}, kBf16), save = at::empty({8}, kF32);
   const auto backward = [&](const at::Tensor& dy) {
-    return OnCard(
-        [&] { return All(at::native_batch_norm_backward(dy, x, w, {}, {}, save, save, true, 1e-5, {true, true, true})); });
+    return OnCard([&] {
+      return All(at::native_batch_norm_backward(dy, x, w, {}, {}, save, save, true, 1e-5, {true, true, true}));
+    });
   };
   EXPECT_EQ(backward(at::empty({2, 4, 4, 8}, kBf16).permute({0, 3, 2, 1})).peak, 512 + 512 + 32);
   EXPECT_EQ(backward(x.contiguous(at::MemoryFormat::ChannelsLast)).peak, 512 + 32);

@@ -123,12 +123,9 @@ void ElementwiseScratch(const at::Tensor& input, const at::Tensor& weight, const
 // template makes all four whatever the mask (empty [0] ones without a weight) and stages; the other
 // reshapes its operands to [N, C, -1] (a copy of one that is not viewable so, dead on return) and
 // makes what the mask asks.
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> BackwardReduce(const at::Tensor& grad_out,
-                                                                          const at::Tensor& input,
-                                                                          const at::Tensor& mean,
-                                                                          const at::Tensor& invstd,
-                                                                          const at::Tensor& weight,
-                                                                          std::array<bool, 3> mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> BackwardReduce(
+    const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& mean, const at::Tensor& invstd,
+    const at::Tensor& weight, std::array<bool, 3> mask) {
   const int64_t channels = input.size(1);
   if (CanUse32BitIndexMath(grad_out) && UseChannelsLastKernels(grad_out) && UseChannelsLastKernels(input) &&
       ContiguousOrUndefined(weight) && mean.is_contiguous() && invstd.is_contiguous()) {
@@ -156,7 +153,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> BackwardReduce(const 
 // template's grad_input (contiguous), the channels-last one's (empty_like(input)), or the General
 // path's, in the input's suggested format (PR #107270), after a 0-dim weight when there is none.
 at::Tensor ElementwiseBackwardTrain(const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& weight,
-                                   const at::Tensor& mean, const at::Tensor& invstd) {
+                                    const at::Tensor& mean, const at::Tensor& invstd) {
   const Impl impl = ChooseImpl(input, grad_out);
   if (impl == Impl::kContiguous) return at::empty_like(input, at::MemoryFormat::Contiguous);
   if (impl == Impl::kChannelsLast && ContiguousOrUndefined(weight) && mean.is_contiguous() && invstd.is_contiguous())

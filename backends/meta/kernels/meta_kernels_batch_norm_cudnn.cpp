@@ -49,15 +49,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> CudnnBatchNormBackwardMeta(
 // empty reserve, index 0), as an input not on cuda takes it.
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, int64_t> BatchNormImplIndexAutogradMeta(
     const at::Tensor& input, const std::optional<at::Tensor>& weight_opt, const std::optional<at::Tensor>& bias_opt,
-    const std::optional<at::Tensor>& running_mean_opt, const std::optional<at::Tensor>& running_var_opt,
-    bool training, double momentum, double eps, bool cudnn_enabled) {
+    const std::optional<at::Tensor>& running_mean_opt, const std::optional<at::Tensor>& running_var_opt, bool training,
+    double momentum, double eps, bool cudnn_enabled) {
   const at::Tensor weight = weight_opt.value_or(at::Tensor()), bias = bias_opt.value_or(at::Tensor());
   const at::Tensor running_mean = running_mean_opt.value_or(at::Tensor());
   const at::Tensor running_var = running_var_opt.value_or(at::Tensor());
   if (!CurrentKernelTarget().cuda() || input.numel() == 0 ||
       !TakesCudnnBatchNorm(input, weight, bias, running_mean, running_var, training, eps)) {
-    return at::native::_batch_norm_impl_index(input, weight_opt, bias_opt, running_mean_opt, running_var_opt,
-                                              training, momentum, eps, cudnn_enabled);
+    return at::native::_batch_norm_impl_index(input, weight_opt, bias_opt, running_mean_opt, running_var_opt, training,
+                                              momentum, eps, cudnn_enabled);
   }
   const int64_t features = input.size(1);
   CheckNumFeatures("running_mean", features, running_mean);
@@ -98,7 +98,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> CudnnBatchNorm(const 
                                                                           const at::Tensor& weight, bool training) {
   TORCH_CHECK(input.dim() >= 2 && input.dim() < 6, "cudnn_batch_norm: expected 2 to 5 dimensions, got ", input.dim());
   TORCH_CHECK(input.scalar_type() == at::kHalf ? weight.scalar_type() == at::kFloat
-                                                : weight.scalar_type() == input.scalar_type(),
+                                               : weight.scalar_type() == input.scalar_type(),
               "cudnn_batch_norm: weight of type ", weight.scalar_type(), " for input of type ", input.scalar_type());
   TORCH_CHECK(input.is_contiguous(input.suggest_memory_format()), "cudnn_batch_norm: expected a dense input");
   at::Tensor output = at::empty_like(input, input.suggest_memory_format());

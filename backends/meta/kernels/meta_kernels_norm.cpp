@@ -236,8 +236,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BatchNormBackwardMeta(
     const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var,
     const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_var, bool update, double eps,
     std::array<bool, 3> mask, const at::Tensor&) {
-  if (CurrentKernelTarget().cuda() && TakesCudnnBatchNorm(input, weight, /*bias=*/weight, Or(running_mean),
-                                                          Or(running_var), /*training=*/true, eps)) {
+  if (CurrentKernelTarget().cuda() &&
+      TakesCudnnBatchNorm(input, weight, /*bias=*/weight, Or(running_mean), Or(running_var), /*training=*/true, eps)) {
     return CudnnBatchNormBackward(input, grad_out, weight);
   }
   return BatchNormBackward(grad_out, input, weight, Or(running_mean), Or(running_var), Or(save_mean), Or(save_var),
