@@ -148,11 +148,11 @@ std::string MirroredKernels(const ScenarioResult& s) {
 }
 
 // "rank 1 of 4 (zero2): parameters 64.75 KiB, gradients 16.19 KiB, optimizer state 32.38 KiB,
-// communication buffers 0 B": the rank's share of the step (scenario `parallel`).
+// communication buffers 0 B": the rank's share of the step (scenario `parallel`), and the precision it
+// ran at where it is not the model's dtype alone ("(fsdp, param_dtype bfloat16, reduce_dtype float32)").
 void WriteParallelLine(const VariantMeasurement& m, std::ostream& out) {
   const ParallelMeasurement& p = *m.parallel;
-  out << "              rank " << p.rank << " of " << p.world << " (" << p.strategy << "): parameters "
-      << FormatBytes(m.param_bytes);
+  out << "              " << ParallelText(p) << ": parameters " << FormatBytes(m.param_bytes);
   if (m.grad_bytes) out << ", gradients " << FormatBytes(*m.grad_bytes);
   if (m.optimizer_state_bytes) out << ", optimizer state " << FormatBytes(*m.optimizer_state_bytes);
   out << ", communication buffers " << FormatBytes(p.communication_bytes);
