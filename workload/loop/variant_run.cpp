@@ -98,8 +98,10 @@ class VariantRun final : public MeasuredRun {
       m_.param_bytes = parallel_->ParameterBytes();
     }
     forward_.emplace(spec_, ledger_, *net_, parallel_.get(), batches_);
+    FlatPartition* flat =
+        parallel_ && spec_.loop.optimizer.master_weights ? parallel_->FlatPartitionForMasters() : nullptr;
     optimizer_ = MakeOptimizer(spec_.loop.optimizer, parallel_ ? parallel_->OptimizerParameters() : params_,
-                               MasterGroupElements(spec_.parallel));
+                               MasterGroupElements(spec_.parallel), flat);
     // Master copies are optimizer state from setup on (Note [Master weights], workload/loop/master_weights.h).
     if (const int64_t held = optimizer_ ? StateBytesBeforeTheFirstStep(*optimizer_) : 0; held > 0) {
       m_.optimizer_state_bytes = held;
@@ -225,11 +227,16 @@ class VariantRun final : public MeasuredRun {
     if (spec_.loop.clip_grad_norm > 0) ClipGradients(first);
     if (optimizer_ && (!scaler_ || scaler_->FoundNoInf(has_data_))) {
       const int64_t before = ledger_.live_bytes();
+      // A zero rank's master-weights step frees its 16-bit gradients (Note [Master weights]): not state.
+      const int64_t grads_before = parallel_ ? parallel_->GradientBytes() : 0;
       if (trace_) trace_->EnterStage("the optimizer step");
       optimizer_->step();
       if (parallel_) parallel_->AfterStep();
       if (trace_) trace_->Exit();
-      if (first) m_.optimizer_state_bytes = m_.optimizer_state_bytes.value_or(0) + ledger_.live_bytes() - before;
+      const int64_t grads_freed = parallel_ ? grads_before - parallel_->GradientBytes() : 0;
+      if (first) {
+        m_.optimizer_state_bytes = m_.optimizer_state_bytes.value_or(0) + ledger_.live_bytes() - before + grads_freed;
+      }
     } else if (optimizer_ && !warned_of_a_skipped_step_) {
       warned_of_a_skipped_step_ = true;
       m_.warnings.push_back(

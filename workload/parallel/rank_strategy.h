@@ -1,6 +1,7 @@
 // RankStrategy: what one simulated rank of a scenario's `parallel` does around the catalog's loop
-// (Note [One simulated rank], workload/parallel/data_parallel.h; Note [One FSDP2 rank], workload/parallel/fully_sharded.h).
-// Its collectives go to a c10d::FakeProcessGroup, so one process measures one rank at any world size.
+// (Note [One simulated rank], workload/parallel/data_parallel.h; Note [One FSDP2 rank],
+// workload/parallel/fully_sharded.h). Its collectives go to a c10d::FakeProcessGroup, so one process measures one rank
+// at any world size.
 //
 //   std::unique_ptr<RankStrategy> rank = MakeRankStrategy(spec.parallel, net->parameters(), *net, device);
 //   optimizer = MakeOptimizer(kind, rank->OptimizerParameters());
@@ -9,6 +10,7 @@
 //   out = rank->AfterForward(out);
 //   rank->BeforeBackward(); loss.backward(); rank->AfterBackward();
 //   optimizer->step(); rank->AfterStep();
+// With master weights, zero1 and zero2 lend the optimizer their flat partition (FlatPartitionForMasters).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -20,6 +22,7 @@
 
 #include "model/measurement.h"
 #include "model/scenario.h"
+#include "workload/parallel/flat_partition.h"
 
 namespace oomguard {
 
@@ -45,6 +48,10 @@ class RankStrategy {
   virtual void AfterStep() {}
   // The model's gradients and this rank's: set to none, or zeroed.
   virtual void ZeroGrad(bool to_none) = 0;
+  // What a master-weights optimizer steps in place of OptimizerParameters, DeepSpeed's one flat
+  // partition (Note [Master weights], workload/loop/master_weights.h), owned by the strategy; nullptr
+  // where the strategy steps pieces (ddp, fsdp). Asked for before the first backward.
+  virtual FlatPartition* FlatPartitionForMasters() { return nullptr; }
 
   virtual int64_t ParameterBytes() const = 0;  // this rank's parameters
   virtual int64_t GradientBytes() const = 0;   // this rank's gradients now
