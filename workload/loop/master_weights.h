@@ -1,7 +1,8 @@
 // Mixed-precision training's optimizer (loop.optimizer.master_weights): the model's parameters and
 // gradients stay bfloat16 or float16, the optimizer steps a float32 master copy of them with float32
 // state, and the step's result is copied back into the model's dtype. MakeOptimizer makes it
-// (workload/loop/optimizer.h) over what the run steps: the parameters, or a rank's pieces or shards of them.
+// (workload/loop/optimizer.h) over what the run steps: the parameters, a zero rank's flat partition, or
+// an fsdp rank's shards.
 //
 //   MasterWeights opt(stepped, [&](const std::vector<at::Tensor>& masters) { return Adam(masters); });
 //   opt.step();                   // grads cast to float32, the masters stepped, copied back, casts freed
@@ -34,8 +35,10 @@
 //   the inner step; the float32 gradient freed (1916); the master copied into the 16-bit slice (1920).
 //   Here MasterWeights::step does the same through the FlatPartition: zero1 frees the whole
 //   gradients it keeps (outside, then inside), zero2 its shard, whose tail is the padding's zeros. So
-//   the step's peak is at the cast: the inside gradients, the 16-bit copy and its float32 cast together
-//   (2 + 4 bytes of S beside the gradients), or in the inner step, with the 16-bit gradients gone.
+//   the step's peak is its start (every 16-bit gradient), the cast (the inside gradients, the 16-bit
+//   copy and its float32 cast: 2 + 4 bytes of S beside them) or the inner step (the float32 gradient
+//   and the optimizer's temporaries, the 16-bit gradients gone), whichever is highest
+//   (tests/master_weights_test.cpp derives a peak at the cast and one at the start).
 //   (At this commit the end of backward already frees every parameter's .grad (zero_grad, 807) and
 //   keeps the partition's views in the list; oomguard's zero1 keeps whole gradients until the step.)
 // * Without a parallel strategy, and under ddp: one master per parameter, each gradient cast where it

@@ -1,6 +1,7 @@
+// A zero rank's flat partition (workload/parallel/flat_partition.h) over DataParallel's state: what
+// DeepSpeed's stage 1 and 2 step reads and frees (Note [Master weights], workload/loop/master_weights.h).
 #include <ATen/ATen.h>
 
-#include "base/check.h"
 #include "workload/parallel/data_parallel_state.h"
 
 namespace oomguard {
@@ -22,14 +23,16 @@ class ZeroPartition final : public FlatPartition {
         grads.push_back(
             s_.grad_shard.narrow(0, s_.offsets[piece.param] + piece.begin - s_.owned_begin(), piece.length));
       } else {
-        const at::Tensor grad = s_.params[piece.param].grad();
-        OOMGUARD_CHECK(grad.defined());
+        // A parameter without a gradient reads as get_flat_partition's zeros_like (made here, at the step).
+        const at::Tensor& param = s_.params[piece.param];
+        const at::Tensor grad = param.grad().defined() ? param.grad() : at::zeros_like(param);
         grads.push_back(grad.reshape(-1).narrow(0, piece.begin, piece.length));
       }
     }
     const int64_t pad = s_.padding();
-    if (pad > 0)
+    if (pad > 0) {  // zero2: the shard's tail; zero1: the zeros AfterBackward made
       grads.push_back(s_.spec.strategy == "zero2" ? s_.grad_shard.narrow(0, s_.shard - pad, pad) : s_.grad_padding);
+    }
     return grads;
   }
   void FreeGradientsInside() override {
