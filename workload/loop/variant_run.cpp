@@ -226,17 +226,7 @@ class VariantRun final : public MeasuredRun {
     if (scaler_) scaler_->Unscale(params_);
     if (spec_.loop.clip_grad_norm > 0) ClipGradients(first);
     if (optimizer_ && (!scaler_ || scaler_->FoundNoInf(has_data_))) {
-      const int64_t before = ledger_.live_bytes();
-      // A zero rank's master-weights step frees its 16-bit gradients (Note [Master weights]): not state.
-      const int64_t grads_before = parallel_ ? parallel_->GradientBytes() : 0;
-      if (trace_) trace_->EnterStage("the optimizer step");
-      optimizer_->step();
-      if (parallel_) parallel_->AfterStep();
-      if (trace_) trace_->Exit();
-      const int64_t grads_freed = parallel_ ? grads_before - parallel_->GradientBytes() : 0;
-      if (first) {
-        m_.optimizer_state_bytes = m_.optimizer_state_bytes.value_or(0) + ledger_.live_bytes() - before + grads_freed;
-      }
+      StepTheOptimizer(first);
     } else if (optimizer_ && !warned_of_a_skipped_step_) {
       warned_of_a_skipped_step_ = true;
       m_.warnings.push_back(
@@ -244,6 +234,20 @@ class VariantRun final : public MeasuredRun {
           "cannot see values and never skips, so cpu and meta differ from that step on)");
     }
     if (scaler_) scaler_->Update();
+  }
+
+  // The step; what the first left live is optimizer state, but for the gradients it freed: a zero rank's
+  // master-weights step frees its 16-bit gradients (Note [Master weights]), which are no state.
+  void StepTheOptimizer(bool first) {
+    const int64_t before = ledger_.live_bytes();
+    const int64_t grads_before = parallel_ ? parallel_->GradientBytes() : 0;
+    if (trace_) trace_->EnterStage("the optimizer step");
+    optimizer_->step();
+    if (parallel_) parallel_->AfterStep();
+    if (trace_) trace_->Exit();
+    if (!first) return;
+    const int64_t grads_freed = parallel_ ? grads_before - parallel_->GradientBytes() : 0;
+    m_.optimizer_state_bytes = m_.optimizer_state_bytes.value_or(0) + ledger_.live_bytes() - before + grads_freed;
   }
 
   // torch::nn::utils::clip_grad_norm_ itself; on meta its item() (the norm it returns) reads 0.
