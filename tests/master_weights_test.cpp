@@ -154,6 +154,7 @@ int64_t StepPeakOverTheEnd(const VariantSpec& spec) {
 // into a copy. At the cast the shard (2 S bytes), the copy (2 S) and the float32 gradient (4 S) are
 // live together: E + 8 S, the second step's (the first has no momentum buffer yet, and the buffer
 // clone comes after the 16-bit gradients are gone: E - 4 S + 2 S + 6 S, then E - 4 S + 4 S + 4 S).
+// DeepSpeed's statements in eager PyTorch peak as high: tests/zero_master_step_check.py.
 // zero1, Adam, rank 7 of 8 (S = 2098, 13 of padding): the step starts with every 16-bit gradient,
 // E + 2 x 16771 + 2 x 13, and frees those outside [14686, 16784) first (linear 1: 2 x 8320 bytes), so
 // its cast, E + 2 x 8451 (the inside: 8192 + 64 + 192 + 3 elements) + 2 x 13 + 6 S = E + 29516, and

@@ -44,7 +44,9 @@
 //   bucket's first gradient) and freed, as DeepSpeed's contiguous_gradients copies into its ipg buffer;
 //   a full bucket's parts are reduced to the ranks that own them (c10d reduce with that root, as
 //   DeepSpeed's average_tensor), this rank's part is copied into its shard, and the staging is freed.
-//   (DeepSpeed keeps one ipg buffer of reduce_bucket_size for the whole run; oomguard frees it.)
+//   (DeepSpeed keeps one ipg buffer of reduce_bucket_size for the whole run; oomguard frees it. Its
+//   contiguous_gradients buffer, grads_in_partition, holds the whole of each parameter the partition
+//   reaches, not S elements: stage_1_and_2.py at 38327e0, copy_grads_in_partition, 1344-1360.)
 #pragma once
 
 #include <ATen/core/Tensor.h>
