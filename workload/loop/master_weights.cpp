@@ -40,7 +40,7 @@ MasterWeights::MasterWeights(FlatPartition& flat, const MakeInner& make_inner)
 // Note [Master weights], master_weights.h: the casts live until the inner step returns.
 at::Tensor MasterWeights::step(LossClosure /*closure*/) {
   at::NoGradGuard no_grad;
-  if (flat_) {  // stage_1_and_2.py's step(), 1886-1916: the 16-bit copy lives for the cast alone
+  if (flat_) {  // stage_1_and_2.py's step(), 1886-1920: the 16-bit copy lives for the cast alone
     flat_->FreeGradientsOutside();
     masters_[0].mutable_grad() = at::flatten_dense_tensors(flat_->Gradients()).to(at::kFloat);
     flat_->FreeGradientsInside();

@@ -1,7 +1,6 @@
 // RankStrategy: what one simulated rank of a scenario's `parallel` does around the catalog's loop
-// (Note [One simulated rank], workload/parallel/data_parallel.h; Note [One FSDP2 rank],
-// workload/parallel/fully_sharded.h). Its collectives go to a c10d::FakeProcessGroup, so one process measures one rank
-// at any world size.
+// (Note [One simulated rank], workload/parallel/data_parallel.h; Note [One FSDP2 rank], workload/parallel/fully_sharded.h).
+// Its collectives go to a c10d::FakeProcessGroup, so one process measures one rank at any world size.
 //
 //   std::unique_ptr<RankStrategy> rank = MakeRankStrategy(spec.parallel, net->parameters(), *net, device);
 //   optimizer = MakeOptimizer(kind, rank->OptimizerParameters());
