@@ -44,18 +44,22 @@ std::ostream& operator<<(std::ostream& os, const RankBytes& b) {
   return os << "{params " << b.params << ", grads " << b.grads << ", state " << b.state << "}";
 }
 
-// What rank `rank` of `world` holds with bf16 parameters and gradients (2 bytes an element) and `state`
-// bytes of optimizer state per element it steps (12 with master weights, 4 without), from each
+// What rank `rank` of `world` holds with bf16 parameters and gradients (2 bytes an element) and, with
+// master weights, 12 bytes of optimizer state per element it steps (4 without: bf16 Adam), from each
 // strategy's documented padding rule:
 // * none (world 1), ddp: every parameter, no padding.
 // * zero1, zero2 (Note [One simulated rank], workload/parallel/data_parallel.h): the flat buffer padded
-//   to a multiple of 2 x world elements, S = padded / world a rank; the rank steps the elements of
-//   [rank S, (rank+1) S) that are parameters; zero2's gradient shard is S elements.
+//   to a multiple of 2 x world elements, S = padded / world a rank, which owns [rank S, (rank+1) S);
+//   zero2's gradient shard is S elements. Without master weights the rank steps the elements of its
+//   slice that are parameters. With them it steps DeepSpeed's flat partition (Note [Master weights],
+//   workload/loop/master_weights.h: stage_1_and_2.py's single_partition_of_fp32_groups), all S elements,
+//   padding included, and zero1 holds get_flat_partition's zeros for its padding, S - (its parameters'
+//   elements), beside the whole gradients (zero2's are the shard's tail).
 // * fsdp (Note [One FSDP2 rank], workload/parallel/fully_sharded.h): each parameter chunked on dim 0,
 //   c = ceil(rows / world) rows a rank, its padded shard c rows; the rank steps its own rows, up to c;
 //   its gradients are the reduce-scatter outputs, the padded shards.
-RankBytes Expected(const std::string& strategy, int64_t world, int64_t rank, bool odd, int64_t state) {
-  const int64_t n = Count(odd);
+RankBytes Expected(const std::string& strategy, int64_t world, int64_t rank, bool odd, bool master) {
+  const int64_t n = Count(odd), state = master ? 12 : 4;
   if (strategy == "none" || strategy == "ddp") return {2 * n, 2 * n, state * n};
   if (strategy == "fsdp") {
     int64_t padded = 0, mine = 0;
@@ -68,7 +72,8 @@ RankBytes Expected(const std::string& strategy, int64_t world, int64_t rank, boo
   }
   const int64_t padded = (n + 2 * world - 1) / (2 * world) * (2 * world), shard = padded / world;
   const int64_t owned = std::clamp<int64_t>(n - rank * shard, 0, shard);
-  return {2 * padded, strategy == "zero2" ? 2 * shard : 2 * n, state * owned};
+  if (!master) return {2 * padded, strategy == "zero2" ? 2 * shard : 2 * n, state * owned};
+  return {2 * padded, strategy == "zero2" ? 2 * shard : 2 * n + 2 * (shard - owned), state * shard};
 }
 
 VariantSpec BfloatMlp(const std::string& strategy, int64_t world, int64_t rank, bool odd, bool master) {
@@ -118,22 +123,67 @@ TEST(MasterWeights, TheRanksFactsSayTheOptimizerStepsMasters) {
 // and the last rank, with master weights (12 bytes of state an element stepped) and without (4).
 TEST(MasterWeights, PaddingFollowsEachStrategysRuleWithAndWithoutMasterWeights) {
   for (const bool master : {true, false}) {
-    const int64_t state = master ? 12 : 4;
-    EXPECT_EQ(Measured(BfloatMlp("none", 1, 0, true, master)), Expected("none", 1, 0, true, state));
+    EXPECT_EQ(Measured(BfloatMlp("none", 1, 0, true, master)), Expected("none", 1, 0, true, master));
     for (const int64_t w : {2, 4, 8}) {
       for (const std::string strategy : {"ddp", "zero1", "zero2", "fsdp"}) {
         for (const int64_t rank : {int64_t{0}, w - 1}) {
           SCOPED_TRACE(strategy + " rank " + std::to_string(rank) + " of " + std::to_string(w) +
                        (master ? ", master weights" : ", pure bf16"));
-          EXPECT_EQ(Measured(BfloatMlp(strategy, w, rank, true, master)), Expected(strategy, w, rank, true, state));
+          EXPECT_EQ(Measured(BfloatMlp(strategy, w, rank, true, master)), Expected(strategy, w, rank, true, master));
         }
       }
     }
   }
-  // zero2 at world 8: padded to 16784, S = 2098; the last rank steps 16771 - 7 x 2098 = 2085 elements.
-  EXPECT_EQ(Expected("zero2", 8, 7, true, 12), (RankBytes{2 * 16784, 2 * 2098, 12 * 2085}));
+  // At world 8 DeepSpeed pads 16771 to 16784 (the multiple of 2 x 8 above it), S = 2098. Rank 0 holds
+  // parameters only: a master of 2098 elements. Rank 7's partition [14686, 16784) holds 16771 - 14686 =
+  // 2085 parameter elements and 13 of padding, and its master is all 2098 (bf16 Adam steps the 2085).
+  EXPECT_EQ(Expected("zero1", 8, 0, true, true), (RankBytes{2 * 16784, 2 * 16771, 12 * 2098}));
+  EXPECT_EQ(Expected("zero1", 8, 7, true, true), (RankBytes{2 * 16784, 2 * 16771 + 2 * 13, 12 * 2098}));
+  EXPECT_EQ(Expected("zero2", 8, 7, true, true), (RankBytes{2 * 16784, 2 * 2098, 12 * 2098}));
+  EXPECT_EQ(Expected("zero2", 8, 7, true, false), (RankBytes{2 * 16784, 2 * 2098, 4 * 2085}));
+  // At world 2: 16772 (1 element of padding), S = 8386; at world 4: 16776 (5), S = 4194.
+  EXPECT_EQ(Expected("zero1", 2, 1, true, true), (RankBytes{2 * 16772, 2 * 16771 + 2 * 1, 12 * 8386}));
+  EXPECT_EQ(Expected("zero1", 4, 3, true, true), (RankBytes{2 * 16776, 2 * 16771 + 2 * 5, 12 * 4194}));
   // fsdp at world 8: the 3-row layer's chunks are 1 row; rank 7 has none of its 64 + 1 elements.
-  EXPECT_EQ(Expected("fsdp", 8, 7, true, 12).state, 12 * (Count(false) / 8));
+  EXPECT_EQ(Expected("fsdp", 8, 7, true, true).state, 12 * (Count(false) / 8));
+}
+
+// The optimizer phase's peak relative to the second iteration's end (E: every 16-bit gradient freed by
+// the step, the optimizer state there).
+int64_t StepPeakOverTheEnd(const VariantSpec& spec) {
+  const VariantMeasurement m = testing::MeasurePassing(spec, Backend::kMeta);
+  EXPECT_EQ(m.iterations.size(), 2u);
+  const auto optimizer = std::find_if(m.ledger.phase_peaks.begin(), m.ledger.phase_peaks.end(),
+                                      [](const PhasePeak& p) { return p.phase == "optimizer"; });
+  EXPECT_NE(optimizer, m.ledger.phase_peaks.end());
+  // Both iterations end with the same bytes live: no gradient, 16-bit or float32, outlives a step.
+  EXPECT_EQ(m.iterations.front().live_after_bytes, m.iterations.back().live_after_bytes);
+  return optimizer->peak_bytes - m.iterations.back().live_after_bytes;
+}
+
+// The step's peak with master weights as DeepSpeed's step() orders it (Note [Master weights]).
+// zero2, SGD with momentum (no temporaries of its own), rank 1 of 2 of the odd MLP: padded to 16772,
+// S = 8386, the partition [8386, 16772) crosses linear 2's weight, its bias and linear 3 and ends in
+// 1 element of padding, so its gradients are a list of 5 views of the shard, which the step flattens
+// into a copy. At the cast the shard (2 S bytes), the copy (2 S) and the float32 gradient (4 S) are
+// live together: E + 8 S, the second step's (the first has no momentum buffer yet, and the buffer
+// clone comes after the 16-bit gradients are gone: E - 4 S + 2 S + 6 S, then E - 4 S + 4 S + 4 S).
+// DeepSpeed's statements in eager PyTorch peak as high: tests/zero_master_step_check.py.
+// zero1, Adam, rank 7 of 8 (S = 2098, 13 of padding): the step starts with every 16-bit gradient,
+// E + 2 x 16771 + 2 x 13, and frees those outside [14686, 16784) first (linear 1: 2 x 8320 bytes), so
+// its cast, E + 2 x 8451 (the inside: 8192 + 64 + 192 + 3 elements) + 2 x 13 + 6 S = E + 29516, and
+// Adam's float32 gradient with its denominator's two temporaries (E + 4 S + 8 S = E + 25176) stay under
+// the start: the phase's peak is what it started with.
+TEST(MasterWeights, ZeroStepsDeepSpeedsFlatPartitionAndFreesTheSixteenBitGradientsBeforeStepping) {
+  VariantSpec sgd = BfloatMlp("zero2", 2, 1, true, true);
+  sgd.loop.optimizer.kind = "sgd";
+  sgd.loop.optimizer.momentum = 0.9;
+  constexpr int64_t kS2 = 8386;
+  EXPECT_EQ(StepPeakOverTheEnd(sgd), 2 * kS2 + 2 * kS2 + 4 * kS2);
+  EXPECT_EQ(StepPeakOverTheEnd(BfloatMlp("zero1", 8, 7, true, true)), 2 * 16771 + 2 * 13);
+  constexpr int64_t kS8 = 2098;
+  EXPECT_LT(2 * 8451 + 2 * 13 + 6 * kS8, 2 * 16771 + 2 * 13);
+  EXPECT_LT(4 * kS8 + 8 * kS8, 2 * 16771 + 2 * 13);
 }
 
 // The master copies are state from setup on: an OOM in the first forward counts them as optimizer

@@ -218,6 +218,49 @@ TEST(RealRanks, AutocastUnderFsdpsMixedPrecisionOnGlooEqualsMetasFakeGroupPerRan
   }
 }
 
+// The same with padding (Note [Master weights], workload/loop/master_weights.h): linear 64 -> 3 more
+// makes N = 16771, padded to 16772 at world 2 (a multiple of 2 x 2), S = 8386, rank 1's partition one
+// element of padding. DeepSpeed's master is the whole partition on both ranks, 12 x 8386 bytes, and
+// zero1's rank 1 holds get_flat_partition's zeros for its padding beside the whole gradients: real gloo
+// ranks and meta's simulated one agree to the byte, the step (flattened copy, cast, 16-bit gradients
+// freed) included.
+TEST(RealRanks, MasterWeightsFlatPartitionWithPaddingOnGlooEqualsMeta) {
+  testing::ScratchFolder folder("real-ranks-master-padded");
+  json scenario = json::parse(
+      R"({"name": "padded", "summary": "mixed-precision Adam, padded, at world 2", "backends": ["cpu", "meta"],
+    "model": {"dtype": "bfloat16", "layers": [{"kind": "linear", "in": 64, "out": 128}, {"kind": "relu"},
+                                              {"kind": "linear", "in": 128, "out": 64},
+                                              {"kind": "linear", "in": 64, "out": 3}]},
+    "data": {"batch": 8, "shape": [64], "dtype": "bfloat16"},
+    "loop": {"iterations": 2, "loss": "mse", "optimizer": {"kind": "adam", "master_weights": true}},
+    "parallel": {"world": 2}, "variants": {}})");
+  constexpr int64_t kN = 64 * 128 + 128 + 128 * 64 + 64 + 64 * 3 + 3, kS = 8386;
+  static_assert(2 * kS == kN + 1);
+  for (const std::string strategy : {"zero1", "zero2"}) {
+    for (const int rank : {0, 1}) {
+      scenario["variants"][strategy + "_r" + std::to_string(rank)] = {
+          {"parallel", {{"strategy", strategy}, {"rank", rank}}}};
+    }
+  }
+  const std::string file = folder.Write("padded.json", scenario.dump(2));
+  const RunResults cpu = RunOn(file, "cpu", "*/*_r0");
+  const RunResults meta = RunOn(file, "meta", "*");
+  for (const std::string strategy : {"zero1", "zero2"}) {
+    const VariantResult& real = VariantNamed(OnlyScenario(cpu), strategy + "_r0");
+    ASSERT_TRUE(real.measurement.has_value()) << real.diagnostics;
+    ASSERT_EQ(real.measurement->ranks.size(), 2u) << strategy;
+    for (int64_t rank = 0; rank < 2; ++rank) {
+      const RankMeasurement& r = real.measurement->ranks[rank];
+      const VariantResult& simulated = VariantNamed(OnlyScenario(meta), strategy + "_r" + std::to_string(rank));
+      ASSERT_TRUE(simulated.measurement.has_value()) << simulated.diagnostics;
+      ExpectRankEqualsMeta(r, *simulated.measurement, strategy + " rank " + std::to_string(rank));
+      EXPECT_EQ(r.optimizer_state_bytes, 12 * kS) << strategy;
+      const int64_t grads = strategy == "zero2" ? 2 * kS : 2 * kN + (rank == 1 ? 2 : 0);
+      EXPECT_EQ(r.grad_bytes, grads) << strategy << " rank " << rank;
+    }
+  }
+}
+
 TEST(RealRanks, AnInjectedOomInRankOneEndsRankZeroAndNamesRankOne) {
   testing::ScratchFolder folder("real-ranks-inject");
   const std::string file = folder.Write("two.json", R"({"name": "two", "summary": "two real ranks",

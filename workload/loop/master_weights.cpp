@@ -32,9 +32,23 @@ MasterWeights::MasterWeights(const std::vector<at::Tensor>& stepped, const MakeI
   }
 }
 
+MasterWeights::MasterWeights(FlatPartition& flat, const MakeInner& make_inner)
+    : MasterWeights(std::vector<at::Tensor>{flat.Slice()}, make_inner) {
+  flat_ = &flat;
+}
+
 // Note [Master weights], master_weights.h: the casts live until the inner step returns.
 at::Tensor MasterWeights::step(LossClosure /*closure*/) {
   at::NoGradGuard no_grad;
+  if (flat_) {  // stage_1_and_2.py's step(), 1886-1920: the 16-bit copy lives for the cast alone
+    flat_->FreeGradientsOutside();
+    masters_[0].mutable_grad() = at::flatten_dense_tensors(flat_->Gradients()).to(at::kFloat);
+    flat_->FreeGradientsInside();
+    inner_->step();
+    masters_[0].mutable_grad().reset();
+    stepped_[0].copy_(masters_[0]);
+    return {};
+  }
   size_t begin = 0;
   for (const size_t end : group_ends_) {
     for (size_t i = begin; i < end; ++i) {

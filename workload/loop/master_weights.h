@@ -1,7 +1,8 @@
 // Mixed-precision training's optimizer (loop.optimizer.master_weights): the model's parameters and
 // gradients stay bfloat16 or float16, the optimizer steps a float32 master copy of them with float32
 // state, and the step's result is copied back into the model's dtype. MakeOptimizer makes it
-// (workload/loop/optimizer.h) over what the run steps: the parameters, or a rank's pieces or shards of them.
+// (workload/loop/optimizer.h) over what the run steps: the parameters, a zero rank's flat partition, or
+// an fsdp rank's shards.
 //
 //   MasterWeights opt(stepped, [&](const std::vector<at::Tensor>& masters) { return Adam(masters); });
 //   opt.step();                   // grads cast to float32, the masters stepped, copied back, casts freed
@@ -9,36 +10,50 @@
 // Note [Master weights]
 // The recipe of the ZeRO paper (K = 12: a float32 parameter, momentum and variance, 4 + 4 + 4 bytes
 // per parameter on top of the 16-bit parameter and gradient, 2 + 2), as DeepSpeed's ZeRO stage 1 and 2
-// optimizer runs it for bf16/fp16 (deepspeed/runtime/zero/stage_1_and_2.py at edaa722, its lines):
-// * Made with the optimizer, before the first forward (its __init__, 489-516): the rank's partition is
-//   cloned to float32 (`weights_partition = ...detach().clone().to(dtype=master_weights_and_grads_dtype)`,
-//   kept in single_partition_of_fp32_groups) and the inner optimizer's param group is the master
-//   (`param_group['params'] = [self.single_partition_of_fp32_groups[i]]`). Here: one float32 master
-//   per stepped tensor, 4 bytes an element, counted as optimizer state from setup on.
-// * step() (2357-2386): each stepped tensor's gradient is cast to float32 (`single_grad_partition =
-//   flat_grad_partition.to(self.single_partition_of_fp32_groups[i].dtype)`) and becomes the master's
-//   gradient; the inner optimizer steps the masters (`_optimizer_step`, its state float32: Adam's
-//   exp_avg and exp_avg_sq, 8 bytes an element, allocated at the first step as LibTorch allocates
-//   them); the float32 gradients are freed (`self.single_partition_of_fp32_groups[i].grad = None`), and
-//   each master is copied into its 16-bit tensor (`bit16_partitions[partition_id].data.copy_(
-//   fp32_partition.data)`). The transient is those float32 gradients, 4 bytes per stepped element, all
-//   live from the first cast until the inner step returns (DeepSpeed's one fp32 gradient partition).
-// * fsdp steps in sub-groups as DeepSpeed's stage 3 does (stage3.py, same commit: _create_fp16_sub_groups,
-//   1160-1183, a group closed once it holds sub_group_size elements, 1e9 by default in
-//   zero/config.py; _prepare_fp32_grad_for_sub_group, 2398-2416, and _release_sub_group, 2448-2452):
-//   each group's gradients are cast, its masters stepped, the casts freed, before the next group's. The
-//   transient is one group's float32 gradients (about 4 GB on a rank of the 70B), not the whole shard's.
+// optimizer runs it for bf16/fp16 (deepspeed/runtime/zero/stage_1_and_2.py at 38327e0, its lines):
+// * The master is ONE flat float32 partition per param group, made with the optimizer, before the first
+//   forward (__init__, 351-416): the group is flattened padded to a multiple of 2 x world elements
+//   (flatten_dense_tensors_aligned with nccl_start_alignment_factor 2 times the world, 354-357),
+//   get_data_parallel_partitions (1587-1605) cuts it into world equal partitions of S = padded / world
+//   (padded divides evenly: no remainder), and rank r's partition is cloned to float32
+//   (`weights_partition = ...[partition_id]...clone().float()`, 400) as the inner optimizer's only
+//   parameter (`param_group['params'] = [self.single_partition_of_fp32_groups[i]]`, 416). So every
+//   rank's master is S elements, the padding included: the last rank's padded - N (< 2 x world; a rank
+//   past the parameters, at tiny N, is all padding), 12 bytes an element with Adam like the rest.
+//   Here the model is one param group, so one flat buffer (Note [One simulated rank],
+//   workload/parallel/data_parallel.h) and one master of the rank's slice of it (FlatPartition,
+//   workload/parallel/flat_partition.h), 4 S bytes, counted as optimizer state from setup on; Adam's
+//   exp_avg and exp_avg_sq, 8 S, come at the first step as LibTorch allocates them (the rank past the
+//   parameters too: DeepSpeed steps its zeros).
+// * The gradients the step reads are averaged_gradients, get_flat_partition's list (1723-1761, filled at
+//   the end of backward, 783-790): a view of each gradient the partition crosses, then zeros for the
+//   padding (16-bit, allocated then, freed with the list). step() (1886-1920), in this order: the
+//   gradients of parameters outside the partition freed (free_grad_in_param_list, 1887); the list
+//   flattened (torch's _flatten_dense_tensors, at::flatten_dense_tensors: a 16-bit copy of S elements,
+//   or a view when the list is one tensor) and cast to float32 (4 S bytes) in one expression, the copy
+//   freed when it ends (1892-1897); the partition's 16-bit gradients and the zeros freed (1904, 1906);
+//   the inner step; the float32 gradient freed (1916); the master copied into the 16-bit slice (1920).
+//   Here MasterWeights::step does the same through the FlatPartition: zero1 frees the whole
+//   gradients it keeps (outside, then inside), zero2 its shard, whose tail is the padding's zeros. So
+//   the step's peak is its start (every 16-bit gradient), the cast (the inside gradients, the 16-bit
+//   copy and its float32 cast: 2 + 4 bytes of S beside them) or the inner step (the float32 gradient
+//   and the optimizer's temporaries, the 16-bit gradients gone), whichever is highest
+//   (tests/master_weights_test.cpp derives a peak at the cast and one at the start).
+//   (At this commit the end of backward already frees every parameter's .grad (zero_grad, 807) and
+//   keeps the partition's views in the list; oomguard's zero1 keeps whole gradients until the step.)
+// * Without a parallel strategy, and under ddp: one master per parameter, each gradient cast where it
+//   is and the 16-bit gradients live through the step (DeepSpeed's stage 0 is not this file's).
+// * fsdp steps its shards in sub-groups as DeepSpeed's stage 3 does (stage3.py, same commit:
+//   _create_fp16_sub_groups, 943-966, a group closed once it holds sub_group_size elements, 1e9 by
+//   default in zero/config.py, 168; _prepare_fp32_grad_for_sub_group, 1895-1914, and
+//   _release_sub_group, 1943-1947): each group's gradients are cast, its masters stepped, the casts
+//   freed, before the next group's. The transient is one group's float32 gradients (about 4 GB on a
+//   rank of the 70B), not the whole shard's. Differs from stage 3: a master per shard, parameters only,
+//   no 16-bit flat copy, and the 16-bit gradients live through the step (stage 3 frees them once the
+//   first group is cast, 1908); FSDP2 has no master copy of its own (its MixedPrecisionPolicy keeps
+//   float32 shards as the parameters instead).
 // So a rank holds 12 bytes of optimizer state per element it steps: every parameter (no parallel,
-// ddp), its slice (zero1, zero2) or its shards (fsdp), the ZeRO paper's 12 / N.
-// Differs from DeepSpeed: its master is one flat partition of padded / world elements, the padding
-// included (the last rank's up to 2 x world - 1 elements, 12 bytes each); here the masters are the
-// pieces the optimizer steps, parameters only (Note [One simulated rank], workload/parallel/data_parallel.h).
-// DeepSpeed flattens the partition's 16-bit gradients (a copy, 2 bytes an element) before the cast and
-// frees them and it before stepping (free_grad_in_param_list); here each gradient is cast where it is,
-// and the 16-bit gradients live through the step, as without master weights.
-// fsdp: DeepSpeed's stage 3 keeps the same float32 partition of the sharded parameters (and frees
-// the 16-bit gradients once the first group is cast, 2411); FSDP2 has no master copy of its own (its
-// MixedPrecisionPolicy keeps float32 shards as the parameters instead).
+// ddp), its flat partition, padding included (zero1, zero2), or its shards (fsdp), the ZeRO paper's 12 / N.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -50,6 +65,7 @@
 #include <vector>
 
 #include "model/scenario.h"
+#include "workload/parallel/flat_partition.h"
 
 namespace oomguard {
 
@@ -61,6 +77,9 @@ class MasterWeights final : public torch::optim::Optimizer {
   // fills. Their float32 masters are allocated now; `make_inner` makes the optimizer that steps them,
   // in groups of about `group_elements` (0: all at once).
   MasterWeights(const std::vector<at::Tensor>& stepped, const MakeInner& make_inner, int64_t group_elements = 0);
+  // zero1, zero2: one master of the rank's flat partition, padding included, whose gradients each step
+  // flattens, casts and frees as DeepSpeed's does. `flat` outlives the optimizer.
+  MasterWeights(FlatPartition& flat, const MakeInner& make_inner);
 
   at::Tensor step(LossClosure closure = nullptr) override;
 
@@ -72,6 +91,7 @@ class MasterWeights final : public torch::optim::Optimizer {
   std::vector<at::Tensor> masters_;
   std::unique_ptr<torch::optim::Optimizer> inner_;
   std::vector<size_t> group_ends_;  // each group's end in stepped_, in order
+  FlatPartition* flat_ = nullptr;
 };
 
 // The elements of a master group under `parallel` (Note [Master weights]): DeepSpeed stage 3's default

@@ -30,10 +30,13 @@ std::unique_ptr<torch::optim::Optimizer> MakeStepping(const OptimizerSpec& s, co
 }  // namespace
 
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& s, const std::vector<at::Tensor>& params,
-                                                       int64_t master_group_elements) {
+                                                       int64_t master_group_elements, FlatPartition* flat) {
   if (!s.master_weights || s.kind == "none") return MakeStepping(s, params);
-  return std::make_unique<MasterWeights>(
-      params, [&s](const std::vector<at::Tensor>& masters) { return MakeStepping(s, masters); }, master_group_elements);
+  const MasterWeights::MakeInner inner = [&s](const std::vector<at::Tensor>& masters) {
+    return MakeStepping(s, masters);
+  };
+  if (flat) return std::make_unique<MasterWeights>(*flat, inner);
+  return std::make_unique<MasterWeights>(params, inner, master_group_elements);
 }
 
 int64_t StateBytesBeforeTheFirstStep(torch::optim::Optimizer& optimizer) {

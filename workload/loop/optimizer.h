@@ -16,11 +16,15 @@
 
 namespace oomguard {
 
+class FlatPartition;
+
 // sgd (with momentum and weight decay), adam, adamw; nullptr for a kind the loader does not accept.
 // With spec.master_weights, that optimizer over float32 masters of `params`, allocated now, stepping
 // them in groups of `master_group_elements` (Note [Master weights], workload/loop/master_weights.h).
+// With `flat` (a zero rank's flat partition), the master steps it in place of `params`.
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const OptimizerSpec& spec, const std::vector<at::Tensor>& params,
-                                                       int64_t master_group_elements = 0);
+                                                       int64_t master_group_elements = 0,
+                                                       FlatPartition* flat = nullptr);
 
 // The optimizer state made with the optimizer, before any step: the master copies; 0 for the others,
 // whose state comes with the first step.

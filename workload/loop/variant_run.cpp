@@ -98,8 +98,10 @@ class VariantRun final : public MeasuredRun {
       m_.param_bytes = parallel_->ParameterBytes();
     }
     forward_.emplace(spec_, ledger_, *net_, parallel_.get(), batches_);
+    FlatPartition* flat =
+        parallel_ && spec_.loop.optimizer.master_weights ? parallel_->FlatPartitionForMasters() : nullptr;
     optimizer_ = MakeOptimizer(spec_.loop.optimizer, parallel_ ? parallel_->OptimizerParameters() : params_,
-                               MasterGroupElements(spec_.parallel));
+                               MasterGroupElements(spec_.parallel), flat);
     // Master copies are optimizer state from setup on (Note [Master weights], workload/loop/master_weights.h).
     if (const int64_t held = optimizer_ ? StateBytesBeforeTheFirstStep(*optimizer_) : 0; held > 0) {
       m_.optimizer_state_bytes = held;
@@ -227,12 +229,7 @@ class VariantRun final : public MeasuredRun {
     if (scaler_) scaler_->Unscale(params_);
     if (spec_.loop.clip_grad_norm > 0) ClipGradients(first);
     if (optimizer_ && (!scaler_ || scaler_->FoundNoInf(has_data_))) {
-      const int64_t before = ledger_.live_bytes();
-      if (trace_) trace_->EnterStage("the optimizer step");
-      optimizer_->step();
-      if (parallel_) parallel_->AfterStep();
-      if (trace_) trace_->Exit();
-      if (first) m_.optimizer_state_bytes = m_.optimizer_state_bytes.value_or(0) + ledger_.live_bytes() - before;
+      StepTheOptimizer(first);
     } else if (optimizer_ && !warned_of_a_skipped_step_) {
       warned_of_a_skipped_step_ = true;
       m_.warnings.push_back(
@@ -240,6 +237,20 @@ class VariantRun final : public MeasuredRun {
           "cannot see values and never skips, so cpu and meta differ from that step on)");
     }
     if (scaler_) scaler_->Update();
+  }
+
+  // The step; what the first left live is optimizer state, but for the gradients it freed: a zero rank's
+  // master-weights step frees its 16-bit gradients (Note [Master weights]), which are no state.
+  void StepTheOptimizer(bool first) {
+    const int64_t before = ledger_.live_bytes();
+    const int64_t grads_before = parallel_ ? parallel_->GradientBytes() : 0;
+    if (trace_) trace_->EnterStage("the optimizer step");
+    optimizer_->step();
+    if (parallel_) parallel_->AfterStep();
+    if (trace_) trace_->Exit();
+    if (!first) return;
+    const int64_t grads_freed = parallel_ ? grads_before - parallel_->GradientBytes() : 0;
+    m_.optimizer_state_bytes = m_.optimizer_state_bytes.value_or(0) + ledger_.live_bytes() - before + grads_freed;
   }
 
   // torch::nn::utils::clip_grad_norm_ itself; on meta its item() (the norm it returns) reads 0.

@@ -17,6 +17,7 @@
 #include "allocators/cpu_tracking_allocator.h"
 #include "allocators/meta_tracking_allocator.h"
 #include "base/check.h"
+#include "workload/parallel/data_parallel_state.h"
 #include "workload/parallel/rank_group.h"
 
 namespace oomguard {
@@ -24,13 +25,6 @@ namespace {
 
 constexpr int64_t kDdpFirstBucketBytes = 1024 * 1024;  // dist._DEFAULT_FIRST_BUCKET_BYTES
 constexpr double kDdpDefaultBucketCapMb = 25;
-
-struct Bucket {
-  std::vector<size_t> params;  // indices into the model's parameters, in the order they are filled
-  int64_t numel = 0;
-  size_t pending = 0;  // gradients not yet in during this backward
-  at::Tensor staging;  // zero2: the bucket's gradients, flattened, while it fills
-};
 
 // The parameters in reverse order (their gradients' order of readiness), a bucket closed once its bytes
 // reach its limit: limits[i] for the i-th bucket, the last for the rest. c10d's own
@@ -70,37 +64,6 @@ class FakeAllReduceHook final : public c10d::CommHookInterface {
   c10::intrusive_ptr<c10d::Backend> group_;
 };
 
-}  // namespace
-
-struct DataParallel::State {
-  ParallelSpec spec;
-  std::vector<at::Tensor> params;
-  c10::intrusive_ptr<c10d::Backend> group;  // Note [Real ranks on cpu], workload/parallel/rank_group.h
-  std::unique_ptr<c10d::Reducer> reducer;  // ddp
-  std::vector<Bucket> buckets;             // zero2's reductions
-  std::vector<size_t> where;               // parameter -> its bucket
-  // zero1, zero2
-  at::Tensor flat;               // every parameter, padded; the parameters are its views
-  std::vector<int64_t> offsets;  // each parameter's first element in flat
-  int64_t shard = 0;             // S: elements each rank owns
-  struct Piece {
-    size_t param;
-    int64_t begin;  // in the parameter's elements
-    int64_t length;
-  };
-  std::vector<Piece> pieces;
-  std::vector<at::Tensor> optimized;  // ddp: the parameters; zero: the pieces, views of flat
-  at::Tensor grad_shard;              // zero2: this rank's reduced gradients, S elements
-
-  bool zero() const { return spec.strategy != "ddp"; }
-  int64_t owned_begin() const { return spec.rank * shard; }
-
-  void GradReady(size_t index);
-  void ReduceToOwners(Bucket& bucket);
-};
-
-namespace {
-
 // Runs after AccumulateGrad stored a parameter's gradient (the hook Python's
 // register_post_accumulate_grad_hook installs; DDP's Reducer uses the same point).
 class GradReadyHook final : public torch::autograd::PostAccumulateGradHook {
@@ -117,7 +80,7 @@ class GradReadyHook final : public torch::autograd::PostAccumulateGradHook {
 
 void DataParallel::State::GradReady(size_t index) {
   at::NoGradGuard no_grad;
-  Bucket& bucket = buckets[where[index]];
+  ZeroBucket& bucket = buckets[where[index]];
   OOMGUARD_CHECK(bucket.pending > 0);
   if (spec.strategy == "zero2") {  // the gradient into the bucket's staging, and freed
     if (!bucket.staging.defined()) bucket.staging = at::empty({bucket.numel}, params[index].options());
@@ -134,7 +97,7 @@ void DataParallel::State::GradReady(size_t index) {
 
 // zero2: a full bucket's parts each reduced to the rank that owns it, this rank's part kept in its
 // shard, the staging freed.
-void DataParallel::State::ReduceToOwners(Bucket& bucket) {
+void DataParallel::State::ReduceToOwners(ZeroBucket& bucket) {
   if (!grad_shard.defined()) grad_shard = at::zeros({shard}, bucket.staging.options());
   const at::Tensor staging = std::move(bucket.staging);
   bucket.staging = at::Tensor();
@@ -172,6 +135,7 @@ DataParallel::DataParallel(const ParallelSpec& spec, std::vector<at::Tensor> par
     }
     const int64_t align = 2 * spec.world;
     const int64_t padded = (total + align - 1) / align * align;
+    s.numel = total;
     s.shard = padded / spec.world;
     // Note [ZeRO flattens from host copies]: DeepSpeed's stage 1 and 2 (stage_1_and_2.py's __init__)
     // moves each parameter to the host first (param.cpu_data = param.data.cpu(); param.data =
@@ -205,7 +169,7 @@ DataParallel::DataParallel(const ParallelSpec& spec, std::vector<at::Tensor> par
       s.optimized.push_back(s.flat.narrow(0, lo, hi - lo));
     }
     for (std::vector<size_t>& indices : AssignBuckets(s.params, {static_cast<size_t>(cap)})) {
-      Bucket bucket;
+      ZeroBucket bucket;
       for (size_t k : indices) bucket.numel += s.params[k].numel();
       bucket.params = std::move(indices);
       s.buckets.push_back(std::move(bucket));
@@ -245,12 +209,19 @@ DataParallel::~DataParallel() {
 
 const std::vector<at::Tensor>& DataParallel::OptimizerParameters() const { return state_->optimized; }
 
+FlatPartition* DataParallel::FlatPartitionForMasters() {
+  State& s = *state_;
+  if (!s.zero() || !s.flat.defined()) return nullptr;
+  if (!s.lent) s.lent = MakeZeroPartition(&s);
+  return s.lent.get();
+}
+
 void DataParallel::BeforeBackward() {
   if (state_->reducer) {  // what DDP's forward does around the module's forward
     state_->reducer->prepare_for_forward();
     state_->reducer->prepare_for_backward({});
   }
-  for (Bucket& bucket : state_->buckets) bucket.pending = bucket.params.size();
+  for (ZeroBucket& bucket : state_->buckets) bucket.pending = bucket.params.size();
 }
 
 void DataParallel::AfterBackward() {
@@ -262,6 +233,12 @@ void DataParallel::AfterBackward() {
       std::vector<at::Tensor> tensors = {p.grad()};
       if (tensors[0].defined()) s.group->allreduce(tensors)->wait();
     }
+  }
+  if (s.lent) {  // the master steps the flat partition; zero1's padding gets its zeros
+    if (s.spec.strategy == "zero1" && s.padding() > 0 && !s.grad_padding.defined()) {
+      s.grad_padding = at::zeros({s.padding()}, s.flat.options());
+    }
+    return;
   }
   for (size_t i = 0; i < s.pieces.size(); ++i) {  // the slice's pieces get their gradients, as views
     const State::Piece& piece = s.pieces[i];
@@ -296,11 +273,12 @@ void DataParallel::ZeroGrad(bool to_none) {
       p.mutable_grad().zero_();
     }
   }
-  if (s.grad_shard.defined()) {
+  for (at::Tensor* own : {&s.grad_shard, &s.grad_padding}) {
+    if (!own->defined()) continue;
     if (to_none) {
-      s.grad_shard.reset();
+      own->reset();
     } else {
-      s.grad_shard.zero_();
+      own->zero_();
     }
   }
 }
@@ -313,18 +291,31 @@ int64_t DataParallel::ParameterBytes() const {
   return bytes;
 }
 
+namespace {
+
+// The gradients the rank holds beyond the model's: zero2's shard, zero1's padding's zeros.
+int64_t OwnGradientBytes(const DataParallel::State& s) {
+  int64_t bytes = 0;
+  for (const at::Tensor* t : {&s.grad_shard, &s.grad_padding}) {
+    bytes += t->defined() ? static_cast<int64_t>(t->nbytes()) : 0;
+  }
+  return bytes;
+}
+
+}  // namespace
+
 int64_t DataParallel::GradientBytes() const {
   const State& s = *state_;
-  int64_t bytes = s.grad_shard.defined() ? static_cast<int64_t>(s.grad_shard.nbytes()) : 0;
+  int64_t bytes = OwnGradientBytes(s);
   for (const at::Tensor& p : s.params) bytes += p.grad().defined() ? static_cast<int64_t>(p.grad().nbytes()) : 0;
   return bytes;
 }
 
 void DataParallel::Attribute(LiveBreakdown* b) const {
   const State& s = *state_;
-  const int64_t shard = s.grad_shard.defined() ? static_cast<int64_t>(s.grad_shard.nbytes()) : 0;
+  const int64_t shard = OwnGradientBytes(s);
   int64_t communication = 0;
-  for (const Bucket& bucket : s.buckets) {
+  for (const ZeroBucket& bucket : s.buckets) {
     if (bucket.staging.defined()) communication += static_cast<int64_t>(bucket.staging.nbytes());
   }
   if (s.reducer) {

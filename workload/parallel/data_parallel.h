@@ -32,10 +32,11 @@
 //   copies], data_parallel.cpp), and become views of it; rank r owns the slice
 //   [r S, (r+1) S) with S = padded / world, and steps it: the optimizer sees the pieces of the slice, one
 //   per parameter it crosses (views, no copy), so its state is 8 bytes (Adam) per element of the slice
-//   that is a parameter (DeepSpeed also keeps state for the padding: up to 8 x (2 world - 1) bytes on the
-//   last rank). A bf16 or fp16 model with loop.optimizer.master_weights adds DeepSpeed's float32 master
-//   copy of the slice's pieces and float32 state, 12 bytes an element (Note [Master weights],
-//   workload/loop/master_weights.h).
+//   that is a parameter (DeepSpeed, which keeps its state for the whole partition, has up to
+//   8 x (2 world - 1) bytes more on the last rank). A bf16 or fp16 model with
+//   loop.optimizer.master_weights steps the slice as DeepSpeed does, one float32 master of all S
+//   elements, padding included, with float32 state, 12 bytes an element, its gradients flattened, cast
+//   and freed by the step (FlatPartitionForMasters; Note [Master weights], workload/loop/master_weights.h).
 //   After the step the slice is all-gathered into the flat buffer in place (_allgather_base).
 //   zero1: gradients stay full, all-reduced in place before the step; the slice's gradients are views.
 //   zero2: a gradient shard of S elements is kept; gradients are bucketed as ddp's (no 1 MiB first
@@ -43,7 +44,9 @@
 //   bucket's first gradient) and freed, as DeepSpeed's contiguous_gradients copies into its ipg buffer;
 //   a full bucket's parts are reduced to the ranks that own them (c10d reduce with that root, as
 //   DeepSpeed's average_tensor), this rank's part is copied into its shard, and the staging is freed.
-//   (DeepSpeed keeps one ipg buffer of reduce_bucket_size for the whole run; oomguard frees it.)
+//   (DeepSpeed keeps one ipg buffer of reduce_bucket_size for the whole run; oomguard frees it. Its
+//   contiguous_gradients buffer, grads_in_partition, holds the whole of each parameter the partition
+//   reaches, not S elements: stage_1_and_2.py at 38327e0, copy_grads_in_partition, 1344-1360.)
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -69,6 +72,9 @@ class DataParallel final : public RankStrategy {
 
   // What the optimizer steps: the model's parameters (ddp), or the pieces of this rank's slice (zero).
   const std::vector<at::Tensor>& OptimizerParameters() const override;
+  // zero1, zero2: the rank's flat partition (workload/parallel/flat_partition.h); from then on the
+  // pieces get no gradients, the partition's step frees them; nullptr for ddp.
+  FlatPartition* FlatPartitionForMasters() override;
   // Before each micro-batch's backward: every bucket waits for its gradients again.
   void BeforeBackward() override;
   // After backward (ddp: gradients copied back from their buckets) and before the step (zero1: the

@@ -9,6 +9,7 @@
 //   out = rank->AfterForward(out);
 //   rank->BeforeBackward(); loss.backward(); rank->AfterBackward();
 //   optimizer->step(); rank->AfterStep();
+// With master weights, zero1 and zero2 lend the optimizer their flat partition (FlatPartitionForMasters).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -20,6 +21,7 @@
 
 #include "model/measurement.h"
 #include "model/scenario.h"
+#include "workload/parallel/flat_partition.h"
 
 namespace oomguard {
 
@@ -45,6 +47,10 @@ class RankStrategy {
   virtual void AfterStep() {}
   // The model's gradients and this rank's: set to none, or zeroed.
   virtual void ZeroGrad(bool to_none) = 0;
+  // What a master-weights optimizer steps in place of OptimizerParameters, DeepSpeed's one flat
+  // partition (Note [Master weights], workload/loop/master_weights.h), owned by the strategy; nullptr
+  // where the strategy steps pieces (ddp, fsdp). Asked for before the first backward.
+  virtual FlatPartition* FlatPartitionForMasters() { return nullptr; }
 
   virtual int64_t ParameterBytes() const = 0;  // this rank's parameters
   virtual int64_t GradientBytes() const = 0;   // this rank's gradients now
