@@ -106,6 +106,17 @@ def test_ddp_on_the_fake_group_keeps_a_bucket_copy_of_every_gradient():
     assert viewed.peak_bytes < copied.peak_bytes
 
 
+def test_ddp_on_meta_is_refused_saying_why_and_what_to_do():
+    # Note [DDP on meta] (oomguard/ranks.py): DDP reads values from the device; before, the user met
+    # ".item() cannot be called on meta tensors" and a note about a loop of theirs that had no .item().
+    with pytest.raises(NotImplementedError, match=r"DistributedDataParallel cannot run on the meta backend: .*"
+                       r"Measure the DDP rank on backend=\"cpu\""):
+        with oomguard.measure(backend="meta", world=2) as m:
+            with torch.device(m.device):
+                DistributedDataParallel(nn.Linear(WIDTH, WIDTH))
+    assert not dist.is_initialized()
+
+
 def test_rank_and_world_are_checked():
     with pytest.raises(ValueError, match=r"rank=4 is not a rank of world=4 \(0..3\)"):
         oomguard.measure(world=4, rank=4)
