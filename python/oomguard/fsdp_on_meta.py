@@ -22,6 +22,12 @@ its way, and while a meta measurement runs each is given what FSDP2 gives a cpu 
    Adam's first step's). What FakeTensorMode allocates, in its dispatch and in from_tensor, is uncounted
    (UncountedMetaScope, allocators/meta_tracking_allocator.h), for any user of fake tensors (torch.compile's
    tracing too).
+Note [Deferred init on the meta backend]: a GPU loop that builds a 70B model for FSDP2 builds it on
+torch.device("meta"), which costs nothing, shards it and materializes the shards with
+`model.to_empty(device="cuda")`. On the meta backend meta *is* the measured device, so a model built there
+holds all of it (a 70B in float32: 280 GB at setup). `m.deferred_init()` (measure.py) makes what is built
+inside uncounted on the meta backend (UncountedMetaScope), and is torch.device("meta") on the others; after
+it, to_empty(device=m.device) allocates the shards, counted, on every backend alike.
 The collectives are the fake group's (Note [One rank in one process], ranks.py): on meta they move no
 data either way. The check: Python.OneRankOfAShardedRun, the same fully_shard loop on meta and cpu, in
 the fake group, to the byte.

@@ -245,6 +245,20 @@ class Measure:
             if self._scope is scope:
                 scope.set_phase(previous, unwinding)
 
+    @contextlib.contextmanager
+    def deferred_init(self):
+        """PyTorch's meta-device initialization, on every backend (Note [Deferred init on the meta backend]):
+        inside, tensors are made on torch.device("meta") and no device holds them; build the model and
+        fully_shard it here, then `model.to_empty(device=m.device)` after: what the rank holds is what
+        to_empty materializes (its shards), as a GPU loop's `with torch.device("meta"):` ... to_empty("cuda")."""
+        self._running("deferred_init()")
+        with torch.device("meta"):
+            if self.backend == "meta":
+                with _core.UncountedMeta():
+                    yield
+            else:
+                yield
+
     def iterations(self, n):
         """The training loop's iterations, 1..n, as ctx.Iterations() in C++: live bytes after each,
         the leak verdict, and 2 at least when a tracked optimizer keeps state (m.result.steady_state)."""

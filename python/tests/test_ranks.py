@@ -106,6 +106,32 @@ def test_ddp_on_the_fake_group_keeps_a_bucket_copy_of_every_gradient():
     assert viewed.peak_bytes < copied.peak_bytes
 
 
+@pytest.mark.parametrize("backend", ["cpu", "meta"])
+def test_a_model_built_in_deferred_init_holds_only_its_materialized_shards(backend):
+    # Note [Deferred init on the meta backend] (oomguard/fsdp_on_meta.py): built and sharded inside
+    # m.deferred_init(), the model costs nothing; to_empty(device=m.device) makes the rank's shards, one
+    # parameter at a time, the meta one freed as its new one is made: setup's peak is the shards,
+    # PARAMETERS / world, on meta; cpu books the default meshes' rank tensors beside them, as in
+    # test_fully_shard_on_meta_books_what_it_books_on_cpu (init_device_mesh makes them under
+    # torch.device("cpu"), deferred or not): one of 4 x world bytes per unit.
+    world = 4
+    with oomguard.measure(card="t4", backend=backend, world=world) as m:
+        with m.deferred_init():
+            model = nn.Sequential(*[nn.Linear(WIDTH, WIDTH) for _ in range(LAYERS)])
+            for layer in model:
+                fully_shard(layer)
+            fully_shard(model)
+        model.to_empty(device=m.device)
+        m.track(model)
+    r = m.result
+    assert r.breakdown["parameters"] == PARAMETERS // world
+    mesh_tensors = LAYERS * 4 * world if backend == "cpu" else 0
+    assert r.phase_peak_bytes["setup"] == PARAMETERS // world + mesh_tensors
+    with pytest.raises(RuntimeError, match=r"deferred_init\(\) outside the measurement"):
+        with m.deferred_init():
+            pass
+
+
 def test_ddp_on_meta_is_refused_saying_why_and_what_to_do():
     # Note [DDP on meta] (oomguard/ranks.py): DDP reads values from the device; before, the user met
     # ".item() cannot be called on meta tensors" and a note about a loop of theirs that had no .item().
