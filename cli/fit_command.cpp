@@ -261,8 +261,22 @@ int FitCommand(const FitOptions& options, std::ostream& out, std::ostream& err, 
       std::string steady_state, why_none;
       // Notes [A strategy whose peak does not fall] and [A workload whose memory does not fall]
       // (fit/fit_world.h): ddp, and a workload that shards nothing, are tried at the first world only.
+      const int64_t probe_cap = ProbeCap(backend, targets);
+      const std::string probe_label = probe_cap == Ledger::kUnlimited ? "no cap" : TargetLabel("", probe_cap);
+      int64_t probed = 0;
       const std::string note =
-          report.smallest ? WorldDoesNotFall(*v, values, measured, ProbeCap(backend, targets)) : "";
+          report.smallest ? WorldDoesNotFall(*v, values, measured, probe_cap,
+                                             [&](int64_t n, int64_t of, int64_t world, const Trial& trial) {
+                                               probed = n;
+                                               progress.OnProbeTrial(v->name, probe_label, n, of, world,
+                                                                     OutcomeWord(trial), MillisecondsSince(card_start));
+                                             })
+                          : "";
+      if (probed > 0) {  // the probe's line, and the first card's clock starts after it
+        progress.OnProbeDone(v->name, probe_label, probed, !note.empty(), values.first(),
+                             MillisecondsSince(card_start));
+        card_start = Clock::now();
+      }
       const KnobValues searched =
           note.empty() ? values : KnobValues::Nodes(values.first(), values.first(), values.per_node());
       const FitDirection direction = report.smallest ? FitDirection::kSmallestFitting : FitDirection::kLargestFitting;

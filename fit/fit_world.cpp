@@ -103,8 +103,8 @@ std::string WorldDoesNotShrink(const ParallelSpec& parallel) {
          "its peak does not fall as the world grows, so only the first world size was tried";
 }
 
-std::string WorldDoesNotFall(const VariantSpec& spec, const KnobValues& values, const TrialFunction& trial,
-                             int64_t probe_cap) {
+std::string WorldDoesNotFall(const VariantSpec& spec, const KnobValues& values, const TrialFunction& measure,
+                             int64_t probe_cap, const ProbeObserver& observe) {
   if (spec.workload.empty()) return WorldDoesNotShrink(spec.parallel);
   // Note [A workload whose memory does not fall]: the first world, the next, the last.
   std::vector<int64_t> worlds = {values.first()};
@@ -113,6 +113,12 @@ std::string WorldDoesNotFall(const VariantSpec& spec, const KnobValues& values, 
   }
   if (worlds.size() == 1) return "";
   const FitTarget probe{"", probe_cap};
+  int64_t n = 0;
+  const auto trial = [&](int64_t world, const FitTarget& target) {
+    const Trial t = measure(world, target);
+    if (observe) observe(++n, static_cast<int64_t>(worlds.size()), world, t);
+    return t;
+  };
   const Trial first = trial(worlds[0], probe);
   if (first.outcome != Trial::Outcome::kFits) return "";
   std::vector<std::string> peaks = {FormatBytes(first.peak_bytes) + " at world " + std::to_string(worlds[0])};

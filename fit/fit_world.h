@@ -54,13 +54,16 @@
 // (a lower peak, a first world that does not fit the probe cap, an error) the search runs as usual.
 // Three points, not two: a rank that allocates per peer (a gather into world x its slice) may hold more
 // at 4096 than at 1 while sharding still helps at 2; memory that falls only between the second and the
-// last world is what this misses. The probe's trials are not counted in the cards' trials.
+// last world is what this misses. The probe's trials are not counted in the cards' trials; the
+// progress line shows each (trial n of the three) and ends the probe with its count and time, apart
+// from the first card's (reports/fit_progress.h).
 //
 // Error policy: CheckWorldKnob returns false with a one-line message (user input, exit 2); nothing
 // here throws but the trials WorldDoesNotFall runs, whose exceptions pass through.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -95,11 +98,14 @@ VariantSpec WithWorld(const VariantSpec& spec, int64_t world, int64_t rank);
 // not fall]), or empty when it does.
 std::string WorldDoesNotShrink(const ParallelSpec& parallel);
 
+// Told of each probe trial as it ends: the n-th of `of` (the worlds the probe would try), at `world`.
+using ProbeObserver = std::function<void(int64_t n, int64_t of, int64_t world, const Trial& trial)>;
+
 // The same for any variant: a layer list's by its strategy; a workload's from `trial` at three of
-// `values` under probe_cap (Note [A workload whose memory does not fall]). Exceptions from the trial
-// pass through.
+// `values` under probe_cap (Note [A workload whose memory does not fall]), each trial told to
+// `observe` (if set). Exceptions from the trial pass through.
 std::string WorldDoesNotFall(const VariantSpec& spec, const KnobValues& values, const TrialFunction& trial,
-                             int64_t probe_cap);
+                             int64_t probe_cap, const ProbeObserver& observe = {});
 
 // The strategy a world fit's column names: parallel.strategy, or "own" for a workload.
 std::string WorldStrategy(const VariantSpec& spec);

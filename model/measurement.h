@@ -117,6 +117,15 @@ struct ParallelMeasurement {
   // ddp with gradient_as_bucket_view: the buckets are the gradients' storage, so communication_bytes and
   // grad_bytes are the same bytes (a report must not read them as a sum).
   bool buckets_are_gradients = false;
+  // The precision the rank ran at, beyond its model's dtype (reports name it beside the strategy).
+  // fsdp's MixedPrecisionPolicy as FSDP2 clamps it (Note [FSDP2 mixed precision],
+  // workload/parallel/fully_sharded.h): the gathered parameters' dtype and the reduce-scatter's, both
+  // set where either differs from the model's dtype, both empty where neither does.
+  std::string param_dtype;
+  std::string reduce_dtype;
+  // loop.optimizer.master_weights: the optimizer steps float32 masters of what the rank steps (Note
+  // [Master weights], workload/loop/master_weights.h).
+  bool master_weights = false;
   bool operator==(const ParallelMeasurement&) const = default;
 };
 

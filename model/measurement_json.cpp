@@ -83,6 +83,10 @@ json ParallelToJson(const ParallelMeasurement& p) {
   j["communication_bytes"] = p.communication_bytes;
   j["bucket_bytes"] = p.bucket_bytes;
   if (p.buckets_are_gradients) j["buckets_are_gradients"] = true;  // absent when false, as in older files
+  // The precision, absent where the rank ran at its model's dtype alone (as in older files).
+  if (!p.param_dtype.empty()) j["param_dtype"] = p.param_dtype;
+  if (!p.reduce_dtype.empty()) j["reduce_dtype"] = p.reduce_dtype;
+  if (p.master_weights) j["master_weights"] = true;
   return j;
 }
 
@@ -347,10 +351,15 @@ bool MeasurementFromJson(const json& j, VariantMeasurement* m, std::string* erro
     }
     if (j.contains("parallel")) {
       const json& p = j.at("parallel");
-      m->parallel = ParallelMeasurement{p.at("world").get<int64_t>(), p.at("rank").get<int64_t>(),
-                                        p.at("strategy").get<std::string>(), p.at("communication_bytes").get<int64_t>(),
+      m->parallel = ParallelMeasurement{p.at("world").get<int64_t>(),
+                                        p.at("rank").get<int64_t>(),
+                                        p.at("strategy").get<std::string>(),
+                                        p.at("communication_bytes").get<int64_t>(),
                                         p.at("bucket_bytes").get<std::vector<int64_t>>(),
-                                        p.value("buckets_are_gradients", false)};
+                                        p.value("buckets_are_gradients", false),
+                                        p.value("param_dtype", ""),
+                                        p.value("reduce_dtype", ""),
+                                        p.value("master_weights", false)};
     }
     if (j.contains("ranks")) m->ranks = RanksFromJson(j.at("ranks"));
     if (j.contains("screen")) {

@@ -20,4 +20,11 @@ at::ScalarType ScalarTypeOf(DType dtype) {
   OOMGUARD_CHECK(false) << "unknown dtype " << static_cast<int>(dtype);
 }
 
+std::string DTypeName(at::ScalarType type) {
+  for (const DType d : {DType::kFloat32, DType::kBFloat16, DType::kFloat16, DType::kInt64, DType::kBool}) {
+    if (ScalarTypeOf(d) == type) return std::string(Name(d));
+  }
+  return c10::toString(type);
+}
+
 }  // namespace oomguard

@@ -19,12 +19,14 @@
 
 #include "allocators/fault_injection.h"
 #include "allocators/install.h"
+#include "allocators/meta_tracking_allocator.h"
 #include "backends/host_scalars.h"
 #include "backends/meta/kernel_target.h"
 #include "base/atomic_file.h"
 #include "base/byte_size.h"
 #include "model/phase.h"
 #include "nn/autocast/autocast.h"
+#include "workload/parallel/fsdp_storage.h"
 #include "workload/snapshot_recorder.h"
 #include "oomguard/measure.h"
 // The pytest plugin's baselines and reports: the CLI's (plugin_records.h).
@@ -47,6 +49,12 @@ struct MetaAutocast {
   explicit MetaAutocast(at::ScalarType dtype) : dtype(dtype) {}
   at::ScalarType dtype;
   std::optional<oomguard::AutocastScope> scope;
+};
+
+// Note [Fake tensors are shapes] (python/oomguard/fsdp_on_meta.py): a context manager over
+// UncountedMetaScope, for what FakeTensorMode allocates on meta.
+struct UncountedMeta {
+  std::optional<oomguard::UncountedMetaScope> scope;
 };
 
 py::dict Breakdown(const Measurement& m) {
@@ -245,11 +253,25 @@ PYBIND11_MODULE(_core, module) {
            })
       .def("__exit__", [](MetaAutocast& a, const py::args&) { a.scope.reset(); });
 
+  py::class_<UncountedMeta>(module, "UncountedMeta")
+      .def(py::init<>())
+      .def("__enter__", [](UncountedMeta& u) { u.scope.emplace(); })
+      .def("__exit__", [](UncountedMeta& u, const py::args&) { u.scope.reset(); });
+
   module.def("set_loop_code", &SetLoopCode, py::arg("code"));
   // The measurement's torch.optim step hooks: Note [The Python optimizer's step counts].
   module.def("set_in_python_optimizer_step", &oomguard::SetInPythonOptimizerStep, py::arg("in_step"));
   module.def("set_python_caller_thread", &oomguard::SetPythonCallerThread, py::arg("on"));
   module.def("tracking_allocators_installed", &oomguard::TrackingAllocatorsInstalled);
+  // Note [Resizing a storage on meta] (workload/parallel/fsdp_storage.h): FSDP2's alloc_storage and
+  // free_storage on meta (python/oomguard/fsdp_on_meta.py).
+  module.def(
+      "resize_storage_bytes",
+      [](const at::Tensor& tensor, int64_t nbytes) {
+        if (nbytes < 0) throw py::value_error("resize_storage_bytes: nbytes must be >= 0");
+        oomguard::ResizeStorageBytes(tensor, static_cast<size_t>(nbytes));
+      },
+      py::arg("tensor"), py::arg("nbytes"));
   module.def("parse_bytes", &oomguard::ParseBytes);
   module.def("card_cap_bytes", &oomguard::CardCapBytes);
   // oomguard.measure's checks of inject= and snapshot= before it runs: the C++ parser's and the CLI's

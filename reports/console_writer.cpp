@@ -134,22 +134,25 @@ ConsoleStyle StyleFor(int fd) {
 }
 
 namespace {
-// The kernels a meta scenario's variants mirrored when they are not cpu's ("cuda sm_75"), else empty.
+// The kernels a meta scenario's variants mirrored: "cuda sm_75" in card mode; "cpu" at a card without
+// it, where a reader of "[meta, NVIDIA T4 16GB]" took the numbers for the T4's kernels' (Note [Meta as a
+// card], backends/meta/kernel_target.h); else empty (meta without a card, or another backend).
 std::string MirroredKernels(const ScenarioResult& s) {
+  bool meta = false;
   for (const VariantResult& v : s.variants) {
-    if (v.measurement && v.measurement->backend == "meta" && v.measurement->kernels != "cpu") {
-      return v.measurement->kernels;
-    }
+    if (!v.measurement || v.measurement->backend != "meta") continue;
+    if (v.measurement->kernels != "cpu") return v.measurement->kernels;
+    meta = true;
   }
-  return "";
+  return meta && !s.card.empty() ? "cpu" : "";
 }
 
 // "rank 1 of 4 (zero2): parameters 64.75 KiB, gradients 16.19 KiB, optimizer state 32.38 KiB,
-// communication buffers 0 B": the rank's share of the step (scenario `parallel`).
+// communication buffers 0 B": the rank's share of the step (scenario `parallel`), and the precision it
+// ran at where it is not the model's dtype alone ("(fsdp, param_dtype bfloat16, reduce_dtype float32)").
 void WriteParallelLine(const VariantMeasurement& m, std::ostream& out) {
   const ParallelMeasurement& p = *m.parallel;
-  out << "              rank " << p.rank << " of " << p.world << " (" << p.strategy << "): parameters "
-      << FormatBytes(m.param_bytes);
+  out << "              " << ParallelText(p) << ": parameters " << FormatBytes(m.param_bytes);
   if (m.grad_bytes) out << ", gradients " << FormatBytes(*m.grad_bytes);
   if (m.optimizer_state_bytes) out << ", optimizer state " << FormatBytes(*m.optimizer_state_bytes);
   out << ", communication buffers " << FormatBytes(p.communication_bytes);

@@ -18,16 +18,45 @@ void FitProgress::Draw(const std::string& line) {
   drawn_ = true;
 }
 
-void FitProgress::OnTrial(const std::string& variant, const std::string& target_label, int64_t n, int64_t value,
-                          const std::string& outcome, double card_ms) {
-  const std::string line = "fit: " + variant + " on " + target_label + ": trial " + std::to_string(n) + ", " +
-                           knob_field_ + " " + std::to_string(value) + " " + outcome;
+void FitProgress::TrialLine(const std::string& line, double ms) {
   if (terminal_) {
     Draw(line);
-  } else if (card_ms - last_line_ms_ >= kQuietMs) {
-    err_ << line << "; " << FormatSeconds(card_ms) << " so far\n" << std::flush;
-    last_line_ms_ = card_ms;
+  } else if (ms - last_line_ms_ >= kQuietMs) {
+    err_ << line << "; " << FormatSeconds(ms) << " so far\n" << std::flush;
+    last_line_ms_ = ms;
   }
+}
+
+void FitProgress::DoneLine(const std::string& line) {
+  if (terminal_) {
+    Draw(line);
+  } else {
+    err_ << line << "\n" << std::flush;
+  }
+  last_line_ms_ = 0;  // the next clock starts again
+}
+
+void FitProgress::OnTrial(const std::string& variant, const std::string& target_label, int64_t n, int64_t value,
+                          const std::string& outcome, double card_ms) {
+  TrialLine("fit: " + variant + " on " + target_label + ": trial " + std::to_string(n) + ", " + knob_field_ + " " +
+                std::to_string(value) + " " + outcome,
+            card_ms);
+}
+
+void FitProgress::OnProbeTrial(const std::string& variant, const std::string& probe_label, int64_t n, int64_t of,
+                               int64_t value, const std::string& outcome, double probe_ms) {
+  TrialLine("fit: " + variant + ", probe (" + probe_label + "): trial " + std::to_string(n) + " of " +
+                std::to_string(of) + ", " + knob_field_ + " " + std::to_string(value) + " " + outcome,
+            probe_ms);
+}
+
+void FitProgress::OnProbeDone(const std::string& variant, const std::string& probe_label, int64_t trials,
+                              bool does_not_fall, int64_t first, double duration_ms) {
+  const std::string what = does_not_fall ? "memory does not fall with the world, only " + knob_field_ + " " +
+                                               std::to_string(first) + " searched"
+                                         : "searched as usual";
+  DoneLine("fit: " + variant + ", probe (" + probe_label + "): " + what + "; " + std::to_string(trials) +
+           (trials == 1 ? " trial, " : " trials, ") + FormatSeconds(duration_ms));
 }
 
 void FitProgress::OnCardDone(const std::string& variant, const CardFit& fit, double duration_ms) {
@@ -47,15 +76,8 @@ void FitProgress::OnCardDone(const std::string& variant, const CardFit& fit, dou
            ")" +
            (fit.first_oom_value ? ", " + std::to_string(*fit.first_oom_value) + " does not" : ", the largest searched");
   }
-  const std::string line = "fit: " + variant + " on " + TargetLabel(fit.card, fit.cap_bytes) + ": " + what + "; " +
-                           std::to_string(fit.trials) + (fit.trials == 1 ? " trial, " : " trials, ") +
-                           FormatSeconds(duration_ms);
-  if (terminal_) {
-    Draw(line);
-  } else {
-    err_ << line << "\n" << std::flush;
-  }
-  last_line_ms_ = 0;  // the next card's clock starts again
+  DoneLine("fit: " + variant + " on " + TargetLabel(fit.card, fit.cap_bytes) + ": " + what + "; " +
+           std::to_string(fit.trials) + (fit.trials == 1 ? " trial, " : " trials, ") + FormatSeconds(duration_ms));
 }
 
 void FitProgress::Finish() {

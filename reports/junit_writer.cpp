@@ -129,6 +129,8 @@ Case VariantCase(const ScenarioResult& s, const VariantResult& v) {
   }
   c.system_out =
       PeakBlock(v) + (v.measurement ? PhasePeaks(*v.measurement) : "") + BaselineBlock(v.baseline) + DiagnosesBlock(v);
+  if (v.measurement && v.measurement->parallel)
+    c.system_out += "parallel: " + ParallelText(*v.measurement->parallel) + "\n";
   if (v.measurement) {  // real ranks (cpu, cuda): a line each
     for (const RankMeasurement& r : v.measurement->ranks)
       c.system_out += RankLine(r, v.measurement->ranks.size()) + "\n";

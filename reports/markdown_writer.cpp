@@ -7,9 +7,10 @@
 #include <vector>
 
 #include "base/byte_size.h"
-#include "model/metric_names.h"
 #include "model/diagnosis_text.h"
+#include "model/metric_names.h"
 #include "reports/escape.h"
+#include "reports/rank_text.h"
 #include "reports/report_format.h"
 
 namespace oomguard {
@@ -157,6 +158,21 @@ void WriteDiagnoses(const RunResults& report, std::string* out) {
       rows;
 }
 
+// The variants of a scenario's `parallel`: which rank of which world, the strategy and the precision it
+// ran at, a row each.
+void WriteParallel(const RunResults& report, std::string* out) {
+  std::string rows;
+  for (const ScenarioResult& s : report.scenarios) {
+    for (const VariantResult& v : s.variants) {
+      if (!v.measurement || !v.measurement->parallel) continue;
+      const ParallelMeasurement& p = *v.measurement->parallel;
+      rows += "| " + Label(s, v) + " | " + std::to_string(p.rank) + " of " + std::to_string(p.world) + " | " +
+              MarkdownText(StrategyText(p)) + " |\n";
+    }
+  }
+  if (!rows.empty()) *out += "\n### Parallel\n\n| variant | rank | strategy |\n|---|---|---|\n" + rows;
+}
+
 // Real ranks (cpu): every rank's peak and shares, a row each.
 void WriteRanks(const RunResults& report, std::string* out) {
   std::string rows;
@@ -247,6 +263,7 @@ std::string RenderMarkdown(const RunResults& report) {
   WriteRegressions(rows, &out);
   WriteFailures(report, &out);
   WriteDiagnoses(report, &out);
+  WriteParallel(report, &out);
   WriteRanks(report, &out);
   WriteBaselineNotes(report, &out);
   return out;

@@ -50,4 +50,16 @@ std::string RankLine(const RankMeasurement& r, size_t world) {
   return out;
 }
 
+std::string StrategyText(const ParallelMeasurement& p) {
+  std::string out = p.strategy;
+  if (!p.param_dtype.empty()) out += ", param_dtype " + p.param_dtype;
+  if (!p.reduce_dtype.empty()) out += ", reduce_dtype " + p.reduce_dtype;
+  if (p.master_weights) out += ", float32 master weights";
+  return out;
+}
+
+std::string ParallelText(const ParallelMeasurement& p) {
+  return "rank " + std::to_string(p.rank) + " of " + std::to_string(p.world) + " (" + StrategyText(p) + ")";
+}
+
 }  // namespace oomguard

@@ -1,5 +1,7 @@
 // oomguard::Measure (oomguard/measure.h): a workload's function measured in this process, and the
 // public Measurement made from the harness's VariantMeasurement.
+#include <algorithm>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -83,6 +85,24 @@ VariantMeasureOptions HarnessOptions(const MeasureOptions& options) {
   return harness;
 }
 
+// Note [The cpu backend's host is its device]: a GPU loop builds its model on the host and moves it
+// (`LlamaForCausalLM(cfg).to("cuda", torch.bfloat16)`: float32 on the host, bf16 on the card); on the
+// cpu backend the same code builds and casts in one memory, the ledger's, and setup's peak holds both
+// (a 4-layer Llama: 200.52 MiB on cpu, 84.64 MiB on meta and on the card). Nothing tells a host tensor
+// from a device one there, so where it decides, a peak or an OOM in setup, the measurement says so.
+static std::optional<std::string> HostIsTheDevice(const VariantMeasurement& m) {
+  const std::string setup(Name(Phase::kSetup));
+  if (m.backend != "cpu") return std::nullopt;
+  const bool oom_in_setup = m.oom && !m.oom->injected && m.oom->phase == setup;  // an injected one is no size
+  const bool peak_in_setup = !m.iterations.empty() && m.ledger.peak_phase == setup;
+  if (!oom_in_setup && !peak_in_setup) return std::nullopt;
+  return std::string(oom_in_setup ? "the out of memory" : "the peak") +
+         " is in setup, where the cpu backend's host and device are one memory: what setup builds on the host "
+         "and then moves (a model made in float32 and cast by .to(device, dtype), a dataset) counts here beside "
+         "its copy, where a GPU holds only the copy; the meta backend books them apart (or build on the device: "
+         "with torch.device(m.device): ...)";
+}
+
 Measurement ToPublic(const VariantMeasurement& m) {
   Measurement out;
   out.outcome = Name(m.outcome);
@@ -151,6 +171,7 @@ Measurement ToPublic(const VariantMeasurement& m) {
                              " allocation requests and failed none (a fault that never fires tests nothing)");
     }
   }
+  if (const std::optional<std::string> host = HostIsTheDevice(m)) out.warnings.push_back(*host);
   out.snapshot = m.snapshot;
   out.snapshot_error = m.snapshot_error;
   for (const Diagnosis& d : m.diagnoses) {
@@ -189,6 +210,25 @@ Measurement MeasureWith(const WorkloadFunction& workload, const std::string& nam
     out.process_group = "fake";
   }
   return out;
+}
+
+// Phase peaks in the order a step runs its phases (model/phase.h), a user's own names after them:
+// the map's alphabetical order put "backward" before "forward".
+std::vector<std::pair<std::string, int64_t>> InStepOrder(const std::map<std::string, int64_t>& peaks) {
+  std::vector<std::pair<std::string, int64_t>> ordered(peaks.begin(), peaks.end());
+  const auto rank = [](const std::string& name) {
+    Phase phase;
+    return Parse(name, &phase) ? static_cast<int>(phase) : static_cast<int>(EnumNames<Phase>::kNames.size());
+  };
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
+  return ordered;
+}
+
+// "step" is the loop's code outside the phases it marks (model/phase.h): a user who marked forward,
+// backward and optimizer never named it, and read it as a phase of theirs.
+std::string PhaseLabel(const std::string& phase) {
+  return phase == Name(Phase::kStep) ? phase + " (outside the marked phases)" : phase;
 }
 
 }  // namespace
@@ -249,8 +289,9 @@ std::string Measurement::Oom::Describe() const {
 
 std::string Measurement::Describe() const {
   std::ostringstream out;
-  out << "outcome " << outcome << " on " << backend
-      << (card.empty() ? cap_bytes < 0 ? ", no cap" : ", cap " + DescribeBytes(cap_bytes)
+  out << "outcome " << outcome << " on " << backend;
+  if (backend == "meta" && !kernels.empty()) out << " (" << kernels << " kernels)";  // whose bytes these are
+  out << (card.empty() ? cap_bytes < 0 ? ", no cap" : ", cap " + DescribeBytes(cap_bytes)
                        : ", card " + card + " (cap " + DescribeBytes(cap_bytes) + ")");
   if (!process_group.empty()) out << ", rank " << rank << " of " << world << " (" << process_group << " process group)";
   out << "\n";
@@ -282,7 +323,9 @@ std::string Measurement::Describe() const {
   }
   if (!phase_peak_bytes.empty()) {
     out << "  phase peaks:";
-    for (const auto& [phase, bytes] : phase_peak_bytes) out << " " << phase << " " << FormatBytes(bytes) << ";";
+    for (const auto& [phase, bytes] : InStepOrder(phase_peak_bytes)) {
+      out << " " << PhaseLabel(phase) << " " << FormatBytes(bytes) << ";";
+    }
     out << "\n";
   }
   if (!live_after_iteration_bytes.empty()) {

@@ -142,6 +142,20 @@ TEST_F(CardKernelsTest, BFloat16MeanOnACardReducesIntoTheResult) {
   EXPECT_EQ(MeasureOnCard(KernelTarget::Cpu(), [&] { return x.mean({1}); }).peak, 4 * 2 + 4 * 4 + 4 * 256 * 4);
 }
 
+// Note [softmax backward on a card] (meta_kernels_softmax.cpp): SoftMax.cu's softmax_backward_cuda_out
+// computes tmp = grad * output (like the gradient) before writing grad_input. [2, 4, 16, 16] float:
+// grad_input 8192 bytes, tmp 8192 more at the peak; cpu's kernel makes grad_input alone, and
+// log_softmax's backward has no product on either.
+TEST_F(CardKernelsTest, SoftmaxBackwardOnACardMultipliesFirst) {
+  const at::Tensor y = at::empty({2, 4, 16, 16}, kMeta), grad = at::empty({2, 4, 16, 16}, kMeta);
+  const auto backward = [&] { return at::_softmax_backward_data(grad, y, -1, at::kFloat); };
+  const Bytes card = MeasureOnCard(kT4, backward);
+  EXPECT_EQ(card.left, 8192);
+  EXPECT_EQ(card.peak, 8192 + 8192);
+  EXPECT_EQ(MeasureOnCard(KernelTarget::Cpu(), backward).peak, 8192);
+  EXPECT_EQ(MeasureOnCard(kT4, [&] { return at::_log_softmax_backward_data(grad, y, -1, at::kFloat); }).peak, 8192);
+}
+
 // Embedding.cu's embedding_dense_backward_cuda: beyond 3072 indices it sorts them; the sizes of
 // embedding_backward_cuda_kernel's buffers follow from n, V and dim alone (not modelled: CUB's scratch).
 TEST_F(CardKernelsTest, EmbeddingBackwardOnACardSortsItsIndices) {

@@ -1,6 +1,6 @@
-// What the card-mode tests share (card_attention_test.cpp, card_workspace_test.cpp): meta tensor
-// options, a measurement of one call on the meta ledger, and a fixture with oomguard's Meta kernels
-// registered (Note [Meta as a card]).
+// What the card-mode tests share (card_attention_test.cpp, card_workspace_test.cpp, card_loss_test.cpp,
+// card_pool_test.cpp): meta tensor options, a measurement of one call on the meta ledger (with cpu's or
+// a card's kernels), and a fixture with oomguard's Meta kernels registered (Note [Meta as a card]).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "allocators/install.h"
+#include "backends/meta/kernel_target.h"
 #include "backends/meta/kernels/meta_kernels.h"
 
 namespace oomguard::testing {
@@ -29,6 +30,13 @@ Measured MeasureOnMeta(F&& f) {
   f();
   const LedgerStats stats = ledger.Snapshot();
   return {stats.allocated_bytes_total, ledger.live_bytes() - before, stats.peak_bytes - before};
+}
+
+// MeasureOnMeta with the Meta kernels mirroring `target`'s (a card's, or cpu's).
+template <typename F>
+Measured MeasureWithKernels(const KernelTarget& target, F&& f) {
+  ScopedKernelTarget scope(target);
+  return MeasureOnMeta(f);
 }
 
 class CardModeTest : public ::testing::Test {

@@ -150,7 +150,7 @@ TEST_F(ExplainTest, TeachesThenMeasuresWhereTheScenarioRuns) {
   CliResult r = Cli({"explain", "shapes-only", "--paths", folder_.path()});
   EXPECT_EQ(r.code, kExitOk) << r.err;
   EXPECT_EQ(r.out.rfind("shapes-only: a meta-only scenario\n\nWhy: shapes.\n\nMeasured now (", 0), 0u) << r.out;
-  EXPECT_NE(r.out.find("PASS        shapes-only  [meta, NVIDIA T4 16GB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PASS        shapes-only  [meta, cpu kernels, NVIDIA T4 16GB"), std::string::npos) << r.out;
   // explain shows the caching allocator's model, whose verdict it is. At the 360-byte peak in backward,
   // 9 tensors are live (weight, bias, input, output, loss and a gradient of each), all under 512
   // bytes: 9 blocks of 512 B in one 2 MiB small-pool segment.

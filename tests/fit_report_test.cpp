@@ -126,6 +126,45 @@ TEST(FitProgress, AWorldCardSaysTheSmallestThatFitsAndTheLargestThatDoesNot) {
       "trial, 0.1 s\n");
 }
 
+// A workload's probe (Note [A workload whose memory does not fall], fit/fit_world.h): each trial says
+// which of the three it is, quiet-timed as a search's off a terminal, and a line ends the probe with
+// its trials and time, before the cards' lines count and time their searches alone.
+TEST(FitProgress, AWorkloadsProbeTrialsAreShownAndCountedApartFromTheCards) {
+  std::ostringstream err;
+  FitProgress progress(err, /*terminal=*/false, "parallel.world", /*smallest=*/true);
+  const FitResults r = SampleWorldFit();
+  progress.OnProbeTrial("replicated", "no cap", 1, 3, 1, "fits", 100);     // nothing: under 10 s
+  progress.OnProbeTrial("replicated", "no cap", 2, 3, 2, "fits", 10000);   // a long probe says where it is
+  progress.OnProbeTrial("replicated", "no cap", 3, 3, 64, "fits", 12000);  // 2 s after that line: nothing
+  progress.OnProbeDone("replicated", "no cap", 3, /*does_not_fall=*/true, 1, 12000);
+  progress.OnTrial("replicated", "t4 (cap 14.33 GiB)", 1, 1, "fits", 9999);  // the card's clock: nothing
+  progress.OnProbeDone("sharded", "cap 21.64 GiB", 2, /*does_not_fall=*/false, 1, 300);
+  progress.OnProbeDone("tiny", "no cap", 1, /*does_not_fall=*/false, 1, 50);
+  progress.OnCardDone("sharded", r.variants[1].cards[0], 100);
+  progress.Finish();
+  EXPECT_EQ(err.str(),
+            "fit: replicated, probe (no cap): trial 2 of 3, parallel.world 2 fits; 10.0 s so far\n"
+            "fit: replicated, probe (no cap): memory does not fall with the world, only parallel.world 1 searched; 3 "
+            "trials, 12.0 s\n"
+            "fit: sharded, probe (cap 21.64 GiB): searched as usual; 2 trials, 0.3 s\n"
+            "fit: tiny, probe (no cap): searched as usual; 1 trial, 0.1 s\n"
+            "fit: sharded on t4 (cap 14.33 GiB): parallel.world 1 fits (peak 13.97 GiB), the smallest searched; 1 "
+            "trial, 0.1 s\n");
+}
+
+TEST(FitProgress, AProbeTrialIsDrawnOnATerminal) {
+  std::ostringstream err;
+  FitProgress progress(err, /*terminal=*/true, "parallel.world", /*smallest=*/true);
+  progress.OnProbeTrial("replicated", "no cap", 2, 3, 2, "does not fit", 0);
+  progress.OnProbeDone("replicated", "no cap", 2, /*does_not_fall=*/true, 1, 100);
+  progress.Finish();
+  EXPECT_EQ(err.str(),
+            "\r\033[Kfit: replicated, probe (no cap): trial 2 of 3, parallel.world 2 does not fit"
+            "\r\033[Kfit: replicated, probe (no cap): memory does not fall with the world, only parallel.world 1 "
+            "searched; 2 trials, 0.1 s"
+            "\r\033[K");
+}
+
 TEST(FitResults, TableMatchesGolden) {
   std::ostringstream out;
   WriteFitTable(SampleFit(), out);

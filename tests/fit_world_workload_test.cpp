@@ -102,6 +102,17 @@ TEST(FitWorldWorkload, TheSmallestWorldOfAWorkloadThatShardsByHandAndTheOneThatS
       << r.out;
   EXPECT_NE(r.out.find("\nreplicated: " + note + "\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" sharded (own) "), std::string::npos) << r.out;
+  // The progress line counts the probes apart (fit/fit_world.h): sharded's world 2 holds 4 MiB, less
+  // than world 1's 8: two trials, and its search runs; replicated's three hold 8 MiB each. On meta
+  // the probe has no cap.
+  EXPECT_NE(r.err.find("fit: sharded, probe (no cap): searched as usual; 2 trials, "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fit: replicated, probe (no cap): memory does not fall with the world, only parallel.world 1 "
+                       "searched; 3 trials, "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("fit: sharded on cap 3.00 MiB: parallel.world 4 fits (peak 2.00 MiB), 2 does not; 3 trials, "),
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.out.find("   4 (2.00 MiB)   "), std::string::npos) << r.out;
 }
 

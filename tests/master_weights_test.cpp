@@ -100,6 +100,20 @@ TEST(MasterWeights, EachRankHoldsTheZeroPapersMixedPrecisionFigures) {
   EXPECT_EQ(2 * n + 14 * n / 8, 62160);
 }
 
+// The reports say a rank's optimizer stepped float32 masters (ParallelMeasurement::master_weights), and
+// say nothing of FSDP2's policy, which a bf16 model does not take.
+TEST(MasterWeights, TheRanksFactsSayTheOptimizerStepsMasters) {
+  for (const std::string strategy : {"ddp", "zero1", "zero2", "fsdp"}) {
+    for (const bool master : {false, true}) {
+      const VariantMeasurement m = testing::MeasurePassing(BfloatMlp(strategy, 2, 1, false, master), Backend::kMeta);
+      ASSERT_TRUE(m.parallel.has_value()) << strategy;
+      EXPECT_EQ(m.parallel->master_weights, master) << strategy;
+      EXPECT_EQ(m.parallel->param_dtype, "") << strategy;
+      EXPECT_EQ(m.parallel->reduce_dtype, "") << strategy;
+    }
+  }
+}
+
 // The same with the padding each strategy adds (N = 16771, the 3-row layer's chunks), on the first
 // and the last rank, with master weights (12 bytes of state an element stepped) and without (4).
 TEST(MasterWeights, PaddingFollowsEachStrategysRuleWithAndWithoutMasterWeights) {

@@ -79,6 +79,29 @@ TEST(MeasurementJson, KernelsRoundTripAndOlderResultsReadCpu) {
   EXPECT_EQ(back.kernels, "cpu");
 }
 
+// The precision a rank ran at (ParallelMeasurement::param_dtype, reduce_dtype, master_weights): written
+// where set, absent where the rank ran at its model's dtype; results written before the fields read none.
+TEST(MeasurementJson, ARanksPrecisionRoundTripsAndOlderResultsReadNone) {
+  VariantMeasurement m = testing::SampleMeasurement("mixed", 1);
+  m.parallel = ParallelMeasurement{8, 7, "fsdp", 1024, {2048}, false, "bfloat16", "float32", false};
+  nlohmann::json j = MeasurementToJson(m);
+  EXPECT_EQ(j.at("parallel"), nlohmann::json::parse(R"({"world": 8, "rank": 7, "strategy": "fsdp",
+    "communication_bytes": 1024, "bucket_bytes": [2048], "param_dtype": "bfloat16", "reduce_dtype": "float32"})"));
+  VariantMeasurement back;
+  std::string error;
+  ASSERT_TRUE(MeasurementFromJson(j, &back, &error)) << error;
+  EXPECT_EQ(back.parallel, m.parallel);
+  m.parallel = ParallelMeasurement{2, 0, "zero2", 0, {}, false, "", "", true};
+  j = MeasurementToJson(m);
+  EXPECT_EQ(j.at("parallel"), nlohmann::json::parse(R"({"world": 2, "rank": 0, "strategy": "zero2",
+    "communication_bytes": 0, "bucket_bytes": [], "master_weights": true})"));
+  ASSERT_TRUE(MeasurementFromJson(j, &back, &error)) << error;
+  EXPECT_EQ(back.parallel, m.parallel);
+  j["parallel"].erase("master_weights");  // as a file written before the fields were
+  ASSERT_TRUE(MeasurementFromJson(j, &back, &error)) << error;
+  EXPECT_EQ(back.parallel, (ParallelMeasurement{2, 0, "zero2", 0, {}, false, "", "", false}));
+}
+
 TEST(MeasurementJson, SnapshotPathAndErrorRoundTrip) {
   VariantMeasurement m = testing::SampleMeasurement("pitfall", 1);
   m.snapshot = "snaps/s.pitfall.cpu.pickle";

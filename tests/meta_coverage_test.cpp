@@ -112,7 +112,7 @@ TEST(MetaCoverage, MseLossAndSgdMomentumMatchToo) {
 
 // A bf16 or fp16 MLP with each loss, with and without master weights: the same bytes on cpu and meta.
 // mse's mean reduces through float32 on cpu (Note [mse_loss's reduction on cpu],
-// backends/meta/kernels/meta_kernels.cpp): at batch 8 x 64 outputs, 4 + 4 x 512 = 2052 bytes above meta's
+// backends/meta/kernels/meta_kernels_loss.cpp): at batch 8 x 64 outputs, 4 + 4 x 512 = 2052 bytes above meta's
 // forward peak until meta mirrored it.
 TEST(MetaCoverage, HalfPrecisionLossesMatchWithAndWithoutMasterWeights) {
   at::set_num_threads(1);

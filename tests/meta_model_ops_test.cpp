@@ -188,7 +188,7 @@ TEST(MetaModelOps, Bf16MeanComputesInFloat32AsOnCpu) {
   ExpectSameAllocations(m);
 }
 
-// Note [mse_loss's reduction on cpu] (backends/meta/kernels/meta_kernels.cpp): a bf16 or fp16 mse_loss with
+// Note [mse_loss's reduction on cpu] (backends/meta/kernels/meta_kernels_loss.cpp): a bf16 or fp16 mse_loss with
 // reduction mean reduces on cpu through a 0-dim float32 result and a float32 copy of the unreduced loss; sum
 // and float32 do not. The forward's peak, to the byte: x and the target (256 bytes each in bf16 or fp16), the
 // result's full-size storage and the unreduced loss (256 each), then for a mean the float32 result (4) and

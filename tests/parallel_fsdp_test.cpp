@@ -6,6 +6,9 @@
 // communication_bytes; meta-device init holds only the shards at setup.
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <tuple>
+
 #include "tests/parallel_mlp.h"
 #include "tests/same_bytes.h"
 #include "workload/workload.h"
@@ -183,7 +186,34 @@ TEST(ParallelFsdp, MixedPrecisionGathersBf16AndReduceScattersFloat32) {
       EXPECT_EQ(*meta.optimizer_state_bytes, 8 * e.fsdp_mine);
       EXPECT_EQ(meta.parallel->bucket_bytes,  // the 3-row layer padded to 4 rows at world 2 and 4
                 (std::vector<int64_t>{2 * (128 * 64 + 128), 2 * (64 * 128 + 64), 2 * (4 * 64 + 4)}));
+      EXPECT_EQ(meta.parallel->param_dtype, "bfloat16");  // what the reports say it ran at
+      EXPECT_EQ(meta.parallel->reduce_dtype, "float32");
+      EXPECT_FALSE(meta.parallel->master_weights);
     }
+  }
+}
+
+// What the reports say a rank ran at (ParallelMeasurement::param_dtype, reduce_dtype) is the policy as
+// FSDP2 clamps it (Note [FSDP2 mixed precision]): none without one, or with param_dtype the model's
+// float32; a reduce_dtype equal to param_dtype, or none, reduces in param_dtype.
+TEST(ParallelFsdp, FactsNameThePrecisionAsFsdp2ClampsIt) {
+  using D = std::optional<DType>;
+  const D none, f32 = DType::kFloat32, bf16 = DType::kBFloat16;
+  const std::vector<std::tuple<D, D, std::string, std::string>> cases = {{none, none, "", ""},
+                                                                         {f32, f32, "", ""},
+                                                                         {f32, none, "", ""},
+                                                                         {bf16, none, "bfloat16", "bfloat16"},
+                                                                         {bf16, bf16, "bfloat16", "bfloat16"},
+                                                                         {bf16, f32, "bfloat16", "float32"},
+                                                                         {none, bf16, "float32", "bfloat16"}};
+  for (const auto& [param, reduce, gathered, reduced] : cases) {
+    VariantSpec v = Mlp("fsdp", 2, 0);
+    v.parallel.param_dtype = param;
+    v.parallel.reduce_dtype = reduce;
+    const VariantMeasurement m = Measure(v, Backend::kMeta);
+    ASSERT_TRUE(m.parallel.has_value());
+    EXPECT_EQ(m.parallel->param_dtype, gathered) << gathered << "/" << reduced;
+    EXPECT_EQ(m.parallel->reduce_dtype, reduced) << gathered << "/" << reduced;
   }
 }
 

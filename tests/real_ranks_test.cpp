@@ -124,7 +124,7 @@ TEST(RealRanks, EveryParallelCatalogVariantOnGlooEqualsMetasFakeGroupPerRankToTh
 // equals meta's simulated rank to the byte, and both hold the ZeRO paper's figures for N = 16576 bf16
 // parameters (no padding at world 2): ddp 2 + 2 + 12 bytes a parameter, zero1 2 + 2 + 6, zero2
 // 2 + 1 + 6, fsdp 1 + 1 + 6. The loss is mse: its bf16 mean reduces through float32 on cpu, and meta
-// mirrors it (Note [mse_loss's reduction on cpu], backends/meta/kernels/meta_kernels.cpp).
+// mirrors it (Note [mse_loss's reduction on cpu], backends/meta/kernels/meta_kernels_loss.cpp).
 TEST(RealRanks, MasterWeightsOnGlooEqualMetasFakeGroupPerRankAndTheZeroPapersFigures) {
   testing::ScratchFolder folder("real-ranks-master");
   json scenario =
@@ -165,6 +165,56 @@ TEST(RealRanks, MasterWeightsOnGlooEqualMetasFakeGroupPerRankAndTheZeroPapersFig
       EXPECT_EQ(r.grad_bytes, f.grads) << f.strategy;
       EXPECT_EQ(r.optimizer_state_bytes, f.state) << f.strategy;
     }
+  }
+}
+
+// Autocast under FSDP2's MixedPrecisionPolicy (Note [Autocast under FSDP2's policy],
+// workload/parallel/fully_sharded.h) at world 2: each real rank equals meta's simulated rank to the byte,
+// with autocast and without. The gathered parameters and the cast input are bf16 already, so autocast
+// casts nothing for the linears; mse_loss, on AutocastCPU's fp32 list, gets the bf16 output [8, 64] and
+// its bf16 zeros cast to float32, and saves those. The loss keeps its unreduced input-sized storage
+// (Note [mse_loss's reduction on cpu], backends/meta/kernels/meta_kernels.cpp). So the forward keeps, an
+// element, 4 + 4 + 4 bytes (the output's and the zeros' casts, the loss) where it kept 2 + 2 (the bf16
+// zeros, the loss; the bf16 output is the loop's either way): 8 x 8 x 64 = 4096 bytes more. The reports
+// name the precision (ParallelMeasurement).
+TEST(RealRanks, AutocastUnderFsdpsMixedPrecisionOnGlooEqualsMetasFakeGroupPerRank) {
+  testing::ScratchFolder folder("real-ranks-autocast");
+  json scenario = json::parse(R"({"name": "mixed", "summary": "autocast under fsdp's policy at world 2",
+    "backends": ["cpu", "meta"],
+    "model": {"layers": [{"kind": "linear", "in": 64, "out": 128}, {"kind": "relu"},
+                         {"kind": "linear", "in": 128, "out": 64}]},
+    "data": {"batch": 8, "shape": [64]},
+    "loop": {"iterations": 2, "loss": "mse", "optimizer": {"kind": "adam"}},
+    "parallel": {"world": 2, "strategy": "fsdp", "param_dtype": "bfloat16", "reduce_dtype": "float32"},
+    "variants": {}})");
+  for (const int rank : {0, 1}) {
+    scenario["variants"]["plain_r" + std::to_string(rank)] = {{"parallel", {{"rank", rank}}}};
+    scenario["variants"]["autocast_r" + std::to_string(rank)] = {{"parallel", {{"rank", rank}}},
+                                                                 {"loop", {{"autocast", "bfloat16"}}}};
+  }
+  const std::string file = folder.Write("mixed.json", scenario.dump(2));
+  const RunResults cpu = RunOn(file, "cpu", "*/*_r0");
+  const RunResults meta = RunOn(file, "meta", "*");
+  for (const std::string name : {"plain", "autocast"}) {
+    const VariantResult& real = VariantNamed(OnlyScenario(cpu), name + "_r0");
+    ASSERT_TRUE(real.measurement.has_value()) << real.diagnostics;
+    ASSERT_EQ(real.measurement->ranks.size(), 2u) << name;
+    for (int64_t rank = 0; rank < 2; ++rank) {
+      const VariantResult& simulated = VariantNamed(OnlyScenario(meta), name + "_r" + std::to_string(rank));
+      ASSERT_TRUE(simulated.measurement.has_value()) << simulated.diagnostics;
+      ExpectRankEqualsMeta(real.measurement->ranks[rank], *simulated.measurement,
+                           name + " rank " + std::to_string(rank));
+    }
+    ASSERT_TRUE(real.measurement->parallel.has_value());
+    EXPECT_EQ(real.measurement->parallel->param_dtype, "bfloat16");
+    EXPECT_EQ(real.measurement->parallel->reduce_dtype, "float32");
+  }
+  for (const RunResults* run : {&cpu, &meta}) {
+    const VariantMeasurement& plain = *VariantNamed(OnlyScenario(*run), "plain_r0").measurement;
+    const VariantMeasurement& autocast = *VariantNamed(OnlyScenario(*run), "autocast_r0").measurement;
+    EXPECT_EQ(*autocast.forward_saved_bytes - *plain.forward_saved_bytes, 8 * 8 * 64) << plain.backend;
+    EXPECT_EQ(autocast.param_bytes, plain.param_bytes);  // the float32 shards, as without
+    EXPECT_EQ(autocast.optimizer_state_bytes, plain.optimizer_state_bytes);
   }
 }
 

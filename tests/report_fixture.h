@@ -3,7 +3,8 @@
 // whose name needs escaping in every format (`bad&name<"x">`) with a regression and a failed check,
 // an unresolved file and an unsupported scenario. Diagnoses: the pitfall variant has one with a measured
 // fix and one without an event; the regressed variant has advice whose words need escaping and whose
-// measured fix ran out of memory.
+// measured fix ran out of memory. The fixed variant is rank 0 of 2 under fsdp with bf16 gathers and
+// float32 reduce-scatters; the new one rank 3 of 4 under zero2 with float32 master weights.
 #pragma once
 
 #include "model/run_results.h"
@@ -94,6 +95,10 @@ inline RunResults SampleReport() {
   // 40 MiB of segments.
   pitfall.measurement->cuda_model = CudaModelMeasurement{28 * 1048576, 40 * 1048576, 27 * 1048576, 3, 1, 0, true};
   fixed.measurement->diagnosed = true;  // watched, nothing found
+  // One rank of an fsdp run under FSDP2's MixedPrecisionPolicy (Note [FSDP2 mixed precision]): every
+  // format names the rank, the strategy and the precision.
+  fixed.measurement->parallel =
+      ParallelMeasurement{2, 0, "fsdp", 3 * 1048576, {2 * 1048576, 1048576}, false, "bfloat16", "float32", false};
   pass.variants = {pitfall, fixed};
   pass.checks = {{"pitfall.phase_peak.eval >= 3 * fixed.phase_peak.eval", true, true, false,
                   "pitfall.phase_peak.eval >= 3 * fixed.phase_peak.eval: 27.00 MiB >= 3 * 9.00 MiB (27.00 MiB)"}};
@@ -135,6 +140,8 @@ inline RunResults SampleReport() {
   fresh.code = ResultCode::kPass;
   fresh.measurement = SampleMeasurement("new_variant", 1);
   fresh.baseline = {BaselineVerdict::kNew, {}, "scenarios/baselines/bad&name.json"};
+  // The last rank of a zero2 run whose optimizer steps float32 masters (Note [Master weights]).
+  fresh.measurement->parallel = ParallelMeasurement{4, 3, "zero2", 0, {}, false, "", "", true};
   fail.variants = {regressed, fresh};
   fail.checks = {{"a.peak > 2 * new_variant.peak", true, false, false,
                   "a.peak > 2 * new_variant.peak: 18.00 MiB > 2 * 9.00 MiB (18.00 MiB)"}};

@@ -310,7 +310,7 @@ TEST(TorchScript, CrossEntropyReadsTheClassAxisAsPyTorchDoesAndChecksDataClasses
   segmenter.loop.loss = "cross_entropy";
   VariantMeasurement m = Measured(segmenter, Backend::kCpu);
   EXPECT_EQ(Name(m.outcome), "pass") << m.error;
-  // On meta, the same bytes: oomguard's nll_loss2d kernels (meta_kernels.cpp) mirror cpu's.
+  // On meta, the same bytes: oomguard's nll_loss2d kernels (meta_kernels_loss.cpp) mirror cpu's.
   ExpectSameBytes(m, Measured(segmenter, Backend::kMeta));
   segmenter.data.classes = 8;  // the last dim's size: what was read before
   m = Measured(segmenter, Backend::kCpu);

@@ -31,7 +31,20 @@ cpu and meta alike (fsdp_storage.h, ChunkCatCasting). At world 4 PyTorch is +523
 temporary, less 520); at world 2 +293344 (the temporary lands 293344 bytes above oomguard's own peak,
 which is elsewhere). The test checks each such difference is at least 0 and at most CAT_TEMPORARY,
 the largest unit's bf16 gradients, and prints it.
+
+Autocast under that policy (variants ac_*: `"loop": {"autocast": "bfloat16", "loss": "mse"}` beside
+mpmse_*, the same without autocast) against the same fully_shard under torch.autocast("cpu", bfloat16)
+around the forward and the loss. The gathered parameters and FSDP2's cast input are bf16 already, so
+autocast casts nothing for the linears; mse_loss is on AutocastCPU's fp32 list, so it casts the bf16
+output and its zeros to float32 and reduces there. Checked as mp_* above (exact shards, gradients and
+state; forward and optimizer within 2%; backward and the peak over by at most cpu cat's temporary), and
+exactly: what autocast adds, ac_* less mpmse_*, in every phase's peak and the peak, equals PyTorch's to
+the byte (what FSDP2 adds in Python, and the cat's temporary, is in both and cancels): +642 bytes on
+backward's peak and the peak, +0 on forward's and the optimizer's, at world 2 and 4 alike. The C++
+side, every real rank against meta's, is RealRanks.AutocastUnderFsdpsMixedPrecision... (Note [Autocast
+under FSDP2's policy], workload/parallel/fully_sharded.h).
 """
+import contextlib
 import json
 import os
 import subprocess
@@ -41,6 +54,7 @@ import tempfile
 os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")  # what oomguard sets (Note [One oneDNN ISA on every machine])
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
@@ -57,6 +71,7 @@ BATCH, FEATURES, ITERATIONS = 32, 256, 2
 WORLDS = (2, 4)
 TOLERANCE = 0.02
 MIXED = {"param_dtype": "bfloat16", "reduce_dtype": "float32"}  # Note [FSDP2 mixed precision]
+MSE = {"loss": "mse"}  # the C++ loop's mse: mse_loss(output, zeros_like(output)), on AutocastCPU's fp32 list
 CAT_TEMPORARY = 2 * 512 * (512 + 1)  # the cpu cat's bf16 temporary, at most the largest unit's gradients
 
 
@@ -72,6 +87,9 @@ def scenario():
                                         "pitfalls": {"checkpoint": {"segments": len(LAYERS)}}}
                      for w in WORLDS for r in range(w)})
     variants.update({f"mp_w{w}r{r}": {"parallel": {"world": w, "rank": r, **MIXED}} for w in WORLDS for r in range(w)})
+    for prefix, loop in (("mpmse", MSE), ("ac", {**MSE, "autocast": "bfloat16"})):
+        variants.update({f"{prefix}_w{w}r{r}": {"parallel": {"world": w, "rank": r, **MIXED}, "loop": loop}
+                         for w in WORLDS for r in range(w)})
     return {"name": "fsdp-mlp", "summary": "an MLP under FSDP2, one rank", "backends": ["cpu"], "cap": "1GiB",
             "model": {"layers": LAYERS}, "data": {"batch": BATCH, "shape": [FEATURES]},
             "loop": {"iterations": ITERATIONS, "loss": "mean", "optimizer": {"kind": "adam", "lr": 0.001}},
@@ -139,17 +157,23 @@ def model(checkpointed, mixed=False):
     return net
 
 
-def step(net, m):
-    """One micro-batch: the batch, output and loss die on return, before the step, as in the C++ loop."""
+def step(net, m, mse=False, autocast=False):
+    """One micro-batch: the batch, output and loss die on return, before the step, as in the C++ loop
+    (whose output lives through backward: mse's is kept here as well). Autocast wraps the forward and the
+    loss, as loop.autocast does."""
     with m.phase("transfer"):
         x = torch.randn(BATCH, FEATURES)
-    with m.phase("forward"):
-        loss = net(x).mean()
+    with m.phase("forward"), (m.autocast(torch.bfloat16) if autocast else contextlib.nullcontext()):
+        if mse:
+            out = net(x)
+            loss = F.mse_loss(out, torch.zeros_like(out))
+        else:
+            loss = net(x).mean()
     with m.phase("backward"):
         loss.backward()
 
 
-def measured(world, rank, checkpointed=False, make=None, mixed=False):
+def measured(world, rank, checkpointed=False, make=None, mixed=False, mse=False, autocast=False):
     with oomguard.measure(backend="cpu", cap="1GiB", world=world, rank=rank) as m:
         net = make() if make else model(checkpointed, mixed)
         opt = torch.optim.Adam(net.parameters(), lr=1e-3)
@@ -157,7 +181,7 @@ def measured(world, rank, checkpointed=False, make=None, mixed=False):
         for _ in m.iterations(ITERATIONS):
             with m.phase("zero_grad"):
                 opt.zero_grad()
-            step(net, m)
+            step(net, m, mse, autocast)
             with m.phase("optimizer"):
                 opt.step()
     del opt, net
@@ -169,12 +193,13 @@ def main():
     cpp = catalog(sys.argv[1])
     measured(2, 0)  # the process's first FSDP step makes FSDP's one-time state (python/tests/test_ranks.py)
     worst = 0.0
-    runs = [(w, r, c, False) for c in (False, True) for w in WORLDS for r in range(w)]
-    runs += [(w, r, False, True) for w in WORLDS for r in range(w)]
-    for world, rank, checkpointed, mixed in runs:
-        name = f"{'ckpt_' if checkpointed else 'mp_' if mixed else ''}w{world}r{rank}"
+    runs = [(w, r, kind) for kind in ("", "ckpt", "mp", "mpmse", "ac") for w in WORLDS for r in range(w)]
+    peaks = {}  # {name: {what: (python, oomguard)}}, for what autocast adds
+    for world, rank, kind in runs:
+        name = f"{kind + '_' if kind else ''}w{world}r{rank}"
+        checkpointed, mixed = kind == "ckpt", kind in ("mp", "mpmse", "ac")
         c = cpp[name]
-        r = measured(world, rank, checkpointed, mixed=mixed)
+        r = measured(world, rank, checkpointed, mixed=mixed, mse=kind in ("mpmse", "ac"), autocast=kind == "ac")
         check(f"{name}: outcome", r.outcome, "pass")
         # Python counts a DTensor's local tensor, the rank's rows; oomguard its padded shard's storage.
         padding = padding_bytes(world, rank)
@@ -191,6 +216,13 @@ def main():
             print(f"{name} backward: checkpoint(fully_shard(layer)) {inside}, fully_shard(checkpoint_wrapper(layer)) "
                   f"{wrapped}, difference {inside - wrapped:+d}")
             check(f"{name}: checkpoint(fully_shard(layer))'s backward peak", inside, wrapped)
+        peaks[name] = {what: (python, ours) for what, python, ours in rows}
+        if kind == "ac":  # what autocast adds under FSDP2's policy: PyTorch's to the byte (docstring)
+            for what, (python, ours) in peaks[name].items():
+                plain_python, plain_ours = peaks[f"mpmse_w{world}r{rank}"][what]
+                print(f"{name} {what}: autocast adds {python - plain_python:+d} in PyTorch FSDP2, "
+                      f"{ours - plain_ours:+d} in oomguard")
+                check(f"{name}: what autocast adds to {what}", ours - plain_ours, python - plain_python)
         for what, python, ours in rows:
             if mixed and what in ("peak", "backward"):  # the itemised temporary (docstring)
                 print(f"{name} {what}: PyTorch FSDP2 {python}, oomguard {ours}, difference {python - ours:+d} "

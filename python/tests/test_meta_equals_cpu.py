@@ -14,6 +14,8 @@ python/oomguard/meta_kernels.py).
    parser wraps numbers in, the step's divisor among them: Note [Python's wrapped numbers].)
 4. The GPT-2 example (examples/python/gpt2_validation.py, the fix): the same, the 8-byte numbers of
    GPT-2's tanh GELU (0.5 * x, ...), which the backward's MulBackward0 nodes save, host memory on both.
+5. Where they must differ: a model made in float32 on the host and cast to bf16 in setup holds both on
+   cpu (one memory) and the copy only on meta, and cpu says so.
 """
 import os
 import sys
@@ -113,6 +115,38 @@ def main():
         del opt
         print(f"{name}: cpu {cpu.describe()}\nmeta {meta.describe()}")
         compare_loop(check, name, cpu, meta)
+
+    # 5. Note [The cpu backend's host is its device] (run/in_process_measure.cpp): a model made in float32
+    #    and cast by .to(device, bfloat16) in setup. cpu: the float32 weight and bias (1024 x 1024 x 4 +
+    #    1024 x 4 = 4,198,400) live while the weight's bf16 copy (2,097,152) is made: 6,295,552. meta: the
+    #    float32 model is host memory; the bf16 copies are all the device holds: 2,097,152 + 2,048.
+    def cast_model(m):
+        model = torch.nn.Linear(1024, 1024).to(m.device, torch.bfloat16)
+        for _ in m.iterations(1):
+            with m.phase("forward"):
+                model(torch.ones(1, 1024, device=m.device, dtype=torch.bfloat16))
+        return model
+
+    host_note = "the peak is in setup, where the cpu backend's host and device are one memory"
+    cpu, kept = measured(cast_model, "cpu")
+    del kept
+    meta, kept = measured(cast_model, "meta")
+    del kept
+    check("a float32 model cast in setup: cpu's setup peak holds both",
+          (cpu.phase_peak_bytes["setup"], cpu.peak_phase), (4_198_400 + 2_097_152, "setup"))
+    check("... and cpu says so", [w[:len(host_note)] for w in cpu.warnings if w.startswith(host_note)], [host_note])
+    check("... meta's holds the bf16 copies only", meta.phase_peak_bytes["setup"], 2_097_152 + 2_048)
+    check("... and says nothing", [w for w in meta.warnings if w.startswith("the peak is in setup")], [])
+    m = oomguard.measure(cap="5MiB", verdict="allocated", backend="cpu")  # 6,295,552 > 5 MiB
+    try:
+        with m:
+            cast_model(m)
+    except torch.OutOfMemoryError:
+        pass
+    oom_note = "the out of memory is in setup, where the cpu backend's host and device are one memory"
+    check("... past a 5 MiB cap cpu's OOM in setup says so too",
+          (m.result.oom.phase if m.result.oom else None, [w[:len(oom_note)] for w in m.result.warnings if w.startswith(oom_note)]),
+          ("setup", [oom_note]))
 
     import gpt2_validation
 

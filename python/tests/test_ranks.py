@@ -26,13 +26,14 @@ PARAMETERS = LAYERS * (WEIGHT + BIAS)
 
 
 def sharded_step(m):
-    """Four Linears, each an FSDP2 unit under a root unit, Adam, two iterations."""
+    """Four Linears, each an FSDP2 unit under a root unit, Adam, two iterations, on the measured device."""
     torch.manual_seed(0)
-    model = nn.Sequential(*[nn.Linear(WIDTH, WIDTH) for _ in range(LAYERS)])
+    with torch.device(m.device):
+        model = nn.Sequential(*[nn.Linear(WIDTH, WIDTH) for _ in range(LAYERS)])
     for layer in model:
         fully_shard(layer)
     fully_shard(model)
-    train_sum(m, model, torch.optim.Adam(model.parameters()), torch.randn(BATCH, WIDTH))
+    train_sum(m, model, torch.optim.Adam(model.parameters()), torch.randn(BATCH, WIDTH, device=m.device))
 
 
 def numbers(result):
@@ -41,8 +42,8 @@ def numbers(result):
             "live_after": list(result.live_after_iteration), "breakdown": result.breakdown}
 
 
-def measured_rank(world, rank):
-    with oomguard.measure(card="t4", world=world, rank=rank) as m:
+def measured_rank(world, rank, backend="cpu"):
+    with oomguard.measure(card="t4", world=world, rank=rank, backend=backend) as m:
         sharded_step(m)
     assert not dist.is_initialized(), "the fake group the measurement made ends with it"
     return m.result
@@ -126,24 +127,25 @@ def _rank_in_a_process_of_its_own(group, world, rank, store_path, out_path):
             dist.destroy_process_group()
         result = m.result
     else:
-        result = measured_rank(world, rank)
+        result = measured_rank(world, rank, backend="meta" if group == "fake-meta" else "cpu")
     with open(out_path, "w") as out:
         json.dump(numbers(result), out)
 
 
-def ranks_in_processes(group, world, scratch):
+def ranks_in_processes(group, world, scratch, measured=None):
     # New processes, not forks: a process that has run autograd cannot be forked into one that runs it.
+    measured = range(world) if measured is None else measured
     ranks = [subprocess.Popen([sys.executable, __file__, group, str(world), str(rank),
                                os.path.join(scratch, f"{group}-store"), os.path.join(scratch, f"{group}{rank}.json")])
-             for rank in range(world)]
+             for rank in measured]
     try:
         codes = [r.wait(timeout=120) for r in ranks]
     finally:
         for r in ranks:
             r.kill()
-    assert codes == [0] * world, f"{group} ranks exited with {codes}"
+    assert codes == [0] * len(ranks), f"{group} ranks exited with {codes}"
     numbers_of = []
-    for rank in range(world):
+    for rank in measured:
         with open(os.path.join(scratch, f"{group}{rank}.json")) as f:
             numbers_of.append(json.load(f))
     return numbers_of
@@ -167,6 +169,29 @@ def test_real_gloo_ranks_hold_what_the_fake_group_says():
         # that thread lets go, later or sooner as the timing falls (Note [One rank in one process]).
         for phase, peak in simulated["phase_peaks"].items():
             assert real["phase_peaks"][phase] >= peak, phase
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_fully_shard_on_meta_books_what_it_books_on_cpu(world):
+    # Note [FSDP2 on meta] (oomguard/fsdp_on_meta.py): PyTorch's own fully_shard runs on meta, its
+    # gathered parameters freed and re-made through the meta allocator, DTensor's fake tensors uncounted.
+    # Each in a fresh process (a process's first FSDP step makes one-time state). The rank's shards,
+    # gradients and Adam moments are cpu's; every peak and the live bytes are cpu's less the default
+    # device mesh's rank tensor that each fully_shard(layer) makes and keeps, `torch.arange(world,
+    # dtype=torch.int)` under torch.device("cpu") (torch/distributed/device_mesh.py, init_device_mesh):
+    # 4 x world bytes, on the host on a GPU too, which only the cpu backend books. At the setup peak
+    # (the first unit sharded) one of them is live; from the loop on, one per unit.
+    with tempfile.TemporaryDirectory() as scratch:
+        (cpu,) = ranks_in_processes("fake", world, scratch, measured=[0])
+        (meta,) = ranks_in_processes("fake-meta", world, scratch, measured=[0])
+    assert (cpu["outcome"], meta["outcome"]) == ("pass", "pass")
+    assert meta["breakdown"] == cpu["breakdown"]
+    assert meta["breakdown"]["parameters"] == PARAMETERS // world
+    mesh_tensor = 4 * world
+    want = {phase: peak - (mesh_tensor if phase == "setup" else LAYERS * mesh_tensor)
+            for phase, peak in cpu["phase_peaks"].items()}
+    assert meta["phase_peaks"] == want
+    assert meta["live_after"] == [live - LAYERS * mesh_tensor for live in cpu["live_after"]]
 
 
 if __name__ == "__main__":

@@ -90,6 +90,9 @@ std::string ReasonsCell(const VariantResult& v) {
   for (const std::string& reason : v.reasons) items += "<li>" + HtmlEscape(reason) + "</li>";
   std::string out = items.empty() ? "" : "<ul>" + items + "</ul>";
   if (!v.diagnostics.empty()) out += "<pre>" + HtmlEscape(v.diagnostics) + "</pre>";
+  if (v.measurement && v.measurement->parallel) {  // which rank, its strategy and precision
+    out += "<p class=\"parallel\">" + HtmlEscape(ParallelText(*v.measurement->parallel)) + "</p>";
+  }
   if (v.measurement && !v.measurement->ranks.empty()) {  // real ranks (cpu): each one's peak
     out += "<p class=\"ranks\">real ranks: " + HtmlEscape(RankPeaksText(*v.measurement)) + "</p>";
   }

@@ -213,7 +213,10 @@ class VariantRun final : public MeasuredRun {
     // No optimizer, no scaler and no clipping: no optimizer phase, as before these knobs existed.
     if (spec_.loop.backward && (optimizer_ || scaler_ || spec_.loop.clip_grad_norm > 0)) Step(first);
     if (first && !m_.optimizer_state_bytes) m_.optimizer_state_bytes = 0;  // no step, no state
-    if (first && parallel_) m_.parallel = parallel_->Facts();
+    if (first && parallel_) {
+      m_.parallel = parallel_->Facts();
+      m_.parallel->master_weights = spec_.loop.optimizer.master_weights;
+    }
     if (spec_.loop.eval.batches > 0) Evaluate();
   }
 

@@ -131,6 +131,13 @@ void FullySharded::Attribute(LiveBreakdown* b) const {
 ParallelMeasurement FullySharded::Facts() const {
   const State& s = *state_;
   ParallelMeasurement m = FactsOf(s.spec);
+  // The policy as clamped (Note [FSDP2 mixed precision]): gradients come in the gathered dtype, and are
+  // reduced in it unless reduce_dtype says otherwise.
+  const at::ScalarType gathered = s.param_dtype.value_or(s.orig_dtype), reduced = s.reduce_dtype.value_or(gathered);
+  if (gathered != s.orig_dtype || reduced != s.orig_dtype) {
+    m.param_dtype = DTypeName(gathered);
+    m.reduce_dtype = DTypeName(reduced);
+  }
   for (const Unit& unit : s.units) {
     if (!unit.params.empty()) {
       m.bucket_bytes.push_back(s.W() * unit.shard * c10::elementSize(s.param_dtype.value_or(s.orig_dtype)));

@@ -86,6 +86,22 @@
 // Accounting is as without: flat copies, all-gather outputs, unsharded parameters and reduce-scatter
 // inputs are communication_bytes; Facts' bucket_bytes are the param_dtype all-gather outputs.
 //
+// Note [Autocast under FSDP2's policy]
+// loop.autocast "bfloat16" with param_dtype is torch.autocast around a fully_shard-ed model's forward and
+// loss, which PyTorch allows and does not adjust (_fully_shard/ never reads autocast's state; the
+// policy's docstring sets the two side by side: module-level against op-level). It is not meaningless:
+// the policy decides what the parameters are gathered in, autocast what each op computes in. The loop's
+// scope encloses the units' pre-forward hooks, as `with torch.autocast(...): model(x)` does; the hooks'
+// copies, narrows and casts are on none of autocast's lists. The gathered parameters and the cast input
+// are bf16 already, so autocast's lower-precision ops (linear, matmul, conv) cast nothing, and its
+// weight-cast cache, which keeps only float32 leaves' casts, stays empty; what autocast changes is its
+// fp32 list: such an op (mse_loss and cross entropy on cpu; layer_norm and softmax too with a card's
+// kernels) gets float32 copies of its bf16 arguments and saves those. RealRanks.AutocastUnderFsdps...
+// (tests/real_ranks_test.cpp) counts mse's, and python/tests/test_fsdp_scenario.py checks what autocast
+// adds against PyTorch's own fully_shard under torch.autocast, to the byte. Backward and the
+// reduce-scatter run outside the scope, as without autocast. float16 autocast stays refused, as with
+// every sharded strategy (its GradScaler is not simulated: scenario/variant_rules.h).
+//
 // Note [Checkpointing an FSDP2 unit]
 // The recipe is fully_shard(checkpoint_wrapper(block)) for each block (or checkpoint(block, x,
 // use_reentrant=False) around a fully_shard-ed block: the same bytes). The loop calls the rank's hooks

@@ -4,7 +4,6 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
-#include <ATen/core/Reduction.h>
 #include <ATen/native/ReduceOpsUtils.h>
 #include <torch/library.h>
 
@@ -134,88 +133,6 @@ at::Tensor EmbeddingDenseBackwardMeta(const at::Tensor& grad, const at::Tensor& 
   // cpu allocates grad_weight first and the contiguous copy after; the copy dies with the call.
   if (scale_grad_by_freq) (void)at::empty({num_weights.expect_int()}, indices.options());  // the counts
   return grad_weight;
-}
-
-// Note [mse_loss's reduction on cpu]
-// cpu (structured mse_loss): the meta function sizes the result like the elementwise loss, the
-// kernel (Loss.cpp, TORCH_IMPL_FUNC(mse_loss_out)) computes that loss in a second full-size tensor,
-// and at::mean_out/at::sum_out then resize the result to 0-dim, keeping its full-size storage: the
-// loss a scenario holds is input-sized in bytes. sum_out reduces in the loss's dtype (the float
-// accumulation is in registers). mean_out's cpu branch (ReduceOps.cpp, TORCH_IMPL_FUNC(mean_out),
-// "cast_fp32 -> sum -> div -> cast_bf16_or_fp16") computes a bf16 or fp16 mean in float32: a 0-dim
-// float32 result_temp (result.to(sum_out_dtype)), then at::sum_out(result_temp, self, ..., Float)
-// casts the unreduced loss to a float32 copy (4 bytes an element, freed after the sum), and
-// result.copy_(result_temp) frees result_temp, before the unreduced loss. The profiler's memory events of
-// F.mse_loss(x, t) on a bf16 or fp16 [4, 8] x on cpu: +64 result, +64 loss, +4, +128, -128, (the
-// divisor's host scalars, Note [Host scalars]), -4, -64; fp32 and reduction sum: no float32 copy.
-// cuda (mean_out's non-cpu branch): mean_stub reduces into the result, as MeanDimMeta.
-at::Tensor MseLossMeta(const at::Tensor& input, const at::Tensor& target, int64_t reduction) {
-  const std::vector<int64_t> sizes = at::infer_size(input.sizes(), target.sizes());
-  at::Tensor result = at::empty(sizes, input.options());
-  if (reduction == at::Reduction::None) return result;
-  at::Tensor unreduced = at::empty(sizes, input.options());
-  result.resize_({});
-  const at::ScalarType dtype = result.scalar_type();
-  if (reduction == at::Reduction::Mean && !CurrentKernelTarget().cuda() &&
-      (dtype == at::kHalf || dtype == at::kBFloat16)) {
-    const at::Tensor result32 = at::empty({}, input.options().dtype(at::kFloat));
-    (void)at::empty(sizes, input.options().dtype(at::kFloat));  // sum_out's float32 copy of the loss
-  }
-  return result;
-}
-
-// cpu: zeros_like(input), then the kernel writes into it.
-at::Tensor MseLossBackwardMeta(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& target,
-                               int64_t reduction) {
-  return at::empty_like(input, at::MemoryFormat::Contiguous);
-}
-
-// nll_loss2d (cross entropy on [N, C, H, W] logits: a segmentation model), which LibTorch's C++ build
-// has no Meta kernel for. cpu (ATen/native/LossNLL2d.cpp) checks the shapes, makes total_weight a
-// scalar, a contiguous copy of a strided weight, then the output ([N, H, W] unreduced, else a scalar)
-// and, reducing, contiguous copies of input and target for the loop.
-void CheckNllLoss2dShapes(const at::Tensor& input, const at::Tensor& target, const std::optional<at::Tensor>& weight) {
-  TORCH_CHECK(target.dim() == 3, "only batches of spatial targets supported (3D tensors) but got targets of dimension: ",
-              target.dim());
-  TORCH_CHECK(input.dim() == 4, "only batches of spatial inputs supported (4D tensors), but got input of dimension: ",
-              input.dim());
-  TORCH_CHECK(!weight.has_value() || !weight->defined() || weight->numel() == input.size(1),
-              "weight tensor should be defined either for all or no classes");
-  TORCH_CHECK(input.size(0) == target.size(0) && input.size(2) == target.size(1) && input.size(3) == target.size(2),
-              "size mismatch (got input: ", input.sizes(), " , target: ", target.sizes());
-}
-at::Tensor ContiguousWeight(const std::optional<at::Tensor>& weight) {
-  return weight.has_value() && weight->defined() ? weight->contiguous() : at::Tensor();
-}
-std::tuple<at::Tensor, at::Tensor> NllLoss2dForwardMeta(const at::Tensor& input, const at::Tensor& target,
-                                                        const std::optional<at::Tensor>& weight, int64_t reduction,
-                                                        int64_t) {
-  CheckNllLoss2dShapes(input, target, weight);
-  at::Tensor total_weight = at::empty({}, input.options());
-  const at::Tensor weight_contiguous = ContiguousWeight(weight);
-  if (reduction == at::Reduction::None) {
-    return {at::empty({input.size(0), input.size(2), input.size(3)}, input.options()), total_weight};
-  }
-  at::Tensor output = at::empty({}, input.options());
-  if (target.numel() == 0) return {output, total_weight};
-  const at::Tensor input_contiguous = input.contiguous();
-  const at::Tensor target_contiguous = target.contiguous();
-  return {output, total_weight};
-}
-// cpu: zeros_like(input), a contiguous copy of a strided weight, and reducing, of the target.
-at::Tensor NllLoss2dBackwardMeta(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& target,
-                                 const std::optional<at::Tensor>& weight, int64_t reduction, int64_t,
-                                 const at::Tensor&) {
-  CheckNllLoss2dShapes(input, target, weight);
-  at::Tensor grad_input = at::empty_like(input);
-  TORCH_CHECK(grad_input.is_contiguous(), "grad_input must be contiguous");
-  const at::Tensor weight_contiguous = ContiguousWeight(weight);
-  if (reduction != at::Reduction::None) {
-    TORCH_CHECK(grad_output.dim() <= 1 && grad_output.numel() == 1,
-                "Expected a single element grad_output tensor, but got: ", grad_output.sizes());
-    const at::Tensor target_contiguous = target.contiguous();
-  }
-  return grad_input;
 }
 
 // Note [Flash attention on meta]: the cpu flash kernel (ATen/native/cpu/FlashAttentionKernel.cpp)
@@ -360,12 +277,8 @@ void RegisterMetaKernels() {
     lib->impl("bernoulli_.Tensor", TORCH_FN(BernoulliTensorInplaceMeta));
     lib->impl("index_select", TORCH_FN(IndexSelectMeta));
     lib->impl("embedding_dense_backward", TORCH_FN(EmbeddingDenseBackwardMeta));
-    lib->impl("mse_loss", TORCH_FN(MseLossMeta));
     lib->impl("_scaled_dot_product_flash_attention_for_cpu", TORCH_FN(FlashAttentionForCpuMeta));
     lib->impl("_scaled_dot_product_flash_attention_for_cpu_backward", TORCH_FN(FlashAttentionForCpuBackwardMeta));
-    lib->impl("mse_loss_backward", TORCH_FN(MseLossBackwardMeta));
-    lib->impl("nll_loss2d_forward", TORCH_FN(NllLoss2dForwardMeta));
-    lib->impl("nll_loss2d_backward", TORCH_FN(NllLoss2dBackwardMeta));
     lib->impl("arange", TORCH_FN(ArangeMeta));
     lib->impl("arange.start", TORCH_FN(ArangeStartMeta));
     lib->impl("arange.start_step", TORCH_FN(ArangeStartStepMeta));
@@ -386,6 +299,8 @@ void RegisterMetaKernels() {
     meta_kernels::RegisterAttention(*library, *lib);
     meta_kernels::RegisterTransformer(*library);
     meta_kernels::RegisterResize(*library);
+    meta_kernels::RegisterLoss(*library);
+    meta_kernels::RegisterSoftmax(*library);
     meta_kernels::RegisterPromote(*library, *lib);
     meta_kernels::RegisterReduce(*library);
     meta_kernels::RegisterCublasWorkspace(*library);  // the cuBLAS ops: LibTorch's kernels, as oomguard's

@@ -22,6 +22,8 @@ void RegisterConv(torch::Library& meta);                                      //
 void RegisterAttention(torch::Library& meta, torch::Library& autograd_meta);  // meta_kernels_attention.cpp
 void RegisterTransformer(torch::Library& meta);                               // meta_kernels_transformer.cpp
 void RegisterResize(torch::Library& meta);                                    // meta_kernels_resize.cpp
+void RegisterLoss(torch::Library& meta);                                      // meta_kernels_loss.cpp
+void RegisterSoftmax(torch::Library& meta);                                   // meta_kernels_softmax.cpp
 void RegisterPromote(torch::Library& meta, torch::Library& autograd_meta);    // meta_kernels_promote.cpp
 void RegisterAttentionCuda(torch::Library& meta);                             // meta_kernels_attention_cuda.cpp
 void RegisterCublasWorkspace(torch::Library& meta);                           // backends/meta/cublas_workspace.cpp

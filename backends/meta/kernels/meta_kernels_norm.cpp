@@ -2,9 +2,9 @@
 // (ATen/native/Normalization.cpp with cpu/batch_norm_kernel.cpp, group_norm.cpp with
 // cpu/group_norm_kernel.cpp). LibTorch's C++ build has no Meta kernel for either: meta's
 // native_group_norm falls back to math_group_norm, which goes through native_batch_norm. With a card's
-// kernels (Note [Meta as a card]) batch norm and its backward make cuda/Normalization.cu's outputs
-// (BatchNormCuda, BatchNormBackward), which python/tests/test_fake_cuda_ops.py checks against PyTorch's
-// fake CUDA tensors.
+// kernels (Note [Meta as a card]) they make the CUDA kernels' allocations instead
+// (meta_kernels_norm_cuda.h: cuda/Normalization.cu, cudnn/BatchNorm.cpp, cuda/group_norm_kernel.cu),
+// which python/tests/test_fake_cuda_ops.py checks against PyTorch's fake CUDA tensors.
 #include <ATen/AccumulateType.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
@@ -16,6 +16,7 @@
 
 #include "backends/meta/kernel_target.h"
 #include "backends/meta/kernels/meta_kernels_internal.h"
+#include "backends/meta/kernels/meta_kernels_norm_cuda.h"
 
 namespace oomguard::meta_kernels {
 namespace {
@@ -97,23 +98,6 @@ void TransformScratch(const at::Tensor& input, const at::Tensor& output, const a
   if (!train) at::Tensor invstd = 1 / at::sqrt(running_var + eps);
 }
 
-// cuda (cuda/Normalization.cu batch_norm_cuda, what native_batch_norm runs on a card): the output like
-// the input (empty_like, its format kept), save_mean and save_invstd [C] in the accumulate type (float
-// for fp16/bf16 inputs) in training and in evaluation alike (eval resizes save_mean to running_mean's
-// [C]). The statistics kernels' own buffers are not modelled; nor is cuDNN's batch norm, which a card
-// takes instead for fp32 inputs and fp16 ones with float parameters (_batch_norm_impl_index's use_cudnn):
-// the same outputs, plus its reserve space.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> BatchNormCuda(const at::Tensor& input, const at::Tensor& running_mean,
-                                                             bool train) {
-  TORCH_CHECK(train || running_mean.defined(), "batch_norm: evaluation needs running statistics on a card");
-  at::Tensor output = at::empty_like(input);
-  const at::TensorOptions stat_options =
-      input.options().dtype(at::toAccumulateType(input.scalar_type(), /*is_cuda=*/true));
-  at::Tensor save_mean = at::empty({input.size(1)}, stat_options);
-  at::Tensor save_invstd = at::empty({input.size(1)}, stat_options);
-  return {output, save_mean, save_invstd};
-}
-
 // cpu (batch_norm_cpu): the output in the input's dense format, then save_mean and save_invstd [C]
 // (empty in eval; the mean by at::mean for an input dense in no format), then the scratch of the
 // statistics and of the transform.
@@ -121,7 +105,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BatchNorm(const at::Tensor& input
                                                          const at::Tensor& bias, const at::Tensor& running_mean,
                                                          const at::Tensor& running_var, bool train, double eps) {
   TORCH_CHECK(input.dim() >= 2, "batch_norm: expected an input with at least 2 dimensions, got ", input.dim());
-  if (CurrentKernelTarget().cuda()) return BatchNormCuda(input, running_mean, train);
+  if (CurrentKernelTarget().cuda()) return BatchNormCuda(input, weight, bias, running_mean, running_var, train);
   const bool all_contiguous = DenseContiguous(input) && Contiguous(weight) && Contiguous(bias) &&
                               Contiguous(running_mean) && Contiguous(running_var);
   at::Tensor output = at::empty_like(input, all_contiguous ? ContigFormat(input) : input.suggest_memory_format());
@@ -163,13 +147,6 @@ void BackwardKernelScratch(const at::Tensor& input, const at::Tensor& weight, bo
   (void)at::zeros({2, threads, channels}, opmath);
 }
 
-// cuda/Normalization.cu batch_norm_choose_impl(t) == Impl::ChannelsLast: contiguous with a channel stride
-// of 1, or channels-last (4-d).
-bool BatchNormChannelsLastImpl(const at::Tensor& t) {
-  if (t.is_contiguous()) return t.stride(1) == 1;
-  return t.is_contiguous(at::MemoryFormat::ChannelsLast);
-}
-
 // cpu (batch_norm_backward_cpu_template): grad_input in the input's suggested format, grad_weight and
 // grad_bias [C]; when input and grad_out are dense in the same format grad_input is allocated again
 // (the first one dies) and the dense kernel runs, otherwise the strided path sums grad_out first.
@@ -177,24 +154,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BatchNormBackward(
     const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& weight, const at::Tensor& running_mean,
     const at::Tensor& running_var, const at::Tensor& save_mean, const at::Tensor& save_invstd, bool train,
     std::array<bool, 3> mask) {
+  if (CurrentKernelTarget().cuda()) {
+    return BatchNormBackwardCuda(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train,
+                                 mask);
+  }
   const bool mixed = MixedType(input, {&weight, &running_mean, &running_var, &save_mean, &save_invstd});
   const at::TensorOptions param_options = input.options().dtype(mixed ? at::kFloat : input.scalar_type());
   at::Tensor grad_input, grad_weight, grad_bias;
-  if (CurrentKernelTarget().cuda()) {
-    // cuda (batch_norm_backward_cuda): grad_input is channels-last only when the training backward's
-    // elementwise kernel takes batch_norm_choose_impl's ChannelsLast for both input and grad_out;
-    // the fused contiguous kernel (empty_like LEGACY_CONTIGUOUS) and the General and eval paths
-    // (at::empty(input.sizes(), grad_out.options())) make it contiguous. Its reductions' own buffers
-    // are not modelled.
-    const bool channels_last = train && BatchNormChannelsLastImpl(input) && BatchNormChannelsLastImpl(grad_out);
-    if (mask[0]) {
-      grad_input = channels_last ? at::empty_like(input, at::MemoryFormat::ChannelsLast)
-                                 : at::empty(input.sizes(), grad_out.options());
-    }
-    if (mask[1]) grad_weight = at::empty({input.size(1)}, param_options);
-    if (mask[2]) grad_bias = at::empty({input.size(1)}, param_options);
-    return {grad_input, grad_weight, grad_bias};
-  }
   if (mask[0]) grad_input = at::empty_like(input, input.suggest_memory_format());
   if (mask[1]) grad_weight = at::empty({input.size(1)}, param_options);
   if (mask[2]) grad_bias = at::empty({input.size(1)}, param_options);
@@ -231,10 +197,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> NativeBatchNormLegitNoStatsMeta(c
   return BatchNorm(input, Or(weight), Or(bias), at::Tensor(), at::Tensor(), training, eps);
 }
 
-// cpu (_batch_norm_with_update_cpu, _batch_norm_no_update): batch_norm_cpu, then an empty reserve.
+// cpu (_batch_norm_with_update_cpu, _batch_norm_no_update): batch_norm_cpu, then an empty reserve. A
+// card's _batch_norm_with_update_cuda returns cudnn_batch_norm's four where _select_batch_norm_backend
+// picks cuDNN.
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> BatchNormWithUpdateMeta(
     const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
     at::Tensor& running_mean, at::Tensor& running_var, double, double eps) {
+  if (CurrentKernelTarget().cuda() && TakesCudnnBatchNorm(input, Or(weight), Or(bias), running_mean, running_var,
+                                                          /*training=*/true, eps)) {
+    return CudnnBatchNorm(input, *weight, /*training=*/true);
+  }
   auto [output, save_mean, save_invstd] = BatchNorm(input, Or(weight), Or(bias), running_mean, running_var, true, eps);
   return {output, save_mean, save_invstd, at::empty({0}, input.options().dtype(at::kByte))};
 }
@@ -255,12 +227,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> NativeBatchNormBackwardMeta(
                            Or(save_invstd), train, mask);
 }
 
-// cpu (_new_batch_norm_backward_cpu): batch_norm_backward_cpu with train = update.
+// cpu (_new_batch_norm_backward_cpu): batch_norm_backward_cpu with train = update. A card's
+// _new_batch_norm_backward_cuda asks _select_batch_norm_backend with a dummy bias (a defined host tensor:
+// the weight stands in for it here) and training = true, and runs cudnn_batch_norm_backward where it
+// picks cuDNN.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> BatchNormBackwardMeta(
     const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& weight,
     const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var,
-    const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_var, bool update, double,
+    const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_var, bool update, double eps,
     std::array<bool, 3> mask, const at::Tensor&) {
+  if (CurrentKernelTarget().cuda() &&
+      TakesCudnnBatchNorm(input, weight, /*bias=*/weight, Or(running_mean), Or(running_var), /*training=*/true, eps)) {
+    return CudnnBatchNormBackward(input, grad_out, weight);
+  }
   return BatchNormBackward(grad_out, input, weight, Or(running_mean), Or(running_var), Or(save_mean), Or(save_var),
                            update, mask);
 }
@@ -278,9 +257,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> NativeGroupNormMeta(const at::Ten
                                                                    const std::optional<at::Tensor>& bias,
                                                                    c10::SymInt n_sym, c10::SymInt c_sym,
                                                                    c10::SymInt hxw_sym, int64_t group, double) {
+  const int64_t n = n_sym.expect_int(), c = c_sym.expect_int(), hxw = hxw_sym.expect_int();
+  if (CurrentKernelTarget().cuda()) return GroupNormCuda(input, Or(weight), Or(bias), n, c, hxw, group);
   const at::MemoryFormat format = input.suggest_memory_format();
   TORCH_CHECK(input.is_contiguous(format), "native_group_norm: expected a contiguous input");
-  const int64_t n = n_sym.expect_int(), c = c_sym.expect_int(), hxw = hxw_sym.expect_int();
   const bool mixed = MixedType(input, {&Or(weight), &Or(bias)});
   const at::TensorOptions stat_options = input.options().dtype(mixed ? at::kFloat : input.scalar_type());
   at::Tensor y = at::empty_like(input, format);
@@ -305,6 +285,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> NativeGroupNormBackwardMeta(
     const std::optional<at::Tensor>& weight, c10::SymInt n_sym, c10::SymInt c_sym, c10::SymInt hxw_sym, int64_t group,
     std::array<bool, 3> mask) {
   const int64_t n = n_sym.expect_int(), c = c_sym.expect_int(), hxw = hxw_sym.expect_int();
+  if (CurrentKernelTarget().cuda()) return GroupNormBackwardCuda(grad_out, input, Or(weight), n, c, hxw, group, mask);
   at::Tensor dx, dgamma, dbeta;
   if (mask[0]) dx = at::empty_like(input, input.suggest_memory_format());
   if (mask[1]) dgamma = at::empty_like(Or(weight), at::MemoryFormat::Contiguous);
@@ -356,9 +337,8 @@ at::Tensor GroupNormAutogradMeta(const at::Tensor& input, int64_t num_groups, co
   for (int64_t d = 2; d < input.dim(); ++d) hxw *= input.size(d);
   if (CurrentKernelTarget().cuda()) {
     // group_norm.cpp's group_norm on cuda: X = input.contiguous(), a copy of a channels-last input that
-    // NativeGroupNormBackward0 keeps; native_group_norm's own tensors are the same on both devices
-    // (mean and rstd by param_scalar_type), and group_norm_kernel.cu's [N, C] float scale and bias
-    // transients are not modelled.
+    // NativeGroupNormBackward0 keeps; native_group_norm then makes the CUDA kernel's tensors
+    // (GroupNormCuda, meta_kernels_group_norm_cuda.cpp).
     const at::Tensor gamma = Or(weight).defined() ? weight->contiguous() : at::Tensor();
     const at::Tensor beta = Or(bias).defined() ? bias->contiguous() : at::Tensor();
     return std::get<0>(at::native_group_norm(input.contiguous(), gamma, beta, n, c, hxw, num_groups, eps));
@@ -385,6 +365,7 @@ void RegisterNorm(torch::Library& meta, torch::Library& autograd_meta) {
   meta.impl("native_group_norm", TORCH_FN(NativeGroupNormMeta));
   meta.impl("native_group_norm_backward", TORCH_FN(NativeGroupNormBackwardMeta));
   autograd_meta.impl("group_norm", TORCH_FN(GroupNormAutogradMeta));
+  RegisterBatchNormCuda(meta, autograd_meta);  // cuDNN's batch norm, meta_kernels_batch_norm_cudnn.cpp
 }
 
 }  // namespace oomguard::meta_kernels

@@ -3,13 +3,40 @@
 // Meta kernel in LibTorch) and max_pool1d without gradients (MaxPooling.cpp: cpu computes the output
 // alone, any other device goes through max_pool1d_with_indices and also allocates the int64 indices).
 // max_pool2d, avg_pool2d and their backward are structured kernels whose Meta functions already
-// allocate what cpu does.
+// allocate what cpu does. In card mode (Note [Meta as a card]) they follow Note [Pooling on a card].
 #include <ATen/native/Pool.h>
+#include <ATen/ops/adaptive_max_pool2d_backward_meta_dispatch.h>
+#include <ATen/ops/adaptive_max_pool2d_meta_dispatch.h>
 
+#include "backends/meta/kernel_target.h"
 #include "backends/meta/kernels/meta_kernels_internal.h"
 
 namespace oomguard::meta_kernels {
 namespace {
+
+// Note [Pooling on a card]
+// What PyTorch 2.11's CUDA pooling kernels allocate beside the outputs the structured Meta functions
+// make (in the input's suggested memory format), read from their host code:
+// - max_pool2d_with_indices and its backward (DilatedMaxPool2d.cu), avg_pool2d and its backward
+//   (AveragePool2d.cu): the input, grad_output and indices made contiguous in the input's suggested
+//   format, as cpu's kernels do (cpu/MaxPoolKernel.cpp, cpu/AvgPoolKernel.cpp): no copies of tensors
+//   already in it, the same bytes, no kernel here (a gradient in another format than its input's is
+//   copied on both devices and mirrored on neither); max_pool2d itself is max_pool2d_with_indices on
+//   every device (Pooling.cpp).
+// - max_pool1d (MaxPooling.cpp): off the cpu it is always max_pool1d_with_indices, whose int64
+//   indices a card allocates even without gradients.
+// - adaptive_avg_pool2d to 1x1 is a mean over H and W on every device (AdaptiveAveragePooling.cpp),
+//   so MeanDimMeta's card branch applies (no float32 copies for bf16/fp16). Beyond 1x1,
+//   AdaptiveAveragePooling.cu's forward reads a channels-last input in place and makes a 4-d NCHW
+//   input contiguous (a copy only when it is not); its backward zeroes grad_input like the input
+//   (restrided to channels-last for a channels-last input) and makes grad_output contiguous only on the
+//   NCHW path. cpu branches on grad_output's format and copies the side that does not match it.
+// - adaptive_max_pool2d (AdaptiveMaxPooling2d.cu) works in NCHW only: for a channels-last output it
+//   allocates contiguous output and indices to compute into and, for a 4-d input, input.contiguous()
+//   (a full NCHW copy of a channels-last input), all freed after copying back; its backward makes
+//   grad_output and indices contiguous and computes into a contiguous grad_input before copying back.
+//   cpu's kernels read and write channels-last in place.
+bool Card() { return CurrentKernelTarget().cuda(); }
 
 // cpu (adaptive_avg_pool2d_cpu): the output, resized to [N,] C, oh, ow in the input's suggested
 // format; the kernel reads the input contiguous in that format (a copy when it is not).
@@ -26,6 +53,12 @@ at::Tensor AdaptiveAvgPool2dMeta(const at::Tensor& input, c10::SymIntArrayRef ou
     output = at::empty({input.size(0), channels, output_size[0], output_size[1]},
                        input.options().memory_format(input.suggest_memory_format()));
   }
+  if (Card()) {  // Note [Pooling on a card]: no copy of a channels-last input
+    if (input.dim() == 4 && input.suggest_memory_format() == at::MemoryFormat::Contiguous) {
+      const at::Tensor contiguous_input = input.contiguous();
+    }
+    return output;
+  }
   if (output.numel() == 0) return output;
   at::Tensor contiguous_input = input.contiguous(input.suggest_memory_format());
   return output;
@@ -36,6 +69,12 @@ at::Tensor AdaptiveAvgPool2dMeta(const at::Tensor& input, c10::SymIntArrayRef ou
 // copying back when grad_input is not).
 at::Tensor AdaptiveAvgPool2dBackwardMeta(const at::Tensor& grad_output, const at::Tensor& input) {
   at::Tensor grad_input = at::empty(input.sizes(), input.options().memory_format(input.suggest_memory_format()));
+  if (Card()) {  // Note [Pooling on a card]: the input's format decides; only NCHW reads a contiguous grad
+    if (grad_input.numel() != 0 && input.suggest_memory_format() == at::MemoryFormat::Contiguous) {
+      const at::Tensor grad_output_contiguous = grad_output.contiguous();
+    }
+    return grad_input;
+  }
   const at::MemoryFormat format = grad_output.suggest_memory_format();
   if (format == at::MemoryFormat::ChannelsLast) {
     at::Tensor grad_input_contiguous = grad_input.contiguous(format);
@@ -48,10 +87,11 @@ at::Tensor AdaptiveAvgPool2dBackwardMeta(const at::Tensor& grad_output, const at
 }
 
 // max_pool1d for meta tensors (AutogradMeta): what cpu runs. With a gradient to compute that is
-// max_pool1d_with_indices, as on every device; without one, cpu allocates the output only.
+// max_pool1d_with_indices, as on every device; without one, cpu allocates the output only. A card
+// always runs max_pool1d_with_indices (Note [Pooling on a card]).
 at::Tensor MaxPool1dAutogradMeta(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                                  at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
-  if ((self.requires_grad() && at::GradMode::is_enabled()) || self._fw_grad(/*level=*/0).defined()) {
+  if ((self.requires_grad() && at::GradMode::is_enabled()) || self._fw_grad(/*level=*/0).defined() || Card()) {
     return std::get<0>(at::max_pool1d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode));
   }
   TORCH_CHECK(self.dim() == 2 || self.dim() == 3, "max_pool1d() Expected 2D or 3D input tensor, but got ",
@@ -68,11 +108,36 @@ at::Tensor MaxPool1dAutogradMeta(const at::Tensor& self, at::IntArrayRef kernel_
   return at::empty(sizes, self.options());
 }
 
+// adaptive_max_pool2d: the structured Meta function's output and indices (what cpu allocates), and on a
+// card AdaptiveMaxPooling2d.cu's NCHW buffers (Note [Pooling on a card]).
+std::tuple<at::Tensor, at::Tensor> AdaptiveMaxPool2dMeta(const at::Tensor& input, at::IntArrayRef output_size) {
+  auto [output, indices] = at::meta::adaptive_max_pool2d(input, output_size);
+  if (!Card() || input.numel() == 0) return {output, indices};
+  at::Tensor output_c, indices_c, input_c;
+  if (!output.is_contiguous()) output_c = at::empty(output.sizes(), output.options());
+  if (!indices.is_contiguous()) indices_c = at::empty(indices.sizes(), indices.options());
+  if (input.dim() == 4) input_c = input.contiguous();
+  return {output, indices};
+}
+
+at::Tensor AdaptiveMaxPool2dBackwardMeta(const at::Tensor& grad_output, const at::Tensor& input,
+                                         const at::Tensor& indices) {
+  at::Tensor grad_input = at::meta::adaptive_max_pool2d_backward(grad_output, input, indices);
+  if (!Card() || grad_output.numel() == 0) return grad_input;
+  const at::Tensor grad_output_c = grad_output.contiguous();
+  const at::Tensor indices_c = indices.contiguous();
+  at::Tensor grad_input_c;
+  if (!grad_input.is_contiguous()) grad_input_c = at::empty(grad_input.sizes(), grad_input.options());
+  return grad_input;
+}
+
 }  // namespace
 
 void RegisterPool(torch::Library& meta, torch::Library& autograd_meta) {
   meta.impl("_adaptive_avg_pool2d", TORCH_FN(AdaptiveAvgPool2dMeta));
   meta.impl("_adaptive_avg_pool2d_backward", TORCH_FN(AdaptiveAvgPool2dBackwardMeta));
+  meta.impl("adaptive_max_pool2d", TORCH_FN(AdaptiveMaxPool2dMeta));
+  meta.impl("adaptive_max_pool2d_backward", TORCH_FN(AdaptiveMaxPool2dBackwardMeta));
   autograd_meta.impl("max_pool1d", TORCH_FN(MaxPool1dAutogradMeta));
 }
 
