@@ -50,6 +50,14 @@ TEST_F(CardReduceTest, AFullMeanSplitsByTheCardsSms) {
   EXPECT_EQ(OnCard(kA100, mean).peak, 4 + 512 + 4);
 }
 
+// mse_loss's mean on a card (meta_kernels_loss.cpp): the result (the elementwise loss's storage, 4 MiB,
+// Note [mse_loss's reduction on cpu]), the unreduced loss (4 MiB), then mean_out's scratch over its
+// 1,048,576 floats, as x.mean()'s above: 320 + 4 bytes on a T4.
+TEST_F(CardReduceTest, MseLossMeanHoldsTheReductionsScratch) {
+  const at::Tensor x = at::empty({1048576}, kMeta);
+  EXPECT_EQ(OnCard(kT4, [&] { at::Tensor l = at::mse_loss(x, x); }).peak, 2 * 4'194'304 + 320 + 4);
+}
+
 // x.sum(1) over [64, 1024] floats: 32 values a thread, each warp its own output: no scratch on any card.
 TEST_F(CardReduceTest, ShortRowsReduceWithoutScratch) {
   const at::Tensor x = at::empty({64, 1024}, kMeta);
