@@ -17,8 +17,8 @@ namespace {
 using testing::kMeta;
 using testing::MeasureOnMeta;
 
-const KernelTarget kT4 = KernelTarget::Cuda(75);     // 40 SMs, 1024 threads an SM
-const KernelTarget kA100 = KernelTarget::Cuda(80);   // 108 SMs, 2048 threads an SM
+const KernelTarget kT4 = KernelTarget::Cuda(75);    // 40 SMs, 1024 threads an SM
+const KernelTarget kA100 = KernelTarget::Cuda(80);  // 108 SMs, 2048 threads an SM
 
 class CardReduceTest : public testing::CardModeTest {};
 
@@ -105,11 +105,11 @@ TEST_F(CardReduceTest, LayerNormBackwardSumsPartialSumsPastSixtyFiveThousandRows
   const at::Tensor w64 = at::empty({64}, bf16);
   ScopedKernelTarget scope(kA100);
   auto [y, mean, rstd] = at::native_layer_norm(x64, {64}, w64, w64, 1e-5);
-  EXPECT_EQ(MeasureOnMeta([&] {
-              auto [dx64, dw, db] = at::native_layer_norm_backward(x64, x64, {64}, mean, rstd, w64, w64,
-                                                                   {true, true, true});
-            }).peak,
-            65536 * 64 * 2 + 2 * 64 * 2);
+  EXPECT_EQ(
+      MeasureOnMeta([&] {
+        auto [dx64, dw, db] = at::native_layer_norm_backward(x64, x64, {64}, mean, rstd, w64, w64, {true, true, true});
+      }).peak,
+      65536 * 64 * 2 + 2 * 64 * 2);
 }
 
 }  // namespace

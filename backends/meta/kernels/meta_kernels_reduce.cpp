@@ -35,8 +35,7 @@ at::Tensor SumDimMeta(const at::Tensor& self, at::OptionalIntArrayRef dim, bool 
 // (float for bf16/fp16), and 16-bit inputs load 8 at a time (vt0 4, input_vec_size 8), others 4.
 // Past 32-bit indexing the kernel splits the iterator (TensorIterator::with_32bit_indexing) and may
 // keep an accumulation buffer: not modelled, said.
-void CudaReductionScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                          at::ScalarType out_dtype) {
+void CudaReductionScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::ScalarType out_dtype) {
   const at::ScalarType in = self.scalar_type();
   const bool lowp_to_f32 = (in == at::kHalf || in == at::kBFloat16) && out_dtype == at::kFloat;
   const at::ScalarType in_dtype = lowp_to_f32 ? in : out_dtype;
@@ -45,9 +44,8 @@ void CudaReductionScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, b
   const at::native::DimMask mask = at::native::make_dim_mask(dim, input.dim());
   std::vector<bool> reduced(static_cast<size_t>(input.dim()));
   for (int64_t d = 0; d < input.dim(); ++d) reduced[static_cast<size_t>(d)] = mask[d];
-  const ReduceLayout layout =
-      ReduceLayoutOf(input.sizes().vec(), input.strides().vec(), input.storage_offset(), reduced, keepdim,
-                     input.element_size(), c10::elementSize(out_dtype));
+  const ReduceLayout layout = ReduceLayoutOf(input.sizes().vec(), input.strides().vec(), input.storage_offset(),
+                                             reduced, keepdim, input.element_size(), c10::elementSize(out_dtype));
   if (!layout.can_use_32bit_indexing()) {
     NoteKernelWarning(
         "a reduction past 32-bit indexing: Reduce.cuh splits it into sub-iterators, each with its own "
