@@ -19,6 +19,24 @@
 
 namespace oomguard {
 
+// What PyTorch's CUDA kernels read from cudaDeviceProp to size their launches, and so the scratch some of
+// them allocate (Reduce.cuh's setReduceConfig, layer norm backward's partial sums, embedding backward's
+// fused path; backends/meta/cuda_reduce_config.h). deviceQuery prints each: "Multiprocessors", "Maximum
+// number of threads per multiprocessor", "Warp size".
+struct CudaDeviceProps {
+  int sm_count = 0;            // multiProcessorCount
+  int max_threads_per_sm = 0;  // maxThreadsPerMultiProcessor: by compute capability (CUDA C Programming
+                               // Guide, "Technical Specifications per Compute Capability")
+  int warp_size = 32;          // warpSize: 32 on every NVIDIA card
+  bool operator==(const CudaDeviceProps&) const = default;
+};
+
+// The properties of the reference card of a compute capability, for a target that names no card (a
+// cap alone, a test's KernelTarget::Cuda(75)): a V100's for sm_70, a T4's for sm_75, an A100's for
+// sm_80, an A10's for sm_86, an L4's for sm_89, an H100 SXM's for sm_90, a B200's for sm_100, an RTX
+// 5090's for sm_120; an A100's for any other.
+CudaDeviceProps ReferenceDeviceProps(int compute_capability);
+
 struct CardPreset {
   std::string_view key;           // what --card accepts, e.g. "a100-80gb"
   std::string_view display_name;  // e.g. "NVIDIA A100 80GB (SXM4)"
@@ -29,6 +47,7 @@ struct CardPreset {
   // backends/meta/kernel_target.h), e.g. whether flash attention runs (sm_80 and later). NVIDIA's
   // "CUDA GPUs - Compute Capability" table.
   int compute_capability;
+  CudaDeviceProps device;         // its SM count and what else the kernels read (cards.cpp cites each)
 
   int64_t allocator_cap_bytes() const { return total_bytes - context_bytes; }
 };

@@ -35,8 +35,9 @@ Limits LimitsForTarget(const FitTarget& target) {
 KernelTarget CudaKernelsForTarget(const FitTarget& target, std::string* warning) {
   std::string ignored;
   const CardPreset* card = target.card.empty() ? nullptr : FindCard(target.card, &ignored);
-  if (card != nullptr) return KernelTarget::Cuda(card->compute_capability);
-  *warning = "--kernels cuda with a cap and no card: the kernels are a compute capability 8.0 card's (sm_80)";
+  if (card != nullptr) return KernelTarget::Cuda(card->compute_capability, card->device);
+  *warning = "--kernels cuda with a cap and no card: the kernels are a compute capability 8.0 card's (sm_80, an "
+             "A100's 108 SMs)";
   return KernelTarget::Cuda(80);
 }
 

@@ -107,13 +107,13 @@ bool ScenarioKernelTarget(const RunOptions& options, const Scenario& scenario, K
   if (card.empty() && !cap.empty()) {
     *target = KernelTarget::Cuda(kCapOnlyComputeCapability);
     *warning =
-        "--kernels cuda with a cap and no card: the kernels are a compute capability 8.0 card's (sm_80); "
-        "give --card for another";
+        "--kernels cuda with a cap and no card: the kernels are a compute capability 8.0 card's (sm_80, an "
+        "A100's 108 SMs); give --card for another";
     return true;
   }
   const CardPreset* preset = FindCard(card.empty() ? kDefaultCard : card, error);
   if (preset == nullptr) return false;
-  *target = KernelTarget::Cuda(preset->compute_capability);
+  *target = KernelTarget::Cuda(preset->compute_capability, preset->device);
   return true;
 }
 

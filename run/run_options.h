@@ -79,8 +79,9 @@ inline constexpr const char* kVerdictAllocated = "allocated";
 
 // Note [Kernels of a meta run]: `--kernels cuda` makes the Meta kernels mirror PyTorch's CUDA kernels
 // (backends/meta/kernel_target.h, Note [Meta as a card]) at the compute capability of the run's card:
-// --card, else the scenario's card, else kDefaultCard's. A plain cap names no card: such a run takes
-// sm_80 (an A100's) and says so in each measurement's warnings. The default stays cpu's kernels, so a
+// --card, else the scenario's card, else kDefaultCard's, with that card's SM count (Note [A card's SM
+// count in card mode], backends/meta/kernel_target.h). A plain cap names no card: such a run takes
+// sm_80 and an A100's 108 SMs, and says so in each measurement's warnings. The default stays cpu's kernels, so a
 // meta run reads what the cpu backend reads and every baseline holds. The flag is meta's alone: the cpu
 // and cuda backends run their own kernels, and `--kernels` with them is a usage error.
 inline constexpr const char* kKernelsCpu = "cpu";

@@ -176,12 +176,21 @@ TEST_F(CardKernelsTest, EmbeddingBackwardOnACardSortsItsIndices) {
   const at::Tensor few_grad = at::empty({3072, 16}, kMeta.dtype(at::kFloat));
   EXPECT_EQ(MeasureOnCard(kT4, [&] { return at::embedding_dense_backward(few_grad, few, 200, -1, false); }).peak,
             grad_weight);
-  // A vocabulary of 100 for 4000 indices: 500 partial segments past 4 x 100 blocks, where a card may
-  // take the fused path: said.
-  (void)MeasureOnCard(kT4, [&] { return at::embedding_dense_backward(grad, indices, 100, -1, false); });
-  const std::vector<std::string> warnings = TakeKernelWarnings();
-  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(),
-                          [](const std::string& w) { return w.find("fused atomic path") != std::string::npos; }));
+  // A vocabulary of 100 for 4000 indices: sum_and_scatter's grid is 100 x 32 / 32 = 100 blocks, under a
+  // T4's 40 SMs x 4 = 160, and 500 partial segments exceed 4 x 100: the fused atomic path, which keeps
+  // partial_to_segment_idx [500] (int64) instead of the per-segment sums, and no float accumulator for
+  // a float gradient.
+  const int64_t small = 100 * 16 * 4;
+  EXPECT_EQ(MeasureOnCard(kT4, [&] { return at::embedding_dense_backward(grad, indices, 100, -1, false); }).peak,
+            2 * 4000 * 8 + small + 4000 * 8 + 8 + 2 * 100 * 8 + 8 + 500 * 8 + 500 * 8);
+  // A card of 24 SMs (96 blocks) takes the two-pass path: per-segment sums [500, 16] in float.
+  const KernelTarget few_sms = KernelTarget::Cuda(75, CudaDeviceProps{24, 1024, 32});
+  EXPECT_EQ(MeasureOnCard(few_sms, [&] { return at::embedding_dense_backward(grad, indices, 100, -1, false); }).peak,
+            2 * 4000 * 8 + small + 4000 * 8 + 8 + 2 * 100 * 8 + 8 + 500 * 8 + 500 * 16 * 4);
+  // bf16 on the fused path: a float accumulator [100, 16] as well, copied into the gradient.
+  const at::Tensor grad_bf16 = at::empty({4000, 16}, kMetaBf16);
+  EXPECT_EQ(MeasureOnCard(kT4, [&] { return at::embedding_dense_backward(grad_bf16, indices, 100, -1, false); }).peak,
+            2 * 4000 * 8 + 100 * 16 * 2 + 4000 * 8 + 8 + 2 * 100 * 8 + 8 + 500 * 8 + 500 * 8 + 100 * 16 * 4);
 }
 
 // Note [cuDNN's workspace is not modelled]: a card's convolution books its output alone, and warns.

@@ -48,7 +48,22 @@ TEST(Cards, EveryPresetIsWellFormed) {
     EXPECT_GT(card.total_bytes, card.context_bytes) << card.key;
     EXPECT_FALSE(card.source.empty()) << card.key;
     EXPECT_FALSE(card.display_name.empty()) << card.key;
+    EXPECT_GT(card.device.sm_count, 0) << card.key;
+    EXPECT_EQ(card.device.warp_size, 32) << card.key;
   }
+}
+
+// What the kernels read from cudaDeviceProp (Note [A card's SM count in card mode]): deviceQuery's
+// "(082) Multiprocessors" and 1536 threads a multiprocessor for an RTX 3090, an sm_86 card like the A10
+// (72 SMs) that is sm_86's reference; 1024 threads an SM on sm_75, 2048 on sm_80 and sm_90.
+TEST(Cards, PresetsCarryWhatTheKernelsReadFromTheCard) {
+  std::string error;
+  EXPECT_EQ(FindCard("rtx3090", &error)->device, (CudaDeviceProps{82, 1536, 32}));
+  EXPECT_EQ(FindCard("t4", &error)->device, (CudaDeviceProps{40, 1024, 32}));
+  EXPECT_EQ(FindCard("h100-pcie", &error)->device, (CudaDeviceProps{114, 2048, 32}));
+  EXPECT_EQ(FindCard("a100-80gb", &error)->device, ReferenceDeviceProps(80));
+  EXPECT_EQ(ReferenceDeviceProps(86), (CudaDeviceProps{72, 1536, 32}));
+  EXPECT_EQ(ReferenceDeviceProps(61), ReferenceDeviceProps(80));  // unknown: an A100's
 }
 
 TEST(Cards, AmbiguousAndUnknownNamesSayWhatIsAccepted) {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "backends/meta/cublas_workspace.h"
+#include "run/run_options.h"
 #include "tests/cli_result.h"
 #include "tests/scoped_environment.h"
 #include "tests/scratch_folder.h"
@@ -367,6 +368,24 @@ TEST_F(CliKernelsTest, ARunsJsonSaysWhoseKernelsItMirrored) {
   EXPECT_EQ(capped["kernels"], "cuda sm_80");
   EXPECT_NE(capped["warnings"].dump().find("sm_80"), std::string::npos) << capped.dump();
   EXPECT_EQ(Measurement({"--backend", "cpu"})["kernels"], "cpu");
+}
+
+// Note [A card's SM count in card mode]: the run's card brings its SM count (an RTX 3090's 82, sm_86);
+// a cap alone takes sm_80 and an A100's 108 SMs, and the warning says so.
+TEST(ScenarioKernelTargetTest, TheCardBringsItsSmCount) {
+  RunOptions options;
+  options.kernels = kKernelsCuda;
+  options.card = "rtx3090";
+  KernelTarget target;
+  std::string warning, error;
+  ASSERT_TRUE(ScenarioKernelTarget(options, Scenario{}, &target, &warning, &error)) << error;
+  EXPECT_EQ(target.compute_capability, 86);
+  EXPECT_EQ(target.device.sm_count, 82);
+  options.card.clear();
+  options.cap = "1GiB";
+  ASSERT_TRUE(ScenarioKernelTarget(options, Scenario{}, &target, &warning, &error)) << error;
+  EXPECT_EQ(target.device.sm_count, 108);
+  EXPECT_NE(warning.find("108 SMs"), std::string::npos) << warning;
 }
 
 TEST_F(CliKernelsTest, KernelsWithAnotherBackendIsAUsageError) {

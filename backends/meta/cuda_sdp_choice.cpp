@@ -163,18 +163,4 @@ at::SDPBackend CudaSdpChoice(const sdp::sdp_params& params, int cc) {
   return at::SDPBackend::error;
 }
 
-int ReferenceSmCount(int cc) {
-  switch (cc) {
-    case 70: return 80;   // V100
-    case 75: return 40;   // T4
-    case 80: return 108;  // A100
-    case 86: return 72;   // A10
-    case 89: return 58;   // L4
-    case 90: return 132;  // H100 SXM
-    case 100: return 148; // B200
-    case 120: return 170; // RTX 5090
-    default: return 108;
-  }
-}
-
 }  // namespace oomguard

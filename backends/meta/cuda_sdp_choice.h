@@ -19,8 +19,4 @@ at::SDPBackend CudaSdpChoice(const sdp::sdp_params& params, int compute_capabili
 // The backend order select_sdp_backend tries on that card (cuDNN first on sm_90 and sm_10x).
 std::array<at::SDPBackend, at::num_sdp_backends> CudaSdpPriorityOrder(int compute_capability);
 
-// The streaming multiprocessors of the reference card of a compute capability (a T4's 40 for sm_75, an
-// A100's 108 for sm_80, an H100 SXM's 132 for sm_90): flash's split-KV heuristic reads the SM count.
-int ReferenceSmCount(int compute_capability);
-
 }  // namespace oomguard

@@ -11,10 +11,20 @@
 // tensors). A Meta kernel asks CurrentKernelTarget() which allocations to make; each family names the
 // CUDA source it mirrors. The target is process-wide, set once before a measurement starts (a
 // variant's child, or a Python measurement); kernels only read it.
+//
+// Note [A card's SM count in card mode]: some CUDA kernels size their scratch by what the card reports
+// (cudaDeviceProp: multiProcessorCount, maxThreadsPerMultiProcessor, warpSize): Reduce.cuh's block-split
+// reductions, layer norm backward's partial sums, embedding backward's fused path, flash attention's
+// split-KV. A target carries them: a card preset's (allocators/cards.cpp cites each), or with no card
+// named (`--cap` alone, which takes sm_80; KernelTarget::Cuda(cc) in tests) the reference card of its
+// compute capability's (ReferenceDeviceProps: an A100's 108 SMs for sm_80). Python's kernels="cuda"
+// takes the run's card, t4 by default, as the CLI does.
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include "allocators/cards.h"
 
 namespace oomguard {
 
@@ -22,9 +32,16 @@ struct KernelTarget {
   enum class Family { kCpu, kCuda };
   Family family = Family::kCpu;
   int compute_capability = 0;  // kCuda: major * 10 + minor (75 for sm_75); 0 for kCpu
+  CudaDeviceProps device;      // kCuda: Note [A card's SM count in card mode]
 
   static KernelTarget Cpu() { return {}; }
-  static KernelTarget Cuda(int compute_capability) { return {Family::kCuda, compute_capability}; }
+  // The reference card of that compute capability (ReferenceDeviceProps).
+  static KernelTarget Cuda(int compute_capability) {
+    return {Family::kCuda, compute_capability, ReferenceDeviceProps(compute_capability)};
+  }
+  static KernelTarget Cuda(int compute_capability, const CudaDeviceProps& device) {
+    return {Family::kCuda, compute_capability, device};
+  }
   bool cuda() const { return family == Family::kCuda; }
   bool operator==(const KernelTarget&) const = default;
 };

@@ -72,10 +72,14 @@ at::Tensor IndexSelectMeta(const at::Tensor& self, int64_t dim, const at::Tensor
 // scale_grad_by_freq, then EmbeddingBackwardKernel.cu's embedding_backward_cuda_kernel: grad_weight
 // zeros, segment_offsets [n], a 0-dim int64, partials_per_segment and its offsets [min(n, V)], another
 // 0-dim int64, partial_segment_offset [n / NROWS_PER_THREAD (10) + min(n, V)], and the two-pass path's
-// grad_weight_per_segment [that, dim] in the opmath dtype (float for bf16/fp16), freed on return. The
+// grad_weight_per_segment [that, dim] in the opmath dtype (float for bf16/fp16), freed on return; or,
+// where sum_and_scatter's grid, ceil(min(n, V) x dim rounded up to 32 / min(that, 1024)), is under 4
+// blocks a card SM (MAX_ATOMIC_ACCUM_BLOCKS_PER_SM) and a quarter of the partial segments, and
+// deterministic algorithms are off (use_fused_kernel, EmbeddingBackwardKernel.cu lines 375-381 of
+// pytorch main as of torch 2.11), the fused atomic path: partial_to_segment_idx [n / 10 + min(n, V)]
+// and, for bf16/fp16, a float accumulator zeros [V, dim] copied into grad_weight (lines 389-443). The
 // sizes do not depend on the indices' values. Not modelled: CUB's temporary storage for the sort and
-// scans, and the fused atomic path a card takes when few segments would leave its SMs idle (then a
-// float [num_weights, dim] accumulator instead of the per-segment sums; its test needs the SM count).
+// scans.
 at::Tensor EmbeddingDenseBackwardCuda(const at::Tensor& grad_in, const at::Tensor& indices_in, int64_t num_weights,
                                       bool scale_grad_by_freq) {
   const at::Tensor indices = indices_in.contiguous();
@@ -98,14 +102,21 @@ at::Tensor EmbeddingDenseBackwardCuda(const at::Tensor& grad_in, const at::Tenso
   const at::Tensor partials_per_segment_offset = at::empty({max_segments}, indices.options());
   const at::Tensor num_of_partial_segments = at::empty({}, indices.options().dtype(at::kLong));
   const int64_t max_partial_segment = n / 10 + max_segments;
-  // use_fused_kernel's half that the shapes decide (its other half asks the card's SM count).
-  const int64_t stride_warped = (grad_in.size(-1) + 31) / 32 * 32, block = std::min<int64_t>(stride_warped, 1024);
-  if (max_partial_segment > 4 * ((max_segments * stride_warped + block - 1) / block)) {
-    NoteKernelWarning(
-        "embedding backward with few distinct rows for its indices: a card may take EmbeddingBackwardKernel.cu's "
-        "fused atomic path (by its SM count), whose buffers differ from the two-pass path's modelled here");
-  }
   const at::Tensor partial_segment_offset = at::empty({max_partial_segment}, indices.options());
+  const KernelTarget& card = CurrentKernelTarget();
+  const int64_t stride_warped = (grad_weight.stride(0) + card.device.warp_size - 1) / card.device.warp_size *
+                                card.device.warp_size;
+  const int64_t block = std::min<int64_t>(stride_warped, 1024);
+  const int64_t sum_scatter_grid = (max_segments * stride_warped + block - 1) / block;
+  const bool fused = sum_scatter_grid < card.device.sm_count * 4 && max_partial_segment > sum_scatter_grid * 4 &&
+                     !at::globalContext().deterministicAlgorithms();
+  if (fused) {
+    const at::Tensor partial_to_segment_idx = at::empty({max_partial_segment}, indices.options());
+    if (meta_kernels::OpMathOptions(grad_in).dtype() != grad_in.dtype()) {
+      (void)at::zeros({num_weights, grad_weight.stride(0)}, meta_kernels::OpMathOptions(grad_in));
+    }
+    return grad_weight;
+  }
   const at::Tensor grad_weight_per_segment =
       at::empty({max_partial_segment, grad_weight.stride(0)}, meta_kernels::OpMathOptions(grad_in));
   return grad_weight;
@@ -222,8 +233,12 @@ at::Tensor MeanDimMeta(const at::Tensor& self, at::OptionalIntArrayRef dim, bool
   const at::DimVector sizes =
       at::native::shape_from_dim_mask(self, at::native::make_dim_mask(dim, self.dim()), keepdim);
   at::Tensor result = at::empty(sizes, self.options().dtype(out_dtype));
-  // cuda (mean_out's non-cpu branch): mean_stub reduces into the result, accumulating in registers.
-  if (CurrentKernelTarget().cuda()) return result;
+  // cuda (mean_out's non-cpu branch): mean_stub reduces into the result, accumulating in registers, with
+  // Reduce.cuh's scratch where it splits the inputs across blocks.
+  if (CurrentKernelTarget().cuda()) {
+    meta_kernels::CudaReductionScratch(self, dim, keepdim, out_dtype);
+    return result;
+  }
   if (out_dtype == at::kHalf || out_dtype == at::kBFloat16) {
     const at::Tensor result32 = at::empty(sizes, self.options().dtype(at::kFloat));
     if (self.scalar_type() != at::kFloat) (void)at::empty(self.sizes(), self.options().dtype(at::kFloat));
@@ -287,6 +302,7 @@ void RegisterMetaKernels() {
     meta_kernels::RegisterLoss(*library);
     meta_kernels::RegisterSoftmax(*library);
     meta_kernels::RegisterPromote(*library, *lib);
+    meta_kernels::RegisterReduce(*library);
     meta_kernels::RegisterCublasWorkspace(*library);  // the cuBLAS ops: LibTorch's kernels, as oomguard's
     return lib;
   }();

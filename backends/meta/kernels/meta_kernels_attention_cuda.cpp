@@ -106,7 +106,7 @@ FlashAttentionCudaMeta(const at::Tensor& query, const at::Tensor& key, const at:
   if (dropout_p == 0.0) {
     const int64_t block_n = head_size <= 64 ? 256 : (head_size <= 128 ? 128 : 64);
     const int num_splits = NumSplitsHeuristic(static_cast<int>(batch * heads * CeilDiv(seqlen_q, 64)),
-                                              ReferenceSmCount(TargetCc()) * 2,
+                                              CurrentKernelTarget().device.sm_count * 2,
                                               static_cast<int>(CeilDiv(seqlen_k, block_n)), 128);
     if (num_splits > 1) {
       softmax_lse_accum = at::empty({num_splits, batch, heads, seqlen_q}, opts.dtype(at::kFloat));
@@ -153,7 +153,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionBackwardCudaMeta(
   if (!DeterministicOnly()) {
     dq_accum = at::empty({batch, seqlen_q_rounded, heads, head_size_rounded}, opts.dtype(at::kFloat));
   } else {
-    const int64_t nsplits = CeilDiv(ReferenceSmCount(TargetCc()), batch * heads);
+    const int64_t nsplits = CeilDiv(CurrentKernelTarget().device.sm_count, batch * heads);
     dq_accum = at::zeros({nsplits, batch, seqlen_q_rounded, heads, head_size_rounded}, opts.dtype(at::kFloat));
   }
   // mha_bwd, MQA/GQA: dK and dV over all query heads, summed into dk and dv afterwards (sum_out into the

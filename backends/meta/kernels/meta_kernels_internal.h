@@ -27,6 +27,14 @@ void RegisterSoftmax(torch::Library& meta);                                   //
 void RegisterPromote(torch::Library& meta, torch::Library& autograd_meta);    // meta_kernels_promote.cpp
 void RegisterAttentionCuda(torch::Library& meta);                             // meta_kernels_attention_cuda.cpp
 void RegisterCublasWorkspace(torch::Library& meta);                           // backends/meta/cublas_workspace.cpp
+void RegisterReduce(torch::Library& meta);                                    // meta_kernels_reduce.cpp
+
+// On a card, what a Reduce.cuh reduction of `self` over `dim` into an `out_dtype` result allocates
+// besides its result, freed before it returns: a cast copy of the input, and a block-split reduction's
+// global scratch (Note [Reduce.cuh's global scratch], backends/meta/cuda_reduce_config.h). Call it after
+// allocating the result, as the CUDA kernels run (meta_kernels_reduce.cpp).
+void CudaReductionScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                          at::ScalarType out_dtype);
 
 // attention.cpp's convert_boolean_attn_mask: a bool mask becomes 0 where attending, -inf elsewhere.
 std::optional<at::Tensor> ConvertBooleanMask(const std::optional<at::Tensor>& mask, caffe2::TypeMeta dtype);

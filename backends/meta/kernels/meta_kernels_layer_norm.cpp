@@ -5,6 +5,7 @@
 #include <ATen/AccumulateType.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <optional>
 #include <tuple>
 #include <vector>
@@ -63,14 +64,34 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> NativeLayerNormMeta(const at::Ten
   return {y, mean, rstd};
 }
 
+// cuda/layer_norm_kernel.cu LaunchGammaBetaBackwardCUDAKernel (lines 941-1020 of pytorch main, as of
+// torch 2.11): past 64 * 1024 rows, with N / 32 (block_dim_x) under half the card's SMs, the rows are
+// split across blocks.y = min(32768 / ceil(N / 32), ceil(M / 32)) blocks (rows_per_block_y 32,
+// max_grid_size 64 * 1024 / 2), whose partial sums [blocks.y, N] (dgamma's and dbeta's options) are
+// reduced with .sum(0) into new dgamma and dbeta, which replace (and free) the ones allocated before;
+// the partial sums die on return. Each .sum(0) is a card's sum, with its own scratch
+// (meta_kernels_reduce.cpp).
+void GammaBetaPartialSums(int64_t m, int64_t n, at::Tensor& dgamma, at::Tensor& dbeta) {
+  constexpr int64_t kBlockDimX = 32, kRowsPerBlockY = 32, kMaxGridSize = 64 * 1024 / 2;
+  if (!(dgamma.defined() || dbeta.defined()) || m <= 64 * 1024 ||
+      n / kBlockDimX >= CurrentKernelTarget().device.sm_count / 2) {
+    return;
+  }
+  const int64_t blocks_x = (n + kBlockDimX - 1) / kBlockDimX;
+  const int64_t blocks_y = std::min(kMaxGridSize / blocks_x, (m + kRowsPerBlockY - 1) / kRowsPerBlockY);
+  at::Tensor dgamma_blocks, dbeta_blocks;
+  if (dgamma.defined()) dgamma_blocks = at::empty({blocks_y, n}, dgamma.options());
+  if (dbeta.defined()) dbeta_blocks = at::empty({blocks_y, n}, dbeta.options());
+  if (dgamma_blocks.defined()) dgamma = dgamma_blocks.sum(0);
+  if (dbeta_blocks.defined()) dbeta = dbeta_blocks.sum(0);
+}
+
 // cpu (layer_norm_backward_cpu, layer_norm_kernel.cpp): X's contiguous copy, dX, dgamma, dbeta as
 // masked, then dY's contiguous copy, and a scratch buffer [threads, 2 * N] of X's dtype for the
 // dgamma/dbeta partial sums (the profiler's memory events of a transposed input and gradient).
 // cuda (layer_norm_backward_cuda): X, gamma and beta contiguous, dX, dgamma, dbeta as masked, then
 // LayerNormBackwardKernelImpl's dY.contiguous(); the gamma/beta reduction works in shared memory, with
-// no scratch from the caching allocator, except in LaunchGammaBetaBackwardCUDAKernel's branch for
-// M > 65536 rows with N / 32 < half the card's SMs (partial sums [blocks.y, N] summed with .sum(0)),
-// which is not modelled (it needs the SM count; the warning says so).
+// no scratch from the caching allocator, except in GammaBetaPartialSums' branch.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> NativeLayerNormBackwardMeta(
     const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean,
     const at::Tensor& rstd, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
@@ -89,11 +110,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> NativeLayerNormBackwardMeta(
   int64_t n = 1;
   for (const c10::SymInt& s : normalized_shape) n *= s.expect_int();
   if (cuda) {
-    if ((dgamma.defined() || dbeta.defined()) && n > 0 && input.numel() / n > 64 * 1024) {
-      NoteKernelWarning(
-          "layer norm backward over more than 65536 rows: CUDA's gamma/beta partial sums (layer_norm_kernel.cu, "
-          "LaunchGammaBetaBackwardCUDAKernel) depend on the card's SM count and are not modelled");
-    }
+    if (n > 0) GammaBetaPartialSums(input.numel() / n, n, dgamma, dbeta);
     return {dx, dgamma, dbeta};
   }
   if (dgamma.defined() || dbeta.defined()) (void)at::empty({at::get_num_threads(), 2 * n}, input.options());

@@ -36,8 +36,8 @@ namespace {
 //   the result, so a card has neither. The same holds for the catalog's "mean" loss (MeanDimMeta).
 // Not mirrored, as none of them trains with it: binary_cross_entropy (no Meta kernel in LibTorch's C++
 // build) and smooth_l1_loss (its Meta function makes the result, not the unreduced loss that cpu and
-// CUDA compute into first). A CUDA reduction's global scratch, sized by the card's SM count, belongs to
-// the reduction kernels, not to the losses. tests/card_loss_test.cpp checks each loss both ways.
+// CUDA compute into first). A CUDA reduction's global scratch, sized by the card's SM count, is the
+// reduction kernels' (meta_kernels_reduce.cpp): mse_loss asks it for its mean or sum. tests/card_loss_test.cpp checks each loss both ways.
 
 // Note [mse_loss's reduction on cpu]
 // cpu (structured mse_loss): the meta function sizes the result like the elementwise loss, the
@@ -64,6 +64,8 @@ at::Tensor MseLossMeta(const at::Tensor& input, const at::Tensor& target, int64_
     const at::Tensor result32 = at::empty({}, input.options().dtype(at::kFloat));
     (void)at::empty(sizes, input.options().dtype(at::kFloat));  // sum_out's float32 copy of the loss
   }
+  // A card's mean_out/sum_out over the unreduced loss: Reduce.cuh's scratch (meta_kernels_reduce.cpp).
+  if (CurrentKernelTarget().cuda()) meta_kernels::CudaReductionScratch(unreduced, {}, false, dtype);
   return result;
 }
 

@@ -1,0 +1,69 @@
+// The reductions on meta (sum here; mean's kernel in meta_kernels.cpp calls CudaReductionScratch), and in
+// card mode the scratch a card's Reduce.cuh kernels ask for while they run (Note [Reduce.cuh's global
+// scratch], backends/meta/cuda_reduce_config.h).
+#include <ATen/OpMathType.h>
+#include <ATen/native/ReduceOpsUtils.h>
+
+#include <vector>
+
+#include "backends/meta/cuda_reduce_config.h"
+#include "backends/meta/kernel_target.h"
+#include "backends/meta/kernels/meta_kernels_internal.h"
+
+namespace oomguard::meta_kernels {
+namespace {
+
+// sum.dim_IntList: the structured meta function's result (get_dtype_from_self: integers and bools sum to
+// int64), which is all cpu's kernel allocates as the meta backend mirrors it; on a card, the reduction's
+// scratch too.
+at::Tensor SumDimMeta(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                      std::optional<at::ScalarType> dtype) {
+  const at::ScalarType out_dtype = at::native::get_dtype_from_self(self, dtype, /*promote_integers=*/true);
+  const at::DimVector sizes =
+      at::native::shape_from_dim_mask(self, at::native::make_dim_mask(dim, self.dim()), keepdim);
+  at::Tensor result = at::empty(sizes, self.options().dtype(out_dtype));
+  if (CurrentKernelTarget().cuda()) CudaReductionScratch(self, dim, keepdim, out_dtype);
+  return result;
+}
+
+}  // namespace
+
+// ReduceOpsUtils.h make_reduction_from_out_ty, then gpu_reduce_kernel as ReduceSumProdKernel.cu's
+// sum_functor and ReduceMomentKernel.cu's mean_kernel_impl instantiate it: a bf16/fp16 input reduces
+// into a float result as it is ("gpu_lowp_to_f32"); any other dtype change is a cast copy of the input
+// first (self.to(in_dtype)), alive while the kernel runs. The accumulator is the input's opmath type
+// (float for bf16/fp16), and 16-bit inputs load 8 at a time (vt0 4, input_vec_size 8), others 4.
+// Past 32-bit indexing the kernel splits the iterator (TensorIterator::with_32bit_indexing) and may
+// keep an accumulation buffer: not modelled, said.
+void CudaReductionScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::ScalarType out_dtype) {
+  const at::ScalarType in = self.scalar_type();
+  const bool lowp_to_f32 = (in == at::kHalf || in == at::kBFloat16) && out_dtype == at::kFloat;
+  const at::ScalarType in_dtype = lowp_to_f32 ? in : out_dtype;
+  const at::Tensor input = in == in_dtype ? self : self.to(in_dtype);
+  if (input.numel() == 0) return;  // sum_out zero-fills, mean_out NaN-fills: no kernel
+  const at::native::DimMask mask = at::native::make_dim_mask(dim, input.dim());
+  std::vector<bool> reduced(static_cast<size_t>(input.dim()));
+  for (int64_t d = 0; d < input.dim(); ++d) reduced[static_cast<size_t>(d)] = mask[d];
+  const ReduceLayout layout = ReduceLayoutOf(input.sizes().vec(), input.strides().vec(), input.storage_offset(),
+                                             reduced, keepdim, input.element_size(), c10::elementSize(out_dtype));
+  if (!layout.can_use_32bit_indexing()) {
+    NoteKernelWarning(
+        "a reduction past 32-bit indexing: Reduce.cuh splits it into sub-iterators, each with its own "
+        "global scratch, and may keep an accumulation buffer; neither is modelled");
+    return;
+  }
+  ReduceKernel kernel;
+  kernel.arg_size = static_cast<int>(c10::elementSize(at::toOpMathType(in_dtype)));
+  kernel.scalar_size = static_cast<int>(c10::elementSize(in_dtype));
+  kernel.input_vec_size = kernel.scalar_size == 2 ? 8 : 4;
+  kernel.max_num_threads = in_dtype == at::kComplexDouble ? 256 : 512;
+  const ReduceConfig config = SetReduceConfig(layout, kernel, CurrentKernelTarget().device);
+  if (!config.should_global_reduce()) return;
+  // gpu_reduce_kernel: the staging buffer, then the semaphores, both freed on return.
+  const at::Tensor buffer = at::empty({config.global_memory_size()}, self.options().dtype(at::kByte));
+  const at::Tensor semaphores = at::empty({config.semaphore_size()}, self.options().dtype(at::kByte));
+}
+
+void RegisterReduce(torch::Library& meta) { meta.impl("sum.dim_IntList", TORCH_FN(SumDimMeta)); }
+
+}  // namespace oomguard::meta_kernels
