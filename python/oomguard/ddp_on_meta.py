@@ -9,17 +9,21 @@ each read is given what it would read there on cpu:
    by .item(), then broadcasts the shapes and strides and reads them back on the host). In one process
    every rank is this one: nothing to check, so it is skipped. What it would allocate on a GPU (the
    count and its world gathered copies, 8 x (world + 1) bytes, and the shapes: 16 bytes per dimension)
-   is gone from the setup phase, whose peak is later (_sync_module_states' flattened parameters).
+   is gone from the setup phase; _sync_module_states' flattened parameters, right after, are larger.
 2. Before the second forward, `_pre_forward` has the Reducer rebuild its buckets in the order the
-   gradients came (Reducer::rebuild_buckets): it allocates the new buckets before it lets go of the old
-   ones, a transient a GPU has too, so the rebuild runs. Its sync_bucket_indices copies the indices to
-   the device, broadcasts them from rank 0 and copies them back to host tensors, and the copy out of
-   meta is refused ("Cannot copy out of meta tensor; no data!"). The fake group's broadcast moves
-   nothing, so on cpu those host tensors keep what they held: this rank's own indices. Around
-   `_pre_forward`, a dispatch mode makes a copy from a meta tensor into a non-meta one leave the
-   destination as it is, the cpu run's outcome; every other op runs as it would. A Python dispatch mode
-   rather than a Meta kernel of oomguard's for copy_: it holds for `_pre_forward` alone, and outside it
-   the copy out of meta still fails as PyTorch's does.
+   gradients came (Reducer::rebuild_buckets). It lets go of the old buckets before it makes the new ones
+   (initialize_buckets), but gradients that are the old buckets' views (gradient_as_bucket_view, kept by
+   zero_grad(set_to_none=False)) hold them until they are copied into the new: a transient a GPU has
+   too, so the rebuild runs. Its sync_bucket_indices copies the indices to the device, broadcasts them
+   from rank 0 and copies them back into host tensors, and the copy out of meta is refused ("Cannot copy
+   out of meta tensor; no data!"). The fake group's broadcast moves nothing, so on cpu those host
+   tensors keep what they held: this rank's own indices. Around `_pre_forward`, a dispatch mode makes a
+   copy from a meta tensor into a non-meta one leave the destination as it is, the cpu run's outcome;
+   every other op runs as it would. A Python dispatch mode rather than a Meta kernel of oomguard's for
+   copy_ (there is none; PyTorch's CompositeExplicitAutograd copy_ serves Meta): it holds for
+   `_pre_forward` alone, and outside it the copy out of meta fails as PyTorch's does.
+The Reducer has no timer for meta (TimerRegistry has cpu's and CUDA's), so DDP's logger warns once that
+it collects no time stats: nothing is allocated for them on meta, and on a GPU they are CUDA events.
 The check: Python.OneRankOfAShardedRun, a DDP loop on meta and on cpu in the fake group.
 """
 import torch

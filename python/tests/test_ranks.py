@@ -227,9 +227,11 @@ def test_ddp_on_meta_books_what_it_books_on_cpu(buckets):
     assert (cpu["outcome"], meta["outcome"]) == ("pass", "pass")
     batch, loss = BATCH * WIDTH * 4, 4
     if buckets == "kept":
-        # The rebuild allocates the new bucket (one, 25 MiB at most) while the kept gradients still view
-        # the old ones (DDP's first bucket is 1 MiB at most: two before the rebuild), on both backends:
-        # the run's peak, in the second forward.
+        # The rebuild makes the new buckets (a first of 1 MiB at most, dist._DEFAULT_FIRST_BUCKET_BYTES,
+        # and the rest: the parameters' bytes) while the kept gradients still view the old one (DDP starts
+        # with one bucket of every parameter when find_unused_parameters is False), on both backends:
+        # the parameters, two buckets' bytes, the batch and the last loss, the run's peak in the second
+        # forward.
         assert cpu["peak"] == cpu["phase_peaks"]["forward"] == 3 * PARAMETERS + batch + loss
     # The backward's peak is not: the last Linear's gradients take sum()'s ones expanded to (8, 256),
     # strides (0, 0), which BLAS cannot read; cpu's mm copies them (addmm_impl_cpu_; CUDA's
