@@ -35,6 +35,7 @@ the fake group, to the byte.
 import torch
 
 from oomguard import _core
+from oomguard.patches import Patches
 
 _META = torch.device("meta")
 
@@ -43,7 +44,7 @@ class Fsdp2OnMeta:
     """The patches of Note [FSDP2 on meta], for the duration of a meta measurement."""
 
     def __init__(self):
-        self._undo = []
+        self._patches = Patches()
 
     def enter(self):
         try:
@@ -80,22 +81,16 @@ class Fsdp2OnMeta:
             with _core.UncountedMeta():
                 return original_from_tensor(mode, *args, **kwargs)
 
-        self._patch(FakeTensorMode, "__torch_dispatch__", fake_dispatch)
-        self._patch(FakeTensorMode, "from_tensor", fake_from_tensor)
+        self._patches.patch(FakeTensorMode, "__torch_dispatch__", fake_dispatch)
+        self._patches.patch(FakeTensorMode, "from_tensor", fake_from_tensor)
         original_alloc, original_free = _fsdp_param.alloc_storage, _fsdp_param.free_storage
         for module in (_fsdp_param_group, _fsdp_collectives, _fsdp_state):
-            self._patch(module, "_get_device_handle", device_handle)
-        self._patch(_fully_shard, "_get_device_from_mesh", device_from_mesh)
-        self._patch(_fsdp_param_group.FSDPParamGroup, "_validate_no_meta_params", lambda group: None)
-        self._patch(_fsdp_param, "alloc_storage", alloc_storage)
-        self._patch(_fsdp_param, "free_storage", free_storage)
-        self._patch(_fsdp_param_group, "alloc_storage", alloc_storage)
+            self._patches.patch(module, "_get_device_handle", device_handle)
+        self._patches.patch(_fully_shard, "_get_device_from_mesh", device_from_mesh)
+        self._patches.patch(_fsdp_param_group.FSDPParamGroup, "_validate_no_meta_params", lambda group: None)
+        self._patches.patch(_fsdp_param, "alloc_storage", alloc_storage)
+        self._patches.patch(_fsdp_param, "free_storage", free_storage)
+        self._patches.patch(_fsdp_param_group, "alloc_storage", alloc_storage)
 
     def exit(self):
-        for owner, name, original in reversed(self._undo):
-            setattr(owner, name, original)
-        self._undo = []
-
-    def _patch(self, owner, name, value):
-        self._undo.append((owner, name, getattr(owner, name)))
-        setattr(owner, name, value)
+        self._patches.undo()

@@ -10,6 +10,7 @@ import warnings
 import torch
 
 from oomguard import _core, cuda_choices, meta_kernels
+from oomguard.ddp_on_meta import DdpOnMeta
 from oomguard.fsdp_on_meta import Fsdp2OnMeta
 from oomguard.ranks import RankOfMeasurement
 from oomguard.tracking import gradient_reader, is_sharded, local, optimizer_of, parameters_of
@@ -137,7 +138,7 @@ class Measure:
                             "(alloc_conf=\"expandable_segments:True\")")
         self.verdict, self.alloc_conf = verdict or "", alloc_conf or ""
         self._rank = RankOfMeasurement(world, rank)
-        self._fsdp_on_meta = Fsdp2OnMeta()
+        self._fsdp_on_meta, self._ddp_on_meta = Fsdp2OnMeta(), DdpOnMeta()
         self.inject = _checked_inject(inject)
         self.snapshot = _checked_snapshot(snapshot)
         self.eval_no_grad = bool(eval_no_grad)
@@ -189,6 +190,7 @@ class Measure:
             meta_kernels.use_cpp_meta_kernels()  # Note [Which Meta kernel runs in Python]
             meta_kernels.python_only_ops_run()
             self._fsdp_on_meta.enter()  # Note [FSDP2 on meta]
+            self._ddp_on_meta.enter()  # Note [DDP on meta]
         self._cuda_picks = cuda_choices.picked_as_for_cuda() if self.kernels == "cuda" else contextlib.nullcontext()
         self._cuda_picks.__enter__()  # Note [PyTorch's Python choices for CUDA tensors]
         self._step_hooks = _optimizer_step_hooks()  # Note [The Python optimizer's step counts]
@@ -204,6 +206,7 @@ class Measure:
         _core.set_in_python_optimizer_step(False)  # a step that raised never reached its post hook
         _core.set_python_caller_thread(False)
         self._cuda_picks.__exit__(None, None, None)
+        self._ddp_on_meta.exit()
         self._fsdp_on_meta.exit()
         self.result = scope.finish() if exc is None else scope.finish_with_error(str(exc))
         if self.backend == "meta" and isinstance(exc, RuntimeError) and "on meta tensors" in str(exc) \

@@ -80,9 +80,6 @@ class _DdpOnTheFakeGroup:
         cls._original_init = original = DistributedDataParallel.__init__
 
         def init(module, *args, **kwargs):
-            inner = args[0] if args else kwargs.get("module")
-            if inner is not None and any(p.is_meta for p in inner.parameters()):
-                raise NotImplementedError(_DDP_ON_META)
             original(module, *args, **kwargs)
             if dist.get_backend(module.process_group) == "fake":
                 from torch.distributed.algorithms.ddp_comm_hooks.debugging_hooks import noop_hook
@@ -96,17 +93,6 @@ class _DdpOnTheFakeGroup:
         if cls._original_init is not None:
             DistributedDataParallel.__init__ = cls._original_init
             cls._original_init = None
-
-
-# Note [DDP on meta]: DistributedDataParallel reads values from its parameters' device twice, which meta
-# has none of: its constructor checks the parameters' shapes across ranks by .item() on an allgathered
-# tensor (_verify_param_shape_across_processes), and before the second forward its Reducer rebuilds its
-# buckets, copying the bucket indices it broadcast back to the host (Reducer::sync_bucket_indices):
-# without this, the user met ".item() cannot be called on meta tensors" and a note about their own loop.
-_DDP_ON_META = ("oomguard.measure(backend=\"meta\"): DistributedDataParallel cannot run on the meta backend: its "
-                "constructor and its Reducer read values from the device (the parameters' shapes across ranks, the "
-                "rebuilt buckets' indices). Measure the DDP rank on backend=\"cpu\" (the same fake group, exact "
-                "bytes), or shard with fully_shard, which runs on meta")
 
 
 def _initialized():

@@ -3,7 +3,7 @@ it wants, and the script fails at the end when any differed. And the training st
 measure."""
 
 
-def train_sum(m, model, optimizer, x, iterations=2):
+def train_sum(m, model, optimizer, x, iterations=2, set_to_none=True):
     """m.track(model, optimizer), then `iterations` steps of model(x).sum(), each phase marked."""
     m.track(model, optimizer)
     for _ in m.iterations(iterations):
@@ -13,7 +13,7 @@ def train_sum(m, model, optimizer, x, iterations=2):
             loss.backward()
         with m.phase("optimizer"):
             optimizer.step()
-            optimizer.zero_grad()
+            optimizer.zero_grad(set_to_none=set_to_none)
 
 
 class Checks:

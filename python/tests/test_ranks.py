@@ -82,14 +82,17 @@ def test_every_rank_of_the_fake_group_measures_alike_and_shards_shrink_the_live_
         assert 0 < live - (3 * PARAMETERS // world + unsharded) < 100, (world, live)
 
 
-def ddp_step(gradient_as_bucket_view=None):
-    """Four Linear(256, 256) under DistributedDataParallel (or not: None), SGD, two iterations, at world 4."""
-    with oomguard.measure(card="t4", world=4) as m:
+def ddp_step(gradient_as_bucket_view=None, backend="cpu", set_to_none=True):
+    """Four Linear(256, 256) under DistributedDataParallel (or not: None), SGD, two iterations, at world 4;
+    zero_grad(set_to_none=False) keeps the gradients (with gradient_as_bucket_view, the buckets' views)."""
+    with oomguard.measure(card="t4", world=4, backend=backend) as m:
         torch.manual_seed(0)
-        model = nn.Sequential(*[nn.Linear(WIDTH, WIDTH) for _ in range(LAYERS)])
+        with torch.device(m.device):
+            model = nn.Sequential(*[nn.Linear(WIDTH, WIDTH) for _ in range(LAYERS)])
         if gradient_as_bucket_view is not None:
             model = DistributedDataParallel(model, gradient_as_bucket_view=gradient_as_bucket_view)
-        train_sum(m, model, torch.optim.SGD(model.parameters(), lr=0.1), torch.randn(BATCH, WIDTH))
+        train_sum(m, model, torch.optim.SGD(model.parameters(), lr=0.1), torch.randn(BATCH, WIDTH, device=m.device),
+                  set_to_none=set_to_none)
     return m.result
 
 
@@ -132,14 +135,19 @@ def test_a_model_built_in_deferred_init_holds_only_its_materialized_shards(backe
             pass
 
 
-def test_ddp_on_meta_is_refused_saying_why_and_what_to_do():
-    # Note [DDP on meta] (oomguard/ranks.py): DDP reads values from the device; before, the user met
-    # ".item() cannot be called on meta tensors" and a note about a loop of theirs that had no .item().
-    with pytest.raises(NotImplementedError, match=r"DistributedDataParallel cannot run on the meta backend: .*"
-                       r"Measure the DDP rank on backend=\"cpu\""):
-        with oomguard.measure(backend="meta", world=2) as m:
-            with torch.device(m.device):
-                DistributedDataParallel(nn.Linear(WIDTH, WIDTH))
+def test_ddp_on_meta_rebuilds_its_buckets_and_its_patches_end_with_the_measurement():
+    from torch.nn.parallel import distributed
+    verify, pre_forward = distributed._verify_param_shape_across_processes, DistributedDataParallel._pre_forward
+    with oomguard.measure(backend="meta", world=2) as m:
+        with torch.device(m.device):
+            model = DistributedDataParallel(nn.Linear(WIDTH, WIDTH))
+        for _ in range(2):
+            model(torch.randn(BATCH, WIDTH, device=m.device)).sum().backward()
+        with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+            torch.empty(1).copy_(torch.empty(1, device="meta"))  # outside _pre_forward, as PyTorch does
+    assert model._has_rebuilt_buckets
+    assert (distributed._verify_param_shape_across_processes, DistributedDataParallel._pre_forward) == \
+        (verify, pre_forward)
     assert not dist.is_initialized()
 
 
@@ -163,6 +171,9 @@ def _rank_in_a_process_of_its_own(group, world, rank, store_path, out_path):
         finally:
             dist.destroy_process_group()
         result = m.result
+    elif group.startswith("ddp"):  # ddp-BACKEND-copied|viewed|kept
+        _, backend, buckets = group.split("-")
+        result = ddp_step(gradient_as_bucket_view=buckets != "copied", backend=backend, set_to_none=buckets != "kept")
     else:
         result = measured_rank(world, rank, backend="meta" if group == "fake-meta" else "cpu")
     with open(out_path, "w") as out:
@@ -229,6 +240,37 @@ def test_fully_shard_on_meta_books_what_it_books_on_cpu(world):
             for phase, peak in cpu["phase_peaks"].items()}
     assert meta["phase_peaks"] == want
     assert meta["live_after"] == [live - LAYERS * mesh_tensor for live in cpu["live_after"]]
+
+
+@pytest.mark.parametrize("buckets", ["copied", "viewed", "kept"])
+def test_ddp_on_meta_books_what_it_books_on_cpu(buckets):
+    # Note [DDP on meta] (oomguard/ddp_on_meta.py): the cross-rank check skipped, the buckets rebuilt before
+    # the second forward with this rank's own indices. Each in a fresh process, as fully_shard's. "copied":
+    # without gradient_as_bucket_view; "viewed": with it; "kept": with it, and zero_grad(set_to_none=False).
+    with tempfile.TemporaryDirectory() as scratch:
+        (cpu,) = ranks_in_processes(f"ddp-cpu-{buckets}", 4, scratch, measured=[0])
+        (meta,) = ranks_in_processes(f"ddp-meta-{buckets}", 4, scratch, measured=[0])
+    assert (cpu["outcome"], meta["outcome"]) == ("pass", "pass")
+    batch, loss = BATCH * WIDTH * 4, 4
+    if buckets == "kept":
+        # The rebuild makes the new buckets (a first of 1 MiB at most, dist._DEFAULT_FIRST_BUCKET_BYTES,
+        # and the rest: the parameters' bytes) while the kept gradients still view the old one (DDP starts
+        # with one bucket of every parameter when find_unused_parameters is False), on both backends:
+        # the parameters, two buckets' bytes, the batch and the last loss, the run's peak in the second
+        # forward.
+        assert cpu["peak"] == cpu["phase_peaks"]["forward"] == 3 * PARAMETERS + batch + loss
+    # The backward's peak is not: the last Linear's gradients take sum()'s ones expanded to (8, 256),
+    # strides (0, 0), which BLAS cannot read; cpu's mm copies them (addmm_impl_cpu_; CUDA's
+    # prepare_matrix_for_cublas copies too), PyTorch's Meta mm does not: 8,192 bytes, beside the input's
+    # gradient and the weight's. Meta's backward peak is a moment later, when the bias's gradient (1,024
+    # bytes) is made beside the same (so meta books 7,168 bytes less). Without gradient_as_bucket_view the
+    # backward's peak is its end, every gradient beside its bucket copy, and both books agree.
+    expanded_ones_copy, bias_gradient = batch, WIDTH * 4
+    unseen = 0 if buckets == "copied" else expanded_ones_copy - bias_gradient
+    assert meta["phase_peaks"] == {**cpu["phase_peaks"], "backward": cpu["phase_peaks"]["backward"] - unseen}
+    assert meta["peak"] == max(meta["phase_peaks"].values())
+    assert {k: v for k, v in meta.items() if k not in ("phase_peaks", "peak")} == \
+        {k: v for k, v in cpu.items() if k not in ("phase_peaks", "peak")}
 
 
 if __name__ == "__main__":
