@@ -275,7 +275,7 @@ void DataParallel::AfterStep() {
 void DataParallel::ZeroGrad(bool to_none) {
   State& s = *state_;
   for (at::Tensor& t : s.optimized) {
-    if (s.zero()) t.mutable_grad().reset();  // views of the model's gradients or of the shard
+    if (s.zero()) t.mutable_grad().reset();  // views of grads_in_partition
   }
   for (at::Tensor p : s.params) {
     if (!p.grad().defined()) continue;
@@ -325,7 +325,7 @@ int64_t DataParallel::GradientBytes() const {
 
 void DataParallel::Attribute(LiveBreakdown* b) const {
   const State& s = *state_;
-  const int64_t shard = OwnGradientBytes(s);
+  const int64_t kept = OwnGradientBytes(s);
   int64_t communication = 0;
   for (const ZeroBucket& bucket : s.buckets) {
     if (bucket.staging.defined()) communication += static_cast<int64_t>(bucket.staging.nbytes());
@@ -340,7 +340,7 @@ void DataParallel::Attribute(LiveBreakdown* b) const {
       }
     }
   }
-  MoveIntoCategories(b, shard, communication);
+  MoveIntoCategories(b, kept, communication);
 }
 
 ParallelMeasurement DataParallel::Facts() const {

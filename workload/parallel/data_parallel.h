@@ -105,16 +105,17 @@ class DataParallel final : public RankStrategy {
   // Before each micro-batch's backward: every bucket waits for its gradients again.
   void BeforeBackward() override;
   // After backward (ddp: gradients copied back from their buckets) and before the step (zero1: the
-  // gradients all-reduced; zero: the slice's pieces given their gradients).
+  // gradients all-reduced; zero: what DeepSpeed keeps until the step, Note [Gradients between backward
+  // and step], the rest freed, and the slice's pieces given their gradients as views of it).
   void AfterBackward() override;
   void AfterStep() override;  // zero: the updated slice all-gathered
-  // The model's gradients and the shard's: set to none, or zeroed.
+  // The model's gradients and the zero strategies' kept ones: set to none, or zeroed.
   void ZeroGrad(bool to_none) override;
 
   int64_t ParameterBytes() const override;  // this rank's: the model's, or the flat padded buffer
-  int64_t GradientBytes() const override;   // this rank's now: the model's gradients and the shard
+  int64_t GradientBytes() const override;   // this rank's now: the model's gradients and the zero ones
   // Moves into *b's categories what this rank holds beyond the model's gradients (which b counts
-  // already): the zero2 shard into gradients; buckets and staging into communication_bytes, but a
+  // already): the zero strategies' kept gradients and padding zeros into gradients; buckets and staging into communication_bytes, but a
   // bucket's bytes that are a gradient's view (gradient_as_bucket_view) stay gradients. Both come
   // out of activations_and_transient_bytes, so the categories still sum to what was live.
   void Attribute(LiveBreakdown* b) const override;
