@@ -52,7 +52,9 @@ std::ostream& operator<<(std::ostream& os, const RankBytes& b) {
 //   to a multiple of 2 x world elements, S = padded / world a rank, which owns [rank S, (rank+1) S);
 //   Between backward and the step both stages hold the whole gradients of the parameters the slice
 //   crosses and zeros for its padding, S - (its parameters' elements), with master weights and without
-//   (Note [Gradients between backward and step], workload/parallel/data_parallel.h). Without master
+//   (Note [Gradients between backward and step], workload/parallel/data_parallel.h; stage_1_and_2.py at
+//   38327e0: get_partition_info 1617-1634, copy_grads_in_partition 1344-1360, get_flat_partition's
+//   zeros 1755-1756, zero_grad at the end of backward 807). Without master
 //   weights the rank steps the elements of its slice that are parameters. With them it steps
 //   DeepSpeed's flat partition (Note [Master weights], workload/loop/master_weights.h:
 //   stage_1_and_2.py's single_partition_of_fp32_groups), all S elements, padding included.

@@ -33,7 +33,8 @@ RankBytes Bytes(const VariantMeasurement& m) { return {m.param_bytes, *m.grad_by
 // Stage by stage, at world 2 and 4, rank 0: params 4N; Adam's two moments 8N (ddp) or 8N / world
 // (zero1, zero2); grads 4N (ddp), or, between backward and the step, the whole gradients of the
 // parameters rank 0's partition [0, S) crosses (Note [Gradients between backward and step],
-// workload/parallel/data_parallel.h), in both stages: at world 2, S = 8288 ends inside bias 1
+// workload/parallel/data_parallel.h; stage_1_and_2.py's get_partition_info, 1617-1634, and
+// copy_grads_in_partition, 1344-1360), in both stages: at world 2, S = 8288 ends inside bias 1
 // ([8192, 8320)): weight 1 and bias 1, 8320 elements; at world 4, S = 4144 lies inside weight 1: 8192.
 TEST(ParallelStrategies, EachRankHoldsTheZeroPapersBytesOnCpuAndMeta) {
   for (const int64_t world : {2, 4}) {
