@@ -50,11 +50,14 @@ std::ostream& operator<<(std::ostream& os, const RankBytes& b) {
 // * none (world 1), ddp: every parameter, no padding.
 // * zero1, zero2 (Note [One simulated rank], workload/parallel/data_parallel.h): the flat buffer padded
 //   to a multiple of 2 x world elements, S = padded / world a rank, which owns [rank S, (rank+1) S);
-//   zero2's gradient shard is S elements. Without master weights the rank steps the elements of its
-//   slice that are parameters. With them it steps DeepSpeed's flat partition (Note [Master weights],
-//   workload/loop/master_weights.h: stage_1_and_2.py's single_partition_of_fp32_groups), all S elements,
-//   padding included, and zero1 holds get_flat_partition's zeros for its padding, S - (its parameters'
-//   elements), beside the whole gradients (zero2's are the shard's tail).
+//   Between backward and the step both stages hold the whole gradients of the parameters the slice
+//   crosses and zeros for its padding, S - (its parameters' elements), with master weights and without
+//   (Note [Gradients between backward and step], workload/parallel/data_parallel.h; stage_1_and_2.py at
+//   38327e0: get_partition_info 1617-1634, copy_grads_in_partition 1344-1360, get_flat_partition's
+//   zeros 1755-1756, zero_grad at the end of backward 807). Without master
+//   weights the rank steps the elements of its slice that are parameters. With them it steps
+//   DeepSpeed's flat partition (Note [Master weights], workload/loop/master_weights.h:
+//   stage_1_and_2.py's single_partition_of_fp32_groups), all S elements, padding included.
 // * fsdp (Note [One FSDP2 rank], workload/parallel/fully_sharded.h): each parameter chunked on dim 0,
 //   c = ceil(rows / world) rows a rank, its padded shard c rows; the rank steps its own rows, up to c;
 //   its gradients are the reduce-scatter outputs, the padded shards.
@@ -72,8 +75,12 @@ RankBytes Expected(const std::string& strategy, int64_t world, int64_t rank, boo
   }
   const int64_t padded = (n + 2 * world - 1) / (2 * world) * (2 * world), shard = padded / world;
   const int64_t owned = std::clamp<int64_t>(n - rank * shard, 0, shard);
-  if (!master) return {2 * padded, strategy == "zero2" ? 2 * shard : 2 * n, state * owned};
-  return {2 * padded, strategy == "zero2" ? 2 * shard : 2 * n + 2 * (shard - owned), state * shard};
+  int64_t crossed = 0, at = 0;  // get_partition_info's params_in_partition, whole
+  for (const auto& [rows, rest] : Parameters(odd)) {
+    if (at < (rank + 1) * shard && at + rows * rest > rank * shard) crossed += rows * rest;
+    at += rows * rest;
+  }
+  return {2 * padded, 2 * crossed + 2 * (shard - owned), state * (master ? shard : owned)};
 }
 
 VariantSpec BfloatMlp(const std::string& strategy, int64_t world, int64_t rank, bool odd, bool master) {
@@ -89,20 +96,26 @@ RankBytes Measured(const VariantSpec& spec) {
 }
 
 // The ZeRO paper's table, for the MLP whose N = 16576 (a multiple of 2 x 8, and each dim 0 of 8: no
-// padding): 2 + 2 + 12 (ddp), 2 + 2 + 12/W (zero1), 2 + 2/W + 12/W (zero2), (2 + 2 + 12)/W (fsdp).
+// padding): 2 + 2 + 12 (ddp), 2 + 12/W (zero1, zero2), (2 + 2 + 12)/W (fsdp) bytes of parameters and
+// state. The gradients the paper gives zero2, 2/W, are DeepSpeed's whole gradients of the parameters
+// the last rank's partition crosses, in both stages: at world 2 [8288, 16576) starts in bias 1
+// ([8192, 8320)): 128 + 8192 + 64 = 8384 elements; at world 4 [12432, ...) and at 8 [14504, ...) start
+// in weight 2 ([8320, 16512)): 8192 + 64 = 8256.
 TEST(MasterWeights, EachRankHoldsTheZeroPapersMixedPrecisionFigures) {
   const int64_t n = Count(false);
   EXPECT_EQ(Measured(BfloatMlp("none", 1, 0, false, true)), (RankBytes{2 * n, 2 * n, 12 * n}));
   for (const int64_t w : {2, 4, 8}) {
     SCOPED_TRACE("world " + std::to_string(w));
+    const int64_t crossed = w == 2 ? 8384 : 8256;
     EXPECT_EQ(Measured(BfloatMlp("ddp", w, 0, false, true)), (RankBytes{2 * n, 2 * n, 12 * n}));
-    EXPECT_EQ(Measured(BfloatMlp("zero1", w, w - 1, false, true)), (RankBytes{2 * n, 2 * n, 12 * n / w}));
-    EXPECT_EQ(Measured(BfloatMlp("zero2", w, w - 1, false, true)), (RankBytes{2 * n, 2 * n / w, 12 * n / w}));
+    EXPECT_EQ(Measured(BfloatMlp("zero1", w, w - 1, false, true)), (RankBytes{2 * n, 2 * crossed, 12 * n / w}));
+    EXPECT_EQ(Measured(BfloatMlp("zero2", w, w - 1, false, true)), (RankBytes{2 * n, 2 * crossed, 12 * n / w}));
+    EXPECT_EQ(Expected("zero1", w, w - 1, false, true).grads, 2 * crossed);
     EXPECT_EQ(Measured(BfloatMlp("fsdp", w, w - 1, false, true)), (RankBytes{2 * n / w, 2 * n / w, 12 * n / w}));
   }
-  // world 8, in all: ddp 265216 bytes a rank, zero1 91168, zero2 62160, fsdp 33152.
-  EXPECT_EQ(4 * n + 12 * n / 8, 91168);
-  EXPECT_EQ(2 * n + 14 * n / 8, 62160);
+  // world 8, in all: ddp 265216 bytes a rank, zero1 and zero2 2 x 16576 + 2 x 8256 + 12 x 2072 = 74528
+  // (the paper's zero2: 62160), fsdp 33152.
+  EXPECT_EQ(2 * n + 2 * 8256 + 12 * n / 8, 74528);
 }
 
 // The reports say a rank's optimizer stepped float32 masters (ParallelMeasurement::master_weights), and
@@ -137,13 +150,16 @@ TEST(MasterWeights, PaddingFollowsEachStrategysRuleWithAndWithoutMasterWeights) 
   // At world 8 DeepSpeed pads 16771 to 16784 (the multiple of 2 x 8 above it), S = 2098. Rank 0 holds
   // parameters only: a master of 2098 elements. Rank 7's partition [14686, 16784) holds 16771 - 14686 =
   // 2085 parameter elements and 13 of padding, and its master is all 2098 (bf16 Adam steps the 2085).
-  EXPECT_EQ(Expected("zero1", 8, 0, true, true), (RankBytes{2 * 16784, 2 * 16771, 12 * 2098}));
-  EXPECT_EQ(Expected("zero1", 8, 7, true, true), (RankBytes{2 * 16784, 2 * 16771 + 2 * 13, 12 * 2098}));
-  EXPECT_EQ(Expected("zero2", 8, 7, true, true), (RankBytes{2 * 16784, 2 * 2098, 12 * 2098}));
-  EXPECT_EQ(Expected("zero2", 8, 7, true, false), (RankBytes{2 * 16784, 2 * 2098, 4 * 2085}));
-  // At world 2: 16772 (1 element of padding), S = 8386; at world 4: 16776 (5), S = 4194.
-  EXPECT_EQ(Expected("zero1", 2, 1, true, true), (RankBytes{2 * 16772, 2 * 16771 + 2 * 1, 12 * 8386}));
-  EXPECT_EQ(Expected("zero1", 4, 3, true, true), (RankBytes{2 * 16776, 2 * 16771 + 2 * 5, 12 * 4194}));
+  // Rank 0's [0, 2098) lies in weight 1 (8192 elements); rank 7's starts in weight 2 ([8320, 16512)):
+  // 8192 + 64 + 192 + 3 = 8451 whole, and the 13 of padding.
+  EXPECT_EQ(Expected("zero1", 8, 0, true, true), (RankBytes{2 * 16784, 2 * 8192, 12 * 2098}));
+  EXPECT_EQ(Expected("zero1", 8, 7, true, true), (RankBytes{2 * 16784, 2 * 8451 + 2 * 13, 12 * 2098}));
+  EXPECT_EQ(Expected("zero2", 8, 7, true, true), (RankBytes{2 * 16784, 2 * 8451 + 2 * 13, 12 * 2098}));
+  EXPECT_EQ(Expected("zero2", 8, 7, true, false), (RankBytes{2 * 16784, 2 * 8451 + 2 * 13, 4 * 2085}));
+  // At world 2: 16772 (1 element of padding), S = 8386, rank 1's [8386, 16772) starts in weight 2 too:
+  // the brief's 8451 against a shard's 8386; at world 4: 16776 (5), S = 4194, rank 3's [12582, 16776).
+  EXPECT_EQ(Expected("zero1", 2, 1, true, true), (RankBytes{2 * 16772, 2 * 8451 + 2 * 1, 12 * 8386}));
+  EXPECT_EQ(Expected("zero1", 4, 3, true, true), (RankBytes{2 * 16776, 2 * 8451 + 2 * 5, 12 * 4194}));
   // fsdp at world 8: the 3-row layer's chunks are 1 row; rank 7 has none of its 64 + 1 elements.
   EXPECT_EQ(Expected("fsdp", 8, 7, true, true).state, 12 * (Count(false) / 8));
 }
@@ -161,29 +177,30 @@ int64_t StepPeakOverTheEnd(const VariantSpec& spec) {
   return optimizer->peak_bytes - m.iterations.back().live_after_bytes;
 }
 
-// The step's peak with master weights as DeepSpeed's step() orders it (Note [Master weights]).
+// The step's peak with master weights as DeepSpeed's step() orders it (Note [Master weights]): it
+// starts with the whole 16-bit gradients of the parameters the partition crosses and the padding's zeros
+// (Note [Gradients between backward and step], workload/parallel/data_parallel.h), and flattens its
+// list of views of them into a copy of S elements, cast to float32.
 // zero2, SGD with momentum (no temporaries of its own), rank 1 of 2 of the odd MLP: padded to 16772,
-// S = 8386, the partition [8386, 16772) crosses linear 2's weight, its bias and linear 3 and ends in
-// 1 element of padding, so its gradients are a list of 5 views of the shard, which the step flattens
-// into a copy. At the cast the shard (2 S bytes), the copy (2 S) and the float32 gradient (4 S) are
-// live together: E + 8 S, the second step's (the first has no momentum buffer yet, and the buffer
-// clone comes after the 16-bit gradients are gone: E - 4 S + 2 S + 6 S, then E - 4 S + 4 S + 4 S).
+// S = 8386, the partition [8386, 16772) starts in linear 2's weight ([8320, 16512)), crosses its bias and
+// linear 3 (8192 + 64 + 192 + 3 = 8451 elements whole) and ends in 1 element of padding. At the cast
+// those (2 x 8451 + 2 x 1 bytes), the copy (2 S) and the float32 gradient (4 S) are live together:
+// E + 16904 + 6 S, the second step's (the first has no momentum buffer yet, and the buffer clone comes
+// after the 16-bit gradients are gone: E - 4 S + 16904 + 6 S, then E - 4 S + 4 S + 4 S).
 // DeepSpeed's statements in eager PyTorch peak as high: tests/zero_master_step_check.py.
-// zero1, Adam, rank 7 of 8 (S = 2098, 13 of padding): the step starts with every 16-bit gradient,
-// E + 2 x 16771 + 2 x 13, and frees those outside [14686, 16784) first (linear 1: 2 x 8320 bytes), so
-// its cast, E + 2 x 8451 (the inside: 8192 + 64 + 192 + 3 elements) + 2 x 13 + 6 S = E + 29516, and
-// Adam's float32 gradient with its denominator's two temporaries (E + 4 S + 8 S = E + 25176) stay under
-// the start: the phase's peak is what it started with.
+// zero1, Adam, rank 7 of 8 (S = 2098, [14686, 16784), 13 of padding): the same 8451 elements whole, so
+// the cast is E + 2 x 8451 + 2 x 13 + 6 S = E + 29516, over Adam's float32 gradient with its
+// denominator's two temporaries (E + 4 S + 8 S = E + 25176) and over the step's start (E + 16928).
 TEST(MasterWeights, ZeroStepsDeepSpeedsFlatPartitionAndFreesTheSixteenBitGradientsBeforeStepping) {
   VariantSpec sgd = BfloatMlp("zero2", 2, 1, true, true);
   sgd.loop.optimizer.kind = "sgd";
   sgd.loop.optimizer.momentum = 0.9;
   constexpr int64_t kS2 = 8386;
-  EXPECT_EQ(StepPeakOverTheEnd(sgd), 2 * kS2 + 2 * kS2 + 4 * kS2);
-  EXPECT_EQ(StepPeakOverTheEnd(BfloatMlp("zero1", 8, 7, true, true)), 2 * 16771 + 2 * 13);
+  EXPECT_EQ(StepPeakOverTheEnd(sgd), 2 * 8451 + 2 * 1 + 2 * kS2 + 4 * kS2);
   constexpr int64_t kS8 = 2098;
-  EXPECT_LT(2 * 8451 + 2 * 13 + 6 * kS8, 2 * 16771 + 2 * 13);
-  EXPECT_LT(4 * kS8 + 8 * kS8, 2 * 16771 + 2 * 13);
+  EXPECT_EQ(StepPeakOverTheEnd(BfloatMlp("zero1", 8, 7, true, true)), 2 * 8451 + 2 * 13 + 6 * kS8);
+  EXPECT_EQ(2 * 8451 + 2 * 13 + 6 * kS8, 29516);
+  EXPECT_LT(4 * kS8 + 8 * kS8, 29516);
 }
 
 // The master copies are state from setup on: an OOM in the first forward counts them as optimizer

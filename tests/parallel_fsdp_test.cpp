@@ -41,6 +41,8 @@ struct Elements {
   int64_t fsdp_padded_shard = 0;  // fsdp: ceil(rows / world) rows of each parameter, summed
   int64_t fsdp_mine = 0;          // fsdp: the rank's own rows (the optimizer's), summed
   int64_t zero_mine = 0;          // zero: the rank's slice of the flat buffer that is parameters
+  int64_t zero_kept = 0;  // zero: the gradients kept after backward, every parameter the slice crosses
+                          // whole and the slice's padding (Note [Gradients between backward and step])
 };
 
 Elements Count(bool odd, int64_t world, int64_t rank) {
@@ -54,13 +56,21 @@ Elements Count(bool odd, int64_t world, int64_t rank) {
   e.padded = (e.all + 2 * world - 1) / (2 * world) * (2 * world);
   const int64_t slice = e.padded / world;
   e.zero_mine = std::max<int64_t>(0, std::min(slice, e.all - rank * slice));
+  int64_t at = 0;
+  for (const Shape& s : Shapes(odd)) {  // DeepSpeed's get_partition_info: an element in the slice
+    if (at < (rank + 1) * slice && at + s.rows * s.rest > rank * slice) e.zero_kept += s.rows * s.rest;
+    at += s.rows * s.rest;
+  }
+  e.zero_kept += slice - e.zero_mine;
   return e;
 }
 
 // Stage by stage, at world 2 and 4, on the first and the last rank, float32 Adam (4 + 4 + 8 bytes a
 // parameter) and pure bf16 AdamW as LibTorch keeps it (2 + 2 + 4: its state in the parameters' dtype):
-// ddp keeps all; zero1 divides the state; zero2 the gradients and the state; fsdp all three, with its
-// per-parameter padding (on the last rank of 4 the 3-row layer has no rows, and no state).
+// ddp keeps all; zero1 and zero2 divide the state and keep DeepSpeed's gradients after backward (the
+// whole ones of the parameters their slice crosses, and zeros for its padding, not the paper's 1/world);
+// fsdp divides all three, with its per-parameter padding (on the last rank of 4 the 3-row layer has no
+// rows, and no state).
 TEST(ParallelFsdp, EachStageHoldsTheZeroPapersBytesPerRank) {
   for (const bool bf16 : {false, true}) {
     const int64_t b = bf16 ? 2 : 4;  // bytes of a parameter, of a gradient; the state is two of them
@@ -74,8 +84,8 @@ TEST(ParallelFsdp, EachStageHoldsTheZeroPapersBytesPerRank) {
           };
           for (const Stage& s :
                {Stage{"ddp", b * e.all, b * e.all, 2 * b * e.all},
-                Stage{"zero1", b * e.padded, b * e.all, 2 * b * e.zero_mine},
-                Stage{"zero2", b * e.padded, b * e.padded / world, 2 * b * e.zero_mine},
+                Stage{"zero1", b * e.padded, b * e.zero_kept, 2 * b * e.zero_mine},
+                Stage{"zero2", b * e.padded, b * e.zero_kept, 2 * b * e.zero_mine},
                 Stage{"fsdp", b * e.fsdp_padded_shard, b * e.fsdp_padded_shard, 2 * b * e.fsdp_mine}}) {
             for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
               SCOPED_TRACE(s.strategy + " world " + std::to_string(world) + " rank " + std::to_string(rank) +
@@ -92,6 +102,8 @@ TEST(ParallelFsdp, EachStageHoldsTheZeroPapersBytesPerRank) {
   }
   // Without padding, fsdp at world 4 is (4 + 4 + 8) N / 4 bytes: 16576 parameters, 66304 bytes.
   const Elements e = Count(false, 4, 1);
+  // Rank 1's slice [4144, 8288) of 4 lies inside weight 1 ([0, 8192)) and ends in bias 1: 8192 + 128.
+  EXPECT_EQ(e.zero_kept, 8192 + 128);
   EXPECT_EQ(e.fsdp_padded_shard, e.all / 4);
   EXPECT_EQ(16 * e.all / 4, 66304);
 }

@@ -30,13 +30,17 @@ struct RankBytes {
 
 RankBytes Bytes(const VariantMeasurement& m) { return {m.param_bytes, *m.grad_bytes, *m.optimizer_state_bytes}; }
 
-// Stage by stage, at world 2 and 4: params 4N; grads 4N (ddp, zero1) or 4N / world (zero2); Adam's
-// two moments 8N (ddp) or 8N / world (zero1, zero2).
+// Stage by stage, at world 2 and 4, rank 0: params 4N; Adam's two moments 8N (ddp) or 8N / world
+// (zero1, zero2); grads 4N (ddp), or, between backward and the step, the whole gradients of the
+// parameters rank 0's partition [0, S) crosses (Note [Gradients between backward and step],
+// workload/parallel/data_parallel.h; stage_1_and_2.py's get_partition_info, 1617-1634, and
+// copy_grads_in_partition, 1344-1360), in both stages: at world 2, S = 8288 ends inside bias 1
+// ([8192, 8320)): weight 1 and bias 1, 8320 elements; at world 4, S = 4144 lies inside weight 1: 8192.
 TEST(ParallelStrategies, EachRankHoldsTheZeroPapersBytesOnCpuAndMeta) {
   for (const int64_t world : {2, 4}) {
     for (const std::string strategy : {"ddp", "zero1", "zero2"}) {
       SCOPED_TRACE(strategy + " at world " + std::to_string(world));
-      const int64_t grads = strategy == "zero2" ? 4 * kN / world : 4 * kN;
+      const int64_t grads = strategy == "ddp" ? 4 * kN : 4 * (world == 2 ? 64 * 128 + 128 : 64 * 128);
       const int64_t state = strategy == "ddp" ? 8 * kN : 8 * kN / world;
       for (const Backend backend : {Backend::kCpu, Backend::kMeta}) {
         const VariantMeasurement m = Measure(Mlp(strategy, world), backend);
@@ -50,22 +54,26 @@ TEST(ParallelStrategies, EachRankHoldsTheZeroPapersBytesOnCpuAndMeta) {
       }
     }
   }
-  // world 4: zero1 = 4N + 4N + 2N = 165760 bytes; zero2 = 4N + N + 2N = 116032; ddp = 16N = 265216.
-  EXPECT_EQ(4 * kN + 4 * kN + 8 * kN / 4, 165760);
-  EXPECT_EQ(4 * kN + 4 * kN / 4 + 8 * kN / 4, 116032);
+  // world 4: zero1 = zero2 = 4N + 4 x 8192 + 2N = 132224 bytes (the paper's zero2, 4N + N + 2N = 116032,
+  // would be S = 4144 gradients); ddp = 16N = 265216.
+  EXPECT_EQ(4 * kN + 4 * 8192 + 8 * kN / 4, 132224);
 }
 
 // N = 16771 at world 4: the flat buffer is padded to 16776 (a multiple of 2 x 4), S = 4194 elements a
-// rank. Every rank holds the padded parameters and a zero2 gradient shard of S; Adam's state covers the
-// parameters of its slice: 4194 elements on ranks 0-2, 16771 - 3 x 4194 = 4189 on rank 3.
+// rank. Every rank holds the padded parameters; Adam's state covers the parameters of its slice: 4194
+// elements on ranks 0-2, 16771 - 3 x 4194 = 4189 on rank 3. Its gradients are the whole ones of the
+// parameters its slice crosses, and zeros for its padding: rank 0's [0, 4194) lies in weight 1 (8192);
+// rank 3's [12582, 16776) starts in weight 2 ([8320, 16512)) and holds bias 2, weight 3 and bias 3:
+// 8192 + 64 + 192 + 3 = 8451, and 16776 - 16771 = 5 of padding.
 TEST(ParallelStrategies, PaddingFollowsDeepSpeedAndTheLastRankStepsWhatIsLeft) {
   for (const int64_t rank : {0, 3}) {
     const int64_t owned = rank == 3 ? kOddN - 3 * 4194 : 4194;
+    const int64_t grads = rank == 3 ? 8451 + 5 : 8192;
     const VariantMeasurement cpu = Measure(Mlp("zero2", 4, rank, /*odd=*/true), Backend::kCpu);
     const VariantMeasurement meta = Measure(Mlp("zero2", 4, rank, /*odd=*/true), Backend::kMeta);
     for (const VariantMeasurement* m : {&cpu, &meta}) {
       EXPECT_EQ(m->param_bytes, 4 * 16776);
-      EXPECT_EQ(*m->grad_bytes, 4 * 4194);
+      EXPECT_EQ(*m->grad_bytes, 4 * grads);
       EXPECT_EQ(*m->optimizer_state_bytes, 8 * owned);
       EXPECT_EQ(m->parallel->rank, rank);
     }

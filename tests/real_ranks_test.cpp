@@ -3,6 +3,7 @@
 // a failing rank ends the variant with its name (Note [A failing rank ends the variant]).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -122,8 +123,11 @@ TEST(RealRanks, EveryParallelCatalogVariantOnGlooEqualsMetasFakeGroupPerRankToTh
 
 // Mixed-precision Adam (Note [Master weights], workload/loop/master_weights.h) at world 2: each real rank
 // equals meta's simulated rank to the byte, and both hold the ZeRO paper's figures for N = 16576 bf16
-// parameters (no padding at world 2): ddp 2 + 2 + 12 bytes a parameter, zero1 2 + 2 + 6, zero2
-// 2 + 1 + 6, fsdp 1 + 1 + 6. The loss is mse: its bf16 mean reduces through float32 on cpu, and meta
+// parameters (no padding at world 2): ddp 2 + 2 + 12 bytes a parameter, zero1 and zero2 2 + 6 and
+// DeepSpeed's gradients between backward and the step, the whole ones of the parameters a rank's
+// partition crosses (Note [Gradients between backward and step], workload/parallel/data_parallel.h):
+// S = 8288 ends inside bias 1 ([8192, 8320)), so rank 0 holds weight 1 and bias 1, 8320 elements, and
+// rank 1 bias 1, weight 2 and bias 2, 128 + 8192 + 64 = 8384; fsdp 1 + 1 + 6. The loss is mse: its bf16 mean reduces through float32 on cpu, and meta
 // mirrors it (Note [mse_loss's reduction on cpu], backends/meta/kernels/meta_kernels_loss.cpp).
 TEST(RealRanks, MasterWeightsOnGlooEqualMetasFakeGroupPerRankAndTheZeroPapersFigures) {
   testing::ScratchFolder folder("real-ranks-master");
@@ -137,12 +141,14 @@ TEST(RealRanks, MasterWeightsOnGlooEqualMetasFakeGroupPerRankAndTheZeroPapersFig
   constexpr int64_t kN = 64 * 128 + 128 + 128 * 64 + 64;
   struct Figures {
     std::string strategy;
-    int64_t params, grads, state;
+    int64_t params;
+    std::array<int64_t, 2> grads;  // rank 0's, rank 1's
+    int64_t state;
   };
-  const std::vector<Figures> figures = {{"ddp", 2 * kN, 2 * kN, 12 * kN},
-                                        {"zero1", 2 * kN, 2 * kN, 6 * kN},
-                                        {"zero2", 2 * kN, kN, 6 * kN},
-                                        {"fsdp", kN, kN, 6 * kN}};
+  const std::vector<Figures> figures = {{"ddp", 2 * kN, {2 * kN, 2 * kN}, 12 * kN},
+                                        {"zero1", 2 * kN, {2 * 8320, 2 * 8384}, 6 * kN},
+                                        {"zero2", 2 * kN, {2 * 8320, 2 * 8384}, 6 * kN},
+                                        {"fsdp", kN, {kN, kN}, 6 * kN}};
   for (const Figures& f : figures) {
     for (const int rank : {0, 1}) {
       scenario["variants"][f.strategy + "_r" + std::to_string(rank)] = {
@@ -162,7 +168,7 @@ TEST(RealRanks, MasterWeightsOnGlooEqualMetasFakeGroupPerRankAndTheZeroPapersFig
       ASSERT_TRUE(simulated.measurement.has_value()) << simulated.diagnostics;
       ExpectRankEqualsMeta(r, *simulated.measurement, f.strategy + " rank " + std::to_string(rank));
       EXPECT_EQ(r.param_bytes, f.params) << f.strategy;
-      EXPECT_EQ(r.grad_bytes, f.grads) << f.strategy;
+      EXPECT_EQ(r.grad_bytes, f.grads[rank]) << f.strategy << " rank " << rank;
       EXPECT_EQ(r.optimizer_state_bytes, f.state) << f.strategy;
     }
   }
@@ -220,10 +226,12 @@ TEST(RealRanks, AutocastUnderFsdpsMixedPrecisionOnGlooEqualsMetasFakeGroupPerRan
 
 // The same with padding (Note [Master weights], workload/loop/master_weights.h): linear 64 -> 3 more
 // makes N = 16771, padded to 16772 at world 2 (a multiple of 2 x 2), S = 8386, rank 1's partition one
-// element of padding. DeepSpeed's master is the whole partition on both ranks, 12 x 8386 bytes, and
-// zero1's rank 1 holds get_flat_partition's zeros for its padding beside the whole gradients: real gloo
-// ranks and meta's simulated one agree to the byte, the step (flattened copy, cast, 16-bit gradients
-// freed) included.
+// element of padding. DeepSpeed's master is the whole partition on both ranks, 12 x 8386 bytes; both
+// stages hold the whole gradients of the parameters a partition crosses, and the last rank
+// get_flat_partition's zeros for its padding: rank 0's [0, 8386) ends inside weight 2 ([8320, 16512)):
+// 8192 + 128 + 8192 = 16512 elements; rank 1's starts there: 8192 + 64 + 192 + 3 = 8451, and 1 zero.
+// Real gloo ranks and meta's simulated one agree to the byte, the step (flattened copy, cast, 16-bit
+// gradients freed) included.
 TEST(RealRanks, MasterWeightsFlatPartitionWithPaddingOnGlooEqualsMeta) {
   testing::ScratchFolder folder("real-ranks-master-padded");
   json scenario = json::parse(
@@ -255,7 +263,7 @@ TEST(RealRanks, MasterWeightsFlatPartitionWithPaddingOnGlooEqualsMeta) {
       ASSERT_TRUE(simulated.measurement.has_value()) << simulated.diagnostics;
       ExpectRankEqualsMeta(r, *simulated.measurement, strategy + " rank " + std::to_string(rank));
       EXPECT_EQ(r.optimizer_state_bytes, 12 * kS) << strategy;
-      const int64_t grads = strategy == "zero2" ? 2 * kS : 2 * kN + (rank == 1 ? 2 : 0);
+      const int64_t grads = rank == 0 ? 2 * 16512 : 2 * 8451 + 2 * 1;
       EXPECT_EQ(r.grad_bytes, grads) << strategy << " rank " << rank;
     }
   }

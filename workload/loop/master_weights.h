@@ -33,14 +33,13 @@
 //   or a view when the list is one tensor) and cast to float32 (4 S bytes) in one expression, the copy
 //   freed when it ends (1892-1897); the partition's 16-bit gradients and the zeros freed (1904, 1906);
 //   the inner step; the float32 gradient freed (1916); the master copied into the 16-bit slice (1920).
-//   Here MasterWeights::step does the same through the FlatPartition: zero1 frees the whole
-//   gradients it keeps (outside, then inside), zero2 its shard, whose tail is the padding's zeros. So
-//   the step's peak is its start (every 16-bit gradient), the cast (the inside gradients, the 16-bit
-//   copy and its float32 cast: 2 + 4 bytes of S beside them) or the inner step (the float32 gradient
-//   and the optimizer's temporaries, the 16-bit gradients gone), whichever is highest
-//   (tests/master_weights_test.cpp derives a peak at the cast and one at the start).
-//   (At this commit the end of backward already frees every parameter's .grad (zero_grad, 807) and
-//   keeps the partition's views in the list; oomguard's zero1 keeps whole gradients until the step.)
+//   Here MasterWeights::step does the same through the FlatPartition, whose gradients are what
+//   backward left (Note [Gradients between backward and step], workload/parallel/data_parallel.h): the
+//   whole 16-bit gradients of the parameters the partition crosses and the padding's zeros, every other
+//   gradient already freed (so 1887 frees nothing). So the step's peak is the cast (those gradients,
+//   the 16-bit copy of S and its float32 cast: 2 + 4 bytes of S beside them) or the inner step (the
+//   float32 gradient and the optimizer's temporaries, the 16-bit gradients gone), whichever is higher
+//   (tests/master_weights_test.cpp derives both).
 // * Without a parallel strategy, and under ddp: one master per parameter, each gradient cast where it
 //   is and the 16-bit gradients live through the step (DeepSpeed's stage 0 is not this file's).
 // * fsdp steps its shards in sub-groups as DeepSpeed's stage 3 does (stage3.py, same commit:

@@ -95,10 +95,9 @@ void DataParallel::State::GradReady(size_t index) {
   if (--bucket.pending == 0 && spec.strategy == "zero2") ReduceToOwners(bucket);
 }
 
-// zero2: a full bucket's parts each reduced to the rank that owns it, this rank's part kept in its
-// shard, the staging freed.
+// zero2: a full bucket's parts each reduced to the rank that owns it, the whole gradient of each
+// parameter the slice crosses kept (Note [Gradients between backward and step]), the staging freed.
 void DataParallel::State::ReduceToOwners(ZeroBucket& bucket) {
-  if (!grad_shard.defined()) grad_shard = at::zeros({shard}, bucket.staging.options());
   const at::Tensor staging = std::move(bucket.staging);
   bucket.staging = at::Tensor();
   int64_t at = 0;
@@ -111,10 +110,27 @@ void DataParallel::State::ReduceToOwners(ZeroBucket& bucket) {
       c10d::ReduceOptions options;
       options.rootRank = owner;
       group->reduce(part, options)->wait();
-      if (owner == spec.rank) grad_shard.narrow(0, lo - owned_begin(), hi - lo).copy_(part[0]);
     }
+    if (InSlice(k)) KeepInPartition(k, staging.narrow(0, at, n));
     at += n;
   }
+}
+
+void DataParallel::State::KeepInPartition(size_t param, const at::Tensor& grad) {
+  const size_t i = static_cast<size_t>(piece_of[param]);
+  if (!grads_in_partition.defined()) {
+    const int64_t total = slots.back() + params[pieces.back().param].numel();
+    grads_in_partition = at::zeros({total}, flat.options());
+  }
+  grads_in_partition.narrow(0, slots[i], params[param].numel()).add_(grad);
+}
+
+at::Tensor DataParallel::State::PieceGradient(size_t i) const {
+  const Piece& piece = pieces[i];
+  const at::Tensor whole = grads_in_partition.defined()
+                               ? grads_in_partition.narrow(0, slots[i], params[piece.param].numel())
+                               : at::zeros({params[piece.param].numel()}, flat.options());
+  return whole.narrow(0, piece.begin, piece.length);
 }
 
 DataParallel::DataParallel(const ParallelSpec& spec, std::vector<at::Tensor> parameters)
@@ -161,11 +177,16 @@ DataParallel::DataParallel(const ParallelSpec& spec, std::vector<at::Tensor> par
       s.params[k].set_data(view.view(host_copies[k].sizes()));
       host_copies[k].reset();
     }
+    s.piece_of.assign(s.params.size(), -1);
+    int64_t slot = 0;
     for (size_t k = 0; k < s.params.size(); ++k) {
       const int64_t lo = std::max(s.offsets[k], s.owned_begin());
       const int64_t hi = std::min(s.offsets[k] + s.params[k].numel(), s.owned_begin() + s.shard);
       if (lo >= hi) continue;
+      s.piece_of[k] = static_cast<int>(s.pieces.size());
       s.pieces.push_back({k, lo - s.offsets[k], hi - lo});
+      s.slots.push_back(slot);
+      slot += s.params[k].numel();
       s.optimized.push_back(s.flat.narrow(0, lo, hi - lo));
     }
     for (std::vector<size_t>& indices : AssignBuckets(s.params, {static_cast<size_t>(cap)})) {
@@ -224,32 +245,23 @@ void DataParallel::BeforeBackward() {
   for (ZeroBucket& bucket : state_->buckets) bucket.pending = bucket.params.size();
 }
 
+// Note [Gradients between backward and step], data_parallel.h.
 void DataParallel::AfterBackward() {
   State& s = *state_;
   at::NoGradGuard no_grad;
   if (s.reducer) return;             // its finalize_backward copied each bucket back into the gradients
-  if (s.spec.strategy == "zero1") {  // every gradient all-reduced in place
-    for (const at::Tensor& p : s.params) {
-      std::vector<at::Tensor> tensors = {p.grad()};
-      if (tensors[0].defined()) s.group->allreduce(tensors)->wait();
+  if (s.spec.strategy == "zero1") {  // reduce_gradients: each gradient all-reduced, the slice's kept
+    for (size_t k = 0; k < s.params.size(); ++k) {
+      std::vector<at::Tensor> tensors = {s.params[k].grad()};
+      if (!tensors[0].defined()) continue;
+      s.group->allreduce(tensors)->wait();
+      if (s.InSlice(k)) s.KeepInPartition(k, tensors[0].reshape(-1));
+      s.params[k].mutable_grad().reset();
     }
   }
-  if (s.lent) {  // the master steps the flat partition; zero1's padding gets its zeros
-    if (s.spec.strategy == "zero1" && s.padding() > 0 && !s.grad_padding.defined()) {
-      s.grad_padding = at::zeros({s.padding()}, s.flat.options());
-    }
-    return;
-  }
-  for (size_t i = 0; i < s.pieces.size(); ++i) {  // the slice's pieces get their gradients, as views
-    const State::Piece& piece = s.pieces[i];
-    if (s.spec.strategy == "zero1") {
-      const at::Tensor grad = s.params[piece.param].grad();
-      if (grad.defined()) s.optimized[i].mutable_grad() = grad.reshape(-1).narrow(0, piece.begin, piece.length);
-    } else if (s.grad_shard.defined()) {
-      const int64_t at = s.offsets[piece.param] + piece.begin - s.owned_begin();
-      s.optimized[i].mutable_grad() = s.grad_shard.narrow(0, at, piece.length);
-    }
-  }
+  if (s.padding() > 0 && !s.grad_padding.defined()) s.grad_padding = at::zeros({s.padding()}, s.flat.options());
+  if (s.lent || !s.grads_in_partition.defined()) return;  // a master steps the partition itself
+  for (size_t i = 0; i < s.pieces.size(); ++i) s.optimized[i].mutable_grad() = s.PieceGradient(i);
 }
 
 void DataParallel::AfterStep() {
@@ -263,7 +275,7 @@ void DataParallel::AfterStep() {
 void DataParallel::ZeroGrad(bool to_none) {
   State& s = *state_;
   for (at::Tensor& t : s.optimized) {
-    if (s.zero()) t.mutable_grad().reset();  // views of the model's gradients or of the shard
+    if (s.zero()) t.mutable_grad().reset();  // views of grads_in_partition
   }
   for (at::Tensor p : s.params) {
     if (!p.grad().defined()) continue;
@@ -273,7 +285,7 @@ void DataParallel::ZeroGrad(bool to_none) {
       p.mutable_grad().zero_();
     }
   }
-  for (at::Tensor* own : {&s.grad_shard, &s.grad_padding}) {
+  for (at::Tensor* own : {&s.grads_in_partition, &s.grad_padding}) {
     if (!own->defined()) continue;
     if (to_none) {
       own->reset();
@@ -293,10 +305,10 @@ int64_t DataParallel::ParameterBytes() const {
 
 namespace {
 
-// The gradients the rank holds beyond the model's: zero2's shard, zero1's padding's zeros.
+// The gradients the rank holds beyond the model's: the slice's whole gradients, the padding's zeros.
 int64_t OwnGradientBytes(const DataParallel::State& s) {
   int64_t bytes = 0;
-  for (const at::Tensor* t : {&s.grad_shard, &s.grad_padding}) {
+  for (const at::Tensor* t : {&s.grads_in_partition, &s.grad_padding}) {
     bytes += t->defined() ? static_cast<int64_t>(t->nbytes()) : 0;
   }
   return bytes;
@@ -313,7 +325,7 @@ int64_t DataParallel::GradientBytes() const {
 
 void DataParallel::Attribute(LiveBreakdown* b) const {
   const State& s = *state_;
-  const int64_t shard = OwnGradientBytes(s);
+  const int64_t kept = OwnGradientBytes(s);
   int64_t communication = 0;
   for (const ZeroBucket& bucket : s.buckets) {
     if (bucket.staging.defined()) communication += static_cast<int64_t>(bucket.staging.nbytes());
@@ -328,7 +340,7 @@ void DataParallel::Attribute(LiveBreakdown* b) const {
       }
     }
   }
-  MoveIntoCategories(b, shard, communication);
+  MoveIntoCategories(b, kept, communication);
 }
 
 ParallelMeasurement DataParallel::Facts() const {

@@ -41,23 +41,30 @@ struct DataParallel::State {
     int64_t begin;  // in the parameter's elements
     int64_t length;
   };
-  std::vector<Piece> pieces;
+  std::vector<Piece> pieces;          // DeepSpeed's params_in_partition, in order
+  std::vector<int64_t> slots;         // each piece's parameter's first element in grads_in_partition
+  std::vector<int> piece_of;          // parameter -> its piece, -1 outside the slice
   std::vector<at::Tensor> optimized;  // ddp: the parameters; zero: the pieces, views of flat
-  at::Tensor grad_shard;              // zero2: this rank's reduced gradients, S elements
-  // Lent to a master-weights optimizer (Note [Master weights], workload/loop/master_weights.h): then
-  // zero1's padding has gradients too, get_flat_partition's zeros, from each backward to the step.
-  std::unique_ptr<FlatPartition> lent;
+  // Note [Gradients between backward and step]: the whole gradients of the parameters the slice
+  // crosses (DeepSpeed's grads_in_partition), and get_flat_partition's zeros for the slice's padding.
+  at::Tensor grads_in_partition;
   at::Tensor grad_padding;
+  // Lent to a master-weights optimizer (Note [Master weights], workload/loop/master_weights.h).
+  std::unique_ptr<FlatPartition> lent;
 
   bool zero() const { return spec.strategy != "ddp"; }
   int64_t owned_begin() const { return spec.rank * shard; }
   int64_t padding() const { return shard - std::clamp<int64_t>(numel - owned_begin(), 0, shard); }
-  bool InSlice(size_t param) const {
-    return std::any_of(pieces.begin(), pieces.end(), [param](const Piece& p) { return p.param == param; });
-  }
+  bool InSlice(size_t param) const { return piece_of[param] >= 0; }
+  // The slice's gradients for piece i: a view of grads_in_partition (zeros, as get_flat_partition's
+  // zeros_like, when no gradient came).
+  at::Tensor PieceGradient(size_t i) const;
 
   void GradReady(size_t index);
   void ReduceToOwners(ZeroBucket& bucket);
+  // A reduced gradient of parameter `param`, flat, summed into its slot of grads_in_partition (made
+  // with the first, as copy_grads_in_partition makes it).
+  void KeepInPartition(size_t param, const at::Tensor& grad);
 };
 
 // The rank's flat partition as DeepSpeed's step reads it (Note [Master weights],

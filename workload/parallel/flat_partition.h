@@ -21,13 +21,15 @@ class FlatPartition {
   // The rank's S = padded / world elements of the flat buffer (a view): what its master copies.
   virtual at::Tensor Slice() const = 0;
   // Frees the 16-bit gradients of the parameters the slice does not reach (DeepSpeed's
-  // free_grad_in_param_list(params_not_in_partition)).
+  // free_grad_in_param_list(params_not_in_partition)); backward's end has freed them already (Note
+  // [Gradients between backward and step], workload/parallel/data_parallel.h).
   virtual void FreeGradientsOutside() = 0;
-  // The slice's 16-bit gradients, S elements in all: one view a parameter the slice crosses, then its
-  // padding's zeros (DeepSpeed's averaged_gradients, from get_flat_partition). Views, no copy.
+  // The slice's 16-bit gradients, S elements in all: one view a parameter the slice crosses, of that
+  // parameter's whole gradient, then its padding's zeros (DeepSpeed's averaged_gradients, from
+  // get_flat_partition). Views, no copy.
   virtual std::vector<at::Tensor> Gradients() const = 0;
-  // Frees the rest of the rank's 16-bit gradients, the padding's zeros too (free_grad_in_param_list(
-  // params_in_partition); averaged_gradients = None).
+  // Frees the rest of the rank's 16-bit gradients: the whole gradients the slice crosses and the
+  // padding's zeros (free_grad_in_param_list(params_in_partition); averaged_gradients = None).
   virtual void FreeGradientsInside() = 0;
 };
 

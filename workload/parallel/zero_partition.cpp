@@ -18,27 +18,15 @@ class ZeroPartition final : public FlatPartition {
   }
   std::vector<at::Tensor> Gradients() const override {
     std::vector<at::Tensor> grads;
-    for (const DataParallel::State::Piece& piece : s_.pieces) {
-      if (s_.spec.strategy == "zero2") {
-        grads.push_back(
-            s_.grad_shard.narrow(0, s_.offsets[piece.param] + piece.begin - s_.owned_begin(), piece.length));
-      } else {
-        // A parameter without a gradient reads as get_flat_partition's zeros_like (made here, at the step).
-        const at::Tensor& param = s_.params[piece.param];
-        const at::Tensor grad = param.grad().defined() ? param.grad() : at::zeros_like(param);
-        grads.push_back(grad.reshape(-1).narrow(0, piece.begin, piece.length));
-      }
-    }
+    for (size_t i = 0; i < s_.pieces.size(); ++i) grads.push_back(s_.PieceGradient(i));
     const int64_t pad = s_.padding();
-    if (pad > 0) {  // zero2: the shard's tail; zero1: the zeros AfterBackward made
-      grads.push_back(s_.spec.strategy == "zero2" ? s_.grad_shard.narrow(0, s_.shard - pad, pad) : s_.grad_padding);
-    }
+    if (pad > 0) grads.push_back(s_.grad_padding.defined() ? s_.grad_padding : at::zeros({pad}, s_.flat.options()));
     return grads;
   }
   void FreeGradientsInside() override {
     for (const DataParallel::State::Piece& piece : s_.pieces) s_.params[piece.param].mutable_grad().reset();
+    s_.grads_in_partition.reset();
     s_.grad_padding.reset();
-    s_.grad_shard.reset();
   }
 
  private:
