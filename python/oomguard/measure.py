@@ -111,7 +111,9 @@ def _checked_snapshot(snapshot):
 # What to do when the user's code needs a value on meta (PyTorch: "Tensor.item() cannot be called on meta tensors").
 _NO_VALUES_ON_META = ("meta tensors have shapes and no values, so .item(), printing a tensor or a branch on "
                       "its value cannot run there: where the loop keeps a number, sum into a tensor "
-                      "(total += loss.detach()), or measure on backend=\"cpu\" (exact bytes, real values)")
+                      "(total += loss.detach()); where library code branches on data (a mask that is all "
+                      "ones), say what it would read: with m.assume(True): ...; or measure on "
+                      "backend=\"cpu\" (exact bytes, real values)")
 
 
 class Measure:
@@ -247,6 +249,17 @@ class Measure:
         finally:
             if self._scope is scope:
                 scope.set_phase(previous, unwinding)
+
+    def assume(self, value):
+        """On meta: inside, a value read from a meta tensor (.item(), bool(), `if tensor:`) is `value`
+        instead of PyTorch's error, for library code that branches on data the memory does not depend on
+        (Note [A value assumed on meta], meta_kernels.py): `with m.assume(True): loss = hf_model(...)`.
+        Elsewhere tensors have their values and this changes nothing."""
+        self._running("assume()")
+        if self.backend != "meta":
+            meta_kernels.assumed_value(value)  # the same check of `value`
+            return contextlib.nullcontext()
+        return meta_kernels.assumed_value(value)
 
     @contextlib.contextmanager
     def deferred_init(self):

@@ -68,7 +68,53 @@ def _python_kernels(names):
     return kernels
 
 
+_assumed = threading.local()  # Note [A value assumed on meta]: the value a meta tensor reads, on this thread
+
+
+class assumed_value:
+    """Inside, a value read from a meta tensor (.item(), bool(), `if tensor:`) is `value` (Note [A value
+    assumed on meta]); scopes nest."""
+
+    def __init__(self, value):
+        if isinstance(value, torch.Tensor) or not isinstance(value, (bool, int, float)):
+            raise TypeError(f"oomguard.measure: assume(value={value!r}): a bool, int or float")
+        self.value = value
+
+    def __enter__(self):
+        self._previous = getattr(_assumed, "value", None)
+        _assumed.value = self.value
+
+    def __exit__(self, *exc):
+        _assumed.value = self._previous
+        return False
+
+
+# Note [A value assumed on meta]: a meta tensor has no values, and torch's Python Meta kernel of
+# _local_scalar_dense (what .item(), bool() and a branch on a tensor call) raises. Library code branches on
+# values the memory does not depend on, or depends on as a training run's always do: Hugging Face's mask
+# helpers ask whether an all-ones attention mask is all ones (masking_utils.py's _ignore_causal_mask_sdpa,
+# find_packed_sequence_indices) before they choose is_causal over a materialised mask, so a checkpointed
+# Llama stops there on meta. Inside m.assume(value) the read gives `value` in the tensor's dtype, allocating
+# nothing, as the C++ MetaItemScope gives 0 (backends/meta/meta_item.h): the user says what the data would
+# say on the GPU (True: "all ones, nothing packed").
+def _local_scalar_dense(name, fn):
+    def kernel(tensor, *args, **kwargs):
+        value = getattr(_assumed, "value", None)
+        if value is None:
+            return fn(tensor, *args, **kwargs)
+        if tensor.dtype == torch.bool:
+            return bool(value)
+        if tensor.dtype.is_floating_point or tensor.dtype.is_complex:
+            return float(value)
+        return int(value)
+
+    return kernel
+
+
 def _counted(name, fn):
+    if name == "aten::_local_scalar_dense":  # allocates nothing: no warning that its bytes are unchecked
+        return _local_scalar_dense(name, fn)
+
     def kernel(*args, **kwargs):
         _ran.add(name)
         return fn(*args, **kwargs)

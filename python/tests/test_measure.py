@@ -146,9 +146,38 @@ def main():
     check("a note on .item() on meta", notes, ["oomguard.measure(backend=\"meta\"): meta tensors have shapes and no "
                                                "values, so .item(), printing a tensor or a branch on its value cannot "
                                                "run there: where the loop keeps a number, sum into a tensor "
-                                               "(total += loss.detach()), or measure on backend=\"cpu\" (exact "
+                                               "(total += loss.detach()); where library code branches on data (a "
+                                               "mask that is all ones), say what it would read: with "
+                                               "m.assume(True): ...; or measure on backend=\"cpu\" (exact "
                                                "bytes, real values)"])
     check("its outcome", no_values.result.outcome, "error:error")
+    # Note [A value assumed on meta]: inside m.assume(value) a read gives the value in the tensor's dtype,
+    # allocating nothing, and says nothing of unmirrored kernels; outside it PyTorch's error stands.
+    with oomguard.measure(backend="meta") as assumed:
+        mask = torch.ones(2, 8, dtype=torch.long, device=assumed.device)
+        with assumed.assume(True):
+            reads = (bool((mask == 1).all()), mask.sum().item(), mask.float().mean().item())
+            with assumed.assume(0):
+                inner = bool(mask.any())
+            after_inner = bool(mask.all())
+        try:
+            bool(mask.all())
+            outside = "no error"
+        except RuntimeError as e:
+            outside = str(e)
+    check("assumed reads: bool, int, float", (reads, inner, after_inner), ((True, 1, 1.0), False, True))
+    check("outside assume(): PyTorch's error", outside, "Tensor.item() cannot be called on meta tensors")
+    check("assume(): no warning that a Python Meta kernel ran",
+          [w for w in assumed.result.warnings if "_local_scalar_dense" in w], [])
+    with oomguard.measure(backend="cpu") as on_cpu:
+        with on_cpu.assume(True):
+            real = torch.zeros(3).sum().item()  # cpu has values: assume() changes nothing
+    check("assume() on cpu reads the real value", real, 0.0)
+    with oomguard.measure(backend="meta") as typed:
+        check.raises("assume() takes a number", lambda: typed.assume("yes"), TypeError,
+                     "oomguard.measure: assume(value='yes'): a bool, int or float")
+    check.raises("assume() outside the measurement", lambda: on_cpu.assume(True), RuntimeError,
+                 "oomguard.measure: assume() outside the measurement (inside `with oomguard.measure(...) as m:`)")
 
     # One torch: the module bound to the libraries `import torch` loaded, not copies of its own.
     with open("/proc/self/maps") as maps:
