@@ -36,7 +36,7 @@ std::string Describe(const MetricDiff& d) {
 BaselineComparison CompareWithBaseline(const BaselineFile& file, const std::string& path, const VariantMeasurement& m) {
   BaselineComparison c;
   c.baseline_file = path;
-  const BaselineEntry* entry = file.Find(m.variant, m.backend, m.cap_bytes, BaselineKernels(m));
+  const BaselineEntry* entry = file.Find(m.variant, m.backend, m.cap_bytes, BaselineKernels(m), BaselineParallel(m));
   if (entry == nullptr) {
     c.verdict = BaselineVerdict::kNew;
     return c;

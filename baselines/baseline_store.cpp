@@ -27,9 +27,12 @@ int64_t Tolerance::Allowed(int64_t baseline) const {
 }
 
 const BaselineEntry* BaselineFile::Find(const std::string& variant, const std::string& backend, int64_t cap_bytes,
-                                        const std::string& kernels) const {
+                                        const std::string& kernels, const std::string& parallel) const {
   for (const BaselineEntry& e : entries) {
-    if (e.variant == variant && e.backend == backend && e.cap_bytes == cap_bytes && e.kernels == kernels) return &e;
+    if (e.variant == variant && e.backend == backend && e.cap_bytes == cap_bytes && e.kernels == kernels &&
+        e.parallel == parallel) {
+      return &e;
+    }
   }
   return nullptr;
 }
@@ -37,7 +40,7 @@ const BaselineEntry* BaselineFile::Find(const std::string& variant, const std::s
 void BaselineFile::Put(BaselineEntry entry) {
   for (BaselineEntry& e : entries) {
     if (e.variant == entry.variant && e.backend == entry.backend && e.cap_bytes == entry.cap_bytes &&
-        e.kernels == entry.kernels) {
+        e.kernels == entry.kernels && e.parallel == entry.parallel) {
       e = std::move(entry);
       return;
     }
@@ -137,6 +140,7 @@ FieldReader EntryField(BaselineEntry* out) {
         {"backend", EnumField(&out->backend, "backend", backends)},
         {"card", AnyStringField(&out->card)},
         {"kernels", AnyStringField(&out->kernels)},
+        {"parallel", AnyStringField(&out->parallel)},
         {"cap_bytes", IntField(&out->cap_bytes, 1)},
         {"peak_bytes", IntField(&out->peak_bytes, 0)},
         {"phase_peaks",
@@ -208,10 +212,11 @@ bool LoadBaselineText(const std::string& text, const std::string& path, Baseline
            BaselineEntry entry;
            const JsonPath at = p.Index(static_cast<int64_t>(i));
            if (!EntryField(&entry)(v[i], at, e)) return false;
-           if (read.Find(entry.variant, entry.backend, entry.cap_bytes, entry.kernels) != nullptr) {
+           if (read.Find(entry.variant, entry.backend, entry.cap_bytes, entry.kernels, entry.parallel) != nullptr) {
              return Fail(at,
                          "a second entry for variant " + Quoted(entry.variant) + ", backend " + entry.backend +
-                             (entry.kernels.empty() ? "" : ", kernels " + entry.kernels) + ", cap_bytes " +
+                             (entry.kernels.empty() ? "" : ", kernels " + entry.kernels) +
+                             (entry.parallel.empty() ? "" : ", parallel " + entry.parallel) + ", cap_bytes " +
                              std::to_string(entry.cap_bytes) + " (each may appear once)",
                          e);
            }
@@ -236,8 +241,8 @@ bool LoadBaselineText(const std::string& text, const std::string& path, Baseline
 std::string SerializeBaselineFile(const BaselineFile& file) {
   std::vector<BaselineEntry> entries = file.entries;
   std::sort(entries.begin(), entries.end(), [](const BaselineEntry& a, const BaselineEntry& b) {
-    return std::tie(a.variant, a.backend, a.kernels, a.cap_bytes) <
-           std::tie(b.variant, b.backend, b.kernels, b.cap_bytes);
+    return std::tie(a.variant, a.backend, a.kernels, a.parallel, a.cap_bytes) <
+           std::tie(b.variant, b.backend, b.kernels, b.parallel, b.cap_bytes);
   });
   json j;  // std::map-backed: keys come out sorted, so files diff well
   j["scenario"] = file.scenario;
@@ -254,6 +259,7 @@ std::string SerializeBaselineFile(const BaselineFile& file) {
                   {"cap_bytes", e.cap_bytes},   {"peak_bytes", e.peak_bytes},  {"phase_peaks", e.phase_peaks},
                   {"live_after", e.live_after}, {"alloc_count", e.alloc_count}};
     if (!e.kernels.empty()) entry["kernels"] = e.kernels;  // cpu's: left out, as in files older than the field
+    if (!e.parallel.empty()) entry["parallel"] = e.parallel;  // one process: left out, likewise
     if (!e.rank_peaks.empty()) entry["rank_peaks"] = e.rank_peaks;  // real ranks only
     out.push_back(std::move(entry));
   }
@@ -267,6 +273,7 @@ BaselineEntry EntryFromMeasurement(const VariantMeasurement& m) {
   e.backend = m.backend;
   e.card = m.card;
   e.kernels = BaselineKernels(m);
+  e.parallel = BaselineParallel(m);
   e.cap_bytes = m.cap_bytes;
   e.peak_bytes = m.ledger.peak_bytes;
   for (const PhasePeak& p : m.ledger.phase_peaks) e.phase_peaks[p.phase] = p.peak_bytes;
@@ -274,6 +281,17 @@ BaselineEntry EntryFromMeasurement(const VariantMeasurement& m) {
   e.alloc_count = m.ledger.alloc_count;
   for (const RankMeasurement& r : m.ranks) e.rank_peaks.push_back(r.peak_bytes);
   return e;
+}
+
+std::string BaselineParallel(const VariantMeasurement& m) {
+  if (!m.parallel) return "";
+  const ParallelMeasurement& p = *m.parallel;
+  std::string key = (p.strategy.empty() ? "" : p.strategy + " ") + "rank " + std::to_string(p.rank) + " of " +
+                    std::to_string(p.world);
+  if (!p.param_dtype.empty()) key += ", param_dtype " + p.param_dtype;
+  if (!p.reduce_dtype.empty()) key += ", reduce_dtype " + p.reduce_dtype;
+  if (p.master_weights) key += ", master weights";
+  return key;
 }
 
 std::string BaselineKernels(const VariantMeasurement& m) {

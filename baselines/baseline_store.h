@@ -34,6 +34,10 @@ struct BaselineEntry {
   // Part of the key: empty for cpu's kernels (every file written before the field was), else a meta run's
   // mirrored kernels, "cuda sm_75" (`--kernels cuda`): numbers of other kernels are never compared.
   std::string kernels;
+  // Part of the key: empty for one process (every file written before the field was), else the rank
+  // the numbers are of, "fsdp rank 0 of 8, param_dtype bfloat16, reduce_dtype float32" (BaselineParallel):
+  // a variant measured at another world, strategy, rank or precision has no entry yet, never a diff.
+  std::string parallel;
   int64_t cap_bytes = 0;
   int64_t peak_bytes = 0;
   std::map<std::string, int64_t> phase_peaks;  // phase -> bytes
@@ -55,7 +59,7 @@ struct BaselineFile {
   bool exists = false;  // false: no file yet
 
   const BaselineEntry* Find(const std::string& variant, const std::string& backend, int64_t cap_bytes,
-                            const std::string& kernels = "") const;
+                            const std::string& kernels = "", const std::string& parallel = "") const;
   // Replaces the entry with the same key, or adds it.
   void Put(BaselineEntry entry);
   const Tolerance& ToleranceFor(const std::string& metric) const;
@@ -79,6 +83,10 @@ std::string BaselineDirectory(const std::string& baselines_dir, const std::strin
 std::string SerializeBaselineFile(const BaselineFile& file);
 
 BaselineEntry EntryFromMeasurement(const VariantMeasurement& m);
+// The parallel part of m's baseline key (BaselineEntry::parallel): empty without m.parallel, else its
+// strategy (if any), rank, world and the precision it names.
+std::string BaselineParallel(const VariantMeasurement& m);
+
 // The kernels part of m's baseline key (BaselineEntry::kernels): m.kernels for a meta run that mirrored
 // other kernels than cpu's, else empty.
 std::string BaselineKernels(const VariantMeasurement& m);

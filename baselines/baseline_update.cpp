@@ -80,7 +80,7 @@ bool UpdateBaselines(const RunResults& report, const std::string& baselines_dir,
         continue;
       }
       const BaselineEntry now = EntryFromMeasurement(*v.measurement);
-      const BaselineEntry* old = file.Find(now.variant, now.backend, now.cap_bytes, now.kernels);
+      const BaselineEntry* old = file.Find(now.variant, now.backend, now.cap_bytes, now.kernels, now.parallel);
       if (old == nullptr) {
         out << "  new        " << s.name << "/" << v.name << ": peak " << FormatBytes(now.peak_bytes) << "\n";
       } else if (old->peak_bytes != now.peak_bytes || old->phase_peaks != now.phase_peaks ||

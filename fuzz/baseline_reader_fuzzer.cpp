@@ -22,7 +22,8 @@ bool Same(const Tolerance& a, const Tolerance& b) {
 }
 
 auto Key(const BaselineEntry& e) {
-  return std::tie(e.variant, e.backend, e.cap_bytes, e.card, e.peak_bytes, e.phase_peaks, e.live_after, e.alloc_count);
+  return std::tie(e.variant, e.backend, e.cap_bytes, e.card, e.kernels, e.parallel, e.peak_bytes, e.phase_peaks,
+                  e.live_after, e.alloc_count);
 }
 
 // Equal contents: the same entries in any order (the writer sorts them; equal keys may swap).
@@ -41,11 +42,13 @@ bool SameContents(const BaselineFile& a, const BaselineFile& b) {
          std::equal(ea.begin(), ea.end(), eb.begin(), [](const auto& x, const auto& y) { return Key(x) == Key(y); });
 }
 
-// What a run measuring exactly `entry` reports.
+// What a run measuring exactly `entry` reports (its parallel key is text, made from a rank's
+// ParallelMeasurement by BaselineParallel; a run of one process stands for it here).
 VariantMeasurement MeasurementOf(const BaselineEntry& entry) {
   VariantMeasurement m;
   m.variant = entry.variant;
   m.backend = entry.backend;
+  m.kernels = entry.kernels.empty() ? "cpu" : entry.kernels;
   m.cap_bytes = entry.cap_bytes;
   m.ledger.peak_bytes = entry.peak_bytes;
   m.ledger.alloc_count = entry.alloc_count;
@@ -77,7 +80,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const BaselineEntry& entry : file.entries) {
     const VariantMeasurement m = MeasurementOf(entry);
     const BaselineComparison comparison = CompareWithBaseline(file, "fuzz.json", m);
-    OOMGUARD_CHECK(comparison.verdict != BaselineVerdict::kNew) << "no entry found for its own measurement";
+    OOMGUARD_CHECK(file.Find(entry.variant, entry.backend, entry.cap_bytes, entry.kernels, entry.parallel) != nullptr);
+    OOMGUARD_CHECK(comparison.verdict != BaselineVerdict::kNew || !entry.parallel.empty() ||
+                   (entry.backend != "meta" && !entry.kernels.empty()))
+        << "no entry found for its own measurement";
     BaselineFailures(comparison, /*strict=*/true);
     // And what a typical run measures, against whatever the file holds.
     VariantMeasurement typical = m;

@@ -40,6 +40,9 @@ VariantMeasurement VariantFromRecord(const py::dict& r) {
   m.backend = Get<std::string>(r, "backend");
   m.card = Get<std::string>(r, "card");
   m.kernels = Get<std::string>(r, "kernels", "cpu");  // baselines key card mode's entries apart
+  if (!Get<std::string>(r, "process_group").empty()) {  // a rank (world=N, or torchrun's): keyed apart too
+    m.parallel = ParallelMeasurement{.world = Get<int64_t>(r, "world", 1), .rank = Get<int64_t>(r, "rank", 0)};
+  }
   const auto cap = Get<int64_t>(r, "cap_bytes", -1);
   m.cap_bytes = cap < 0 ? Ledger::kUnlimited : cap;  // no cap, as the CLI keys it
   if (!Parse(Get<std::string>(r, "outcome", "pass"), &m.outcome)) m.outcome = VariantOutcome::Error(ErrorCategory::kError);

@@ -58,6 +58,41 @@ TEST(BaselineDiff, CudaKernelRunsAreKeyedApartFromCpuKernelRuns) {
   EXPECT_EQ(SerializeBaselineFile(loaded), text);
 }
 
+// A rank is keyed by its strategy, rank, world and precision (BaselineParallel): the same variant at
+// another world has no entry yet, never a diff against the old world's numbers; one process keeps no
+// field, as files written before it have none.
+TEST(BaselineDiff, RanksAreKeyedByStrategyRankWorldAndPrecision) {
+  VariantMeasurement eight = Measured("v", 1000);
+  eight.parallel = ParallelMeasurement{.world = 8, .rank = 0, .strategy = "fsdp"};
+  VariantMeasurement sixteen = eight;
+  sixteen.parallel->world = 16;
+  sixteen.ledger.peak_bytes = 600;
+  VariantMeasurement mixed = eight;
+  mixed.parallel->param_dtype = "bfloat16";
+  mixed.parallel->reduce_dtype = "float32";
+  mixed.parallel->master_weights = true;
+  EXPECT_EQ(BaselineParallel(eight), "fsdp rank 0 of 8");
+  EXPECT_EQ(BaselineParallel(mixed), "fsdp rank 0 of 8, param_dtype bfloat16, reduce_dtype float32, master weights");
+  EXPECT_EQ(BaselineParallel(Measured("v", 1)), "");
+  BaselineFile file;
+  file.scenario = "s";
+  file.Put(EntryFromMeasurement(eight));
+  EXPECT_EQ(CompareWithBaseline(file, "f", sixteen).verdict, BaselineVerdict::kNew);
+  EXPECT_EQ(CompareWithBaseline(file, "f", mixed).verdict, BaselineVerdict::kNew);
+  EXPECT_EQ(CompareWithBaseline(file, "f", Measured("v", 1000)).verdict, BaselineVerdict::kNew);
+  file.Put(EntryFromMeasurement(sixteen));
+  ASSERT_EQ(file.entries.size(), 2u);
+  EXPECT_EQ(CompareWithBaseline(file, "f", eight).verdict, BaselineVerdict::kUnchanged);
+  EXPECT_EQ(CompareWithBaseline(file, "f", sixteen).verdict, BaselineVerdict::kUnchanged);
+  const std::string text = SerializeBaselineFile(file);
+  EXPECT_NE(text.find("\"parallel\": \"fsdp rank 0 of 16\""), std::string::npos) << text;
+  BaselineFile loaded;
+  std::string error;
+  ASSERT_TRUE(LoadBaselineText(text, "b.json", &loaded, &error)) << error;
+  EXPECT_EQ(loaded.Find("v", "cpu", 1000000, "", "fsdp rank 0 of 16")->peak_bytes, 600);
+  EXPECT_EQ(SerializeBaselineFile(loaded), text);
+}
+
 // The comparison is data; what of it fails a variant is data too (the verdict decides the code).
 TEST(BaselineDiff, ARegressionIsAFailureWithTheNumbers) {
   BaselineFile file;

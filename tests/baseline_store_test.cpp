@@ -108,7 +108,7 @@ TEST(BaselineStore, EveryValueIsValidated) {
             "transfer, forward, backward, optimizer, zero_grad, eval, step)");
   EXPECT_EQ(error_of(with("\"alloc_count\"", "\"alloc_cout\"")),
             "at entries[0]: unknown key \"alloc_cout\"; did you mean \"alloc_count\"? (valid keys: variant, backend, "
-            "card, kernels, cap_bytes, peak_bytes, phase_peaks, live_after, alloc_count, rank_peaks)");
+            "card, kernels, parallel, cap_bytes, peak_bytes, phase_peaks, live_after, alloc_count, rank_peaks)");
   EXPECT_EQ(error_of(with("\"backend\": \"cpu\"", "\"backend\": \"gpu\"")),
             "at entries[0].backend: unknown backend \"gpu\"; did you mean \"cpu\"? (valid values: cpu, meta, cuda)");
   EXPECT_EQ(error_of(R"({"scenario": "s", "entries": [)" + entry + ", " + entry + "]}"),
