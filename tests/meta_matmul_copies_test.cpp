@@ -22,33 +22,26 @@ struct Inputs {
   at::Tensor x, w, xs, g, a, bs;
 };
 Inputs MakeInputs(const at::TensorOptions& options) {
-  return {at::ones({8, 64}, options),      at::ones({256, 64}, options),
-          at::ones({8, 128}, options),     at::ones({}, options).expand({8, 256}),
-          at::ones({4, 8, 32}, options),   at::ones({4, 32, 32}, options)};
+  return {at::ones({8, 64}, options),    at::ones({256, 64}, options),
+          at::ones({8, 128}, options),   at::ones({}, options).expand({8, 256}),
+          at::ones({4, 8, 32}, options), at::ones({4, 32, 32}, options)};
 }
 // x, w, xs, the scalar under g, a [4, 8, 32] and bs [4, 32, 32].
 constexpr int64_t kInputBytes = (8 * 64 + 256 * 64 + 8 * 128 + 1 + 4 * 8 * 32 + 4 * 32 * 32) * 4;
 
 using Op = std::function<at::Tensor(const Inputs&)>;
 
-// The op's peak above its live inputs and the bytes it leaves, on the cpu backend or meta (cpu's
+// The op's peak above its live inputs, on the cpu backend or meta (cpu's
 // kernels), inputs made in setup.
 testing::Measured OnBackend(Backend backend, const Op& op) {
-  at::set_num_threads(1);
-  VariantSpec spec;
-  spec.loop.iterations = 1;
-  VariantMeasureOptions options;
-  options.backend = backend;
-  const VariantMeasurement m = MeasureWorkload(
-      [&](Context& ctx) {
-        const Inputs in = MakeInputs(ctx.options());
-        for (int64_t i : ctx.Iterations()) {
-          (void)i;
-          auto phase = ctx.Phase("forward");
-          const at::Tensor y = op(in);
-        }
-      },
-      spec, options);
+  const VariantMeasurement m = testing::MeasureOneIteration(backend, [&](Context& ctx) {
+    const Inputs in = MakeInputs(ctx.options());
+    for (int64_t i : ctx.Iterations()) {
+      (void)i;
+      auto phase = ctx.Phase("forward");
+      const at::Tensor y = op(in);
+    }
+  });
   EXPECT_EQ(Name(m.outcome), "pass") << m.error;
   for (const PhasePeak& p : m.ledger.phase_peaks) {
     if (p.phase == "forward") return {0, 0, p.peak_bytes - kInputBytes};

@@ -85,8 +85,9 @@ void CudaPrepareMatrix(const at::Tensor& t, Copies& copies) {
 Copies CudaGemmCopies(const at::Tensor& result, const at::Tensor& m1, const at::Tensor& m2) {
   Copies copies;
   if (result.numel() == 0) return copies;
-  const bool transpose_result = result.is_non_overlapping_and_dense() ? result.is_contiguous()
-                                                                      : !(result.stride(0) == 1 && result.stride(1) >= AtLeastOne(result.size(0)));
+  const bool transpose_result = result.is_non_overlapping_and_dense()
+                                    ? result.is_contiguous()
+                                    : !(result.stride(0) == 1 && result.stride(1) >= AtLeastOne(result.size(0)));
   CudaPrepareMatrix(result, copies);
   CudaPrepareMatrix(transpose_result ? m2 : m1, copies);
   CudaPrepareMatrix(transpose_result ? m1 : m2, copies);
