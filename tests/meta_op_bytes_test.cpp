@@ -19,29 +19,22 @@ using Op = std::function<at::Tensor()>;
 using MakeOp = std::function<Op(Parameters&)>;  // makes the inputs (in setup) and returns the op
 
 int64_t ForwardSavedBytes(Backend backend, const MakeOp& make_op) {
-  at::set_num_threads(1);
-  VariantSpec spec;
-  spec.loop.iterations = 1;
-  VariantMeasureOptions options;
-  options.backend = backend;
-  const VariantMeasurement m = MeasureWorkload(
-      [&](Context& ctx) {
-        Parameters p(ctx);
-        const Op op = make_op(p);
-        ctx.Track(p.all());
-        for (int64_t i : ctx.Iterations()) {
-          (void)i;
-          at::Tensor y, loss;
-          {
-            auto phase = ctx.Phase("forward");
-            y = op();
-            loss = y.sum();
-          }
-          auto phase = ctx.Phase("backward");
-          loss.backward();
-        }
-      },
-      spec, options);
+  const VariantMeasurement m = testing::MeasureOneIteration(backend, [&](Context& ctx) {
+    Parameters p(ctx);
+    const Op op = make_op(p);
+    ctx.Track(p.all());
+    for (int64_t i : ctx.Iterations()) {
+      (void)i;
+      at::Tensor y, loss;
+      {
+        auto phase = ctx.Phase("forward");
+        y = op();
+        loss = y.sum();
+      }
+      auto phase = ctx.Phase("backward");
+      loss.backward();
+    }
+  });
   EXPECT_EQ(Name(m.outcome), "pass") << m.error;
   return m.forward_saved_bytes.value_or(-1);
 }

@@ -111,6 +111,16 @@ struct Both {
   bool MetaRan(const std::string& op) const { return meta_kernels.count(op) > 0; }
 };
 
+// One iteration of `workload` on `backend`, with one intra-op thread as in the runner's children.
+inline VariantMeasurement MeasureOneIteration(Backend backend, const WorkloadFunction& workload) {
+  at::set_num_threads(1);
+  VariantSpec spec;
+  spec.loop.iterations = 1;
+  VariantMeasureOptions options;
+  options.backend = backend;
+  return MeasureWorkload(workload, spec, options);
+}
+
 // As in the runner's children: one intra-op thread (scratch buffers are per thread).
 inline Both MeasureOnBoth(const WorkloadFunction& workload) {
   at::set_num_threads(1);

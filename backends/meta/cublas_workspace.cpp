@@ -1,11 +1,6 @@
 #include "backends/meta/cublas_workspace.h"
 
 #include <ATen/ATen.h>
-#include <ATen/ops/addmm_meta_dispatch.h>
-#include <ATen/ops/addmv_meta_dispatch.h>
-#include <ATen/ops/baddbmm_meta_dispatch.h>
-#include <ATen/ops/bmm_meta_dispatch.h>
-#include <ATen/ops/mm_meta_dispatch.h>
 #include <c10/util/env.h>
 
 #include <algorithm>
@@ -14,7 +9,6 @@
 #include <string>
 
 #include "backends/meta/kernel_target.h"
-#include "backends/meta/kernels/meta_kernels_internal.h"
 
 namespace oomguard {
 namespace {
@@ -59,24 +53,6 @@ int64_t CudaBytesOfEnvConfig(const std::string& config, int64_t default_size) {
   return total;
 }
 
-// The Meta kernels of the cuBLAS ops are LibTorch's own (at::meta::*), registered as oomguard's so that
-// in Python they win over torch/_meta_registrations.py's, which allocate temporaries cpu does not (Note
-// [Which Meta kernel runs in Python]); the workspaces are not theirs to allocate (the Note above).
-at::Tensor MmMeta(const at::Tensor& self, const at::Tensor& mat2) { return at::meta::mm(self, mat2); }
-at::Tensor BmmMeta(const at::Tensor& self, const at::Tensor& mat2) { return at::meta::bmm(self, mat2); }
-at::Tensor BaddbmmMeta(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                       const at::Scalar& alpha) {
-  return at::meta::baddbmm(self, b1, b2, beta, alpha);
-}
-at::Tensor AddmvMeta(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
-                     const at::Scalar& alpha) {
-  return at::meta::addmv(self, mat, vec, beta, alpha);
-}
-at::Tensor AddmmMeta(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
-                     const at::Scalar& alpha) {
-  return at::meta::addmm(self, mat1, mat2, beta, alpha);
-}
-
 }  // namespace
 
 int64_t CublasWorkspaceBytes(int compute_capability) {
@@ -104,15 +80,5 @@ std::vector<int64_t> CublasWorkspacesHeldFromStart(const KernelTarget& target) {
   if (!unified) sizes.push_back(CublasLtWorkspaceBytes(target.compute_capability));
   return sizes;
 }
-
-namespace meta_kernels {
-void RegisterCublasWorkspace(torch::Library& meta) {
-  meta.impl("mm", TORCH_FN(MmMeta));
-  meta.impl("addmm", TORCH_FN(AddmmMeta));
-  meta.impl("bmm", TORCH_FN(BmmMeta));
-  meta.impl("baddbmm", TORCH_FN(BaddbmmMeta));
-  meta.impl("addmv", TORCH_FN(AddmvMeta));
-}
-}  // namespace meta_kernels
 
 }  // namespace oomguard

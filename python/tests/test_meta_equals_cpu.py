@@ -3,8 +3,8 @@ Meta kernel that runs each op is the one the C++ tool runs (Note [Which Meta ker
 python/oomguard/meta_kernels.py).
 
 1. Which kernel wins: before a meta measurement, torch/_meta_registrations.py's Python kernels run
-   relu, addmm (oomguard has its own of both: addmm is LibTorch's, registered as oomguard's) and uniform_
-   (PyTorch has a C++ one); from the first meta measurement on, oomguard's and PyTorch's C++ kernels
+   relu, addmm (oomguard has its own of both: addmm is LibTorch's shape function and the operand copies
+   cpu's kernel makes, meta_kernels_matmul.cpp) and uniform_ (PyTorch has a C++ one); from the first meta measurement on, oomguard's and PyTorch's C++ kernels
    do, and an op with only a Python kernel keeps it and the measurement warns that it ran.
 2. nn.Linear's init (uniform_) and its forward under no_grad (addmm) allocate on meta what they do on cpu.
 3. The catalog's forgotten-no-grad loop (examples/python/mlp_eval.py), both variants: peak, phase

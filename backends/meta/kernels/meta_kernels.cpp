@@ -303,7 +303,7 @@ void RegisterMetaKernels() {
     meta_kernels::RegisterSoftmax(*library);
     meta_kernels::RegisterPromote(*library, *lib);
     meta_kernels::RegisterReduce(*library);
-    meta_kernels::RegisterCublasWorkspace(*library);  // the cuBLAS ops: LibTorch's kernels, as oomguard's
+    meta_kernels::RegisterMatmul(*library);
     return lib;
   }();
   (void)autograd_library;

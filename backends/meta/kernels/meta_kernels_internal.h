@@ -26,7 +26,7 @@ void RegisterLoss(torch::Library& meta);                                      //
 void RegisterSoftmax(torch::Library& meta);                                   // meta_kernels_softmax.cpp
 void RegisterPromote(torch::Library& meta, torch::Library& autograd_meta);    // meta_kernels_promote.cpp
 void RegisterAttentionCuda(torch::Library& meta);                             // meta_kernels_attention_cuda.cpp
-void RegisterCublasWorkspace(torch::Library& meta);                           // backends/meta/cublas_workspace.cpp
+void RegisterMatmul(torch::Library& meta);                                    // meta_kernels_matmul.cpp
 void RegisterReduce(torch::Library& meta);                                    // meta_kernels_reduce.cpp
 
 // On a card, what a Reduce.cuh reduction of `self` over `dim` into an `out_dtype` result allocates
