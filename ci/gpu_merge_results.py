@@ -30,7 +30,9 @@ def main():
     merged["duration_ms"] = max(shard.get("duration_ms", 0.0) for shard in shards)
     with open(out, "w") as f:
         json.dump(merged, f, indent=2)
-    return 0
+    print(f"joined {len(shards)} of {len(paths)} shards: {len(merged['scenarios'])} scenarios, "
+          + ", ".join(f"{n} {k}" for k, n in sorted(totals.items())))
+    return 0 if len(shards) == len(paths) else 1
 
 
 if __name__ == "__main__":
