@@ -74,7 +74,7 @@ if torch.cuda.is_available():
 fi
 echo "gpu: ${gpu:-none (nvidia-smi found no GPU: the cuda steps report UNSUPPORTED or skip)}" | tee -a "$out/version.txt"
 if [ -n "$torch_lib" ]; then
-  timeout 60 "$py" -c 'import sys, torch; print(f"python {sys.version.split()[0]}, torch {torch.__version__}, cuda available: {torch.cuda.is_available()}")' \
+  timeout 60 "$py" -W ignore -c 'import sys, torch; print(f"python {sys.version.split()[0]}, torch {torch.__version__}, cuda available: {torch.cuda.is_available()}")' \
     >> "$out/version.txt" 2>&1
 fi
 

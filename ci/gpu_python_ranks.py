@@ -33,6 +33,8 @@ def measure_one(model_kind, world, backend):
     import torch
     from torch import nn
     import oomguard
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python", "tests"))
+    from checks import train_sum  # the tests' step: two iterations of model(x).sum(), each phase marked
     torch.set_num_threads(1)
     with oomguard.measure(world=world, **BACKENDS[backend]) as m:
         torch.manual_seed(0)
@@ -48,16 +50,7 @@ def measure_one(model_kind, world, backend):
             from torch.nn.parallel import DistributedDataParallel
             model = DistributedDataParallel(model)
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-        x = torch.randn(BATCH, WIDTH, device=m.device)
-        m.track(model, optimizer)
-        for _ in m.iterations(2):
-            with m.phase("forward"):
-                loss = model(x).sum()
-            with m.phase("backward"):
-                loss.backward()
-            with m.phase("optimizer"):
-                optimizer.step()
-                optimizer.zero_grad()
+        train_sum(m, model, optimizer, torch.randn(BATCH, WIDTH, device=m.device))
     r = m.result
     stats = r.cuda if r.cuda is not None else r.cuda_model
     return {"outcome": r.outcome, "peak": r.peak_bytes, "phase_peaks": dict(r.phase_peak_bytes),
