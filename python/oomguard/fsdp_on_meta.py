@@ -1,7 +1,7 @@
 """PyTorch's FSDP2 (fully_shard) on the meta backend.
 
 Note [FSDP2 on meta]: torch 2.11's FSDP2 runs on a mesh's device and refuses meta parameters, so a
-user's `fully_shard` loop could be measured on cpu only, never at a 70B's size. Three things stand in
+user's `fully_shard` loop could be measured on cpu only, never at a 70B's size. Four things stand in
 its way, and while a meta measurement runs each is given what FSDP2 gives a cpu mesh:
 1. The device: fully_shard takes it from the mesh (`_get_device_from_mesh`, _fsdp_init.py), a cpu mesh
    without a GPU, so the all-gather outputs, the unsharded parameters and the reduce-scatter buffers
@@ -30,7 +30,7 @@ inside uncounted on the meta backend (UncountedMetaScope), and is torch.device("
 it, to_empty(device=m.device) allocates the shards, counted, on every backend alike.
 The collectives are the fake group's (Note [One rank in one process], ranks.py): on meta they move no
 data either way. The check: Python.OneRankOfAShardedRun, the same fully_shard loop on meta and cpu, in
-the fake group, to the byte.
+the fake group, to the byte but for the default meshes' rank tensors, which only cpu books.
 """
 import torch
 
