@@ -88,7 +88,7 @@ VariantMeasureOptions HarnessOptions(const MeasureOptions& options) {
 // Note [The cpu backend's host is its device]: a GPU loop builds its model on the host and moves it
 // (`LlamaForCausalLM(cfg).to("cuda", torch.bfloat16)`: float32 on the host, bf16 on the card); on the
 // cpu backend the same code builds and casts in one memory, the ledger's, and setup's peak holds both
-// (a 4-layer Llama: 200.52 MiB on cpu, 84.64 MiB on meta and on the card). Nothing tells a host tensor
+// (a 4-layer Llama: 200.52 MiB on cpu, 84.64 MiB on meta, what a card would hold). Nothing tells a host tensor
 // from a device one there, so where it decides, a peak or an OOM in setup, the measurement says so.
 static std::optional<std::string> HostIsTheDevice(const VariantMeasurement& m) {
   const std::string setup(Name(Phase::kSetup));
