@@ -133,14 +133,25 @@ def junit_properties(record, comparison):
     return props
 
 
+def measured_on(record):
+    """Whose numbers a row's are: "cpu", "meta, cuda sm_75 kernels", "meta, rank 0 of 4" (a test's marker
+    says it, but a table of many tests read without it mixed card mode's and ranks' peaks with cpu's)."""
+    where = [record["backend"]]
+    if record["backend"] == "meta" and record.get("kernels", "cpu") not in ("", "cpu"):
+        where.append(f"{record['kernels']} kernels")
+    if record.get("process_group"):
+        where.append(f"rank {record['rank']} of {record['world']}")
+    return ", ".join(where)
+
+
 def summary_lines(records):
     """The table at the end of a run: tests by peak, highest first."""
     rows = sorted(records, key=lambda r: -r["peak_bytes"])
     width = max(len(r["test"]) for r in rows)
-    lines = [f"{'test':<{width}}  {'peak bytes':>14}  {'peak':>12}  phase        outcome"]
+    lines = [f"{'test':<{width}}  {'peak bytes':>14}  {'peak':>12}  phase        outcome   measured on"]
     for r in rows:
         lines.append(f"{r['test']:<{width}}  {r['peak_bytes']:>14}  {format_bytes(r['peak_bytes']):>12}  "
-                     f"{r['peak_phase']:<11}  {r['outcome']}")
+                     f"{r['peak_phase']:<11}  {r['outcome']:<8}  {measured_on(r)}")
     return lines
 
 

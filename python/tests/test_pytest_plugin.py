@@ -129,9 +129,9 @@ def test_report_table_and_json(pytester):
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         "*= oomguard report =*",
-        "test * peak bytes * peak * phase * outcome",
-        "test_models.py::test_over * 2097152 * 2.00 MiB * forward * pass",
-        "test_models.py::test_under * 1000 * 1000 bytes * forward * pass",
+        "test * peak bytes * peak * phase * outcome * measured on",
+        "test_models.py::test_over * 2097152 * 2.00 MiB * forward * pass * cpu",
+        "test_models.py::test_under * 1000 * 1000 bytes * forward * pass * cpu",
     ])
     tests = {t["test"]: t for t in json.loads(out.read_text())["tests"]}
     assert sorted(tests) == ["test_models.py::test_over", "test_models.py::test_under"]
@@ -157,15 +157,18 @@ def test_a_card_s_rank(oomguard_measure):
 def test_card_mode_and_a_rank_in_the_marker(pytester, tmp_path):
     pytester.makepyfile(test_card=CARD_AND_RANK)
     out, baselines = pytester.path / "oomguard.json", tmp_path / "baselines"
-    result = pytester.runpytest(*PLUGIN, f"--oomguard-json={out}", f"--oomguard-baselines={baselines}",
+    result = pytester.runpytest(*PLUGIN, "--oomguard", f"--oomguard-json={out}", f"--oomguard-baselines={baselines}",
                                 "--oomguard-update-baselines")
     result.assert_outcomes(passed=1)
+    # the table says whose numbers they are (report.py's measured_on)
+    result.stdout.fnmatch_lines(["test_card.py::test_a_card_s_rank * pass * meta, cuda sm_75 kernels, rank 3 of 4"])
     (test,) = json.loads(out.read_text())["tests"]
     # a card's dropout: the bf16 output and a 1-byte mask
     assert (test["kernels"], test["phase_peak_bytes"]["forward"]) == ("cuda sm_75", 2000 + 2000 + 1000)
     assert (test["world"], test["rank"], test["process_group"]) == (4, 3, "fake")
     (entry,) = json.loads((baselines / "test_card.json").read_text())["entries"]
     assert entry["kernels"] == "cuda sm_75"  # keyed apart from cpu's kernels
+    assert entry["parallel"] == "rank 3 of 4"  # and from other ranks and worlds
 
 
 VERDICTS = '''
@@ -210,7 +213,7 @@ def test_unmarked_tests_measured_with_the_option_only(pytester):
     result.assert_outcomes(passed=1)
     result.stdout.no_fnmatch_line("*oomguard report*")
     result = pytester.runpytest(*PLUGIN, "--oomguard")
-    result.stdout.fnmatch_lines(["test_plain.py::test_plain * 5000 * setup * pass"])
+    result.stdout.fnmatch_lines(["test_plain.py::test_plain * 5000 * setup * pass * cpu"])
 
 
 @pytest.mark.parametrize(

@@ -156,10 +156,10 @@ def test_under_xdist(pytester):
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines([
         "*= oomguard report =*",
-        "test * peak bytes * peak * phase * outcome",
-        "test_faults.py::test_over * 4096 * 4.00 KiB * forward * pass",
-        "test_faults.py::test_under * 100 * 100 bytes * setup * pass",
-        "test_faults.py::test_injected * 0 * 0 bytes * setup * oom",
+        "test * peak bytes * peak * phase * outcome * measured on",
+        "test_faults.py::test_over * 4096 * 4.00 KiB * forward * pass * cpu",
+        "test_faults.py::test_under * 100 * 100 bytes * setup * pass * cpu",
+        "test_faults.py::test_injected * 0 * 0 bytes * setup * oom * cpu",
     ])
     result.stdout.fnmatch_lines(["*= oomguard baselines and reports =*"])
     result.stdout.fnmatch_lines([f"snapshot: {pytester.path}/snaps/test_faults.test_over.cpu.pickle"])
