@@ -11,7 +11,8 @@ Conv2d.weight"). So:
    a card's Meta kernels mirror (dropout, bf16 layer norm, the three attention backends by card, dtype,
    mask, dropout and causal padding, embedding's backward, cuDNN convolution, fp16/bf16 batch norm,
    batch norm's backends (cuDNN for fp32 and fp16 with float parameters, native otherwise), group norm,
-   pooling, interpolation, mixed-dtype arithmetic, bf16 mean, cross entropy, AdamW's foreach step) for a training step at sm_75, sm_89, sm_80 and sm_90, under a TorchDispatchMode that records each
+   pooling, interpolation, mixed-dtype arithmetic, bf16 mean, cross entropy, AdamW's foreach step) for a training step at sm_75, sm_89, sm_80 and sm_90, and nn.MultiheadAttention's fused fast path
+   (_native_multi_head_attention in evaluation, by dtype, weights and padding mask), under a TorchDispatchMode that records each
    aten op's arguments and outputs (shape, stride, storage offset, dtype, device, storage bytes). A
    second process that never loads oomguard (its Meta kernels, once registered, would answer the fake
    tensors too) replays every distinct call under FakeTensorMode on cuda: the outputs must be equal,
@@ -239,6 +240,29 @@ def adamw_step(device):
     return model(torch.randn(8, 32, device=device)).sum()
 
 
+def mha_fast_path(dtype, need_weights=False, padding_mask=False):
+    """nn.MultiheadAttention's fused fast path in evaluation under no_grad (batch_first, self-attention):
+    on fake cuda tensors the module's own forward, which calls aten._native_multi_head_attention (checked
+    below); in card mode that op as the forward calls it (meta is not among the devices whose tensors
+    the Python forward sends down the fast path). Returns nothing to differentiate."""
+    def case(device):
+        b, t, d, heads = 2, 32, 64, 4
+        mha = build(lambda: nn.MultiheadAttention(d, heads, batch_first=True), device, dtype)
+        mha.eval()
+        x = torch.randn(b, t, d, device=device, dtype=dtype)
+        # The merged mask the forward hands over: _canonical_mask's float [B, T] padding mask, mask_type 1.
+        mask = torch.zeros(b, t, device=device, dtype=dtype) if padding_mask else None
+        with torch.no_grad():
+            if device.type == "cuda":
+                mha(x, x, x, key_padding_mask=mask, need_weights=need_weights)
+            else:
+                torch._native_multi_head_attention(x, x, x, d, heads, mha.in_proj_weight, mha.in_proj_bias,
+                                                   mha.out_proj.weight, mha.out_proj.bias, mask, need_weights,
+                                                   True, 1 if padding_mask else None)
+        return None
+    return case
+
+
 def all_cases():
     """The op families card mode mirrors (attention by dtype, mask, dropout and causal padding) and the
     corpus's models: each case(device) runs a forward and returns the loss to differentiate."""
@@ -257,6 +281,11 @@ def all_cases():
         cases[f"sdpa_{n}_mask"] = attention(dtype, mask=True)
         cases[f"sdpa_{n}_dropout"] = attention(dtype, dropout=0.1)
         cases[f"sdpa_{n}_s200_d60_causal"] = attention(dtype, s=200, d=60, causal=True)
+    for dtype in (torch.half, torch.bfloat16, torch.float32):
+        n = str(dtype).removeprefix("torch.")
+        cases[f"mha_fast_path_{n}"] = mha_fast_path(dtype)
+        cases[f"mha_fast_path_{n}_weights"] = mha_fast_path(dtype, need_weights=True)
+        cases[f"mha_fast_path_{n}_padding_mask"] = mha_fast_path(dtype, padding_mask=True)
     cases.update(corpus_cases())
     return cases
 
@@ -314,9 +343,28 @@ def forward_ops(names):
     return sequences
 
 
+def encoder_layer_on_fake_cuda():
+    """nn.TransformerEncoderLayer's forward in evaluation under no_grad on fake cuda tensors: its fast
+    path calls aten._transformer_encoder_layer_fwd, which torch 2.11 gives fake tensors no kernel for
+    (and the unsafe fallback, real cpu... tensors on the fake device, asks for a driver). The error's
+    first line, or None if it ran."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        layer = build(lambda: nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True),
+                      torch.device("cuda"))
+        layer.eval()
+        try:
+            with torch.no_grad():
+                layer(torch.randn(2, 32, 64, device="cuda"))
+        except Exception as e:  # noqa: BLE001 - reported
+            return str(e).splitlines()[0]
+    return None
+
+
 if __name__ == "__main__" and sys.argv[1:] == ["--fake"]:
     calls, names = pickle.load(sys.stdin.buffer)
-    pickle.dump((replay(calls), forward_ops(names)), sys.stdout.buffer)
+    pickle.dump((replay(calls), forward_ops(names), encoder_layer_on_fake_cuda()), sys.stdout.buffer)
     raise SystemExit(0)
 
 # ---------------------------------------------------------------------------------------------------
@@ -341,7 +389,8 @@ def record(card, case):
         with rec:
             loss = case(m.device)
             forward = len(rec.calls)
-            loss.backward()
+            if loss is not None:  # the fast-path cases run in evaluation under no_grad
+                loss.backward()
     return rec.calls, forward
 
 
@@ -378,7 +427,7 @@ fake = subprocess.run([sys.executable, os.path.abspath(__file__), "--fake"],
 if fake.returncode != 0:
     print(fake.stderr.decode())
     raise SystemExit(1)
-results, fake_forwards = pickle.loads(fake.stdout)
+results, fake_forwards, encoder_layer_error = pickle.loads(fake.stdout)
 # cuDNN's batch norm as card mode runs it (its outputs are compared below with the other ops'). Its
 # reserve space, fourth output, is empty on both sides: fake CUDA's decomposition makes it so
 # (torch/_decomp/decompositions.py cudnn_batch_norm: input.new_zeros((0,), dtype=torch.uint8)), card
@@ -406,6 +455,12 @@ def known_imprecision(op, args, card_out, fake_out):
         # makes them on the query's device.
         if card_out[:2] == fake_out[:2] and card_out[2][1] == "cpu" and fake_out[2][1] == "cuda":
             return "mem-efficient's philox seed and offset are host tensors on a card (attention.cu)"
+    if op == "aten._native_multi_head_attention.default":
+        # attention.cu native_multi_head_attention_cuda returns an undefined weights tensor (Python's None)
+        # without need_weights (`qkt = Tensor()`, or `Tensor()` on the fused path);
+        # _meta_registrations.py's native_multi_head_attention_fake makes query.new_empty(0).
+        if card_out[0] == fake_out[0] and card_out[1] is None and fake_out[1][2] == (0,) and fake_out[1][6] == 0:
+            return "no weights are an undefined tensor on a card, an empty one on fake CUDA (attention.cu)"
     if op == "aten.mse_loss.default":
         # Loss.cpp's TORCH_META_FUNC(mse_loss), the structured kernel's for cpu and CUDA alike, sizes the
         # output like the elementwise loss (build_borrowing_binary_op), then resize_({}) keeps that storage
@@ -473,6 +528,17 @@ for name in same_forward:
     check(f"forward ops of {name} (t4) as fake CUDA's", card_ops == fake_ops, True)
 print(f"{len(same_forward)} forwards compared; fake CUDA ran cudnn_batch_norm {cudnn_batch_norms} times, "
       "card mode as often")
+
+# The fused attention fast path (Note [The attention fast path on a card]): nn.MultiheadAttention's own
+# forward on fake cuda tensors calls aten._native_multi_head_attention (so the op-by-op comparison above
+# holds card mode's outputs of it to fake CUDA's); nn.TransformerEncoderLayer's calls
+# aten._transformer_encoder_layer_fwd, which fake tensors cannot run in torch 2.11: its bytes are
+# checked against the sources by hand only (tests/card_fast_path_test.cpp).
+for name in (n for n in same_forward if n.startswith("mha_fast_path_")):
+    check(f"{name}: the module's forward on fake CUDA takes the fused op",
+          "aten._native_multi_head_attention.default" in fake_forwards[name], True)
+check("nn.TransformerEncoderLayer's fast path on fake CUDA", encoder_layer_error is not None and
+      "aten::_transformer_encoder_layer_fwd" in encoder_layer_error, True)
 
 
 def outputs_of(card, case_name, op):
