@@ -250,14 +250,17 @@ def mha_fast_path(dtype, need_weights=False, padding_mask=False):
         mha = build(lambda: nn.MultiheadAttention(d, heads, batch_first=True), device, dtype)
         mha.eval()
         x = torch.randn(b, t, d, device=device, dtype=dtype)
-        # The merged mask the forward hands over: _canonical_mask's float [B, T] padding mask, mask_type 1.
-        mask = torch.zeros(b, t, device=device, dtype=dtype) if padding_mask else None
+        # A bool padding mask (the fast path refuses float ones), which the forward turns into the float
+        # [B, T] mask it hands over (F._canonical_mask: zeros_like, masked_fill_), mask_type 1.
+        mask = torch.zeros(b, t, device=device, dtype=torch.bool) if padding_mask else None
         with torch.no_grad():
             if device.type == "cuda":
                 mha(x, x, x, key_padding_mask=mask, need_weights=need_weights)
             else:
+                merged = F._canonical_mask(mask=mask, mask_name="key_padding_mask", other_type=None,
+                                           other_name="attn_mask", target_type=dtype)
                 torch._native_multi_head_attention(x, x, x, d, heads, mha.in_proj_weight, mha.in_proj_bias,
-                                                   mha.out_proj.weight, mha.out_proj.bias, mask, need_weights,
+                                                   mha.out_proj.weight, mha.out_proj.bias, merged, need_weights,
                                                    True, 1 if padding_mask else None)
         return None
     return case
@@ -346,8 +349,8 @@ def forward_ops(names):
 def encoder_layer_on_fake_cuda():
     """nn.TransformerEncoderLayer's forward in evaluation under no_grad on fake cuda tensors: its fast
     path calls aten._transformer_encoder_layer_fwd, which torch 2.11 gives fake tensors no kernel for
-    (and the unsafe fallback, real cpu... tensors on the fake device, asks for a driver). The error's
-    first line, or None if it ran."""
+    (and the unsafe fallback, which makes real tensors on the fake device, then asks for a driver). The
+    first lines of the error and of the one it was raised in handling of, or None if it ran."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     with FakeTensorMode():
@@ -358,7 +361,7 @@ def encoder_layer_on_fake_cuda():
             with torch.no_grad():
                 layer(torch.randn(2, 32, 64, device="cuda"))
         except Exception as e:  # noqa: BLE001 - reported
-            return str(e).splitlines()[0]
+            return " / ".join(str(x).splitlines()[0] for x in (e.__context__, e) if x is not None and str(x))
     return None
 
 
@@ -537,6 +540,7 @@ print(f"{len(same_forward)} forwards compared; fake CUDA ran cudnn_batch_norm {c
 for name in (n for n in same_forward if n.startswith("mha_fast_path_")):
     check(f"{name}: the module's forward on fake CUDA takes the fused op",
           "aten._native_multi_head_attention.default" in fake_forwards[name], True)
+print(f"nn.TransformerEncoderLayer on fake CUDA: {encoder_layer_error}")
 check("nn.TransformerEncoderLayer's fast path on fake CUDA", encoder_layer_error is not None and
       "aten::_transformer_encoder_layer_fwd" in encoder_layer_error, True)
 
