@@ -70,6 +70,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "corpus"))
 import models as corpus_models  # noqa: E402  (tests/corpus/models.py)
+import fake_cuda_fast_path  # noqa: E402  (the fused attention fast path's cases)
 
 class Recorder(TorchDispatchMode):
     """Each aten op's name, arguments and outputs, in order."""
@@ -240,32 +241,6 @@ def adamw_step(device):
     return model(torch.randn(8, 32, device=device)).sum()
 
 
-def mha_fast_path(dtype, need_weights=False, padding_mask=False):
-    """nn.MultiheadAttention's fused fast path in evaluation under no_grad (batch_first, self-attention):
-    on fake cuda tensors the module's own forward, which calls aten._native_multi_head_attention (checked
-    below); in card mode that op as the forward calls it (meta is not among the devices whose tensors
-    the Python forward sends down the fast path). Returns nothing to differentiate."""
-    def case(device):
-        b, t, d, heads = 2, 32, 64, 4
-        mha = build(lambda: nn.MultiheadAttention(d, heads, batch_first=True), device, dtype)
-        mha.eval()
-        x = torch.randn(b, t, d, device=device, dtype=dtype)
-        # A bool padding mask (the fast path refuses float ones), which the forward turns into the float
-        # [B, T] mask it hands over (F._canonical_mask: zeros_like, masked_fill_), mask_type 1.
-        mask = torch.zeros(b, t, device=device, dtype=torch.bool) if padding_mask else None
-        with torch.no_grad():
-            if device.type == "cuda":
-                mha(x, x, x, key_padding_mask=mask, need_weights=need_weights)
-            else:
-                merged = F._canonical_mask(mask=mask, mask_name="key_padding_mask", other_type=None,
-                                           other_name="attn_mask", target_type=dtype)
-                torch._native_multi_head_attention(x, x, x, d, heads, mha.in_proj_weight, mha.in_proj_bias,
-                                                   mha.out_proj.weight, mha.out_proj.bias, merged, need_weights,
-                                                   True, 1 if padding_mask else None)
-        return None
-    return case
-
-
 def all_cases():
     """The op families card mode mirrors (attention by dtype, mask, dropout and causal padding) and the
     corpus's models: each case(device) runs a forward and returns the loss to differentiate."""
@@ -284,11 +259,7 @@ def all_cases():
         cases[f"sdpa_{n}_mask"] = attention(dtype, mask=True)
         cases[f"sdpa_{n}_dropout"] = attention(dtype, dropout=0.1)
         cases[f"sdpa_{n}_s200_d60_causal"] = attention(dtype, s=200, d=60, causal=True)
-    for dtype in (torch.half, torch.bfloat16, torch.float32):
-        n = str(dtype).removeprefix("torch.")
-        cases[f"mha_fast_path_{n}"] = mha_fast_path(dtype)
-        cases[f"mha_fast_path_{n}_weights"] = mha_fast_path(dtype, need_weights=True)
-        cases[f"mha_fast_path_{n}_padding_mask"] = mha_fast_path(dtype, padding_mask=True)
+    cases.update(fake_cuda_fast_path.cases(build))
     cases.update(corpus_cases())
     return cases
 
@@ -346,28 +317,9 @@ def forward_ops(names):
     return sequences
 
 
-def encoder_layer_on_fake_cuda():
-    """nn.TransformerEncoderLayer's forward in evaluation under no_grad on fake cuda tensors: its fast
-    path calls aten._transformer_encoder_layer_fwd, which torch 2.11 gives fake tensors no kernel for
-    (and the unsafe fallback, which makes real tensors on the fake device, then asks for a driver). The
-    first lines of the error and of the one it was raised in handling of, or None if it ran."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    with FakeTensorMode():
-        layer = build(lambda: nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True),
-                      torch.device("cuda"))
-        layer.eval()
-        try:
-            with torch.no_grad():
-                layer(torch.randn(2, 32, 64, device="cuda"))
-        except Exception as e:  # noqa: BLE001 - reported
-            return " / ".join(str(x).splitlines()[0] for x in (e.__context__, e) if x is not None and str(x))
-    return None
-
-
 if __name__ == "__main__" and sys.argv[1:] == ["--fake"]:
     calls, names = pickle.load(sys.stdin.buffer)
-    pickle.dump((replay(calls), forward_ops(names), encoder_layer_on_fake_cuda()), sys.stdout.buffer)
+    pickle.dump((replay(calls), forward_ops(names), fake_cuda_fast_path.encoder_layer_on_fake_cuda(build)), sys.stdout.buffer)
     raise SystemExit(0)
 
 # ---------------------------------------------------------------------------------------------------
@@ -459,11 +411,7 @@ def known_imprecision(op, args, card_out, fake_out):
         if card_out[:2] == fake_out[:2] and card_out[2][1] == "cpu" and fake_out[2][1] == "cuda":
             return "mem-efficient's philox seed and offset are host tensors on a card (attention.cu)"
     if op == "aten._native_multi_head_attention.default":
-        # attention.cu native_multi_head_attention_cuda returns an undefined weights tensor (Python's None)
-        # without need_weights (`qkt = Tensor()`, or `Tensor()` on the fused path);
-        # _meta_registrations.py's native_multi_head_attention_fake makes query.new_empty(0).
-        if card_out[0] == fake_out[0] and card_out[1] is None and fake_out[1][2] == (0,) and fake_out[1][6] == 0:
-            return "no weights are an undefined tensor on a card, an empty one on fake CUDA (attention.cu)"
+        return fake_cuda_fast_path.weights_imprecision(card_out, fake_out)
     if op == "aten.mse_loss.default":
         # Loss.cpp's TORCH_META_FUNC(mse_loss), the structured kernel's for cpu and CUDA alike, sizes the
         # output like the elementwise loss (build_borrowing_binary_op), then resize_({}) keeps that storage
@@ -531,19 +479,7 @@ for name in same_forward:
     check(f"forward ops of {name} (t4) as fake CUDA's", card_ops == fake_ops, True)
 print(f"{len(same_forward)} forwards compared; fake CUDA ran cudnn_batch_norm {cudnn_batch_norms} times, "
       "card mode as often")
-
-# The fused attention fast path (Note [The attention fast path on a card]): nn.MultiheadAttention's own
-# forward on fake cuda tensors calls aten._native_multi_head_attention (so the op-by-op comparison above
-# holds card mode's outputs of it to fake CUDA's); nn.TransformerEncoderLayer's calls
-# aten._transformer_encoder_layer_fwd, which fake tensors cannot run in torch 2.11: its bytes are
-# checked against the sources by hand only (tests/card_fast_path_test.cpp).
-for name in (n for n in same_forward if n.startswith("mha_fast_path_")):
-    check(f"{name}: the module's forward on fake CUDA takes the fused op",
-          "aten._native_multi_head_attention.default" in fake_forwards[name], True)
-print(f"nn.TransformerEncoderLayer on fake CUDA: {encoder_layer_error}")
-check("nn.TransformerEncoderLayer's fast path on fake CUDA", encoder_layer_error is not None and
-      "aten::_transformer_encoder_layer_fwd" in encoder_layer_error, True)
-
+fake_cuda_fast_path.check_fast_path(check, same_forward, fake_forwards, encoder_layer_error)
 
 def outputs_of(card, case_name, op):
     return [out for name, c, o, _, _, out in calls if name == case_name and c == card and o == op]
