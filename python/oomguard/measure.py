@@ -118,6 +118,11 @@ _NO_VALUES_ON_META = ("meta tensors have shapes and no values, so .item(), print
                       "backend=\"cpu\" (exact bytes, real values)")
 
 
+class OomguardWarning(UserWarning):
+    """A measurement's warning (m.result.warnings) as the pytest plugin reports it: a number that is not the
+    card's (an allocation not modelled, a path meta cannot take) or a measurement that missed something."""
+
+
 class Measure:
     """A measurement of the code inside `with` (or of a decorated function's calls)."""
 
