@@ -479,7 +479,7 @@ for name in same_forward:
     check(f"forward ops of {name} (t4) as fake CUDA's", card_ops == fake_ops, True)
 print(f"{len(same_forward)} forwards compared; fake CUDA ran cudnn_batch_norm {cudnn_batch_norms} times, "
       "card mode as often")
-fake_cuda_fast_path.check_fast_path(check, same_forward, fake_forwards, encoder_layer_error)
+fake_cuda_fast_path.check_fast_path(check, same_forward, forwards, fake_forwards, encoder_layer_error)
 
 def outputs_of(card, case_name, op):
     return [out for name, c, o, _, _, out in calls if name == case_name and c == card and o == op]
