@@ -53,13 +53,15 @@ Measured Mha(const KernelTarget& target, const Layer& l, const at::Tensor& x, co
   });
 }
 
-Measured EncoderLayer(const KernelTarget& target, const Layer& l, const at::Tensor& x, bool norm_first) {
+Measured EncoderLayer(const KernelTarget& target, const Layer& l, const at::Tensor& x, bool norm_first,
+                      const std::optional<at::Tensor>& mask = std::nullopt) {
   c10::NoGradGuard no_grad;
   at::Tensor out;
   return testing::MeasureWithKernels(target, [&] {
     out = at::_transformer_encoder_layer_fwd(x, l.d, l.heads, l.qkv_w, l.qkv_b, l.proj_w, l.proj_b,
                                              /*use_gelu=*/norm_first, norm_first, 1e-5, l.n1_w, l.n1_b, l.n2_w,
-                                             l.n2_b, l.f1_w, l.f1_b, l.f2_w, l.f2_b, std::nullopt, std::nullopt);
+                                             l.n2_b, l.f1_w, l.f1_b, l.f2_w, l.f2_b, mask,
+                                             mask ? std::optional<int64_t>(1) : std::nullopt);
   });
 }
 
@@ -189,17 +191,19 @@ TEST_F(CardFastPath, PaddingMaskOnShortSequencesRunsThePersistentKernel) {
   }
 }
 
-// _transformer_encoder_layer_fwd (transformer.cpp, one function for cpu and CUDA) on an A100 in fp16:
-// its attention is flash's fused path above (peak 5 kN e inside it, kN e returned); layer norm's
-// statistics are float [B T] mean and rstd (layer_norm_cuda: 2 x 64 x 4 = 512 bytes, freed by
+// _transformer_encoder_layer_fwd (transformer.cpp, one function for cpu and CUDA) in fp16 on a T4, an
+// A100 and an H100: its attention is mem-efficient's, flash's or cuDNN's fused path above (peak 5 kN e
+// inside it, kN e returned); layer norm's statistics are float [B T] mean and rstd (layer_norm_cuda: 2 x 64 x 4 = 512 bytes, freed by
 // at::layer_norm); the feed-forward's _addmm_activation [B T, 128] is 2 kN.
 // - norm last (relu): attention 5 kN; norm 1 kN + kN + 512; feed-forward x, h 2 kN, out kN: 4 kN;
 //   norm 2 with the residual alive: 3 kN + 512. Peak 5 kN e.
 // - norm first (gelu): norm 1's output stays under attention: 6 kN e; the feed-forward with the residual
 //   and norm 2's output alive: kN + kN + 2 kN + kN = 5 kN. Peak 6 kN e.
-// On an H100 cuDNN's fused path peaks as flash's (5 kN: its seed and offset are gone by the projection).
+// cpu's kernels take the math path inside (6 kN): 6 kN e and 7 kN e.
+// With a padding mask the attention takes the math path (fp32 on a T4): its peak, q_k_v, the scores, the
+// bool mask and the persistent kernel's output, is the layer's, as on cpu.
 TEST_F(CardFastPath, TransformerEncoderLayerRunsTheCardsAttention) {
-  for (const int cc : {80, 90}) {
+  for (const int cc : {75, 80, 90}) {
     for (const bool norm_first : {false, true}) {
       SCOPED_TRACE("sm_" + std::to_string(cc) + (norm_first ? " norm first" : " norm last"));
       const Layer l(kD, kHeads, 128, at::kHalf);
@@ -207,8 +211,16 @@ TEST_F(CardFastPath, TransformerEncoderLayerRunsTheCardsAttention) {
       const Measured m = EncoderLayer(KernelTarget::Cuda(cc), l, x, norm_first);
       EXPECT_EQ(m.peak, (norm_first ? 6 : 5) * kN * 2);
       EXPECT_EQ(m.live, kN * 2);
+      EXPECT_EQ(EncoderLayer(KernelTarget::Cpu(), l, x, norm_first).peak, (norm_first ? 7 : 6) * kN * 2);
     }
   }
+  const Layer l(kD, kHeads, 128, at::kFloat);
+  const at::Tensor x = at::empty({kB, kT, kD}, kMeta.dtype(at::kFloat));
+  const at::Tensor mask = at::empty({kB, kT}, kMeta.dtype(at::kFloat));
+  const Measured card = EncoderLayer(KernelTarget::Cuda(75), l, x, false, mask);
+  EXPECT_EQ(card.peak, (3 * kN + kScores + kScores) * 4 + kB * kT);
+  EXPECT_EQ(card.peak, EncoderLayer(KernelTarget::Cpu(), l, x, false, mask).peak);
+  EXPECT_EQ(card.live, kN * 4);
 }
 
 }  // namespace
