@@ -26,11 +26,13 @@
 //   read qkv and the bias in place: no contiguous copies).
 // - SoftMax.cu's masked_softmax_cuda: the output (empty_like the scores) first; then, where the
 //   persistent kernel cannot run (more than 1024 keys, more than 4096 bytes a row, a mask that is not
-//   contiguous, which a [T, T] mask expanded to the scores' shape never is, or a softmax along another
-//   dim), `softmax(input.masked_fill(mask, -inf), dim)`: a masked copy of the scores and a new output,
+//   contiguous, as a [T, T] mask expanded to the scores' shape is not past one batch item and head, or
+//   a softmax along another dim), `softmax(input.masked_fill(mask, -inf), dim)`: a masked copy of the scores and a new output,
 //   the first output freed only when that returns. A [B, T] padding mask on the persistent kernel needs
 //   an even head count (its TORCH_CHECK is kept).
-// Nested tensors are not modelled (meta runs dense tensors only).
+// Nested tensors are not modelled (meta runs dense tensors only; nn.TransformerEncoder's padded batches
+// run padded, which the measurement says). Tests: tests/card_fast_path_test.cpp (bytes by hand),
+// python/tests/test_fake_cuda_ops.py (the op's outputs against PyTorch's fake CUDA tensors).
 #include <ATen/ATen.h>
 #include <ATen/native/transformers/sdp_utils_cpp.h>
 #include <ATen/ops/_native_multi_head_attention_native.h>
