@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "backends/meta/kernel_target.h"
@@ -47,9 +48,9 @@ Measured Mha(const KernelTarget& target, const Layer& l, const at::Tensor& x, co
   c10::NoGradGuard no_grad;
   std::tuple<at::Tensor, at::Tensor> out;
   return testing::MeasureWithKernels(target, [&] {
-    out = at::_native_multi_head_attention(x, x, x, l.d, l.heads, l.qkv_w, l.qkv_b, l.proj_w, l.proj_b, c.mask,
-                                           c.need_weights, c.average,
-                                           c.mask ? std::optional<int64_t>(1) : std::nullopt);
+    out =
+        at::_native_multi_head_attention(x, x, x, l.d, l.heads, l.qkv_w, l.qkv_b, l.proj_w, l.proj_b, c.mask,
+                                         c.need_weights, c.average, c.mask ? std::optional<int64_t>(1) : std::nullopt);
   });
 }
 
@@ -59,8 +60,8 @@ Measured EncoderLayer(const KernelTarget& target, const Layer& l, const at::Tens
   at::Tensor out;
   return testing::MeasureWithKernels(target, [&] {
     out = at::_transformer_encoder_layer_fwd(x, l.d, l.heads, l.qkv_w, l.qkv_b, l.proj_w, l.proj_b,
-                                             /*use_gelu=*/norm_first, norm_first, 1e-5, l.n1_w, l.n1_b, l.n2_w,
-                                             l.n2_b, l.f1_w, l.f1_b, l.f2_w, l.f2_b, mask,
+                                             /*use_gelu=*/norm_first, norm_first, 1e-5, l.n1_w, l.n1_b, l.n2_w, l.n2_b,
+                                             l.f1_w, l.f1_b, l.f2_w, l.f2_b, mask,
                                              mask ? std::optional<int64_t>(1) : std::nullopt);
   });
 }
@@ -93,11 +94,10 @@ TEST_F(CardFastPath, MultiheadAttentionRunsTheFusedKernelEachCardPicks) {
   };
   // CudaSdpChoice (card_attention_test.cpp's table): fp32 mem-efficient everywhere; fp16 mem-efficient on
   // sm_75, flash on sm_80, cuDNN on sm_90; bf16 math on sm_75 (no bf16 kernel below sm_80).
-  const std::vector<Row> rows = {{75, at::kFloat, "efficient"}, {75, at::kHalf, "efficient"},
-                                 {75, at::kBFloat16, "math"},   {80, at::kFloat, "efficient"},
-                                 {80, at::kHalf, "flash"},      {80, at::kBFloat16, "flash"},
-                                 {90, at::kFloat, "efficient"}, {90, at::kHalf, "cudnn"},
-                                 {90, at::kBFloat16, "cudnn"}};
+  const std::vector<Row> rows = {
+      {75, at::kFloat, "efficient"}, {75, at::kHalf, "efficient"}, {75, at::kBFloat16, "math"},
+      {80, at::kFloat, "efficient"}, {80, at::kHalf, "flash"},     {80, at::kBFloat16, "flash"},
+      {90, at::kFloat, "efficient"}, {90, at::kHalf, "cudnn"},     {90, at::kBFloat16, "cudnn"}};
   for (const Row& r : rows) {
     SCOPED_TRACE("sm_" + std::to_string(r.cc) + " " + std::string(c10::toString(r.dtype)));
     const Layer l(kD, kHeads, 128, r.dtype);
@@ -136,15 +136,17 @@ TEST_F(CardFastPath, MultiheadAttentionRunsTheFusedKernelEachCardPicks) {
 // scores (3 kN + 2 kN + kN + kN); averaged, qkt.sum(1) adds [B, T, T] (kScores / heads) and the scores go.
 TEST_F(CardFastPath, NeedWeightsTakesTheMathPathOnEveryCard) {
   for (const int cc : {75, 80, 90}) {
-    for (const bool average : {true, false}) {
-      SCOPED_TRACE("sm_" + std::to_string(cc) + (average ? " averaged" : " per head"));
-      const Layer l(kD, kHeads, 128, at::kHalf);
-      const at::Tensor x = at::empty({kB, kT, kD}, kMeta.dtype(at::kHalf));
-      const Measured m = Mha(KernelTarget::Cuda(cc), l, x, {std::nullopt, true, average});
-      const int64_t e = 2, averaged = kScores / kHeads;
-      EXPECT_EQ(m.allocated, (3 * kN + 3 * kN + kScores + kN + kN + (average ? averaged : 0)) * e);
-      EXPECT_EQ(m.peak, (3 * kN + kScores + kN + kN) * e);
-      EXPECT_EQ(m.live, (kN + (average ? averaged : kScores)) * e);
+    for (const at::ScalarType dtype : {at::kFloat, at::kHalf, at::kBFloat16}) {
+      for (const bool average : {true, false}) {
+        SCOPED_TRACE("sm_" + std::to_string(cc) + " " + c10::toString(dtype) + (average ? " averaged" : " per head"));
+        const Layer l(kD, kHeads, 128, dtype);
+        const at::Tensor x = at::empty({kB, kT, kD}, kMeta.dtype(dtype));
+        const Measured m = Mha(KernelTarget::Cuda(cc), l, x, {std::nullopt, true, average});
+        const int64_t e = x.element_size(), averaged = kScores / kHeads;
+        EXPECT_EQ(m.allocated, (3 * kN + 3 * kN + kScores + kN + kN + (average ? averaged : 0)) * e);
+        EXPECT_EQ(m.peak, (3 * kN + kScores + kN + kN) * e);
+        EXPECT_EQ(m.live, (kN + (average ? averaged : kScores)) * e);
+      }
     }
   }
 }
@@ -153,32 +155,43 @@ TEST_F(CardFastPath, NeedWeightsTakesTheMathPathOnEveryCard) {
 // is SoftMax.cu's masked_softmax_cuda. Over 1024 keys the persistent kernel cannot run: the output
 // (empty_like the scores), the masked copy and softmax's new output live together, 3 scores' worth
 // beside the scores themselves; cpu's masked_softmax_cpu makes the output only. The [B, T] float mask
-// is read as bool first (attention.cpp masked_softmax: B T bytes). fp32, 2 heads of 8, 1040 tokens.
+// is read as bool first (attention.cpp masked_softmax: B T bytes). 2 heads of 8, 1040 tokens.
 TEST_F(CardFastPath, PaddingMaskOverLongSequencesSoftmaxesAMaskedCopy) {
   constexpr int64_t b = 2, t = 1040, d = 16, heads = 2;
-  const Layer l(d, heads, 32, at::kFloat);
-  const at::Tensor x = at::empty({b, t, d}, kMeta.dtype(at::kFloat));
-  const Call c{at::empty({b, t}, kMeta.dtype(at::kFloat))};
-  const int64_t n = b * t * d * 4, scores = b * heads * t * t * 4, bool_mask = b * t;
-  const Measured card = Mha(KernelTarget::Cuda(80), l, x, c);
-  const Measured cpu = Mha(KernelTarget::Cpu(), l, x, c);
-  EXPECT_EQ(card.peak, 3 * n + scores + bool_mask + 3 * scores);  // q_k_v, the scores, the mask, 3 more
-  EXPECT_EQ(cpu.peak, 3 * n + scores + bool_mask + scores);
-  EXPECT_EQ(card.live, n);
-  EXPECT_EQ(cpu.live, n);
+  for (const auto& [cc, dtype] : {std::pair{80, at::kFloat}, std::pair{90, at::kHalf}, std::pair{75, at::kBFloat16}}) {
+    SCOPED_TRACE("sm_" + std::to_string(cc) + " " + c10::toString(dtype));
+    const Layer l(d, heads, 32, dtype);
+    const at::Tensor x = at::empty({b, t, d}, kMeta.dtype(dtype));
+    const Call c{at::empty({b, t}, kMeta.dtype(dtype))};
+    const int64_t e = x.element_size(), n = b * t * d * e, scores = b * heads * t * t * e, bool_mask = b * t;
+    const Measured card = Mha(KernelTarget::Cuda(cc), l, x, c);
+    const Measured cpu = Mha(KernelTarget::Cpu(), l, x, c);
+    EXPECT_EQ(card.peak, 3 * n + scores + bool_mask + 3 * scores);  // q_k_v, the scores, the mask, 3 more
+    EXPECT_EQ(cpu.peak, 3 * n + scores + bool_mask + scores);
+    EXPECT_EQ(card.live, n);
+    EXPECT_EQ(cpu.live, n);
+  }
 }
 
 // At 32 tokens the persistent kernel runs (32 keys, 128 bytes a row, a contiguous mask): the output
 // only, as cpu; it needs an even head count with a [B, T] mask, which cpu does not.
 TEST_F(CardFastPath, PaddingMaskOnShortSequencesRunsThePersistentKernel) {
-  const Layer l(kD, kHeads, 128, at::kFloat);
-  const at::Tensor x = at::empty({kB, kT, kD}, kMeta.dtype(at::kFloat));
+  for (const int cc : {75, 80, 90}) {
+    for (const at::ScalarType dtype : {at::kFloat, at::kHalf, at::kBFloat16}) {
+      SCOPED_TRACE("sm_" + std::to_string(cc) + " " + c10::toString(dtype));
+      const Layer l(kD, kHeads, 128, dtype);
+      const at::Tensor x = at::empty({kB, kT, kD}, kMeta.dtype(dtype));
+      const Call c{at::empty({kB, kT}, kMeta.dtype(dtype))};
+      const Measured card = Mha(KernelTarget::Cuda(cc), l, x, c);
+      const Measured cpu = Mha(KernelTarget::Cpu(), l, x, c);
+      const int64_t e = x.element_size();
+      EXPECT_EQ(card.peak, (3 * kN + kScores + kScores) * e + kB * kT);  // q_k_v, scores, output, bool mask
+      EXPECT_EQ(card.peak, cpu.peak);
+      EXPECT_EQ(card.allocated, cpu.allocated);
+      EXPECT_EQ(card.live, kN * e);
+    }
+  }
   const Call c{at::empty({kB, kT}, kMeta.dtype(at::kFloat))};
-  const Measured card = Mha(KernelTarget::Cuda(75), l, x, c);
-  const Measured cpu = Mha(KernelTarget::Cpu(), l, x, c);
-  EXPECT_EQ(card.peak, (3 * kN + kScores + kScores) * 4 + kB * kT);  // q_k_v, scores, output, bool mask
-  EXPECT_EQ(card.peak, cpu.peak);
-  EXPECT_EQ(card.allocated, cpu.allocated);
 
   const Layer odd(48, 3, 128, at::kFloat);  // 3 heads of 16
   const at::Tensor y = at::empty({kB, kT, 48}, kMeta.dtype(at::kFloat));
@@ -193,8 +206,8 @@ TEST_F(CardFastPath, PaddingMaskOnShortSequencesRunsThePersistentKernel) {
 
 // _transformer_encoder_layer_fwd (transformer.cpp, one function for cpu and CUDA) in fp16 on a T4, an
 // A100 and an H100: its attention is mem-efficient's, flash's or cuDNN's fused path above (peak 5 kN e
-// inside it, kN e returned); layer norm's statistics are float [B T] mean and rstd (layer_norm_cuda: 2 x 64 x 4 = 512 bytes, freed by
-// at::layer_norm); the feed-forward's _addmm_activation [B T, 128] is 2 kN.
+// inside it, kN e returned); layer norm's statistics are float [B T] mean and rstd (layer_norm_cuda: 2 x 64 x 4 = 512
+// bytes, freed by at::layer_norm); the feed-forward's _addmm_activation [B T, 128] is 2 kN.
 // - norm last (relu): attention 5 kN; norm 1 kN + kN + 512; feed-forward x, h 2 kN, out kN: 4 kN;
 //   norm 2 with the residual alive: 3 kN + 512. Peak 5 kN e.
 // - norm first (gelu): norm 1's output stays under attention: 6 kN e; the feed-forward with the residual

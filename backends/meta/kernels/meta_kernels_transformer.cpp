@@ -84,7 +84,8 @@ std::tuple<at::Tensor, at::Tensor> NativeMultiHeadAttentionMeta(
     const at::Tensor& qkv_weight, const at::Tensor& qkv_bias, const at::Tensor& proj_weight,
     const at::Tensor& proj_bias, const std::optional<at::Tensor>& mask, bool need_weights, bool average_attn_weights,
     std::optional<int64_t> mask_type) {
-  auto run = CurrentKernelTarget().cuda() ? &NativeMultiHeadAttentionCuda : &at::native::native_multi_head_attention_cpu;
+  auto run =
+      CurrentKernelTarget().cuda() ? &NativeMultiHeadAttentionCuda : &at::native::native_multi_head_attention_cpu;
   return run(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, need_weights,
              average_attn_weights, mask_type);
 }

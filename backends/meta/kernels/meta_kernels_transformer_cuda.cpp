@@ -27,9 +27,9 @@
 // - SoftMax.cu's masked_softmax_cuda: the output (empty_like the scores) first; then, where the
 //   persistent kernel cannot run (more than 1024 keys, more than 4096 bytes a row, a mask that is not
 //   contiguous, as a [T, T] mask expanded to the scores' shape is not past one batch item and head, or
-//   a softmax along another dim), `softmax(input.masked_fill(mask, -inf), dim)`: a masked copy of the scores and a new output,
-//   the first output freed only when that returns. A [B, T] padding mask on the persistent kernel needs
-//   an even head count (its TORCH_CHECK is kept).
+//   a softmax along another dim), `softmax(input.masked_fill(mask, -inf), dim)`: a masked copy of the
+//   scores and a new output, the first output freed only when that returns. A [B, T] padding mask on
+//   the persistent kernel needs an even head count (its TORCH_CHECK is kept).
 // Nested tensors are not modelled (meta runs dense tensors only; nn.TransformerEncoder's padded batches
 // run padded, which the measurement says). Tests: tests/card_fast_path_test.cpp (bytes by hand),
 // python/tests/test_fake_cuda_ops.py (the op's outputs against PyTorch's fake CUDA tensors).
@@ -97,8 +97,8 @@ std::tuple<at::Tensor, at::Tensor> NativeMultiHeadAttentionCuda(
       std::vector<at::Tensor> chunks = x.chunk(3, -1);
       const int64_t x_size_0 = x.size(0);
       for (at::Tensor& chunk : chunks) chunk = chunk.view({x_size_0, -1, num_head, dim_per_head}).transpose(1, 2);
-      const at::Tensor y = ScaledDotProductAttentionCuda(chunks[0], chunks[1], chunks[2], mask, 0.0, false,
-                                                         std::nullopt, false);
+      const at::Tensor y =
+          ScaledDotProductAttentionCuda(chunks[0], chunks[1], chunks[2], mask, 0.0, false, std::nullopt, false);
       const at::Tensor past_sdp = y.transpose(1, 2).reshape({x_size_0, -1, embed_dim});
       return {at::linear(past_sdp, proj_weight, proj_bias), at::Tensor()};
     }
@@ -149,8 +149,8 @@ at::Tensor MaskedSoftmaxCuda(const at::Tensor& input_in, const at::Tensor& mask_
   if (is_txt_mask) mask = mask.expand(input.sizes());
   const int64_t dim = dim_in.value_or(input.dim() - 1);
   const int64_t softmax_elements = input.size(dim);
-  TORCH_CHECK(at::isFloatingType(input.scalar_type()), "\"masked_softmax\" not implemented for '",
-              input.scalar_type(), "'");
+  TORCH_CHECK(at::isFloatingType(input.scalar_type()), "\"masked_softmax\" not implemented for '", input.scalar_type(),
+              "'");
   if (softmax_elements > 1024 || softmax_elements * input.element_size() > 4096 || !mask.is_contiguous() ||
       dim < input.dim() - 1) {
     if (is_bxt_mask) mask = mask.view({mask_in.size(0), 1, 1, mask_in.size(1)}).expand(input.sizes());
