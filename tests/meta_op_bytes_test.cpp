@@ -118,5 +118,24 @@ TEST(MetaModelOpsBytes, FlashAttentionKeepsItsOutputAndTheLogsumexp) {
   });
 }
 
+TEST(MetaModelOpsBytes, Bf16MathAttentionComputesInFloatAsCpusDoes) {
+  // Note [The math attention computes in float on cpu too]: with dropout cpu takes the math path, which upcasts
+  // bf16 q, k, v to float. B = H = 2, L = S = 8, E = 4: [B, H, L, E] is 128 elements, [B, H, L, S] 256. The
+  // forward keeps, in float: the scaled query and the scaled, transposed key (the first matmul's operands), the
+  // softmax's output (its backward reads it), dropout's noise (the product's backward), the dropped weights and
+  // the upcast value (the second matmul's operands); and the bf16 output. The bf16 copies of the leaves and the
+  // weights' bf16 copy are freed inside the op. Before the fix meta kept q, k, v and the weights in bf16.
+  constexpr int64_t kQueryLike = 2 * 2 * 8 * 4, kScores = 2 * 2 * 8 * 8;
+  ExpectForwardSavedBytes(4 * (kQueryLike + kQueryLike + kScores + kScores + kScores + kQueryLike) +
+                              2 * kQueryLike + 2,  // the loss: a bf16 sum
+                          [](Parameters& p) -> Op {
+                            const at::Tensor q = p.Add({2, 2, 8, 4}), k = p.Add({2, 2, 8, 4}), v = p.Add({2, 2, 8, 4});
+                            return [=] {
+                              return at::scaled_dot_product_attention(q.to(at::kBFloat16), k.to(at::kBFloat16),
+                                                                      v.to(at::kBFloat16), {}, 0.1);
+                            };
+                          });
+}
+
 }  // namespace
 }  // namespace oomguard

@@ -92,23 +92,32 @@ at::Tensor WhereMeta(const at::Tensor& condition, const at::Tensor& self, const 
 
 }  // namespace
 
-// _scaled_dot_product_attention_math as it runs on cpu (cuda_float_math false) or on a card (true:
-// fp16/bf16 inputs computed in float unless allowFP16BF16ReductionMathSDP, both results cast back, the
-// attention weights' copy made and dropped since sdpa keeps the output only). The composite itself adds
-// the mask out of place for meta tensors (they count as subclass-like there), one more [.., L, S]
-// tensor than cpu's add_.
+// _scaled_dot_product_attention_math as it runs on cpu and on a card (attention.cpp, on every device): fp16/bf16
+// inputs computed in float unless allowFP16BF16ReductionMathSDP, the output and the attention weights cast
+// back (the weights' copy made and dropped, since sdpa keeps the output only). The composite itself adds the
+// mask out of place for meta tensors (they count as subclass-like there), one more [.., L, S] tensor than
+// cpu's add_.
+//
+// Note [The math attention computes in float on cpu too]: this mirror once kept cpu's bf16/fp16 inputs in
+// their dtype (the float computation read as CUDA's alone); PyTorch 2.11's math path upcasts on every device,
+// and cpu takes it for any dropout (its flash kernel refuses dropout_p > 0), so a bf16 BERT training with
+// attention dropout peaked 4.5 MiB lower on meta than on cpu (Python, 2 layers, [4, 128] tokens), without a
+// word. The profiler's aten::_to_copy events on cpu show the copies (tests/meta_op_bytes_test.cpp).
 at::Tensor AttentionMath(const at::Tensor& query_in, const at::Tensor& key_in, const at::Tensor& value_in,
                          std::optional<at::Tensor> attn_mask, double dropout_p, bool is_causal,
-                         std::optional<double> scale, bool enable_gqa, bool cuda_float_math) {
+                         std::optional<double> scale, bool enable_gqa) {
   const at::ScalarType origin = query_in.scalar_type();
-  const bool upcast = cuda_float_math && (origin == at::kHalf || origin == at::kBFloat16) &&
-                      !at::globalContext().allowFP16BF16ReductionMathSDP();
-  const at::Tensor query_acc = upcast ? query_in.to(at::kFloat) : query_in;
-  const at::Tensor key = upcast ? key_in.to(at::kFloat) : key_in;
-  const at::Tensor value = upcast ? value_in.to(at::kFloat) : value_in;
+  const auto accumulated = [](const at::Tensor& t) {
+    const bool upcast = (t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16) &&
+                        !at::globalContext().allowFP16BF16ReductionMathSDP();
+    return upcast ? t.to(at::kFloat) : t;
+  };
+  const at::Tensor query_acc = accumulated(query_in);
+  const at::Tensor key = accumulated(key_in);
+  const at::Tensor value = accumulated(value_in);
   const bool negative_scaling = scale.has_value() && *scale < 0.0;
-  const double scaling_factor =
-      std::sqrt(negative_scaling ? std::abs(*scale) : scale.value_or(1.0 / std::sqrt(double(query_in.size(-1)))));
+  const double scaling_factor = std::sqrt(
+      negative_scaling ? std::abs(*scale) : scale.value_or(1.0 / std::sqrt(double(query_acc.size(-1)))));
   const at::Tensor query = query_acc * (negative_scaling ? -scaling_factor : scaling_factor);
   if (is_causal) {
     TORCH_CHECK(!attn_mask.has_value(),
@@ -121,7 +130,8 @@ at::Tensor AttentionMath(const at::Tensor& query_in, const at::Tensor& key_in, c
   if (attn_mask.has_value()) attn.add_(*attn_mask);
   attn = at::_safe_softmax(attn, -1);
   if (dropout_p > 0.0) attn = at::dropout(attn, dropout_p, true);
-  if (!cuda_float_math) return at::matmul(attn, value_expanded);
+  // std::make_tuple(matmul(...).to(origin), attn.to(origin)): GCC, which builds PyTorch's wheels, evaluates the
+  // arguments right to left, so the weights' copy is made first.
   const at::Tensor attn_origin = attn.to(origin);  // the second result, dropped by sdpa
   return at::matmul(attn, value_expanded).to(origin);
 }
@@ -145,7 +155,7 @@ at::Tensor ScaledDotProductAttentionAutogradMeta(const at::Tensor& query, const 
       return std::get<0>(
           at::_scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p, is_causal, attn_mask, scale));
     case at::SDPBackend::math:
-      return AttentionMath(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, false);
+      return AttentionMath(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
     default:
       TORCH_CHECK(false, "No viable backend for scaled_dot_product_attention was found.");
   }

@@ -376,7 +376,7 @@ at::Tensor ScaledDotProductAttentionCuda(const at::Tensor& query, const at::Tens
                                                                      dropout_p, is_causal, scale));
     }
     case at::SDPBackend::math:
-      return AttentionMath(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, true);
+      return AttentionMath(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
     default:
       TORCH_CHECK(false, "No viable backend for scaled_dot_product_attention was found.");
   }

@@ -41,11 +41,11 @@ std::optional<at::Tensor> ConvertBooleanMask(const std::optional<at::Tensor>& ma
 // attention.cpp's pre_process_group_query_attention_input.
 std::tuple<at::Tensor, at::Tensor> RepeatKeyValueHeads(const at::Tensor& query, const at::Tensor& key,
                                                        const at::Tensor& value, bool enable_gqa);
-// _scaled_dot_product_attention_math as cpu runs it, or a card (cuda_float_math: fp16/bf16 computed in
-// float) (meta_kernels_attention.cpp).
+// _scaled_dot_product_attention_math as cpu and a card run it: fp16/bf16 computed in float
+// (meta_kernels_attention.cpp).
 at::Tensor AttentionMath(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                          std::optional<at::Tensor> attn_mask, double dropout_p, bool is_causal,
-                         std::optional<double> scale, bool enable_gqa, bool cuda_float_math);
+                         std::optional<double> scale, bool enable_gqa);
 // scaled_dot_product_attention as a card's CUDA build runs it (meta_kernels_attention_cuda.cpp).
 at::Tensor ScaledDotProductAttentionCuda(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                                          const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
