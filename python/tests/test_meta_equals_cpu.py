@@ -154,7 +154,40 @@ def main():
     meta, _ = measured(gpt2_validation.train, "meta", detach=True)
     print(f"gpt2: cpu {cpu.describe()}\nmeta {meta.describe()}")
     compare_loop(check, "gpt2", cpu, meta)
+
+    # 6. A Hugging Face BERT trained under bf16 autocast: its attention dropout sends scaled_dot_product_attention
+    #    to the math path, which computes bf16 in float on cpu (Note [The math attention computes in float on cpu
+    #    too], meta_kernels_attention.cpp: meta was 4.5 MiB under cpu here). HF's mask helper asks whether the
+    #    all-ones mask is all ones: m.assume(True) on meta says what cpu reads.
+    cpu, _ = measured(bert_step, "cpu")
+    meta, _ = measured(bert_step, "meta")
+    print(f"bert: cpu {cpu.describe()}\nmeta {meta.describe()}")
+    compare_loop(check, "bert under bf16 autocast", cpu, meta)
     return check.exit_code()
+
+
+def bert_step(m):
+    """Two training steps of a 2-layer BertForSequenceClassification (hidden 256) under m.autocast(bf16), AdamW."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = BertConfig(num_hidden_layers=2, hidden_size=256, num_attention_heads=4, intermediate_size=1024)
+    with torch.device(m.device):
+        model = BertForSequenceClassification(config)
+    optimizer = torch.optim.AdamW(model.parameters())
+    m.track(model, optimizer)
+    ids = torch.zeros(4, 128, dtype=torch.long, device=m.device)
+    mask = torch.ones(4, 128, dtype=torch.long, device=m.device)
+    labels = torch.zeros(4, dtype=torch.long, device=m.device)
+    for _ in m.iterations(2):
+        with m.phase("forward"), m.autocast(torch.bfloat16), m.assume(True):
+            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        with m.phase("backward"):
+            loss.backward()
+        with m.phase("optimizer"):
+            optimizer.step()
+            optimizer.zero_grad()
+    return optimizer
 
 
 if __name__ == "__main__":
