@@ -27,12 +27,14 @@
 // each warp its own outputs, no global scratch on any card.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <torch/nn/utils/clip_grad.h>
 
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "backends/meta/kernel_target.h"
+#include "backends/meta/meta_item.h"
 #include "tests/card_mode_harness.h"
 
 namespace oomguard {
@@ -189,6 +191,32 @@ TEST_F(CardReduceOpsTest, VarianceStagesWelfordAccumulators) {
   EXPECT_EQ(PeakOn(cpu, [&] { at::Tensor v = in.full_bf16.var(); }), 2);
   EXPECT_EQ(PeakOn(cpu, [&] { at::Tensor v = in.rows.var(0); }), 256);
   EXPECT_EQ(PeakOn(cpu, [&] { auto [v, m] = at::std_mean(in.rows, kDim0, /*unbiased=*/true, false); }), 2 * 256);
+}
+
+// libtorch's clip_grad_norm_ (torch/nn/utils/clip_grad.h: grad.norm(2) per gradient, then
+// stack(norms).norm(2)) over the catalog's MLP gradients (scenarios/clip-grad-norm.json: [512, 256],
+// [512] x 3, [512, 512], [512], [10, 512], [10]). A full norm splits once it has 256 values a thread
+// after the 512-wide block (131,072 values and up; kFull above): [512, 256], 131,072 values: 256 a
+// thread, ctas max(min(80 or 432, 256 / 16 = 16), 1) = 16, 4 x 16 = 64 bytes; [512, 512], 512 a thread,
+// ctas max(min(80 or 432, 32), 2) = 32: 128 bytes; each with 4 bytes of semaphores. The peak is the
+// fifth norm's: the four norms before it (16), its own (4), 128 + 4 of scratch: 152 bytes on a T4 and
+// an A100 alike (cpu's kernels: 8 norms, their stack, the total, 68). The catalog's claim that clipping
+// costs 68 bytes is cpu's; a GPU's Reduce.cuh kernels add this.
+TEST_F(CardReduceOpsTest, LibTorchClipGradNormHoldsTheLargestGradientsScratch) {
+  std::vector<at::Tensor> params;
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
+           {512, 256}, {512}, {512}, {512}, {512, 512}, {512}, {10, 512}, {10}}) {
+    at::Tensor p = at::empty(shape, kMeta);
+    p.mutable_grad() = at::empty(shape, kMeta);
+    params.push_back(p);
+  }
+  const auto clip = [&] {
+    MetaItemScope values;  // the returned norm's item() reads 0 on meta
+    torch::nn::utils::clip_grad_norm_(params, 1.0);
+  };
+  EXPECT_EQ(PeakOn(kT4, clip), 4 * 4 + 4 + 128 + 4);
+  EXPECT_EQ(PeakOn(kA100, clip), 4 * 4 + 4 + 128 + 4);
+  EXPECT_EQ(PeakOn(KernelTarget::Cpu(), clip), 8 * 4 + 8 * 4 + 4);
 }
 
 }  // namespace
