@@ -48,6 +48,10 @@ ReduceKernel ReduceKernelOf(size_t arg_size, at::ScalarType scalar, int vt0, int
 // across blocks (meta_kernels_reduce.cpp).
 void CudaReduceKernelScratch(const at::Tensor& input, at::OptionalIntArrayRef dim, bool keepdim,
                              int64_t output_element_size, const ReduceKernel& kernel);
+// The same for ReduceMomentKernel.cu's Welford reduction (var, std, var_mean, std_mean, batch norm's
+// General statistics): WelfordData<acc_type, int32_t>, vt0 2 (meta_kernels_reduce_moments.cpp).
+void CudaWelfordScratch(const at::Tensor& input, at::OptionalIntArrayRef dim, bool keepdim,
+                        int64_t output_element_size);
 
 // attention.cpp's convert_boolean_attn_mask: a bool mask becomes 0 where attending, -inf elsewhere.
 std::optional<at::Tensor> ConvertBooleanMask(const std::optional<at::Tensor>& mask, caffe2::TypeMeta dtype);

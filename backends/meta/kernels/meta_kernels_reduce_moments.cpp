@@ -43,9 +43,7 @@ void MomentsKernel(const at::Tensor& self, at::OptionalIntArrayRef dim, bool kee
                    bool var_only) {
   if (self.numel() == 0) return;  // "Trivial reduction": NaN-filled, no kernel
   if (CurrentKernelTarget().cuda()) {
-    const at::ScalarType acc = at::toAccumulateType(self.scalar_type(), c10::DeviceType::CUDA);
-    const size_t welford = c10::elementSize(acc) == 8 ? 32 : 16;  // Note [Welford's scratch on a card]
-    CudaReduceKernelScratch(self, dim, keepdim, self.element_size(), ReduceKernelOf(welford, self.scalar_type(), 2, 2));
+    CudaWelfordScratch(self, dim, keepdim, self.element_size());
     return;
   }
   // cpu: an all-reduce of float/double is std_var_all_cpu, which reads self.mean().item() (a 0-dim mean,
@@ -111,6 +109,14 @@ std::tuple<at::Tensor, at::Tensor> StdMeanMeta(const at::Tensor& self, at::Optio
 }
 
 }  // namespace
+
+void CudaWelfordScratch(const at::Tensor& input, at::OptionalIntArrayRef dim, bool keepdim,
+                        int64_t output_element_size) {
+  const at::ScalarType acc = at::toAccumulateType(input.scalar_type(), c10::DeviceType::CUDA);
+  const size_t welford = c10::elementSize(acc) == 8 ? 32 : 16;  // Note [Welford's scratch on a card]
+  CudaReduceKernelScratch(input, dim, keepdim, output_element_size,
+                          ReduceKernelOf(welford, input.scalar_type(), 2, 2));
+}
 
 void RegisterReduceMoments(torch::Library& meta) {
   meta.impl("var.correction", TORCH_FN(VarMeta));
