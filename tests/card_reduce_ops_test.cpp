@@ -110,6 +110,12 @@ TEST_F(CardReduceOpsTest, AmaxAccumulatesInTheInputsType) {
     EXPECT_EQ(PeakOn(card, [&] { at::Tensor m = in.shorts_bf16.amax(1); }), 64 * 2);
     EXPECT_EQ(PeakOn(card, [&] { at::Tensor m = in.shorts.amax(1); }), 64 * 4);
   }
+  // aminmax: MinMaxOps' pair of the input's type, 8 bytes for fp32, 4 for bf16; min and max results.
+  for (const KernelTarget& card : {kT4, kA100}) {
+    EXPECT_EQ(PeakOn(card, [&] { auto [lo, hi] = at::aminmax(in.rows, 0); }), 2 * 256 + RowsScratch(card, 8));
+    EXPECT_EQ(PeakOn(card, [&] { auto [lo, hi] = at::aminmax(in.full_bf16); }), 2 * 2 + FullScratch(card, 4));
+    EXPECT_EQ(PeakOn(card, [&] { auto [lo, hi] = at::aminmax(in.shorts_bf16, 1); }), 2 * 128);
+  }
   // max() of a strided input reduces self.contiguous(): a copy (4 MiB) first.
   const at::Tensor t = at::empty({1024, 1024}, kMeta).t();
   EXPECT_EQ(PeakOn(kT4, [&] { at::Tensor m = t.max(); }), 4 + 4'194'304 + FullScratch(kT4, 4));

@@ -252,7 +252,7 @@ def reductions(device):
         loss = loss + torch.linalg.vector_norm(x, dtype=torch.float32) + x.norm(2).float()
         loss = loss + (x.amax(0).sum() + x.amin() + x.max(1).values.sum() + x.max()).float()
         with torch.no_grad():  # prod's backward and the index reductions: data-dependent or not differentiable
-            rest = (x.prod(0).sum() + x.argmax() + x.argmin(1).sum() + (x > 0).any(0).sum() + (x > 0).all()).float()
+            rest = (x.prod(0).sum() + sum(t.sum() for t in torch.aminmax(x, dim=0)) + x.argmax() + x.argmin(1).sum() + (x > 0).any(0).sum() + (x > 0).all()).float()
         loss = loss + rest
     return loss
 

@@ -1,5 +1,5 @@
 // The reductions besides sum, mean and the moments whose CUDA kernels are Reduce.cuh's gpu_reduce_kernel:
-// vector norms, amax/amin, max/min (with and without indices), argmax/argmin, prod, any/all.
+// vector norms, amax/amin, aminmax, max/min (with and without indices), argmax/argmin, prod, any/all.
 //
 // Note [Each reduction's accumulator]: Reduce.cuh's scratch depends on the op only through sizeof(arg_t),
 // the accumulator its ops_t reduces into (backends/meta/cuda_reduce_config.h), so each kernel here keeps
@@ -13,6 +13,7 @@
 #include <ATen/ops/all_meta_dispatch.h>
 #include <ATen/ops/amax_meta_dispatch.h>
 #include <ATen/ops/amin_meta_dispatch.h>
+#include <ATen/ops/aminmax_meta_dispatch.h>
 #include <ATen/ops/any_meta_dispatch.h>
 #include <ATen/ops/argmax_meta_dispatch.h>
 #include <ATen/ops/argmin_meta_dispatch.h>
@@ -104,6 +105,25 @@ at::Tensor AllValuesMeta(const at::Tensor& self, const char* name) {
 }
 at::Tensor MaxAllMeta(const at::Tensor& self) { return AllValuesMeta(self, "max"); }
 at::Tensor MinAllMeta(const at::Tensor& self) { return AllValuesMeta(self, "min"); }
+
+// aminmax (fp8 scaling's range): TensorCompare.cpp's aminmax_out, cpu and cuda alike, reduces over a
+// dimension in place or, without one, self.contiguous() (a copy of a strided input). ReduceAMinMaxKernel.cu
+// runs MinMaxOps<scalar_t, scalar_t, int32_t>, whose accumulator is a pair of the input's type (8 bytes
+// for fp32, 4 for bf16); no kernel for an empty input.
+std::tuple<at::Tensor, at::Tensor> AminmaxMeta(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  auto result = at::meta::aminmax(self, dim, keepdim);
+  const ReduceKernel kernel = ReduceKernelOf(2 * self.element_size(), self.scalar_type(), 4, 4);
+  if (dim.has_value()) {
+    if (OnCard() && self.dim() > 0) {
+      CudaReduceKernelScratch(self, at::IntArrayRef{at::maybe_wrap_dim(*dim, self.dim())}, keepdim,
+                              self.element_size(), kernel);
+    }
+    return result;
+  }
+  const at::Tensor input = self.contiguous();
+  if (OnCard()) CudaReduceKernelScratch(input, at::IntArrayRef{}, false, self.element_size(), kernel);
+  return result;
+}
 
 // max.dim/min.dim: TensorCompare.cpp minmax_out_impl runs the kernel unless the input is empty or one
 // 0-dim element; ReduceMinMaxKernel.cu max_launch_kernel's MaxOps<scalar_t> carries value and index.
@@ -219,6 +239,7 @@ void RegisterReduceOps(torch::Library& meta) {
   meta.impl("amin", TORCH_FN(AminMeta));
   meta.impl("max", TORCH_FN(MaxAllMeta));
   meta.impl("min", TORCH_FN(MinAllMeta));
+  meta.impl("aminmax", TORCH_FN(AminmaxMeta));
   meta.impl("max.dim", TORCH_FN(MaxDimMeta));
   meta.impl("min.dim", TORCH_FN(MinDimMeta));
   meta.impl("argmax", TORCH_FN(ArgmaxMeta));
