@@ -199,6 +199,26 @@ TEST_F(CardReduceOpsTest, VarianceStagesWelfordAccumulators) {
   EXPECT_EQ(PeakOn(cpu, [&] { auto [v, m] = at::std_mean(in.rows, kDim0, /*unbiased=*/true, false); }), 2 * 256);
 }
 
+// cpu's kernels: ReduceOpsUtils.h make_reduction reads the input in the result's dtype (a cast copy),
+// which PyTorch's structured Meta functions leave out; on a card the CUDA ops read a bf16 input into
+// float and any dtype into any/all as it is. A float mask's any over [65536, 64]: a bool copy (4 MiB);
+// an int32 prod: an int64 copy; a bf16 norm into float: a float copy; argmax of a permuted input with no
+// dimension: reshape's contiguous copy. (oomguard's cpu backend measures PyTorch's cpu kernels making
+// the same: Python, cpu against meta, equal peaks for each.)
+TEST_F(CardReduceOpsTest, CpuKernelsCopyTheirInputsWhereTheResultsDtypeDiffers) {
+  const Inputs in;
+  const KernelTarget cpu = KernelTarget::Cpu();
+  EXPECT_EQ(PeakOn(cpu, [&] { at::Tensor a = in.rows.any(0); }), 64 + 65536 * 64);
+  EXPECT_EQ(PeakOn(kT4, [&] { at::Tensor a = in.rows.any(0); }), 64 + RowsScratch(kT4, 4));
+  const at::Tensor ints = at::empty({1048576}, kMeta.dtype(at::kInt));
+  EXPECT_EQ(PeakOn(cpu, [&] { at::Tensor p = ints.prod(); }), 8 + 1048576 * 8);
+  EXPECT_EQ(PeakOn(cpu, [&] { at::Tensor n = at::linalg_vector_norm(in.full_bf16, 2, std::nullopt, false, at::kFloat); }),
+            4 + 1048576 * 4);
+  const at::Tensor permuted = at::empty({64, 64, 64}, kMeta).permute({2, 0, 1});
+  EXPECT_EQ(PeakOn(cpu, [&] { at::Tensor i = permuted.argmax(); }), 8 + 64 * 64 * 64 * 4);
+  EXPECT_EQ(PeakOn(cpu, [&] { at::Tensor p = in.rows_bf16.prod(0); }), 128);  // bf16 into bf16: no copy
+}
+
 // libtorch's clip_grad_norm_ (torch/nn/utils/clip_grad.h: grad.norm(2) per gradient, then
 // stack(norms).norm(2)) over the catalog's MLP gradients (scenarios/clip-grad-norm.json: [512, 256],
 // [512] x 3, [512, 512], [512], [10, 512], [10]). A full norm splits once it has 256 values a thread

@@ -3,9 +3,10 @@
 //
 // Note [Each reduction's accumulator]: Reduce.cuh's scratch depends on the op only through sizeof(arg_t),
 // the accumulator its ops_t reduces into (backends/meta/cuda_reduce_config.h), so each kernel here keeps
-// PyTorch's own structured Meta function for its results (at::meta::*: all cpu's kernels allocate, as
-// the meta backend has always run them) and, on a card, adds the input copy the CUDA op makes first and
-// gpu_reduce_kernel's scratch with that op's accumulator. The accumulators, vt0 and input_vec_size are
+// PyTorch's own structured Meta function for its results (at::meta::*) and adds, on cpu's kernels, the
+// input copies cpu's make_reduction makes (a cast to the result's dtype, argmax's reshape), which those
+// Meta functions leave out; on a card, the CUDA op's own input copies (fewer: a bf16/fp16 input reduces
+// into float as it is, any/all read any dtype) and gpu_reduce_kernel's scratch with that op's accumulator. The accumulators, vt0 and input_vec_size are
 // read off torch 2.11's libtorch_cuda.so (`nm -C`: ReduceOp<scalar_t, ops_t, unsigned int, out_t, vt0,
 // input_vec_size>), the .cu sources naming them beside each kernel; prod's, whose lambda types nm did
 // not show us in full, from ReduceSumProdKernel.cu alone.
@@ -34,6 +35,13 @@ namespace {
 
 bool OnCard() { return CurrentKernelTarget().cuda(); }
 
+// cpu's make_reduction (ReduceOpsUtils.h) reads the input in the result's dtype: a cast copy of an input
+// of another dtype, alive while the kernel runs. PyTorch's Meta functions make the results alone.
+void CpuCastCopy(const at::Tensor& self, at::ScalarType dtype) {
+  if (self.scalar_type() == dtype || self.numel() == 0) return;
+  const at::Tensor cast = self.to(dtype);
+}
+
 // SharedReduceOps.h MinMaxReductionOps::arg_t, detail::pair<scalar_t, int64_t> (cuda::std::pair): a
 // value of up to 8 bytes and an int64 index, 16 bytes (MaxOps, MinOps, ArgMaxOps, ArgMinOps).
 constexpr size_t kValueAndIndex = 16;
@@ -51,10 +59,19 @@ void NormScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepd
                           ReduceKernelOf(c10::elementSize(acc), input.scalar_type(), 4, 4));
 }
 
+// On cpu, the norm reads its input in the result's dtype (complex: the result's complex type).
+void Norm(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, const at::Tensor& result) {
+  if (OnCard()) {
+    NormScratch(self, dim, keepdim, result);
+  } else if (!self.is_complex()) {
+    CpuCastCopy(self, result.scalar_type());
+  }
+}
+
 at::Tensor LinalgVectorNormMeta(const at::Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dim,
                                 bool keepdim, std::optional<at::ScalarType> dtype) {
   at::Tensor result = at::meta::linalg_vector_norm(self, ord, dim, keepdim, dtype);
-  if (OnCard()) NormScratch(self, dim, keepdim, result);
+  Norm(self, dim, keepdim, result);
   return result;
 }
 
@@ -62,13 +79,13 @@ at::Tensor LinalgVectorNormMeta(const at::Tensor& self, const at::Scalar& ord, a
 // ReduceOps.cpp impl_func_norm is linalg_vector_norm_out into the result.
 at::Tensor NormDimMeta(const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim, bool keepdim) {
   at::Tensor result = at::meta::norm(self, p, dim, keepdim);
-  if (OnCard()) NormScratch(self, dim, keepdim, result);
+  Norm(self, dim, keepdim, result);
   return result;
 }
 at::Tensor NormDimDtypeMeta(const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim,
                             bool keepdim, at::ScalarType dtype) {
   at::Tensor result = at::meta::norm(self, p, dim, keepdim, dtype);
-  if (OnCard()) NormScratch(self, dim, keepdim, result);
+  Norm(self, dim, keepdim, result);
   return result;
 }
 
@@ -143,40 +160,49 @@ std::tuple<at::Tensor, at::Tensor> MinDimMeta(const at::Tensor& self, int64_t di
   return result;
 }
 
-// ReduceOps.cpp argmax_argmin_impl: a dimension of size 1 fills zeros; without a dimension the input is
-// self.reshape({-1}) (a copy where it cannot be viewed so). ReduceArgMaxKernel.cu argmax_kernel_cuda:
-// ArgMaxOps<acc_t> (float for bf16/fp16), value and index, vt0 4, input_vec_size 4.
+// ReduceOps.cpp argmax_argmin_impl (cpu and cuda alike): a dimension of size 1 fills zeros; without a
+// dimension the input is self.reshape({-1}) (a copy where it cannot be viewed so).
+// ReduceArgMaxKernel.cu argmax_kernel_cuda: ArgMaxOps<acc_t> (float for bf16/fp16), value and index,
+// vt0 4, input_vec_size 4.
 void ArgScratch(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   if (self.dim() == 0) return;
   if (dim.has_value()) {
     const int64_t d = at::maybe_wrap_dim(*dim, self.dim());
-    if (self.size(d) == 1) return;
+    if (self.size(d) == 1 || !OnCard()) return;
     CudaReduceKernelScratch(self, at::IntArrayRef{d}, keepdim, 8,
                             ReduceKernelOf(kValueAndIndex, self.scalar_type(), 4, 4));
     return;
   }
   const at::Tensor flat = self.reshape({-1});
-  CudaReduceKernelScratch(flat, at::IntArrayRef{}, false, 8, ReduceKernelOf(kValueAndIndex, flat.scalar_type(), 4, 4));
+  if (OnCard()) {
+    CudaReduceKernelScratch(flat, at::IntArrayRef{}, false, 8,
+                            ReduceKernelOf(kValueAndIndex, flat.scalar_type(), 4, 4));
+  }
 }
 at::Tensor ArgmaxMeta(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   at::Tensor result = at::meta::argmax(self, dim, keepdim);
-  if (OnCard()) ArgScratch(self, dim, keepdim);
+  ArgScratch(self, dim, keepdim);
   return result;
 }
 at::Tensor ArgminMeta(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   at::Tensor result = at::meta::argmin(self, dim, keepdim);
-  if (OnCard()) ArgScratch(self, dim, keepdim);
+  ArgScratch(self, dim, keepdim);
   return result;
 }
 
 // ReduceOps.cpp allany_impl: no kernel for an empty input; one element is copied (.to(kBool): a copy
-// of a non-bool one); else get_allany_iter, on CUDA make_reduction in the input's own dtype (no bool
-// copy, unlike cpu's make_reduction_from_out_ty). ReduceLogicKernel.cu and_kernel_cuda/or_kernel_cuda:
-// func_wrapper<bool>(lambda(scalar_t, scalar_t)), so the accumulator is the input's type; vt0 4, 4.
+// of a non-bool one); else get_allany_iter, on CUDA make_reduction in the input's own dtype, on cpu
+// make_reduction_from_out_ty (a bool copy of a non-bool input). ReduceLogicKernel.cu and_kernel_cuda/
+// or_kernel_cuda: func_wrapper<bool>(lambda(scalar_t, scalar_t)), so the accumulator is the input's
+// type; vt0 4, input_vec_size 4.
 void LogicScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, const at::Tensor& result) {
   if (self.numel() == 0) return;
   if (self.numel() == 1) {
     const at::Tensor one = self.view_as(result).to(at::kBool);
+    return;
+  }
+  if (!OnCard()) {
+    CpuCastCopy(self, at::kBool);
     return;
   }
   CudaReduceKernelScratch(self, dim, keepdim, 1, ReduceKernelOf(self.element_size(), self.scalar_type(), 4, 4));
@@ -184,19 +210,19 @@ void LogicScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keep
 template <bool kAll>
 at::Tensor LogicDimMeta(const at::Tensor& self, int64_t dim, bool keepdim) {
   at::Tensor result = kAll ? at::meta::all(self, dim, keepdim) : at::meta::any(self, dim, keepdim);
-  if (OnCard()) LogicScratch(self, at::IntArrayRef{dim}, keepdim, result);
+  LogicScratch(self, at::IntArrayRef{dim}, keepdim, result);
   return result;
 }
 template <bool kAll>
 at::Tensor LogicDimsMeta(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
   at::Tensor result = kAll ? at::meta::all(self, dim, keepdim) : at::meta::any(self, dim, keepdim);
-  if (OnCard()) LogicScratch(self, dim, keepdim, result);
+  LogicScratch(self, dim, keepdim, result);
   return result;
 }
 template <bool kAll>
 at::Tensor LogicAllMeta(const at::Tensor& self) {
   at::Tensor result = kAll ? at::meta::all(self) : at::meta::any(self);
-  if (OnCard()) LogicScratch(self, at::IntArrayRef{}, false, result);
+  LogicScratch(self, at::IntArrayRef{}, false, result);
   return result;
 }
 
@@ -212,19 +238,22 @@ void ProdScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepd
 }
 at::Tensor ProdDimMeta(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype) {
   at::Tensor result = at::meta::prod(self, dim, keepdim, dtype);
-  if (OnCard()) ProdScratch(self, at::IntArrayRef{dim}, keepdim, result);
+  if (OnCard()) {
+    ProdScratch(self, at::IntArrayRef{dim}, keepdim, result);
+  } else {
+    CpuCastCopy(self, result.scalar_type());
+  }
   return result;
 }
 // prod() over everything, without a C++ Meta kernel: ReduceOps.cpp prod makes the 0-dim result
-// (integers promoted to int64) and runs impl_func_prod; cpu's make_reduction_from_out_ty casts any
-// input of another dtype first.
+// (integers promoted to int64) and runs impl_func_prod.
 at::Tensor ProdAllMeta(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
   const at::ScalarType out = at::native::get_dtype_from_self(self, dtype, /*promote_integers=*/true);
   at::Tensor result = at::empty({}, self.options().dtype(out));
   if (OnCard()) {
     ProdScratch(self, at::IntArrayRef{}, false, result);
-  } else if (self.scalar_type() != out) {
-    const at::Tensor cast = self.to(out);
+  } else {
+    CpuCastCopy(self, out);
   }
   return result;
 }
