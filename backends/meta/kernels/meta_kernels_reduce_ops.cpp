@@ -192,9 +192,9 @@ at::Tensor ArgminMeta(const at::Tensor& self, std::optional<int64_t> dim, bool k
 
 // ReduceOps.cpp allany_impl: no kernel for an empty input; one element is copied (.to(kBool): a copy
 // of a non-bool one); else get_allany_iter, on CUDA make_reduction in the input's own dtype, on cpu
-// make_reduction_from_out_ty (a bool copy of a non-bool input). ReduceLogicKernel.cu and_kernel_cuda/
-// or_kernel_cuda: func_wrapper<bool>(lambda(scalar_t, scalar_t)), so the accumulator is the input's
-// type; vt0 4, input_vec_size 4.
+// make_reduction_from_out_ty (a copy in the result's dtype: bool, or uint8 for uint8).
+// ReduceLogicKernel.cu and_kernel_cuda/or_kernel_cuda: func_wrapper<bool>(lambda(scalar_t, scalar_t)),
+// so the accumulator is the input's type; vt0 4, input_vec_size 4.
 void LogicScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, const at::Tensor& result) {
   if (self.numel() == 0) return;
   if (self.numel() == 1) {
@@ -202,7 +202,7 @@ void LogicScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keep
     return;
   }
   if (!OnCard()) {
-    CpuCastCopy(self, at::kBool);
+    CpuCastCopy(self, result.scalar_type());  // bool, or uint8 for a uint8 input
     return;
   }
   CudaReduceKernelScratch(self, dim, keepdim, 1, ReduceKernelOf(self.element_size(), self.scalar_type(), 4, 4));
