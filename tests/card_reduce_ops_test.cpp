@@ -7,8 +7,8 @@
 // Full reduction of 1,048,576 contiguous elements (kFull): one output, reduction on the fastest
 // dimension, vectorised along the input (lines 1098-1104): dim0 = 1048576 / input_vec_size (4, or 2
 // for Welford), past 512 either way: block 512 x 1 (set_block_dimension), step_input 512, 2,048 values
-// a thread, past the warp split threshold min(1 x 16, 256) (line 1138). Blocks an SM 1024 / 512 = 2 on a
-// T4 (40 SMs): target grid 80; 2048 / 512 = 4 on an A100 (108 SMs): 432; grid 1 (lines 1147-1157).
+// a thread, past the warp split threshold min(1 x 16, 256) (lines 1135-1137). Blocks an SM 1024 / 512 = 2 on a
+// T4 (40 SMs): target grid 80; 2048 / 512 = 4 on an A100 (108 SMs): 432; grid 1 (lines 1151-1156).
 // ctas_per_output = max(min(target, 2048 / 16 = 128), 2048 / 256 = 8) (lines 1163-1170): 80 on a T4,
 // 128 on an A100. Block-x reduced, so global_memory_size (lines 193-202) is sizeof(arg_t) x 1 output x
 // ctas: 80 x arg on a T4, 128 x arg on an A100; semaphore_size (lines 204-209) 4 x grid 1 = 4.
@@ -79,10 +79,12 @@ TEST_F(CardReduceOpsTest, VectorNormsHoldTheirScratch) {
     EXPECT_EQ(PeakOn(card, [&] { at::Tensor n = in.full.norm(2); }), 4 + FullScratch(card, 4));
     // bf16: a bf16 result (2 bytes), still a float accumulator; into float (dtype=) no copy of the input.
     EXPECT_EQ(PeakOn(card, [&] { at::Tensor n = at::linalg_vector_norm(in.full_bf16); }), 2 + FullScratch(card, 4));
-    EXPECT_EQ(PeakOn(card, [&] { at::Tensor n = at::linalg_vector_norm(in.full_bf16, 2, std::nullopt, false, at::kFloat); }),
-              4 + FullScratch(card, 4));
+    EXPECT_EQ(
+        PeakOn(card, [&] { at::Tensor n = at::linalg_vector_norm(in.full_bf16, 2, std::nullopt, false, at::kFloat); }),
+        4 + FullScratch(card, 4));
     // Over the rows: a [64] result and the rows' buffer; short rows: the results alone.
-    EXPECT_EQ(PeakOn(card, [&] { at::Tensor n = at::linalg_vector_norm(in.rows, 2, kDim0); }), 256 + RowsScratch(card, 4));
+    EXPECT_EQ(PeakOn(card, [&] { at::Tensor n = at::linalg_vector_norm(in.rows, 2, kDim0); }),
+              256 + RowsScratch(card, 4));
     EXPECT_EQ(PeakOn(card, [&] { at::Tensor n = at::linalg_vector_norm(in.rows_bf16, 2, kDim0); }),
               128 + RowsScratch(card, 4));
     EXPECT_EQ(PeakOn(card, [&] { at::Tensor n = at::linalg_vector_norm(in.shorts, 2, kDim1); }), 64 * 4);
@@ -182,7 +184,8 @@ TEST_F(CardReduceOpsTest, VarianceStagesWelfordAccumulators) {
     EXPECT_EQ(PeakOn(card, [&] { at::Tensor v = in.rows.var(0); }), 256 + RowsScratch(card, 16));
     EXPECT_EQ(PeakOn(card, [&] { at::Tensor v = in.rows_bf16.std(0); }), 128 + RowsScratch(card, 16));
     // var_mean: both [64] results.
-    EXPECT_EQ(PeakOn(card, [&] { auto [v, m] = at::var_mean(in.rows_bf16, kDim0, /*unbiased=*/true, false); }), 2 * 128 + RowsScratch(card, 16));
+    EXPECT_EQ(PeakOn(card, [&] { auto [v, m] = at::var_mean(in.rows_bf16, kDim0, /*unbiased=*/true, false); }),
+              2 * 128 + RowsScratch(card, 16));
     EXPECT_EQ(PeakOn(card, [&] { at::Tensor v = in.full.var(); }), 4 + FullScratch(card, 16));
     EXPECT_EQ(PeakOn(card, [&] { at::Tensor v = in.full_bf16.var(); }), 2 + FullScratch(card, 16));
     EXPECT_EQ(PeakOn(card, [&] { at::Tensor v = full_f64.var(); }), 8 + FullScratch(card, 32));
@@ -212,8 +215,9 @@ TEST_F(CardReduceOpsTest, CpuKernelsCopyTheirInputsWhereTheResultsDtypeDiffers) 
   EXPECT_EQ(PeakOn(kT4, [&] { at::Tensor a = in.rows.any(0); }), 64 + RowsScratch(kT4, 4));
   const at::Tensor ints = at::empty({1048576}, kMeta.dtype(at::kInt));
   EXPECT_EQ(PeakOn(cpu, [&] { at::Tensor p = ints.prod(); }), 8 + 1048576 * 8);
-  EXPECT_EQ(PeakOn(cpu, [&] { at::Tensor n = at::linalg_vector_norm(in.full_bf16, 2, std::nullopt, false, at::kFloat); }),
-            4 + 1048576 * 4);
+  EXPECT_EQ(
+      PeakOn(cpu, [&] { at::Tensor n = at::linalg_vector_norm(in.full_bf16, 2, std::nullopt, false, at::kFloat); }),
+      4 + 1048576 * 4);
   const at::Tensor permuted = at::empty({64, 64, 64}, kMeta).permute({2, 0, 1});
   EXPECT_EQ(PeakOn(cpu, [&] { at::Tensor i = permuted.argmax(); }), 8 + 64 * 64 * 64 * 4);
   EXPECT_EQ(PeakOn(cpu, [&] { at::Tensor p = in.rows_bf16.prod(0); }), 128);  // bf16 into bf16: no copy
@@ -230,8 +234,8 @@ TEST_F(CardReduceOpsTest, CpuKernelsCopyTheirInputsWhereTheResultsDtypeDiffers) 
 // costs 68 bytes is cpu's; a GPU's Reduce.cuh kernels add this.
 TEST_F(CardReduceOpsTest, LibTorchClipGradNormHoldsTheLargestGradientsScratch) {
   std::vector<at::Tensor> params;
-  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
-           {512, 256}, {512}, {512}, {512}, {512, 512}, {512}, {10, 512}, {10}}) {
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{512, 256}, {512}, {512}, {512}, {512, 512}, {512}, {10, 512}, {10}}) {
     at::Tensor p = at::empty(shape, kMeta);
     p.mutable_grad() = at::empty(shape, kMeta);
     params.push_back(p);

@@ -37,8 +37,7 @@ void RegisterReduceMoments(torch::Library& meta);                             //
 // besides its result, freed before it returns: a cast copy of the input, and a block-split reduction's
 // global scratch (Note [Reduce.cuh's global scratch], backends/meta/cuda_reduce_config.h). Call it after
 // allocating the result, as the CUDA kernels run (meta_kernels_reduce.cpp).
-void CudaReductionScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                          at::ScalarType out_dtype);
+void CudaReductionScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::ScalarType out_dtype);
 // make_reduction's input on a card: `self`, or its cast copy to the dtype the kernel reads.
 at::Tensor CudaReductionInput(const at::Tensor& self, at::ScalarType out_dtype);
 // gpu_reduce_kernel<scalar, out, vt0, input_vec_size> with an accumulator of `arg_size` bytes (sizeof(arg_t)).

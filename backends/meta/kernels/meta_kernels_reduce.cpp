@@ -38,8 +38,8 @@ void CudaReductionScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, b
   const at::Tensor input = CudaReductionInput(self, out_dtype);
   const int64_t scalar_size = static_cast<int64_t>(input.element_size());
   CudaReduceKernelScratch(input, dim, keepdim, c10::elementSize(out_dtype),
-                          ReduceKernelOf(c10::elementSize(at::toOpMathType(input.scalar_type())), input.scalar_type(), 4,
-                                         scalar_size == 2 ? 8 : 4));
+                          ReduceKernelOf(c10::elementSize(at::toOpMathType(input.scalar_type())), input.scalar_type(),
+                                         4, scalar_size == 2 ? 8 : 4));
 }
 
 // make_reduction's input on a card (ReduceOpsUtils.h): `self` for a bf16/fp16 input reduced into float,

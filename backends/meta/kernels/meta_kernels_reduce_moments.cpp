@@ -114,8 +114,7 @@ void CudaWelfordScratch(const at::Tensor& input, at::OptionalIntArrayRef dim, bo
                         int64_t output_element_size) {
   const at::ScalarType acc = at::toAccumulateType(input.scalar_type(), c10::DeviceType::CUDA);
   const size_t welford = c10::elementSize(acc) == 8 ? 32 : 16;  // Note [Welford's scratch on a card]
-  CudaReduceKernelScratch(input, dim, keepdim, output_element_size,
-                          ReduceKernelOf(welford, input.scalar_type(), 2, 2));
+  CudaReduceKernelScratch(input, dim, keepdim, output_element_size, ReduceKernelOf(welford, input.scalar_type(), 2, 2));
 }
 
 void RegisterReduceMoments(torch::Library& meta) {

@@ -6,10 +6,10 @@
 // PyTorch's own structured Meta function for its results (at::meta::*) and adds, on cpu's kernels, the
 // input copies cpu's make_reduction makes (a cast to the result's dtype, argmax's reshape), which those
 // Meta functions leave out; on a card, the CUDA op's own input copies (fewer: a bf16/fp16 input reduces
-// into float as it is, any/all read any dtype) and gpu_reduce_kernel's scratch with that op's accumulator. The accumulators, vt0 and input_vec_size are
-// read off torch 2.11's libtorch_cuda.so (`nm -C`: ReduceOp<scalar_t, ops_t, unsigned int, out_t, vt0,
-// input_vec_size>), the .cu sources naming them beside each kernel; prod's, whose lambda types nm did
-// not show us in full, from ReduceSumProdKernel.cu alone.
+// into float as it is, any/all read any dtype) and gpu_reduce_kernel's scratch with that op's accumulator. The
+// accumulators, vt0 and input_vec_size are read off torch 2.11's libtorch_cuda.so (`nm -C`: ReduceOp<scalar_t, ops_t,
+// unsigned int, out_t, vt0, input_vec_size>), the .cu sources naming them beside each kernel; prod's, whose lambda
+// types nm did not show us in full, from ReduceSumProdKernel.cu alone.
 #include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/ops/all_meta_dispatch.h>
 #include <ATen/ops/amax_meta_dispatch.h>
@@ -132,8 +132,8 @@ std::tuple<at::Tensor, at::Tensor> AminmaxMeta(const at::Tensor& self, std::opti
   const ReduceKernel kernel = ReduceKernelOf(2 * self.element_size(), self.scalar_type(), 4, 4);
   if (dim.has_value()) {
     if (OnCard() && self.dim() > 0) {
-      CudaReduceKernelScratch(self, at::IntArrayRef{at::maybe_wrap_dim(*dim, self.dim())}, keepdim,
-                              self.element_size(), kernel);
+      CudaReduceKernelScratch(self, at::IntArrayRef{at::maybe_wrap_dim(*dim, self.dim())}, keepdim, self.element_size(),
+                              kernel);
     }
     return result;
   }
@@ -232,9 +232,9 @@ at::Tensor LogicAllMeta(const at::Tensor& self) {
 // default vt0 4, input_vec_size 4 (sum's 16-bit loads of 8 are sum_functor's alone).
 void ProdScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, const at::Tensor& result) {
   const at::Tensor input = CudaReductionInput(self, result.scalar_type());
-  CudaReduceKernelScratch(input, dim, keepdim, result.element_size(),
-                          ReduceKernelOf(c10::elementSize(at::toOpMathType(input.scalar_type())),
-                                         input.scalar_type(), 4, 4));
+  CudaReduceKernelScratch(
+      input, dim, keepdim, result.element_size(),
+      ReduceKernelOf(c10::elementSize(at::toOpMathType(input.scalar_type())), input.scalar_type(), 4, 4));
 }
 at::Tensor ProdDimMeta(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype) {
   at::Tensor result = at::meta::prod(self, dim, keepdim, dtype);
