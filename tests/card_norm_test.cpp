@@ -250,16 +250,31 @@ TEST_F(CardNormTest, EvalBatchNormBackwardAfterCudnnComputesInvstd) {
   EXPECT_TRUE(grad_input.is_contiguous());
 }
 
-// Channels-last 3d: batch_norm_choose_impl's General path; its statistics are var_mean's reduction,
-// whose buffers follow the SM count (said), and its backward's grad_input keeps the input's format.
-TEST_F(CardNormTest, ChannelsLast3dBatchNormWarnsOfItsReduction) {
+// Channels-last 3d: batch_norm_choose_impl's General path; its statistics are var_mean_out's Welford
+// reduction (Reduce.cuh), and its backward's grad_input keeps the input's format. [2, 8, 2, 4, 4]: 64
+// values a channel, no split. [8, 64, 16, 32, 32] (channels-last 3d strides C 1, W 64, H 2,048, D
+// 65,536, N 1,048,576): N, D, H and W are reduced and coalesce into one dimension of 131,072 rows of
+// stride 64 elements, C kept: the rows layout of tests/card_reduce_ops_test.cpp (outputs vectorised by
+// 4, block 16 x 8, step_input 8: 16,384 values a thread), ctas max(min(320, 16384 / 16 = 1024), 64) = 320
+// on a T4 and min(1728, 1024) = 1024 on an A100; WelfordData<float, int32_t> (16 bytes) x 64 channels x
+// ctas x (16 x 4): 20,971,520 bytes on a T4, 67,108,864 on an A100, plus 4 bytes of semaphores, while the
+// output (like the input) and save_mean and save_invstd ([64] floats) are live. bf16: the same float
+// statistics and scratch, a bf16 output.
+TEST_F(CardNormTest, ChannelsLast3dBatchNormStagesItsWelfordReduction) {
   const at::Tensor x = at::empty({2, 8, 2, 4, 4}, kF32).contiguous(at::MemoryFormat::ChannelsLast3d);
   const at::Tensor w = at::empty({8}, kF32);
   ScopedKernelTarget cuda(kT4);
   const auto [y, mean, invstd] = at::native_batch_norm(x, w, w, {}, {}, true, 0.1, 1e-5);
-  EXPECT_TRUE(Said(TakeKernelWarnings(), "SM count"));
   const auto grads = at::native_batch_norm_backward(y, x, w, {}, {}, mean, invstd, true, 1e-5, {true, true, true});
   EXPECT_TRUE(std::get<0>(grads).is_contiguous(at::MemoryFormat::ChannelsLast3d));
+  for (const at::TensorOptions& options : {kF32, kBf16}) {
+    const at::Tensor big = at::empty({8, 64, 16, 32, 32}, options).contiguous(at::MemoryFormat::ChannelsLast3d);
+    const at::Tensor w64 = at::empty({64}, kF32);
+    const int64_t output = big.numel() * big.element_size();
+    const auto forward = [&] { return All(at::native_batch_norm(big, w64, w64, {}, {}, true, 0.1, 1e-5)); };
+    EXPECT_EQ(OnCard(forward, kT4).peak, output + 2 * 256 + 20'971'520 + 4);
+    EXPECT_EQ(OnCard(forward, KernelTarget::Cuda(80)).peak, output + 2 * 256 + 67'108'864 + 4);
+  }
 }
 
 }  // namespace

@@ -100,5 +100,34 @@ TEST(CudaReduceConfigTest, ShortRowsNeedNoGlobalScratch) {
   EXPECT_FALSE(c.should_global_reduce());
 }
 
+// The accumulator scales the staging buffer and nothing else (setReduceConfig reads sizeof(arg_t) only
+// into element_size_bytes, line 1040); input_vec_size divides dim0 only while it vectorises along the
+// input (line 1104), where the block is 512 wide for any of 2, 4 or 8 once dim0 passes 512, and a
+// narrower block leaves under 2 x input_vec_size <= 16 values a thread, below every warp split
+// threshold: it never changes the split. vt0 is not read at all. So var's Welford kernel (WelfordData
+// <float, int32_t>: 16 bytes, vt0 2, input_vec_size 2) over 1,048,576 floats splits as the float sum
+// above (ctas 80 on a T4, 128 on an A100) and stages 16 x 80 = 1,280 and 16 x 128 = 2,048 bytes; over
+// the rows of [65536, 64], 16 x 64 x 320 x 64 = 20,971,520 on a T4.
+TEST(CudaReduceConfigTest, TheAccumulatorScalesTheBufferAlone) {
+  const ReduceKernel welford{16, 4, 2, 2, 512};
+  const ReduceLayout full = ReduceLayoutOf({1048576}, {1}, 0, {true}, false, 4, 4);
+  const ReduceConfig t4 = SetReduceConfig(full, welford, kT4);
+  EXPECT_TRUE(t4.vectorize_input);
+  EXPECT_EQ(t4.block_width, 512);
+  EXPECT_EQ(t4.ctas_per_output, 80);
+  EXPECT_EQ(t4.global_memory_size(), 1280);
+  EXPECT_EQ(SetReduceConfig(full, welford, kA100).global_memory_size(), 2048);
+  const ReduceLayout rows = ReduceLayoutOf({65536, 64}, {64, 1}, 0, {true, false}, false, 4, 4);
+  EXPECT_EQ(SetReduceConfig(rows, welford, kT4).global_memory_size(), 20'971'520);
+  for (int vec : {2, 4, 8}) {
+    for (int64_t n : {128, 1000, 4096, 65536, 1048576}) {
+      const ReduceLayout l = ReduceLayoutOf({n}, {1}, 0, {true}, false, 4, 4);
+      EXPECT_EQ(SetReduceConfig(l, ReduceKernel{4, 4, 4, vec, 512}, kT4).global_memory_size(),
+                SetReduceConfig(l, kFloatSum, kT4).global_memory_size())
+          << n << " values, input_vec_size " << vec;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace oomguard

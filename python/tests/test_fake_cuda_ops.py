@@ -11,8 +11,10 @@ Conv2d.weight"). So:
    a card's Meta kernels mirror (dropout, bf16 layer norm, the three attention backends by card, dtype,
    mask, dropout and causal padding, embedding's backward, cuDNN convolution, fp16/bf16 batch norm,
    batch norm's backends (cuDNN for fp32 and fp16 with float parameters, native otherwise), group norm,
-   pooling, interpolation, mixed-dtype arithmetic, bf16 mean, cross entropy, AdamW's foreach step) for a training step at sm_75, sm_89, sm_80 and sm_90, and nn.MultiheadAttention's fused fast path
-   (_native_multi_head_attention in evaluation, by dtype, weights and padding mask), under a TorchDispatchMode that records each
+   pooling, interpolation, mixed-dtype arithmetic, bf16 mean, cross entropy, AdamW's foreach step, the
+   other Reduce.cuh reductions: var/std, norms, amax, max, argmax, prod, any/all) for a training step at
+   sm_75, sm_89, sm_80 and sm_90, and nn.MultiheadAttention's fused fast path (_native_multi_head_attention
+   in evaluation, by dtype, weights and padding mask), under a TorchDispatchMode that records each
    aten op's arguments and outputs (shape, stride, storage offset, dtype, device, storage bytes). A
    second process that never loads oomguard (its Meta kernels, once registered, would answer the fake
    tensors too) replays every distinct call under FakeTensorMode on cuda: the outputs must be equal,
@@ -241,6 +243,23 @@ def adamw_step(device):
     return model(torch.randn(8, 32, device=device)).sum()
 
 
+def reductions(device):
+    """The Reduce.cuh reductions besides sum and mean, in fp32 and bf16 (meta_kernels_reduce_ops.cpp,
+    meta_kernels_reduce_moments.cpp; var and std have no C++ Meta kernel in PyTorch)."""
+    loss = 0
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.randn(256, 64, device=device, dtype=dtype, requires_grad=True)
+        v, m = torch.var_mean(x, 0)
+        s, _ = torch.std_mean(x, 1, keepdim=True)
+        loss = loss + (x.var() + x.std(0).sum() + v.sum() + m.sum() + s.sum()).float()
+        loss = loss + torch.linalg.vector_norm(x, dtype=torch.float32) + x.norm(2).float()
+        loss = loss + (x.amax(0).sum() + x.amin() + x.max(1).values.sum() + x.max()).float()
+        with torch.no_grad():  # prod's backward and the index reductions: data-dependent or not differentiable
+            rest = (x.prod(0).sum() + sum(t.sum() for t in torch.aminmax(x, dim=0)) + x.argmax() + x.argmin(1).sum() + (x > 0).any(0).sum() + (x > 0).all()).float()
+        loss = loss + rest
+    return loss
+
+
 def all_cases():
     """The op families card mode mirrors (attention by dtype, mask, dropout and causal padding) and the
     corpus's models: each case(device) runs a forward and returns the loss to differentiate."""
@@ -252,6 +271,7 @@ def all_cases():
         "conv_half_channels_last": conv_half_channels_last,
         "embedding_small": embedding_small,
         "adamw_step": adamw_step,
+        "reductions": reductions,
     }
     for dtype in (torch.half, torch.bfloat16, torch.float32):
         n = str(dtype).removeprefix("torch.")

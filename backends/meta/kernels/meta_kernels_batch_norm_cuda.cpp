@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "backends/meta/kernel_target.h"
+#include "backends/meta/kernels/meta_kernels_internal.h"
 #include "backends/meta/kernels/meta_kernels_norm_cuda.h"
 
 namespace oomguard::meta_kernels {
@@ -80,8 +82,9 @@ Grid CooperativeGrid(int64_t reduction, int64_t stride) {
 // for sum_dy and sum_dy_xmu in the backward) and zeroed int32 semaphores [grid.x], both freed when the
 // template returns. The grid comes from the shapes alone, so the bytes are exact. The General path's
 // statistics (an input dense in no 2-d format: channels-last 3d, or past 32-bit indexing) are
-// var_mean's reduction (Reduce.cuh), whose global-reduce buffers follow the card's SM count: not
-// modelled, and said.
+// at::native::var_mean_out(save_var, save_mean, input, {0, 2, ...}, unbiased=false, keepdim=false):
+// Reduce.cuh's Welford reduction into the accumulate-type statistics, whose global scratch follows the
+// card's SM count (Note [Welford's scratch on a card], meta_kernels_reduce_moments.cpp).
 void ChannelsLastReductionStaging(const at::Tensor& input, const at::TensorOptions& acc, int64_t per_channel) {
   const int64_t stride = input.size(1), reduction = input.numel() / stride;
   const Grid grid = CooperativeGrid(reduction, stride);
@@ -89,10 +92,6 @@ void ChannelsLastReductionStaging(const at::Tensor& input, const at::TensorOptio
   at::Tensor staging = at::empty({per_channel * stride * grid.y}, acc);
   at::Tensor semaphores = at::zeros({grid.x}, input.options().dtype(at::kInt));
 }
-
-constexpr const char* kGeneralStatsWarning =
-    "batch norm statistics of an input dense in no 2-d format (cuda/Normalization.cu batch_norm_mean_var's General "
-    "path, var_mean's reduction): its global-reduce buffers depend on the card's SM count and are not modelled";
 
 // batch_norm_mean_var (training): the contiguous kernel allocates nothing (input.reshape is a view).
 void StatisticsScratch(const at::Tensor& input, const at::TensorOptions& acc) {
@@ -102,9 +101,12 @@ void StatisticsScratch(const at::Tensor& input, const at::TensorOptions& acc) {
     case Impl::kChannelsLast:
       ChannelsLastReductionStaging(input, acc, 4);  // save_mean and save_var are contiguous [C]
       return;
-    case Impl::kGeneral:
-      NoteKernelWarning(kGeneralStatsWarning);
+    case Impl::kGeneral: {
+      std::vector<int64_t> reduce_dims{0};
+      for (int64_t d = 2; d < input.dim(); ++d) reduce_dims.push_back(d);
+      CudaWelfordScratch(input, reduce_dims, false, static_cast<int64_t>(acc.dtype().itemsize()));
       return;
+    }
   }
 }
 

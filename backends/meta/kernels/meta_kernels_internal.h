@@ -12,6 +12,8 @@
 #include <optional>
 #include <tuple>
 
+#include "backends/meta/cuda_reduce_config.h"
+
 namespace oomguard::meta_kernels {
 
 void RegisterNorm(torch::Library& meta, torch::Library& autograd_meta);       // meta_kernels_norm.cpp
@@ -28,13 +30,27 @@ void RegisterPromote(torch::Library& meta, torch::Library& autograd_meta);    //
 void RegisterAttentionCuda(torch::Library& meta);                             // meta_kernels_attention_cuda.cpp
 void RegisterMatmul(torch::Library& meta);                                    // meta_kernels_matmul.cpp
 void RegisterReduce(torch::Library& meta);                                    // meta_kernels_reduce.cpp
+void RegisterReduceOps(torch::Library& meta);                                 // meta_kernels_reduce_ops.cpp
+void RegisterReduceMoments(torch::Library& meta);                             // meta_kernels_reduce_moments.cpp
 
 // On a card, what a Reduce.cuh reduction of `self` over `dim` into an `out_dtype` result allocates
 // besides its result, freed before it returns: a cast copy of the input, and a block-split reduction's
 // global scratch (Note [Reduce.cuh's global scratch], backends/meta/cuda_reduce_config.h). Call it after
 // allocating the result, as the CUDA kernels run (meta_kernels_reduce.cpp).
-void CudaReductionScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                          at::ScalarType out_dtype);
+void CudaReductionScratch(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::ScalarType out_dtype);
+// make_reduction's input on a card: `self`, or its cast copy to the dtype the kernel reads.
+at::Tensor CudaReductionInput(const at::Tensor& self, at::ScalarType out_dtype);
+// gpu_reduce_kernel<scalar, out, vt0, input_vec_size> with an accumulator of `arg_size` bytes (sizeof(arg_t)).
+ReduceKernel ReduceKernelOf(size_t arg_size, at::ScalarType scalar, int vt0, int input_vec_size);
+// gpu_reduce_kernel's global scratch for `input`, as the kernel reads it, reduced over `dim` into outputs
+// of `output_element_size` bytes: booked and freed before it returns, where the config splits the inputs
+// across blocks (meta_kernels_reduce.cpp).
+void CudaReduceKernelScratch(const at::Tensor& input, at::OptionalIntArrayRef dim, bool keepdim,
+                             int64_t output_element_size, const ReduceKernel& kernel);
+// The same for ReduceMomentKernel.cu's Welford reduction (var, std, var_mean, std_mean, batch norm's
+// General statistics): WelfordData<acc_type, int32_t>, vt0 2 (meta_kernels_reduce_moments.cpp).
+void CudaWelfordScratch(const at::Tensor& input, at::OptionalIntArrayRef dim, bool keepdim,
+                        int64_t output_element_size);
 
 // attention.cpp's convert_boolean_attn_mask: a bool mask becomes 0 where attending, -inf elsewhere.
 std::optional<at::Tensor> ConvertBooleanMask(const std::optional<at::Tensor>& mask, caffe2::TypeMeta dtype);
