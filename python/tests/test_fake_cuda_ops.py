@@ -11,7 +11,7 @@ Conv2d.weight"). So:
    a card's Meta kernels mirror (dropout, bf16 layer norm, the three attention backends by card, dtype,
    mask, dropout and causal padding, embedding's backward, cuDNN convolution, fp16/bf16 batch norm,
    batch norm's backends (cuDNN for fp32 and fp16 with float parameters, native otherwise), group norm,
-   pooling, interpolation, mixed-dtype arithmetic, bf16 mean, cross entropy, AdamW's foreach step) for a training step at sm_75, sm_89, sm_80 and sm_90, under a TorchDispatchMode that records each
+   pooling, interpolation, mixed-dtype arithmetic, bf16 mean, cross entropy, the other losses, AdamW's foreach step) for a training step at sm_75, sm_89, sm_80 and sm_90, under a TorchDispatchMode that records each
    aten op's arguments and outputs (shape, stride, storage offset, dtype, device, storage bytes). A
    second process that never loads oomguard (its Meta kernels, once registered, would answer the fake
    tensors too) replays every distinct call under FakeTensorMode on cuda: the outputs must be equal,
@@ -171,6 +171,20 @@ def norms_pools_half(device):
             + F.mse_loss(u, torch.zeros_like(u)))
 
 
+def losses(device):
+    """The losses besides cross entropy and mse (Note [Losses on a card]), fp32 and bf16: binary cross
+    entropy with and without logits, smooth L1, Huber, L1 and KL divergence."""
+    total = 0
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.randn(4, 8, device=device, dtype=dtype, requires_grad=True)
+        t = torch.rand(4, 8, device=device, dtype=dtype)
+        loss = (F.binary_cross_entropy(torch.sigmoid(x), t) + F.binary_cross_entropy_with_logits(x, t)
+                + F.smooth_l1_loss(x, t) + F.huber_loss(x, t, reduction="sum") + F.l1_loss(x, t)
+                + F.kl_div(F.log_softmax(x, -1), t, reduction="batchmean"))
+        total = total + loss.float()
+    return total
+
+
 def batch_norm_reduced(device):
     """Batch norm on fp16 and bf16 inputs (float statistics on a card), contiguous and channels-last,
     an evaluation forward of each, then a training one."""
@@ -249,6 +263,7 @@ def all_cases():
         "batch_norm_backends": batch_norm_backends,
         "conv_half_channels_last": conv_half_channels_last,
         "embedding_small": embedding_small,
+        "losses": losses,
         "adamw_step": adamw_step,
     }
     for dtype in (torch.half, torch.bfloat16, torch.float32):
