@@ -5,8 +5,12 @@
 #include <ATen/ATen.h>
 #include <ATen/native/ConvUtils.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
+#include "allocators/install.h"
+#include "allocators/ledger.h"
 #include "backends/meta/kernel_target.h"
 
 namespace oomguard::meta_kernels {
@@ -47,13 +51,33 @@ namespace {
 //   new segment leaves it cached, and a later request the allocator serves from that segment keeps it
 //   from being released.
 // CUDNN_CONV_WSCAP_DBG (a cap cuDNN itself reads, listed in PyTorch's CUDA environment variables) is
-// not in PyTorch's source: no number is taken from it. The run's warnings say this once
-// (tests/card_conv_test.cpp asserts the text).
+// not in PyTorch's source: no number is taken from it. The run's warnings say this once, and under a
+// cap with the least headroom a cuDNN call had (the cap less the tensors live while it runs: after its
+// output, and in backward after grad_input for the backward-data call and after grad_weight for the
+// backward-filter call, which PyTorch runs in that order), an upper bound on every workspace of the run
+// (the caching allocator's rounding and the cuBLAS workspaces only lower it). tests/card_conv_test.cpp
+// asserts the text.
 constexpr const char* kCudnnWorkspaceWarning =
     "aten::convolution: cuDNN's workspace is not booked: PyTorch takes it from the caching allocator while each "
     "convolution runs and frees it when the convolution returns, and skips an engine whose workspace the "
     "allocator refuses (Conv_v8.cpp's try_configs), so it raises no out-of-memory error of its own; it is at most "
     "the cap's headroom at the convolution, and a segment made for it stays reserved in the allocator's cache";
+constexpr const char* kCudnnWorkspaceBoundWarning =
+    "aten::convolution: cuDNN's workspace is not booked: PyTorch takes it from the caching allocator while each "
+    "convolution runs and frees it when the convolution returns, and skips an engine whose workspace the "
+    "allocator refuses (Conv_v8.cpp's try_configs), so it raises no out-of-memory error of its own; it is at most "
+    "the cap's headroom at the convolution, {bytes} at the tightest (the cap less the tensors live there), and a "
+    "segment made for it stays reserved in the allocator's cache";
+
+// The warning, with the headroom of the cuDNN call about to run when the meta ledger has a cap.
+void NoteWorkspaceBound() {
+  const int64_t cap = MetaAccount().limits().cap_bytes;
+  if (cap == Ledger::kUnlimited) {
+    NoteKernelWarning(kCudnnWorkspaceWarning);
+    return;
+  }
+  NoteKernelWarningLeastBytes(kCudnnWorkspaceBoundWarning, std::max<int64_t>(0, cap - MetaAccount().ledger().live_bytes()));
+}
 
 }  // namespace
 
@@ -70,27 +94,33 @@ at::MemoryFormat CudnnFormat(const at::Tensor& input, const at::Tensor& weight) 
 // output (cudnn_convolution_transpose's for a transposed one, shaped by conv_input_size); the bias is
 // added in place.
 at::Tensor CudnnForward(const at::Tensor& input, const at::Tensor& weight, const ConvParams& p) {
-  NoteKernelWarning(kCudnnWorkspaceWarning);
   const at::MemoryFormat format = CudnnFormat(input, weight);
   const at::Tensor input_c = input.contiguous(format), weight_c = weight.contiguous(format);
   const std::vector<int64_t> sizes =
       p.transposed ? at::native::conv_input_size(input_c.sizes(), weight_c.sizes(), p.padding, p.output_padding,
                                                  p.stride, p.dilation, p.groups)
                    : at::native::conv_output_size(input_c.sizes(), weight_c.sizes(), p.padding, p.stride, p.dilation);
-  return at::empty(sizes, input_c.options().memory_format(format));
+  at::Tensor output = at::empty(sizes, input_c.options().memory_format(format));
+  NoteWorkspaceBound();
+  return output;
 }
 
 // convolution_backward's Cudnn branch: grad_output, input and weight contiguous in the format, then
 // grad_input and grad_weight in it; the bias gradient is summed from grad_output after.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> CudnnBackward(const at::Tensor& grad_output, const at::Tensor& input,
                                                              const at::Tensor& weight, std::array<bool, 3> mask) {
-  NoteKernelWarning(kCudnnWorkspaceWarning);
   const at::MemoryFormat format = CudnnFormat(input, weight);
   const at::Tensor grad_output_c = grad_output.contiguous(format);
   const at::Tensor input_c = input.contiguous(format), weight_c = weight.contiguous(format);
   at::Tensor grad_input, grad_weight;
-  if (mask[0]) grad_input = at::empty(input_c.sizes(), input_c.options().memory_format(format));
-  if (mask[1]) grad_weight = at::empty(weight_c.sizes(), weight_c.options().memory_format(format));
+  if (mask[0]) {
+    grad_input = at::empty(input_c.sizes(), input_c.options().memory_format(format));
+    NoteWorkspaceBound();
+  }
+  if (mask[1]) {
+    grad_weight = at::empty(weight_c.sizes(), weight_c.options().memory_format(format));
+    NoteWorkspaceBound();
+  }
   return {grad_input, grad_weight, at::Tensor()};
 }
 

@@ -45,8 +45,9 @@ namespace {
 // - binary_cross_entropy_with_logits, l1_loss and kl_div are composites (Loss.cpp) that run on CUDA as
 //   on cpu: log_sigmoid, (1 - target), mul_ and sub_ in place, then the reduction; (input - target).abs();
 //   xlogy(target, target) - target * input (or exp(target) * (target - input)). Their backwards are
-//   autograd's (binary_cross_entropy_with_logits_backward in FunctionsManual.cpp: sigmoid(x).sub(target)
-//   and the grad multiplied in place while GradMode is off).
+//   autograd's (binary_cross_entropy_with_logits_backward in FunctionsManual.cpp:
+//   in torch 2.11: sigmoid(x), .sub(target) and .mul(grad) out of place, the mean's .div_ in place).
+//   abs, which l1_loss needs and LibTorch's C++ build has no Meta kernel for, is here.
 // The exceptions: a bf16/fp16 mean on cpu adds a float32 result and a float32 copy of what it reduces
 // (Note [mse_loss's reduction on cpu]; MeanDimMeta for the composites' mean()), where CUDA's mean_stub
 // reduces into the result; and log_sigmoid_forward keeps an input-sized buffer on cpu
@@ -150,6 +151,17 @@ at::Tensor BinaryCrossEntropyBackwardMeta(const at::Tensor& grad, const at::Tens
   return at::empty_like(input);
 }
 
+// abs (l1_loss's (input - target).abs()), which LibTorch's C++ build runs as abs.out, Meta-less: cpu and
+// CUDA alike (UnaryOps.cpp's unary_op_impl_with_complex_to_float) make the result and resize it like self
+// (a resize on meta books nothing: allocate it like self); complex inputs give their real dtype.
+at::Tensor AbsMeta(const at::Tensor& self) {
+  return at::empty_like(self, self.options().dtype(c10::toRealValueType(self.scalar_type())));
+}
+at::Tensor& AbsInplaceMeta(at::Tensor& self) {
+  TORCH_CHECK(!self.is_complex(), "In-place abs is not supported for complex tensors.");
+  return self;
+}
+
 // log_sigmoid_forward (binary_cross_entropy_with_logits's first step, nn.LogSigmoid): Note [Losses on a
 // card]. cpu: result and buffer empty_like(input, Contiguous), then the kernel reads input.contiguous();
 // CUDA: result empty_like(input) and an empty buffer.
@@ -226,6 +238,8 @@ void RegisterLoss(torch::Library& meta) {
   meta.impl("binary_cross_entropy", TORCH_FN(BinaryCrossEntropyMeta));
   meta.impl("binary_cross_entropy_backward", TORCH_FN(BinaryCrossEntropyBackwardMeta));
   meta.impl("log_sigmoid_forward", TORCH_FN(LogSigmoidForwardMeta));
+  meta.impl("abs", TORCH_FN(AbsMeta));
+  meta.impl("abs_", TORCH_FN(AbsInplaceMeta));
   meta.impl("log_sigmoid_backward", TORCH_FN(LogSigmoidBackwardMeta));
   meta.impl("nll_loss2d_forward", TORCH_FN(NllLoss2dForwardMeta));
   meta.impl("nll_loss2d_backward", TORCH_FN(NllLoss2dBackwardMeta));
