@@ -3,7 +3,7 @@
 // composite's own (Note [Losses on a card], meta_kernels_loss.cpp).
 #include <ATen/ATen.h>
 #include <ATen/core/Reduction.h>
-#include <ATen/ops/binary_cross_entropy_with_logits_native.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <optional>
@@ -71,7 +71,9 @@ struct BceWithLogits : torch::autograd::Function<BceWithLogits> {
                             int64_t reduction) {
     ctx->save_for_backward({input, target, weight.value_or(at::Tensor()), pos_weight.value_or(at::Tensor())});
     ctx->saved_data["reduction"] = reduction;
-    return at::native::binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction);
+    // The op itself below autograd (its composite, as one op in the operator stream), not this kernel again.
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return at::binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const variable_list saved = ctx->get_saved_variables();
