@@ -46,8 +46,10 @@ namespace {
 //   on cpu: log_sigmoid, (1 - target), mul_ and sub_ in place, then the reduction; (input - target).abs();
 //   xlogy(target, target) - target * input (or exp(target) * (target - input)). Their backwards are
 //   autograd's (binary_cross_entropy_with_logits_backward in FunctionsManual.cpp:
-//   in torch 2.11: sigmoid(x), .sub(target) and .mul(grad) out of place, the mean's .div_ in place).
-//   abs, which l1_loss needs and LibTorch's C++ build has no Meta kernel for, is here.
+//   sigmoid(x), then .sub_(target), .mul_(grad) and the mean's .div_ in place for a card's and cpu's
+//   tensors; meta's, being subclass-like, would take the out-of-place forms: Note
+//   [binary_cross_entropy_with_logits's backward on meta], meta_kernels_loss_autograd.cpp). abs, which
+//   l1_loss needs and LibTorch's C++ build has no Meta kernel for, is here.
 // The exceptions: a bf16/fp16 mean on cpu adds a float32 result and a float32 copy of what it reduces
 // (Note [mse_loss's reduction on cpu]; MeanDimMeta for the composites' mean()), where CUDA's mean_stub
 // reduces into the result; and log_sigmoid_forward keeps an input-sized buffer on cpu
