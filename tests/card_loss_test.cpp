@@ -178,12 +178,11 @@ TEST_F(CardLoss, TheOtherLossesAllocateAsOnCpuButForAReducedPrecisionMean) {
       EXPECT_EQ(MeasureWithKernels(target, [&] { at::Tensor g = at::binary_cross_entropy_backward(grad, x, t, {}); })
                     .allocated,
                 n);
-      EXPECT_EQ(MeasureWithKernels(target, [&] { at::Tensor g = at::smooth_l1_loss_backward(grad, x, t, 1, 1.0); })
-                    .allocated,
-                n);
-      EXPECT_EQ(MeasureWithKernels(target, [&] { at::Tensor g = at::huber_loss_backward(grad, x, t, 1, 1.0); })
-                    .allocated,
-                n);
+      EXPECT_EQ(
+          MeasureWithKernels(target, [&] { at::Tensor g = at::smooth_l1_loss_backward(grad, x, t, 1, 1.0); }).allocated,
+          n);
+      EXPECT_EQ(
+          MeasureWithKernels(target, [&] { at::Tensor g = at::huber_loss_backward(grad, x, t, 1, 1.0); }).allocated, n);
     }
   }
 }

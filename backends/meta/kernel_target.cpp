@@ -62,8 +62,8 @@ std::vector<std::string> TakeKernelWarnings() {
     const size_t at = text.find("{bytes}");
     if (warning.least_bytes && at != std::string::npos) {
       const int64_t bytes = *warning.least_bytes;
-      text.replace(at, 7, bytes < 1024 ? FormatBytes(bytes)
-                                       : FormatBytes(bytes) + " (" + std::to_string(bytes) + " bytes)");
+      text.replace(at, 7,
+                   bytes < 1024 ? FormatBytes(bytes) : FormatBytes(bytes) + " (" + std::to_string(bytes) + " bytes)");
     }
     taken.push_back(std::move(text));
   }

@@ -76,7 +76,8 @@ void NoteWorkspaceBound() {
     NoteKernelWarning(kCudnnWorkspaceWarning);
     return;
   }
-  NoteKernelWarningLeastBytes(kCudnnWorkspaceBoundWarning, std::max<int64_t>(0, cap - MetaAccount().ledger().live_bytes()));
+  NoteKernelWarningLeastBytes(kCudnnWorkspaceBoundWarning,
+                              std::max<int64_t>(0, cap - MetaAccount().ledger().live_bytes()));
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 // (Note [binary_cross_entropy_with_logits's backward on meta]). The forward's allocations are the
 // composite's own (Note [Losses on a card], meta_kernels_loss.cpp).
 #include <ATen/ATen.h>
-#include <ATen/core/Reduction.h>
 #include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/core/Reduction.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <optional>
