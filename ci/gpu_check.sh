@@ -8,7 +8,7 @@
 # fidelity.txt, fidelity.md, fit-{cuda,meta,meta-card}.{json,txt} and fit-boundary.md (the largest batch
 # that fits two cards, cuda against meta with cpu's kernels and with the cards' CUDA kernels), python-cuda.md
 # (the Python package's backend="cuda" against cpu and card mode, one process and the fake group's ranks:
-# ci/gpu_python_check.py), ranks-cuda.txt and .json (a world-2 scenario on cuda: UNSUPPORTED with its
+# ci/gpu_python_check.py), corpus.md (real models on cuda against card mode: ci/gpu_corpus_check.py), ranks-cuda.txt and .json (a world-2 scenario on cuda: UNSUPPORTED with its
 # reason below 2 GPUs, NCCL's 2 ranks from 2), steps.tsv (step, exit code, seconds, timeout).
 # The GPU tests include a one-rank ProcessGroupNCCL on cuda:0 (CudaNcclGroupOnGpu.*).
 # Exit code: 1 if there is a GPU and the GPU tests failed or skipped, else 0 (the tables are a report: read
@@ -141,6 +141,9 @@ step fit-cuda 120 "$og" fit "$fit_scenario" --cards "$fit_cards" --max "$fit_max
 # process and as ranks of the fake group. Its _core must match this Python's version (Note [A _core per
 # Python], ci/gpu_bundle.sh): without one, the step says which it has and which it needs.
 PYTHONPATH="$bundle/python${PYTHONPATH:+:$PYTHONPATH}" step python-cuda 240 "$py" "$root/ci/gpu_python_check.py" "$out"
+# The model corpus (torchvision's convolution nets, a ViT, GPT blocks, the fast path, an LSTM) on the GPU
+# against card mode: ci/gpu_corpus_check.py.
+PYTHONPATH="$bundle/python${PYTHONPATH:+:$PYTHONPATH}" step corpus 200 "$py" "$root/ci/gpu_corpus_check.py" "$out"
 wait "$host_side"
 
 # From OUT, so that the table's columns are named by file (meta.json, meta-card.json), not by path.

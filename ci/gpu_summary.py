@@ -1,6 +1,6 @@
 """The GPU check's one page (ci/gpu_check.sh): OUT/summary.md, made of the files the check wrote: the
 machine, each step's exit code and time, the GPU tests' counts, each catalog run's last line, then the
-tables (fidelity.md's differences, fit-boundary.md, python-cuda.md) to paste into README's "On a GPU".
+tables (fidelity.md's differences, fit-boundary.md, python-cuda.md, corpus.md) to paste into README's "On a GPU".
 A file a step did not write is named as missing; nothing here fails the check.
 
     python3 ci/gpu_summary.py OUT_DIR TOTAL_SECONDS > OUT_DIR/summary.md
@@ -56,7 +56,8 @@ def main():
     text = read(out, "fidelity.md")
     print("\n## Fidelity (cpu, meta, card mode against cuda): the variants past 2% (all of them: fidelity.md)\n")
     print(fidelity_excerpt(text) if text else "fidelity.md missing: see fidelity.txt")
-    for title, name in (("The OOM boundary", "fit-boundary.md"), ("The Python package", "python-cuda.md")):
+    for title, name in (("The OOM boundary", "fit-boundary.md"), ("The Python package", "python-cuda.md"),
+                        ("The model corpus", "corpus.md")):
         text = read(out, name)
         print(f"\n## {title}\n")
         print(text.rstrip() if text else f"{name} missing: see the step's .txt above")

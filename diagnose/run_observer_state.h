@@ -138,7 +138,15 @@ struct RunObserver::State {
         storages.insert_or_assign(key, StorageEntry{storage.getWeakStorageImpl(), iteration, phase, location});
       }
     }
-    const std::shared_ptr<torch::autograd::Node>& node = t.grad_fn();
+    std::shared_ptr<torch::autograd::Node> node;
+    try {
+      node = t.grad_fn();
+    } catch (const c10::Error&) {
+      // A view made under no_grad whose base was then modified in place (Hugging Face's weight init): its
+      // grad_fn() refuses (handle_view_on_rebase), as it would refuse the user's own code; no node to watch,
+      // and the refusal must not reach RecordFunction, which printed it as a warning for every such op.
+      return;
+    }
     if (!node) return;
     auto seen = nodes.find(node.get());
     if (seen == nodes.end() || seen->second.node.expired()) {

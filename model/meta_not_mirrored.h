@@ -20,6 +20,7 @@ namespace oomguard {
 struct NotMirroredOp {
   std::string op;       // "aten::lstm": a TorchScript graph's node kind
   std::string differs;  // what meta and cpu do: "runs on meta through ..., while cpu ..."
+  std::string card_differs;  // what meta and a card's CUDA kernels do: "runs on meta through ..., while a card ..."
 };
 
 // Every op that runs on meta with bytes other than cpu's.
@@ -27,6 +28,8 @@ const std::vector<NotMirroredOp>& NotMirroredOps();
 
 // The sentence that says a run's bytes are not cpu's, after an op's `differs`.
 std::string NotMirroredConsequence();
+// The sentence that says a card-mode run's bytes are not the card's, after an op's `card_differs`.
+std::string NotMirroredOnACard();
 
 // The error of a Meta kernel for what it cannot mirror: "<what> is not mirrored on meta: <why>. Run it
 // with --backend cpu ...". ErrorCategory kMetaKernelMissing.

@@ -87,6 +87,32 @@ with tempfile.TemporaryDirectory() as out:
     check("summary: fidelity past the tolerance only", ("| ! | t | 1 | 2 |" in lines, "|  | s | 1 | 1 |" in lines),
           (True, False))
     check("summary: python missing", "python-cuda.md missing: see the step's .txt above" in lines, True)
+    check("summary: corpus missing", "corpus.md missing: see the step's .txt above" in lines, True)
+    write(f"{out}/corpus.md", "| model | backend |\n|---|---|\n| lstm | cuda |\n")
+    rc, stdout, _ = helper("gpu_summary.py", out, "42")
+    check("summary: the corpus table", "| lstm | cuda |" in stdout.splitlines(), True)
+
+# The corpus table (gpu_corpus_check.py): a cuda row per model, differences past 1% of cuda's number listed
+# with sign and percentage, a model whose cuda run failed named, and cpu absent for a bf16 model.
+sys.path.insert(0, CI)
+import gpu_corpus_check  # noqa: E402  (stdlib only at import)
+
+ok = {"outcome": "pass", "peak": 1000, "phase_peaks": {"forward": 1000}, "allocated_peak": 2000,
+      "reserved_peak": 4000, "warnings": []}
+results = {("resnet18", "cuda"): ok, ("resnet18", "meta-card"): dict(ok, reserved_peak=4041),
+           ("resnet18", "cpu"): dict(ok, allocated_peak=2020),
+           ("gpt_bf16", "cuda"): {"error": "exit 1: no GPU"}, ("gpt_bf16", "meta-card"): ok}
+keys = [("resnet18", "cpu"), ("resnet18", "meta-card"), ("resnet18", "cuda"), ("gpt_bf16", "meta-card"),
+        ("gpt_bf16", "cuda")]
+saved_models, gpu_corpus_check.MODELS = gpu_corpus_check.MODELS, ("resnet18", "gpt_bf16")
+lines, cuda_ran = gpu_corpus_check.table(keys, results)
+gpu_corpus_check.MODELS = saved_models
+check("corpus: a failed cuda run", cuda_ran, False)
+check("corpus: the cuda row", "| resnet18 | cuda | pass | 1000 | 2000 | 4000 | forward 1000 |  |" in lines, True)
+# 4041 - 4000 = +41, 1.025% of 4000: listed; cpu's 2020 is +1.0% exactly: not past the tolerance.
+check("corpus: differences", [line for line in lines if line.startswith("- ")],
+      ["- resnet18, meta-card, reserved peak: 4041 against cuda's 4000 (+41, +1.0%)",
+       "- gpt_bf16: no cuda numbers (exit 1: no GPU)"])
 
 print("FAILED: " + ", ".join(failures) if failures else "all checks hold")
 sys.exit(1 if failures else 0)

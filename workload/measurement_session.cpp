@@ -16,6 +16,7 @@
 #include "workload/measured_run.h"
 #include "workload/snapshot_recorder.h"
 #include "workload/transfer_counter.h"
+#include "workload/unmirrored_op_watch.h"
 
 namespace oomguard {
 namespace {
@@ -91,6 +92,7 @@ struct MeasurementSession::Parts {
       attach_model.emplace(account, &*model_feed);
     }
     if (backend->traits().books_host_scalars) host_scalars.emplace();  // Note [Host scalars]
+    if (options.backend == Backend::kMeta) unmirrored.emplace();  // Note [Unmirrored ops are said at run time]
   }
 
   const VariantMeasureOptions& options;
@@ -106,6 +108,7 @@ struct MeasurementSession::Parts {
   std::optional<CudaModelFeed> model_feed;
   std::optional<ScopedModelFeed> attach_model;
   std::optional<HostScalarCopies> host_scalars;
+  std::optional<UnmirroredOpWatch> unmirrored;
 };
 
 MeasurementSession::MeasurementSession(const VariantSpec& spec, const VariantMeasureOptions& options,
@@ -174,6 +177,11 @@ MeasurementSession::Observed MeasurementSession::Finish() {
     m.warnings.push_back(p.options.kernels_warning);
   }
   for (const std::string& warning : TakeKernelWarnings()) m.warnings.push_back("--kernels cuda: " + warning);
+  if (p.unmirrored) {
+    for (std::string& warning : p.unmirrored->Warnings(CurrentKernelTarget(), m.warnings)) {
+      m.warnings.push_back(std::move(warning));
+    }
+  }
   p.snapshot->Finish(&m);
   return observed;
 }

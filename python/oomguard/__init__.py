@@ -49,9 +49,9 @@ if torch.__version__.split("+")[0] != _core.built_for_torch:
     raise ImportError(f"oomguard was built for torch {_core.built_for_torch}, and this process imported "
                       f"torch {torch.__version__} (from {torch.__file__}); reinstall oomguard with this torch "
                       "(pip install --no-build-isolation ./python)")
-from oomguard.measure import Measure, measure
+from oomguard.measure import Measure, OomguardWarning, measure
 
-__all__ = ["measure", "Measure", "Result", "parse_bytes", "card_cap_bytes"]
+__all__ = ["measure", "Measure", "OomguardWarning", "Result", "parse_bytes", "card_cap_bytes"]
 
 Result = _core.Measurement
 parse_bytes = _core.parse_bytes

@@ -11,6 +11,8 @@ import torch
 
 from oomguard import _core, cuda_choices, meta_kernels
 from oomguard.ddp_on_meta import DdpOnMeta
+from oomguard.fast_path_on_meta import FastPathOnMeta
+from oomguard.meta_autocast import AutocastSeenOnMeta, MetaAutocast
 from oomguard.fsdp_on_meta import Fsdp2OnMeta
 from oomguard.ranks import RankOfMeasurement
 from oomguard.tracking import gradient_reader, is_sharded, local, optimizer_of, parameters_of
@@ -116,6 +118,11 @@ _NO_VALUES_ON_META = ("meta tensors have shapes and no values, so .item(), print
                       "backend=\"cpu\" (exact bytes, real values)")
 
 
+class OomguardWarning(UserWarning):
+    """A measurement's warning (m.result.warnings) as the pytest plugin reports it: a number that is not the
+    card's (an allocation not modelled, a path meta cannot take) or a measurement that missed something."""
+
+
 class Measure:
     """A measurement of the code inside `with` (or of a decorated function's calls)."""
 
@@ -141,6 +148,7 @@ class Measure:
         self.verdict, self.alloc_conf = verdict or "", alloc_conf or ""
         self._rank = RankOfMeasurement(world, rank)
         self._fsdp_on_meta, self._ddp_on_meta = Fsdp2OnMeta(), DdpOnMeta()
+        self._fast_path_on_meta, self._autocast_on_meta = FastPathOnMeta(), AutocastSeenOnMeta()
         self.inject = _checked_inject(inject)
         self.snapshot = _checked_snapshot(snapshot)
         self.eval_no_grad = bool(eval_no_grad)
@@ -168,7 +176,7 @@ class Measure:
             raise ValueError(f"oomguard.measure: autocast dtype={dtype!r} is not torch.bfloat16 or torch.float16")
         if self.backend != "meta":
             return torch.autocast(self.backend, dtype=dtype)
-        return _core.MetaAutocast(names[dtype])
+        return MetaAutocast(names[dtype])  # Note [Autocast on meta as the loop sees it]
 
     def __enter__(self):
         if getattr(_active, "scope", None) is not None:
@@ -193,6 +201,8 @@ class Measure:
             meta_kernels.python_only_ops_run()
             self._fsdp_on_meta.enter()  # Note [FSDP2 on meta]
             self._ddp_on_meta.enter()  # Note [DDP on meta]
+            self._fast_path_on_meta.enter()  # Note [Meta takes the attention fast path in Python]
+            self._autocast_on_meta.enter()  # Note [Autocast on meta as the loop sees it]
         self._cuda_picks = cuda_choices.picked_as_for_cuda() if self.kernels == "cuda" else contextlib.nullcontext()
         self._cuda_picks.__enter__()  # Note [PyTorch's Python choices for CUDA tensors]
         self._step_hooks = _optimizer_step_hooks()  # Note [The Python optimizer's step counts]
@@ -208,6 +218,8 @@ class Measure:
         _core.set_in_python_optimizer_step(False)  # a step that raised never reached its post hook
         _core.set_python_caller_thread(False)
         self._cuda_picks.__exit__(None, None, None)
+        self._autocast_on_meta.exit()
+        self._fast_path_on_meta.exit()
         self._ddp_on_meta.exit()
         self._fsdp_on_meta.exit()
         self.result = scope.finish() if exc is None else scope.finish_with_error(str(exc))
@@ -217,6 +229,7 @@ class Measure:
         self._rank.label(self.result)
         self._rank.exit()
         if self.backend == "meta":
+            self.result.warnings = list(self.result.warnings) + self._fast_path_on_meta.warnings
             unmirrored = meta_kernels.python_only_ops_run()
             if unmirrored:
                 self.result.warnings = list(self.result.warnings) + [

@@ -54,12 +54,13 @@ import signal
 import sys
 import time
 import traceback
+import warnings
 
 import pytest
 import torch
 
 from oomguard import _core
-from oomguard.measure import Measure
+from oomguard.measure import Measure, OomguardWarning
 from oomguard.report import baseline_lines, failures_of, junit_properties, names_of_test, record_of, summary_lines
 
 MARKER_ARGUMENTS = {"card": None, "backend": "cpu", "cap": None, "kernels": None, "verdict": None, "alloc_conf": None,
@@ -402,6 +403,12 @@ def pytest_pyfunc_call(pyfuncitem):
             message["record"] = record_of(pyfuncitem.nodeid, measure.result, 1000 * (time.monotonic() - started))
     pyfuncitem.user_properties.extend(tuple(p) for p in message.get("user_properties", []))
     record = message.get("record")
+    # Note [A measurement's warnings in pytest]: what r.warnings says (an allocation not modelled, a path meta
+    # cannot take, a loop without m.iterations) reaches pytest's warnings summary under the test's own line,
+    # from the child too, as OomguardWarning: `-W error::oomguard.OomguardWarning` makes each a failure.
+    for text in (record or {}).get("warnings", []):
+        warnings.warn_explicit(OomguardWarning(text), OomguardWarning, str(pyfuncitem.path),
+                               pyfuncitem.location[1] + 1)
     failures, comparison = [], None
     if record is not None and pyfuncitem.config.getoption("oomguard_diagnose"):
         _measure_the_fix(pyfuncitem, measure, function, args, record)

@@ -11,7 +11,8 @@ Conv2d.weight"). So:
    a card's Meta kernels mirror (dropout, bf16 layer norm, the three attention backends by card, dtype,
    mask, dropout and causal padding, embedding's backward, cuDNN convolution, fp16/bf16 batch norm,
    batch norm's backends (cuDNN for fp32 and fp16 with float parameters, native otherwise), group norm,
-   pooling, interpolation, mixed-dtype arithmetic, bf16 mean, cross entropy, the other losses, AdamW's foreach step) for a training step at sm_75, sm_89, sm_80 and sm_90, under a TorchDispatchMode that records each
+   pooling, interpolation, mixed-dtype arithmetic, bf16 mean, cross entropy, the other losses, AdamW's foreach step) for a training step at sm_75, sm_89, sm_80 and sm_90, and nn.MultiheadAttention's fused fast path
+   (_native_multi_head_attention in evaluation, by dtype, weights and padding mask), under a TorchDispatchMode that records each
    aten op's arguments and outputs (shape, stride, storage offset, dtype, device, storage bytes). A
    second process that never loads oomguard (its Meta kernels, once registered, would answer the fake
    tensors too) replays every distinct call under FakeTensorMode on cuda: the outputs must be equal,
@@ -69,6 +70,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "corpus"))
 import models as corpus_models  # noqa: E402  (tests/corpus/models.py)
+import fake_cuda_fast_path  # noqa: E402  (the fused attention fast path's cases)
 
 class Recorder(TorchDispatchMode):
     """Each aten op's name, arguments and outputs, in order."""
@@ -273,6 +275,7 @@ def all_cases():
         cases[f"sdpa_{n}_mask"] = attention(dtype, mask=True)
         cases[f"sdpa_{n}_dropout"] = attention(dtype, dropout=0.1)
         cases[f"sdpa_{n}_s200_d60_causal"] = attention(dtype, s=200, d=60, causal=True)
+    cases.update(fake_cuda_fast_path.cases(build))
     cases.update(corpus_cases())
     return cases
 
@@ -332,7 +335,7 @@ def forward_ops(names):
 
 if __name__ == "__main__" and sys.argv[1:] == ["--fake"]:
     calls, names = pickle.load(sys.stdin.buffer)
-    pickle.dump((replay(calls), forward_ops(names)), sys.stdout.buffer)
+    pickle.dump((replay(calls), forward_ops(names), fake_cuda_fast_path.encoder_layer_on_fake_cuda(build)), sys.stdout.buffer)
     raise SystemExit(0)
 
 # ---------------------------------------------------------------------------------------------------
@@ -357,7 +360,8 @@ def record(card, case):
         with rec:
             loss = case(m.device)
             forward = len(rec.calls)
-            loss.backward()
+            if loss is not None:  # the fast-path cases run in evaluation under no_grad
+                loss.backward()
     return rec.calls, forward
 
 
@@ -394,7 +398,7 @@ fake = subprocess.run([sys.executable, os.path.abspath(__file__), "--fake"],
 if fake.returncode != 0:
     print(fake.stderr.decode())
     raise SystemExit(1)
-results, fake_forwards = pickle.loads(fake.stdout)
+results, fake_forwards, encoder_layer_error = pickle.loads(fake.stdout)
 # cuDNN's batch norm as card mode runs it (its outputs are compared below with the other ops'). Its
 # reserve space, fourth output, is empty on both sides: fake CUDA's decomposition makes it so
 # (torch/_decomp/decompositions.py cudnn_batch_norm: input.new_zeros((0,), dtype=torch.uint8)), card
@@ -422,6 +426,8 @@ def known_imprecision(op, args, card_out, fake_out):
         # makes them on the query's device.
         if card_out[:2] == fake_out[:2] and card_out[2][1] == "cpu" and fake_out[2][1] == "cuda":
             return "mem-efficient's philox seed and offset are host tensors on a card (attention.cu)"
+    if op == "aten._native_multi_head_attention.default":
+        return fake_cuda_fast_path.weights_imprecision(card_out, fake_out)
     if op in ("aten.mse_loss.default", "aten.smooth_l1_loss.default", "aten.binary_cross_entropy.default"):
         # Loss.cpp's TORCH_META_FUNC(mse_loss) and TORCH_META_FUNC(smooth_l1_loss), the structured kernels'
         # for cpu and CUDA alike, size the output like the elementwise loss (build_borrowing_binary_op),
@@ -492,7 +498,7 @@ for name in same_forward:
     check(f"forward ops of {name} (t4) as fake CUDA's", card_ops == fake_ops, True)
 print(f"{len(same_forward)} forwards compared; fake CUDA ran cudnn_batch_norm {cudnn_batch_norms} times, "
       "card mode as often")
-
+fake_cuda_fast_path.check_fast_path(check, same_forward, forwards, fake_forwards, encoder_layer_error)
 
 def outputs_of(card, case_name, op):
     return [out for name, c, o, _, _, out in calls if name == case_name and c == card and o == op]

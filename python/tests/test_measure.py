@@ -9,6 +9,7 @@ for the catalog's forgotten-no-grad loop in Python (examples/python/mlp_eval.py:
 evaluation that keeps its outputs, without and with torch.no_grad()).
 """
 import os
+import subprocess
 import sys
 
 os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")  # what oomguard sets (Note [One oneDNN ISA on every machine])
@@ -178,6 +179,22 @@ def main():
                      "oomguard.measure: assume(value='yes'): a bool, int or float")
     check.raises("assume() outside the measurement", lambda: on_cpu.assume(True), RuntimeError,
                  "oomguard.measure: assume() outside the measurement (inside `with oomguard.measure(...) as m:`)")
+
+    # nn.Embedding(padding_idx=...) fills its padding row through a view made under no_grad; the detectors
+    # asked that view for its grad_fn as the op ended, which PyTorch refuses for such a view, and RecordFunction
+    # printed the refusal with a C++ backtrace to stderr for every such fill (every NLP model's embedding).
+    # In a child, whose stderr is read: nothing printed, the measurement passes.
+    snippet = ("import torch, oomguard\n"
+               "with oomguard.measure(backend='cpu') as m:\n"
+               "    e = torch.nn.Embedding(10, 4, padding_idx=0)\n"
+               "    for _ in m.iterations(1):\n"
+               "        e(torch.zeros(2, dtype=torch.long)).sum().backward()\n"
+               "print(m.result.outcome)\n")
+    child = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    check("an embedding with a padding row: outcome", child.stdout.strip(), "pass")
+    check("... and no exception in a RecordFunction callback on stderr",
+          "Exception in RecordFunction callback" in child.stderr, False)
 
     # One torch: the module bound to the libraries `import torch` loaded, not copies of its own.
     with open("/proc/self/maps") as maps:

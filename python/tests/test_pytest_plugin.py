@@ -101,6 +101,21 @@ def test_limits_and_leaks(pytester):
     result.stdout.no_fnmatch_line("*oomguard report*")  # the table is --oomguard's
 
 
+def test_a_measurement_s_warnings_are_pytest_warnings(pytester):
+    """Note [A measurement's warnings in pytest]: test_under never calls m.iterations(n), which its measurement
+    warns of; the warning is in pytest's summary under the test's line, in the forked child and without it, and
+    -W error::oomguard.OomguardWarning makes it a failure."""
+    pytester.makepyfile(test_models=TESTS)
+    warning = ("*test_models.py:*: OomguardWarning: the measured code never calls m.iterations(n), so it is "
+               "measured as one run*")
+    for isolation in ((), ("--oomguard-no-fork",)):
+        result = pytester.runpytest(*PLUGIN, *isolation, "-k", "test_under")
+        result.assert_outcomes(passed=1, warnings=1)
+        result.stdout.fnmatch_lines(["*test_models.py::test_under*", warning])
+    result = pytester.runpytest(*PLUGIN, "-W", "error::oomguard.OomguardWarning", "-k", "test_under")
+    result.assert_outcomes(failed=1)
+
+
 def test_the_fix_of_a_kept_eval_graph_is_measured(pytester):
     # --oomguard-diagnose reruns test_pitfall with every eval phase under no_grad (Note [The measured fix in
     # pytest]). Setup: w and x, 294,912 bytes. Fixed: an eval's x @ w and its pow() (32,768 bytes each) and

@@ -51,6 +51,18 @@ at::Tensor AttentionMath(const at::Tensor& query, const at::Tensor& key, const a
 at::Tensor ScaledDotProductAttentionCuda(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                                          const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
                                          std::optional<double> scale, bool enable_gqa);
+// The fused attention fast path's card kernels (meta_kernels_transformer_cuda.cpp): attention.cu's
+// native_multi_head_attention_cuda and transform_bias_rescale_qkv_cuda, SoftMax.cu's masked_softmax_cuda.
+std::tuple<at::Tensor, at::Tensor> NativeMultiHeadAttentionCuda(
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, int64_t embed_dim, int64_t num_head,
+    const at::Tensor& qkv_weight, const at::Tensor& qkv_bias, const at::Tensor& proj_weight,
+    const at::Tensor& proj_bias, const std::optional<at::Tensor>& mask, bool need_weights, bool average_attn_weights,
+    std::optional<int64_t> mask_type);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> TransformBiasRescaleQkvCuda(const at::Tensor& qkv,
+                                                                           const at::Tensor& qkv_bias,
+                                                                           int64_t num_head);
+at::Tensor MaskedSoftmaxCuda(const at::Tensor& input, const at::Tensor& mask, std::optional<int64_t> dim,
+                             std::optional<int64_t> mask_type);
 
 // The opmath dtype of `t` (float for bfloat16 and float16): what cpu kernels accumulate scratch in.
 inline at::TensorOptions OpMathOptions(const at::Tensor& t) {

@@ -9,6 +9,8 @@
 // decides which tensor is alive when, and read only shapes to choose among them. Meta registers those
 // same functions, so it makes cpu's calls, in cpu's order, on meta tensors; every op they call has a
 // Meta kernel that mirrors cpu's. The two leaves that compute with data pointers get their own below.
+// On a card the attention op and those two leaves are CUDA's (Note [The attention fast path on a card],
+// meta_kernels_transformer_cuda.cpp).
 #include <ATen/ATen.h>
 #include <ATen/ops/_native_multi_head_attention_native.h>
 #include <ATen/ops/_transformer_encoder_layer_fwd_native.h>
@@ -17,6 +19,7 @@
 #include <optional>
 #include <tuple>
 
+#include "backends/meta/kernel_target.h"
 #include "backends/meta/kernels/meta_kernels_internal.h"
 
 namespace oomguard::meta_kernels {
@@ -27,6 +30,7 @@ namespace {
 std::tuple<at::Tensor, at::Tensor, at::Tensor> TransformBiasRescaleQkvMeta(const at::Tensor& qkv,
                                                                            const at::Tensor& qkv_bias,
                                                                            int64_t num_heads) {
+  if (CurrentKernelTarget().cuda()) return TransformBiasRescaleQkvCuda(qkv, qkv_bias, num_heads);
   TORCH_CHECK(qkv.dim() == 3, "_transform_bias_rescale_qkv expects a 3-D qkv");
   const int64_t batch = qkv.size(0), tokens = qkv.size(1), three_d = qkv.size(2), d = three_d / 3;
   TORCH_CHECK(d % num_heads == 0);
@@ -46,6 +50,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> TransformBiasRescaleQkvMeta(const
 // input, then a contiguous copy of the input where it is not.
 at::Tensor MaskedSoftmaxMeta(const at::Tensor& input, const at::Tensor& mask_in, std::optional<int64_t> dim,
                              std::optional<int64_t> mask_type) {
+  if (CurrentKernelTarget().cuda()) return MaskedSoftmaxCuda(input, mask_in, dim, mask_type);
   at::Tensor mask = mask_in.contiguous();
   TORCH_CHECK(mask_in.scalar_type() == at::kBool, "Mask should be a boolean tensor");
   if (mask.dim() != 2 || input.dim() != 4) mask_type = 2;  // types 0 and 1: 2-D masks of 4-D inputs only
@@ -73,10 +78,22 @@ at::Tensor MaskedSoftmaxMeta(const at::Tensor& input, const at::Tensor& mask_in,
   return output;
 }
 
+// cpu's native_multi_head_attention_cpu, or a card's native_multi_head_attention_cuda.
+std::tuple<at::Tensor, at::Tensor> NativeMultiHeadAttentionMeta(
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, int64_t embed_dim, int64_t num_head,
+    const at::Tensor& qkv_weight, const at::Tensor& qkv_bias, const at::Tensor& proj_weight,
+    const at::Tensor& proj_bias, const std::optional<at::Tensor>& mask, bool need_weights, bool average_attn_weights,
+    std::optional<int64_t> mask_type) {
+  auto run =
+      CurrentKernelTarget().cuda() ? &NativeMultiHeadAttentionCuda : &at::native::native_multi_head_attention_cpu;
+  return run(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, need_weights,
+             average_attn_weights, mask_type);
+}
+
 }  // namespace
 
 void RegisterTransformer(torch::Library& meta) {
-  meta.impl("_native_multi_head_attention", TORCH_FN(at::native::native_multi_head_attention_cpu));
+  meta.impl("_native_multi_head_attention", TORCH_FN(NativeMultiHeadAttentionMeta));
   meta.impl("_transformer_encoder_layer_fwd", TORCH_FN(at::native::transformer_encoder_layer_forward));
   meta.impl("_transform_bias_rescale_qkv", TORCH_FN(TransformBiasRescaleQkvMeta));
   meta.impl("_masked_softmax", TORCH_FN(MaskedSoftmaxMeta));
