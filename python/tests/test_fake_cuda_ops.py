@@ -71,6 +71,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "corpus"))
 import models as corpus_models  # noqa: E402  (tests/corpus/models.py)
 import fake_cuda_fast_path  # noqa: E402  (the fused attention fast path's cases)
+import fake_cuda_losses  # noqa: E402  (the losses' case)
 
 class Recorder(TorchDispatchMode):
     """Each aten op's name, arguments and outputs, in order."""
@@ -173,21 +174,6 @@ def norms_pools_half(device):
             + F.mse_loss(u, torch.zeros_like(u)))
 
 
-def losses(device):
-    """The losses besides cross entropy and mse (Note [Losses on a card]), fp32 and bf16: binary cross
-    entropy with and without logits, smooth L1, Huber, L1 and KL divergence, and log_sigmoid, whose buffer
-    is empty on a card (fake CUDA's decomposition makes it new_zeros((0,)) for cuda tensors too)."""
-    total = 0
-    for dtype in (torch.float32, torch.bfloat16):
-        x = torch.randn(4, 8, device=device, dtype=dtype, requires_grad=True)
-        t = torch.rand(4, 8, device=device, dtype=dtype)
-        loss = (F.binary_cross_entropy(torch.sigmoid(x), t) + F.binary_cross_entropy_with_logits(x, t)
-                + F.smooth_l1_loss(x, t) + F.huber_loss(x, t, reduction="sum") + F.l1_loss(x, t)
-                + F.kl_div(F.log_softmax(x, -1), t, reduction="batchmean") + F.logsigmoid(x).sum())
-        total = total + loss.float()
-    return total
-
-
 def batch_norm_reduced(device):
     """Batch norm on fp16 and bf16 inputs (float statistics on a card), contiguous and channels-last,
     an evaluation forward of each, then a training one."""
@@ -266,7 +252,7 @@ def all_cases():
         "batch_norm_backends": batch_norm_backends,
         "conv_half_channels_last": conv_half_channels_last,
         "embedding_small": embedding_small,
-        "losses": losses,
+        "losses": fake_cuda_losses.losses,
         "adamw_step": adamw_step,
     }
     for dtype in (torch.half, torch.bfloat16, torch.float32):
@@ -428,15 +414,8 @@ def known_imprecision(op, args, card_out, fake_out):
             return "mem-efficient's philox seed and offset are host tensors on a card (attention.cu)"
     if op == "aten._native_multi_head_attention.default":
         return fake_cuda_fast_path.weights_imprecision(card_out, fake_out)
-    if op in ("aten.mse_loss.default", "aten.smooth_l1_loss.default", "aten.binary_cross_entropy.default"):
-        # Loss.cpp's TORCH_META_FUNC(mse_loss) and TORCH_META_FUNC(smooth_l1_loss), the structured kernels'
-        # for cpu and CUDA alike, size the output like the elementwise loss (build_borrowing_binary_op),
-        # then resize_({}) keeps that storage; Loss.cu's binary_cross_entropy_out_cuda (and Loss.cpp's
-        # _cpu) computes into empty_like(input) and then loss.resize_as_(loss_reduced) keeps it too (eager
-        # cpu's F.mse_loss of a [2, 8, 8, 8] fp16 input: 2048 bytes; F.smooth_l1_loss and
-        # F.binary_cross_entropy of a [4, 8] float input: 128); the fake kernels make a 0-dim.
-        if card_out[:6] == fake_out[:6] and card_out[2] == () and card_out[6] > fake_out[6]:
-            return f"{op.split('.')[1]}'s reduced result keeps the elementwise loss's storage (Loss.cpp, Loss.cu)"
+    if op in fake_cuda_losses.REDUCED_KEEP_STORAGE:
+        return fake_cuda_losses.reduced_loss_imprecision(op, card_out, fake_out)
     if op == "aten.native_batch_norm_backward.default":
         # cuda/Normalization.cu batch_norm_elementwise_backward_train, General path (a channels-last input
         # with a grad_out in another layout, such as .sum()'s expanded gradient): grad_input is made in the
