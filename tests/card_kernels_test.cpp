@@ -193,20 +193,6 @@ TEST_F(CardKernelsTest, EmbeddingBackwardOnACardSortsItsIndices) {
             2 * 4000 * 8 + 100 * 16 * 2 + 4000 * 8 + 8 + 2 * 100 * 8 + 8 + 500 * 8 + 500 * 8 + 100 * 16 * 4);
 }
 
-// Note [cuDNN's workspace is not modelled]: a card's convolution books its output alone, and warns.
-TEST_F(CardKernelsTest, ConvolutionOnACardBooksNoOneDnnBuffersAndWarnsOfTheWorkspace) {
-  (void)TakeKernelWarnings();
-  const at::Tensor x = at::empty({2, 3, 8, 8}, kMeta.dtype(at::kFloat));
-  const at::Tensor w = at::empty({4, 3, 3, 3}, kMeta.dtype(at::kFloat));
-  const at::Tensor b = at::empty({4}, kMeta.dtype(at::kFloat));
-  const Bytes cuda = MeasureOnCard(kT4, [&] { return at::conv2d(x, w, b, {1, 1}, {1, 1}); });
-  EXPECT_EQ(cuda.peak, 2 * 4 * 8 * 8 * 4);
-  EXPECT_EQ(cuda.left, 2 * 4 * 8 * 8 * 4);
-  const std::vector<std::string> warnings = TakeKernelWarnings();
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("cuDNN's workspace"), std::string::npos) << warnings[0];
-}
-
 // group_norm.cpp's group_norm: cuda makes X plain contiguous (a copy of a channels-last input, which
 // the backward keeps); cpu keeps it channels last.
 TEST_F(CardKernelsTest, GroupNormOnACardCopiesAChannelsLastInput) {

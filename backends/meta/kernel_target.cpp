@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
+
+#include "base/byte_size.h"
 
 namespace oomguard {
 namespace {
@@ -9,9 +12,13 @@ KernelTarget& Target() {
   static KernelTarget target;
   return target;
 }
+struct Warning {
+  std::string text;
+  std::optional<int64_t> least_bytes;  // NoteKernelWarningLeastBytes's
+};
 struct Warnings {
   std::mutex mutex;
-  std::vector<std::string> list;
+  std::vector<Warning> list;
 };
 Warnings& KernelWarnings() {
   static Warnings warnings;
@@ -30,14 +37,37 @@ void SetKernelTarget(const KernelTarget& target) { Target() = target; }
 void NoteKernelWarning(const std::string& warning) {
   Warnings& w = KernelWarnings();
   std::lock_guard<std::mutex> lock(w.mutex);
-  if (std::find(w.list.begin(), w.list.end(), warning) == w.list.end()) w.list.push_back(warning);
+  const auto same = [&](const Warning& seen) { return seen.text == warning && !seen.least_bytes; };
+  if (std::find_if(w.list.begin(), w.list.end(), same) == w.list.end()) w.list.push_back({warning, std::nullopt});
+}
+
+void NoteKernelWarningLeastBytes(const std::string& text, int64_t bytes) {
+  Warnings& w = KernelWarnings();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  const auto same = [&](const Warning& seen) { return seen.text == text && seen.least_bytes; };
+  const auto it = std::find_if(w.list.begin(), w.list.end(), same);
+  if (it == w.list.end()) {
+    w.list.push_back({text, bytes});
+  } else {
+    it->least_bytes = std::min(*it->least_bytes, bytes);
+  }
 }
 
 std::vector<std::string> TakeKernelWarnings() {
   Warnings& w = KernelWarnings();
   std::lock_guard<std::mutex> lock(w.mutex);
   std::vector<std::string> taken;
-  taken.swap(w.list);
+  for (Warning& warning : w.list) {
+    std::string text = std::move(warning.text);
+    const size_t at = text.find("{bytes}");
+    if (warning.least_bytes && at != std::string::npos) {
+      const int64_t bytes = *warning.least_bytes;
+      text.replace(at, 7,
+                   bytes < 1024 ? FormatBytes(bytes) : FormatBytes(bytes) + " (" + std::to_string(bytes) + " bytes)");
+    }
+    taken.push_back(std::move(text));
+  }
+  w.list.clear();
   return taken;
 }
 

@@ -21,6 +21,7 @@
 // takes the run's card, t4 by default, as the CLI does.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,9 @@ void SetKernelTarget(const KernelTarget& target);
 // kept once, for the measurement's warnings. A measurement takes them when it ends (TakeKernelWarnings
 // clears the list); kernels only add.
 void NoteKernelWarning(const std::string& warning);
+// A warning that states a bound the run narrows: `text` with its "{bytes}" replaced by the least `bytes`
+// noted for that text (FormatBytes, and from 1 KiB on the exact count), kept once, where first noted.
+void NoteKernelWarningLeastBytes(const std::string& text, int64_t bytes);
 std::vector<std::string> TakeKernelWarnings();
 
 class ScopedKernelTarget {

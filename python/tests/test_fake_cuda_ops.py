@@ -11,7 +11,7 @@ Conv2d.weight"). So:
    a card's Meta kernels mirror (dropout, bf16 layer norm, the three attention backends by card, dtype,
    mask, dropout and causal padding, embedding's backward, cuDNN convolution, fp16/bf16 batch norm,
    batch norm's backends (cuDNN for fp32 and fp16 with float parameters, native otherwise), group norm,
-   pooling, interpolation, mixed-dtype arithmetic, bf16 mean, cross entropy, AdamW's foreach step, the
+   pooling, interpolation, mixed-dtype arithmetic, bf16 mean, cross entropy, the other losses, AdamW's foreach step, the
    other Reduce.cuh reductions: var/std, norms, amax, max, argmax, prod, any/all) for a training step at
    sm_75, sm_89, sm_80 and sm_90, and nn.MultiheadAttention's fused fast path (_native_multi_head_attention
    in evaluation, by dtype, weights and padding mask), under a TorchDispatchMode that records each
@@ -73,6 +73,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "corpus"))
 import models as corpus_models  # noqa: E402  (tests/corpus/models.py)
 import fake_cuda_fast_path  # noqa: E402  (the fused attention fast path's cases)
+import fake_cuda_losses  # noqa: E402  (the losses' case)
 
 class Recorder(TorchDispatchMode):
     """Each aten op's name, arguments and outputs, in order."""
@@ -270,6 +271,7 @@ def all_cases():
         "batch_norm_backends": batch_norm_backends,
         "conv_half_channels_last": conv_half_channels_last,
         "embedding_small": embedding_small,
+        "losses": fake_cuda_losses.losses,
         "adamw_step": adamw_step,
         "reductions": reductions,
     }
@@ -432,12 +434,8 @@ def known_imprecision(op, args, card_out, fake_out):
             return "mem-efficient's philox seed and offset are host tensors on a card (attention.cu)"
     if op == "aten._native_multi_head_attention.default":
         return fake_cuda_fast_path.weights_imprecision(card_out, fake_out)
-    if op == "aten.mse_loss.default":
-        # Loss.cpp's TORCH_META_FUNC(mse_loss), the structured kernel's for cpu and CUDA alike, sizes the
-        # output like the elementwise loss (build_borrowing_binary_op), then resize_({}) keeps that storage
-        # (eager cpu's F.mse_loss of a [2, 8, 8, 8] fp16 input: 2048 bytes); the fake kernel makes a 0-dim.
-        if card_out[:6] == fake_out[:6] and card_out[2] == () and card_out[6] > fake_out[6]:
-            return "mse_loss's reduced result keeps the elementwise loss's storage (Loss.cpp)"
+    if op in fake_cuda_losses.REDUCED_KEEP_STORAGE:
+        return fake_cuda_losses.reduced_loss_imprecision(op, card_out, fake_out)
     if op == "aten.native_batch_norm_backward.default":
         # cuda/Normalization.cu batch_norm_elementwise_backward_train, General path (a channels-last input
         # with a grad_out in another layout, such as .sum()'s expanded gradient): grad_input is made in the

@@ -300,6 +300,7 @@ void RegisterMetaKernels() {
     meta_kernels::RegisterTransformer(*library);
     meta_kernels::RegisterResize(*library);
     meta_kernels::RegisterLoss(*library);
+    meta_kernels::RegisterLossAutograd(*lib);
     meta_kernels::RegisterSoftmax(*library);
     meta_kernels::RegisterPromote(*library, *lib);
     meta_kernels::RegisterReduce(*library);

@@ -12,7 +12,7 @@
 // them. Other cpu backends (SlowDilated2d for the dilated convolutions oneDNN does not get) and 3-d
 // convolutions, transposed or not, fail saying they are not mirrored (model/meta_not_mirrored.h). The
 // steps below follow ATen/native/Convolution.cpp and ConvolutionMM2d.cpp, in their order. With a
-// card's kernels the mirror is cuDNN's instead (Note [cuDNN's workspace is not modelled]).
+// card's kernels the mirror is cuDNN's instead (Note [cuDNN's convolution workspace on a card]).
 #include <ATen/native/ConvUtils.h>
 #include <c10/core/TensorImpl.h>
 

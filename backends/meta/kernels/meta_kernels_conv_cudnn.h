@@ -1,7 +1,7 @@
 // The cuDNN half of the convolution Meta kernels (backends/meta/kernels/meta_kernels_conv.cpp): what a card's
 // CUDA build allocates for a convolution and its backward (Convolution.cpp's Cudnn and CudnnTranspose
 // branches), used with a card's kernels (`--kernels cuda`, Note [Meta as a card]). cuDNN's own workspace
-// is not booked: Note [cuDNN's workspace is not modelled].
+// is not booked: Note [cuDNN's convolution workspace on a card].
 //
 //   at::Tensor output = CudnnForward(input, weight, params);
 //

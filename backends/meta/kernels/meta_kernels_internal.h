@@ -25,6 +25,7 @@ void RegisterAttention(torch::Library& meta, torch::Library& autograd_meta);  //
 void RegisterTransformer(torch::Library& meta);                               // meta_kernels_transformer.cpp
 void RegisterResize(torch::Library& meta);                                    // meta_kernels_resize.cpp
 void RegisterLoss(torch::Library& meta);                                      // meta_kernels_loss.cpp
+void RegisterLossAutograd(torch::Library& autograd_meta);                     // meta_kernels_loss_autograd.cpp
 void RegisterSoftmax(torch::Library& meta);                                   // meta_kernels_softmax.cpp
 void RegisterPromote(torch::Library& meta, torch::Library& autograd_meta);    // meta_kernels_promote.cpp
 void RegisterAttentionCuda(torch::Library& meta);                             // meta_kernels_attention_cuda.cpp
