@@ -16,11 +16,11 @@ under no_grad (the fused fast path), and a 2-layer LSTM (cuDNN's RNN on the GPU,
 does not model). AdamW steps them (its foreach step on cuda, as card mode picks). The two bf16 models are not
 run on cpu (slow there under oomguard's AVX2 cap, and cpu's kernels are not what the GPU check judges).
 """
-import concurrent.futures
 import json
 import os
-import subprocess
 import sys
+
+from gpu_children import differences, measure_each, run_child
 
 GPU_CARD = os.environ.get("OOMGUARD_GPU_CARD", "h200")  # the preset whose compute capability the GPU has
 BACKENDS = {"cpu": dict(card=GPU_CARD, backend="cpu"),
@@ -126,39 +126,11 @@ def measure_one(name, backend):
             "warnings": [w[:160] for w in r.warnings]}
 
 
-def run_child(name, backend):
-    """measure_one in a fresh process; its numbers, or {"error": what went wrong}."""
-    try:
-        done = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", name, backend],
-                              capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {CHILD_TIMEOUT_S} s"}
-    lines = done.stdout.strip().splitlines()
-    if done.returncode == 0 and lines:
-        return json.loads(lines[-1])
-    last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-    return {"error": f"exit {done.returncode}: {last[:240]}"}
-
-
 def measure_all():
-    """Every (model, backend): cpu and meta side by side on the host's cores, cuda one at a time."""
+    """Every (model, backend), each in a fresh process: cpu and meta beside each other, cuda one at a time."""
     keys = [(m, b) for m in MODELS for b in BACKENDS if not (b == "cpu" and m in NO_CPU)]
-    results = {}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 4)) as pool:
-        futures = {pool.submit(run_child, *k): k for k in keys if k[1] != "cuda"}
-        for k in keys:
-            if k[1] == "cuda":
-                results[k] = run_child(*k)
-        for future, k in futures.items():
-            results[k] = future.result()
-    return keys, results
-
-
-def numbers(r):
-    """The compared numbers of one result: the ledger's peak per phase, the allocated and reserved peaks."""
-    out = {f"ledger {phase}": b for phase, b in sorted(r.get("phase_peaks", {}).items())}
-    out.update({"allocated peak": r.get("allocated_peak"), "reserved peak": r.get("reserved_peak")})
-    return out
+    return keys, measure_each(keys, lambda m, b: run_child(__file__, ["--one", m, b], CHILD_TIMEOUT_S),
+                              lambda k: k[1] == "cuda")
 
 
 def table(keys, results):
@@ -190,12 +162,9 @@ def table(keys, results):
             other = results.get((m, b), {"error": "not measured"})
             if "error" in other:
                 continue
-            for name, want in numbers(cuda).items():
-                got = numbers(other).get(name)
-                if want and got is not None and abs(got - want) > TOLERANCE * want:
-                    lines.append(f"- {m}, {b}, {name}: {got} against cuda's {want} "
-                                 f"({got - want:+d}, {100.0 * (got - want) / want:+.1f}%)")
-                    listed += 1
+            found = differences(f"{m}, {b}", cuda, other, TOLERANCE)
+            lines += found
+            listed += len(found)
     if listed == 0 and cuda_ran:
         lines.append("- none")
     return lines, cuda_ran

@@ -11,11 +11,11 @@ The models are python/tests/test_ranks.py's: four Linear(256, 256); "fsdp" shard
 (fully_shard) and steps Adam, as its sharded_step; "ddp" wraps them in DistributedDataParallel (buckets
 copied beside the gradients, PyTorch's default) and steps SGD, as its ddp_step. Two iterations, batch 8.
 """
-import concurrent.futures
 import json
 import os
-import subprocess
 import sys
+
+from gpu_children import differences, measure_each, run_child
 
 MODELS, WORLDS = ("fsdp", "ddp"), (2, 4)
 GPU_CARD = os.environ.get("OOMGUARD_GPU_CARD", "h200")  # the preset whose compute capability the GPU has
@@ -59,40 +59,11 @@ def measure_one(model_kind, world, backend):
             "rank": f"{r.rank} of {r.world} ({r.process_group})"}
 
 
-def run_child(model_kind, world, backend):
-    """measure_one in a fresh process; its numbers, or {"error": what went wrong}."""
-    try:
-        done = subprocess.run([sys.executable, os.path.abspath(__file__), model_kind, str(world), backend],
-                              capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {CHILD_TIMEOUT_S} s"}
-    lines = done.stdout.strip().splitlines()
-    if done.returncode == 0 and lines:
-        return json.loads(lines[-1])
-    last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-    return {"error": f"exit {done.returncode}: {last[:240]}"}
-
-
 def measure_all():
-    """Every (model, world, backend): cpu and meta side by side on the host's cores, cuda one at a time."""
+    """Every (model, world, backend), each in a fresh process: cpu and meta beside each other, cuda one at a time."""
     keys = [(m, w, b) for m in MODELS for w in WORLDS for b in BACKENDS]
-    host = [k for k in keys if k[2] != "cuda"]
-    results = {}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 4)) as pool:
-        futures = {pool.submit(run_child, *k): k for k in host}
-        for k in keys:
-            if k[2] == "cuda":
-                results[k] = run_child(*k)
-        for future, k in futures.items():
-            results[k] = future.result()
-    return keys, results
-
-
-def numbers(r):
-    """The compared numbers of one result: the ledger's peak per phase, the allocated and reserved peaks."""
-    out = {f"ledger {phase}": b for phase, b in sorted(r.get("phase_peaks", {}).items())}
-    out.update({"allocated peak": r.get("allocated_peak"), "reserved peak": r.get("reserved_peak")})
-    return out
+    return keys, measure_each(keys, lambda m, w, b: run_child(__file__, [m, w, b], CHILD_TIMEOUT_S),
+                              lambda k: k[2] == "cuda")
 
 
 def table():
@@ -121,12 +92,9 @@ def table():
                 continue
             for b in ("cpu", "meta-card"):
                 other = results[(m, w, b)]
-                for name, want in numbers(cuda).items():
-                    got = numbers(other).get(name)
-                    if want and got is not None and abs(got - want) > TOLERANCE * want:
-                        lines.append(f"- {m} world {w}, {b}, {name}: {got} against cuda's {want} "
-                                     f"({got - want:+d}, {100.0 * (got - want) / want:+.1f}%)")
-                        listed += 1
+                found = differences(f"{m} world {w}, {b}", cuda, other, TOLERANCE)
+                lines += found
+                listed += len(found)
     if listed == 0 and cuda_ran:
         lines.append("- none")
     return lines, cuda_ran
