@@ -115,7 +115,7 @@ TEST(ScenarioLoader, AChecksKernelsAreCpuOrCudaAndItsExpressionIsParsed) {
   EXPECT_EQ(s.checks, (std::vector<ScenarioCheck>{{"pitfall.peak >= fixed.peak", ""}, {"fixed.peak > 0", "cuda"}}));
   EXPECT_EQ(s.expectations.at("fixed").checks, (std::vector<ScenarioCheck>{{"peak <= 1GiB", "cpu"}}));
   EXPECT_EQ(LoadError(With(R"("checks": [{"kernels": "gpu", "check": "fixed.peak > 0"}])", two)),
-            "s.json: at checks[0].kernels: unknown kernels \"gpu\" (valid values: cpu, cuda)");
+            "s.json: at checks[0].kernels: unknown kernels \"gpu\"; did you mean \"cpu\"? (valid values: cpu, cuda)");
   EXPECT_EQ(LoadError(With(R"("checks": [{"kernels": "CUDA", "check": "fixed.peak > 0"}])", two)),
             "s.json: at checks[0].kernels: unknown kernels \"CUDA\"; did you mean \"cuda\"? (valid values: cpu, cuda)");
   EXPECT_EQ(LoadError(With(R"("checks": [{"kernels": 1, "check": "fixed.peak > 0"}])", two)),
