@@ -54,8 +54,8 @@ RunResults RunAsACard(const std::vector<std::string>& paths, const std::string& 
   return results;
 }
 
-// Every scenario PASS, every measurement a card's kernels', and the checks skipped exactly those for
-// cpu's kernels, each saying so; none for CUDA's skipped. Returns the skipped checks.
+// Every scenario PASS, every measurement a card's kernels', and the checks skipped (gradients aside)
+// exactly those for cpu's kernels, each saying so; none for CUDA's skipped. Returns how many.
 int ExpectEveryScenarioPasses(const RunResults& results, const std::string& card) {
   int skipped = 0;
   for (const ScenarioResult& s : results.scenarios) {
@@ -69,12 +69,14 @@ int ExpectEveryScenarioPasses(const RunResults& results, const std::string& card
     std::vector<const CheckResult*> checks;
     for (const CheckResult& c : s.checks) checks.push_back(&c);
     for (const VariantResult& v : s.variants) {
-      ASSERT_TRUE(v.measurement.has_value()) << v.name;
+      EXPECT_TRUE(v.measurement.has_value()) << v.name;
+      if (!v.measurement) continue;
       EXPECT_EQ(v.measurement->kernels.rfind("cuda sm_", 0), 0u) << v.name << ": " << v.measurement->kernels;
       for (const CheckResult& c : v.checks) checks.push_back(&c);
     }
     for (const CheckResult* c : checks) {
-      if (!c->skipped) continue;
+      // Gradients have no values on meta, whoever's kernels: those checks are skipped on any meta run.
+      if (!c->skipped || c->explanation.ends_with(": skipped on meta (gradients have no values there)")) continue;
       ++skipped;
       EXPECT_NE(c->explanation.find(": skipped (for cpu kernels; measured with cuda sm_"), std::string::npos)
           << c->explanation;
