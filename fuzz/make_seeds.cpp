@@ -90,7 +90,8 @@ int main(int argc, char** argv) {
     if (!oomguard::LoadScenarioText(text, arg, &scenario, &error)) continue;  // a broken file is a seed too
     for (const oomguard::ScenarioCheck& check : scenario.checks) checks.Add(name, check.expression);
     for (const auto& [variant, expectation] : scenario.expectations) {
-      for (const oomguard::ScenarioCheck& check : expectation.checks) checks.Add(name + "." + variant, check.expression);
+      for (const oomguard::ScenarioCheck& check : expectation.checks)
+        checks.Add(name + "." + variant, check.expression);
     }
     if (!scenario.card.empty()) cap_inject.Add(name + ".card", scenario.card);
     if (!scenario.cap.empty()) cap_inject.Add(name + ".cap", scenario.cap);

@@ -82,7 +82,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     OOMGUARD_CHECK(ParseByteSize(scenario.cap, &cap, &error) && cap > 0) << scenario.cap << ": " << error;
   }
   const MetricLookup lookup = fuzz::DummyMeasurements();
-  for (const ScenarioCheck& check : scenario.checks) EvaluateCheck(ParsedCheck(check.expression, true, scenario), "", lookup);
+  for (const ScenarioCheck& check : scenario.checks)
+    EvaluateCheck(ParsedCheck(check.expression, true, scenario), "", lookup);
   for (const auto& [variant, expectation] : scenario.expectations) {
     for (const ScenarioCheck& check : expectation.checks) {
       EvaluateCheck(ParsedCheck(check.expression, false, scenario), variant, lookup);

@@ -211,11 +211,11 @@ struct ScenarioCheck {
 };
 
 struct VariantExpectation {
-  VariantOutcome outcome;            // pass | oom | error:<category>
-  bool leak = false;                 // live bytes grow from iteration to iteration
-  bool leak_stated = false;          // the file says "leak": a stated false needs 2 iterations to hold
+  VariantOutcome outcome;             // pass | oom | error:<category>
+  bool leak = false;                  // live bytes grow from iteration to iteration
+  bool leak_stated = false;           // the file says "leak": a stated false needs 2 iterations to hold
   std::vector<ScenarioCheck> checks;  // check expressions on this variant: "peak <= 12MiB"
-  std::optional<std::string> xfail;  // known to fail, with the reason: FAIL becomes XFAIL, PASS XPASS
+  std::optional<std::string> xfail;   // known to fail, with the reason: FAIL becomes XFAIL, PASS XPASS
   // The kinds the detectors must find, exactly, in any order ([]: none); absent: not checked.
   std::optional<std::vector<DiagnosisKind>> diagnoses;
 };

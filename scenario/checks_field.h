@@ -22,8 +22,8 @@ namespace oomguard {
 
 // One check: an expression, or {"kernels": K, "check": expression} for one kernels' arithmetic (Note
 // [Whose kernels a check is for], model/scenario.h).
-inline bool ReadCheck(const OrderedJson& value, const JsonPath& path, bool relation_mode, const std::vector<std::string>& variants,
-               std::vector<ScenarioCheck>* out, std::string* error) {
+inline bool ReadCheck(const OrderedJson& value, const JsonPath& path, bool relation_mode,
+                      const std::vector<std::string>& variants, std::vector<ScenarioCheck>* out, std::string* error) {
   const std::string example = relation_mode ? "\"pitfall.peak >= 2 * fixed.peak\"" : "\"peak <= 12MiB\"";
   ScenarioCheck check;
   JsonPath expression_path = path;
@@ -33,10 +33,12 @@ inline bool ReadCheck(const OrderedJson& value, const JsonPath& path, bool relat
     const std::vector<std::string> kernels(std::begin(kCheckKernels), std::end(kCheckKernels));
     if (!ReadFields(value, path,
                     {{"kernels", EnumField(&check.kernels, "kernels", kernels)},
-                     {"check", [&](const OrderedJson& v, const JsonPath& p, std::string* err) {
+                     {"check",
+                      [&](const OrderedJson& v, const JsonPath& p, std::string* err) {
                         if (v.is_string()) check.expression = v.get<std::string>();
                         return v.is_string() ||
-                               Fail(p, "expected a check expression such as " + example + ", got " + DescribeJson(v), err);
+                               Fail(p, "expected a check expression such as " + example + ", got " + DescribeJson(v),
+                                    err);
                       }}},
                     false, error)) {
       return false;
@@ -49,8 +51,8 @@ inline bool ReadCheck(const OrderedJson& value, const JsonPath& path, bool relat
     expression_path = path.Key("check");
   } else {
     return Fail(path,
-                "expected a check expression such as " + example + ", or {\"kernels\": \"cpu\", \"check\": " +
-                    example + "}, got " + DescribeJson(value),
+                "expected a check expression such as " + example + ", or {\"kernels\": \"cpu\", \"check\": " + example +
+                    "}, got " + DescribeJson(value),
                 error);
   }
   CheckExpression parsed;
@@ -66,8 +68,8 @@ inline bool ReadCheck(const OrderedJson& value, const JsonPath& path, bool relat
   return true;
 }
 
-inline bool ReadChecks(const OrderedJson& value, const JsonPath& path, bool relation_mode, const std::vector<std::string>& variants,
-                std::vector<ScenarioCheck>* out, std::string* error) {
+inline bool ReadChecks(const OrderedJson& value, const JsonPath& path, bool relation_mode,
+                       const std::vector<std::string>& variants, std::vector<ScenarioCheck>* out, std::string* error) {
   const char* example = relation_mode ? "\"pitfall.peak >= 2 * fixed.peak\"" : "\"peak <= 12MiB\"";
   if (!value.is_array())
     return Fail(

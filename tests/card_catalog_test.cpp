@@ -108,8 +108,7 @@ TEST(CardCatalog, TheT4ScenariosPassAtEveryCardTheCatalogNames) {
     if (scenarios[i].card == "t4") {
       t4_files.push_back(files[i]);
       t4.push_back(scenarios[i]);
-    } else if (!scenarios[i].card.empty() &&
-               std::find(cards.begin(), cards.end(), scenarios[i].card) == cards.end()) {
+    } else if (!scenarios[i].card.empty() && std::find(cards.begin(), cards.end(), scenarios[i].card) == cards.end()) {
       cards.push_back(scenarios[i].card);
     }
   }

@@ -259,15 +259,17 @@ TEST_F(CliKernelsTest, AChecksKernelsDecideWhereItIsJudged) {
     const testing::CliResult r =
         testing::Cli({"run", folder_.path() + "/drop.json", "--json", json, "--backend", "meta", "--kernels", kernels});
     EXPECT_EQ(r.code, kExitOk) << r.out << r.err;
-    const nlohmann::json checks = nlohmann::json::parse(testing::Contents(json))["scenarios"][0]["variants"][0]["checks"];
+    const nlohmann::json checks =
+        nlohmann::json::parse(testing::Contents(json))["scenarios"][0]["variants"][0]["checks"];
     ASSERT_EQ(checks.size(), 2u);
     const nlohmann::json& judged = checks[kernels == "cpu" ? 0 : 1];
     const nlohmann::json& skipped = checks[kernels == "cpu" ? 1 : 0];
     EXPECT_EQ(judged["holds"], true) << judged;
     EXPECT_EQ(skipped["skipped"], true) << skipped;
-    EXPECT_EQ(skipped["explanation"], std::string(skipped["expression"]) + ": skipped (for " +
-                                          (kernels == "cpu" ? "cuda kernels; measured with cpu" :
-                                                              "cpu kernels; measured with cuda sm_75") + " kernels)");
+    EXPECT_EQ(skipped["explanation"],
+              std::string(skipped["expression"]) + ": skipped (for " +
+                  (kernels == "cpu" ? "cuda kernels; measured with cpu" : "cpu kernels; measured with cuda sm_75") +
+                  " kernels)");
   }
   folder_.Write("bad.json", R"({"name": "bad", "summary": "s", "data": {"shape": [4]},
     "model": {"layers": [{"kind": "linear", "in": 4, "out": 4}]}, "variants": {"a": {}},

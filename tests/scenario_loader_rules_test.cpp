@@ -131,8 +131,9 @@ TEST(ScenarioLoader, AChecksKernelsAreCpuOrCudaAndItsExpressionIsParsed) {
             "s.json: at expect.fixed.checks[0].check: at column 6: expected an operator (== != < <= > >=), got 'x'");
   EXPECT_EQ(LoadError(With(R"("checks": [{"kernels": "cpu", "check": "fixd.peak > 0"}])", two)),
             "s.json: at checks[0].check: unknown variant \"fixd\"; did you mean \"fixed\"? (variants: pitfall, fixed)");
-  EXPECT_EQ(LoadError(With(R"("checks": [{"kernels": "cpu", "check": 3}])", two)),
-            "s.json: at checks[0].check: expected a check expression such as \"pitfall.peak >= 2 * fixed.peak\", got 3");
+  EXPECT_EQ(
+      LoadError(With(R"("checks": [{"kernels": "cpu", "check": 3}])", two)),
+      "s.json: at checks[0].check: expected a check expression such as \"pitfall.peak >= 2 * fixed.peak\", got 3");
 }
 
 TEST(ScenarioLoader, DiagnosesExpectationsNameKnownKindsOnce) {
