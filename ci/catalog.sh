@@ -7,5 +7,14 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/ci/build.sh" >/dev/null
 build="${OOMGUARD_BUILD_DIR:-$root/build}"
-exec "$build/oomguard" run --backend cpu --jobs "$(nproc)" --json "$build/results.json" \
+# The defaults, each unless the arguments give their own (`oomguard run` takes a flag once): the
+# catalog as a card is `ci/catalog.sh --backend meta --kernels cuda --card t4`.
+backend=(--backend cpu) jobs=(--jobs "$(nproc)")
+for arg in "$@"; do
+  case "$arg" in
+    --backend | --backend=*) backend=() ;;
+    --jobs | --jobs=* | -j*) jobs=() ;;
+  esac
+done
+exec "$build/oomguard" run "${backend[@]}" "${jobs[@]}" --json "$build/results.json" \
   --report html="$build/report.html" --report md="$build/summary.md" --report junit="$build/junit.xml" "$@"

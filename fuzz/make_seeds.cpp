@@ -88,9 +88,10 @@ int main(int argc, char** argv) {
     scenarios.Add(name + ".json", text);
     oomguard::Scenario scenario;
     if (!oomguard::LoadScenarioText(text, arg, &scenario, &error)) continue;  // a broken file is a seed too
-    for (const std::string& check : scenario.checks) checks.Add(name, check);
+    for (const oomguard::ScenarioCheck& check : scenario.checks) checks.Add(name, check.expression);
     for (const auto& [variant, expectation] : scenario.expectations) {
-      for (const std::string& check : expectation.checks) checks.Add(name + "." + variant, check);
+      for (const oomguard::ScenarioCheck& check : expectation.checks)
+        checks.Add(name + "." + variant, check.expression);
     }
     if (!scenario.card.empty()) cap_inject.Add(name + ".card", scenario.card);
     if (!scenario.cap.empty()) cap_inject.Add(name + ".cap", scenario.cap);

@@ -82,10 +82,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     OOMGUARD_CHECK(ParseByteSize(scenario.cap, &cap, &error) && cap > 0) << scenario.cap << ": " << error;
   }
   const MetricLookup lookup = fuzz::DummyMeasurements();
-  for (const std::string& check : scenario.checks) EvaluateCheck(ParsedCheck(check, true, scenario), "", lookup);
+  for (const ScenarioCheck& check : scenario.checks)
+    EvaluateCheck(ParsedCheck(check.expression, true, scenario), "", lookup);
   for (const auto& [variant, expectation] : scenario.expectations) {
-    for (const std::string& check : expectation.checks) {
-      EvaluateCheck(ParsedCheck(check, false, scenario), variant, lookup);
+    for (const ScenarioCheck& check : expectation.checks) {
+      EvaluateCheck(ParsedCheck(check.expression, false, scenario), variant, lookup);
     }
   }
   for (const VariantSpec& spec : scenario.variants) EstimateMemory(scenario, spec, DummyMeasurement(spec));

@@ -188,12 +188,34 @@ struct VariantSpec {
   bool operator==(const VariantSpec&) const = default;
 };
 
+// Note [Whose kernels a check is for]
+// A check's arithmetic is often one set of kernels' bytes: cpu's layer norm keeps bf16 statistics for
+// a bf16 model, a card's keeps float ones; cpu's dropout keeps its noise in the model's dtype, a card's
+// a 1-byte mask. Such a check is true of cpu's numbers and false of a card's (meta's `--kernels cuda`,
+// or a GPU), which is a fact about the kernels, not a failure of the code measured. So a check may say
+// whose kernels it is for: `{"kernels": "cpu", "check": "..."}` (scenarios/FORMAT.md). A run whose
+// variants were measured with other kernels skips it with the reason, as it skips a relation naming a
+// variant that --filter left out; a check that names no kernels holds on every kernels'. Kernels match
+// by family: "cuda" is every card's CUDA kernels (meta's "cuda sm_75", a GPU's "cuda"). There is no
+// per-card value: a check whose number depends on the card (a reduction's scratch grows with the SM
+// count) is written as a bound that holds on each card the scenario is meant for.
+inline constexpr const char* kCheckKernels[] = {"cpu", "cuda"};
+
+// A check expression (scenario/check_expression.h) and whose kernels' numbers it states: empty for
+// every kernels', else a kCheckKernels value (Note [Whose kernels a check is for]).
+struct ScenarioCheck {
+  std::string expression;
+  std::string kernels;
+
+  bool operator==(const ScenarioCheck&) const = default;
+};
+
 struct VariantExpectation {
-  VariantOutcome outcome;            // pass | oom | error:<category>
-  bool leak = false;                 // live bytes grow from iteration to iteration
-  bool leak_stated = false;          // the file says "leak": a stated false needs 2 iterations to hold
-  std::vector<std::string> checks;   // check expressions on this variant: "peak <= 12MiB"
-  std::optional<std::string> xfail;  // known to fail, with the reason: FAIL becomes XFAIL, PASS XPASS
+  VariantOutcome outcome;             // pass | oom | error:<category>
+  bool leak = false;                  // live bytes grow from iteration to iteration
+  bool leak_stated = false;           // the file says "leak": a stated false needs 2 iterations to hold
+  std::vector<ScenarioCheck> checks;  // check expressions on this variant: "peak <= 12MiB"
+  std::optional<std::string> xfail;   // known to fail, with the reason: FAIL becomes XFAIL, PASS XPASS
   // The kinds the detectors must find, exactly, in any order ([]: none); absent: not checked.
   std::optional<std::vector<DiagnosisKind>> diagnoses;
 };
@@ -215,7 +237,7 @@ struct Scenario {
   std::string cap;                                         // default cap (as written)
   std::vector<VariantSpec> variants;                       // in file order
   std::map<std::string, VariantExpectation> expectations;  // by variant name
-  std::vector<std::string> checks;                         // relations between variants (check_expression.h)
+  std::vector<ScenarioCheck> checks;                       // relations between variants (check_expression.h)
   // Not from the file: the variants a run's --filter SCENARIO/VARIANT left out (run/plan.h). They are
   // not in `variants`, and a check naming one is skipped, not failed.
   std::vector<std::string> left_out;

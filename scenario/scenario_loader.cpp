@@ -18,6 +18,7 @@
 #include "base/json_text.h"
 #include "model/backend.h"
 #include "scenario/check_expression.h"
+#include "scenario/checks_field.h"
 #include "scenario/diagnoses_field.h"
 #include "scenario/json_diagnostics.h"
 #include "scenario/json_document.h"
@@ -154,33 +155,6 @@ FieldReader Later(const Json** out) {
     *out = &value;
     return true;
   };
-}
-
-bool ReadChecks(const Json& value, const JsonPath& path, bool relation_mode, const std::vector<std::string>& variants,
-                std::vector<std::string>* out, std::string* error) {
-  const char* example = relation_mode ? "\"pitfall.peak >= 2 * fixed.peak\"" : "\"peak <= 12MiB\"";
-  if (!value.is_array())
-    return Fail(
-        path,
-        "expected an array of check expressions such as [" + std::string(example) + "], got " + DescribeJson(value),
-        error);
-  for (size_t i = 0; i < value.size(); ++i) {
-    const JsonPath at = path.Index(static_cast<int64_t>(i));
-    if (!value[i].is_string())
-      return Fail(at, "expected a check expression such as " + std::string(example) + ", got " + DescribeJson(value[i]),
-                  error);
-    CheckExpression check;
-    std::string check_error;
-    if (!ParseCheckExpression(value[i].get<std::string>(), relation_mode, &check, &check_error)) {
-      return Fail(at, check_error, error);
-    }
-    for (const std::string& variant : ReferencedVariants(check)) {
-      if (!Contains(variants, variant))
-        return Fail(at, UnknownNameMessage("variant", variant, variants, "variants"), error);
-    }
-    out->push_back(value[i].get<std::string>());
-  }
-  return true;
 }
 
 FieldReader OutcomeField(VariantOutcome* out) {

@@ -243,6 +243,44 @@ TEST(ScenarioKernelTargetTest, TheCardBringsItsSmCount) {
   EXPECT_NE(warning.find("108 SMs"), std::string::npos) << warning;
 }
 
+// Note [Whose kernels a check is for] (model/scenario.h), end to end: the dropout layer's forward keeps
+// its [32, 64] float output, the 4-byte mean loss and its mask: cpu's noise in float (4 bytes an
+// element), a card's bool mask (1 byte). Each check is judged with its kernels and skipped with the
+// others; a kernels value that is neither is an input error at its path, exit 2.
+TEST_F(CliKernelsTest, AChecksKernelsDecideWhereItIsJudged) {
+  folder_.Write("drop.json", R"({"name": "drop", "summary": "dropout", "backends": ["cpu", "meta"],
+    "model": {"layers": [{"kind": "linear", "in": 64, "out": 64}, {"kind": "dropout", "p": 0.1}]},
+    "data": {"batch": 32, "shape": [64]}, "variants": {"only": {}},
+    "expect": {"only": {"checks": [{"kernels": "cpu", "check": "forward_saved_bytes == 32 * 64 * (4 + 4) + 4"},
+                                   {"kernels": "cuda", "check": "forward_saved_bytes == 32 * 64 * (1 + 4) + 4"}]}}})");
+  const std::string json = folder_.path() + "/r.json";
+  for (const std::string kernels : {"cpu", "cuda"}) {
+    SCOPED_TRACE(kernels);
+    const testing::CliResult r =
+        testing::Cli({"run", folder_.path() + "/drop.json", "--json", json, "--backend", "meta", "--kernels", kernels});
+    EXPECT_EQ(r.code, kExitOk) << r.out << r.err;
+    const nlohmann::json checks =
+        nlohmann::json::parse(testing::Contents(json))["scenarios"][0]["variants"][0]["checks"];
+    ASSERT_EQ(checks.size(), 2u);
+    const nlohmann::json& judged = checks[kernels == "cpu" ? 0 : 1];
+    const nlohmann::json& skipped = checks[kernels == "cpu" ? 1 : 0];
+    EXPECT_EQ(judged["holds"], true) << judged;
+    EXPECT_EQ(skipped["skipped"], true) << skipped;
+    EXPECT_EQ(skipped["explanation"],
+              std::string(skipped["expression"]) + ": skipped (for " +
+                  (kernels == "cpu" ? "cuda kernels; measured with cpu" : "cpu kernels; measured with cuda sm_75") +
+                  " kernels)");
+  }
+  folder_.Write("bad.json", R"({"name": "bad", "summary": "s", "data": {"shape": [4]},
+    "model": {"layers": [{"kind": "linear", "in": 4, "out": 4}]}, "variants": {"a": {}},
+    "checks": [{"kernels": "sm_75", "check": "a.peak > 0"}]})");
+  const testing::CliResult bad = testing::Cli({"run", folder_.path() + "/bad.json"});
+  EXPECT_EQ(bad.code, kExitUsage);
+  EXPECT_NE(bad.out.find("bad.json: at checks[0].kernels: unknown kernels \"sm_75\" (valid values: cpu, cuda)"),
+            std::string::npos)
+      << bad.out;
+}
+
 TEST_F(CliKernelsTest, KernelsWithAnotherBackendIsAUsageError) {
   const std::string file = folder_.path() + "/drop.json";
   testing::CliResult r = testing::Cli({"run", file, "--backend", "cpu", "--kernels", "cuda"});

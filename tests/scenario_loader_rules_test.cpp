@@ -92,7 +92,8 @@ TEST(ScenarioLoader, ExpectationsAndRelationsNameExistingVariants) {
             "s.json: at checks[0]: at column 6: expected '.' and a metric after variant 'peak' (relations name "
             "VARIANT.METRIC, e.g. fixed.peak), got '<='");
   EXPECT_EQ(LoadError(With(R"("checks": [3])", two)),
-            "s.json: at checks[0]: expected a check expression such as \"pitfall.peak >= 2 * fixed.peak\", got 3");
+            "s.json: at checks[0]: expected a check expression such as \"pitfall.peak >= 2 * fixed.peak\", or "
+            "{\"kernels\": \"cpu\", \"check\": \"pitfall.peak >= 2 * fixed.peak\"}, got 3");
   EXPECT_EQ(LoadError(With(R"("expect": {"fixed": {"leak": "no"}})", two)),
             "s.json: at expect.fixed.leak: expected true or false, got string \"no\"");
   EXPECT_EQ(LoadError(With(R"("expect": {"fixed": {"xfail": ""}})", two)),
@@ -102,6 +103,37 @@ TEST(ScenarioLoader, ExpectationsAndRelationsNameExistingVariants) {
             "checks, xfail, diagnoses)");
   Scenario s = Load(With(R"("checks": ["pitfall.peak >= 2 * fixed.peak", "pitfall.grads != fixed.grads"])", two));
   EXPECT_EQ(s.checks.size(), 2u);
+}
+
+// Note [Whose kernels a check is for]: {"kernels": "cpu" | "cuda", "check": EXPRESSION}, in the
+// relations and in a variant's expectation; each mistake is named at its path.
+TEST(ScenarioLoader, AChecksKernelsAreCpuOrCudaAndItsExpressionIsParsed) {
+  const std::string two = R"("variants": {"pitfall": {}, "fixed": {}})";
+  Scenario s = Load(With(R"("checks": ["pitfall.peak >= fixed.peak", {"kernels": "cuda", "check": "fixed.peak > 0"}],
+                            "expect": {"fixed": {"checks": [{"check": "peak <= 1GiB", "kernels": "cpu"}]}})",
+                         two));
+  EXPECT_EQ(s.checks, (std::vector<ScenarioCheck>{{"pitfall.peak >= fixed.peak", ""}, {"fixed.peak > 0", "cuda"}}));
+  EXPECT_EQ(s.expectations.at("fixed").checks, (std::vector<ScenarioCheck>{{"peak <= 1GiB", "cpu"}}));
+  EXPECT_EQ(LoadError(With(R"("checks": [{"kernels": "gpu", "check": "fixed.peak > 0"}])", two)),
+            "s.json: at checks[0].kernels: unknown kernels \"gpu\"; did you mean \"cpu\"? (valid values: cpu, cuda)");
+  EXPECT_EQ(LoadError(With(R"("checks": [{"kernels": "CUDA", "check": "fixed.peak > 0"}])", two)),
+            "s.json: at checks[0].kernels: unknown kernels \"CUDA\"; did you mean \"cuda\"? (valid values: cpu, cuda)");
+  EXPECT_EQ(LoadError(With(R"("checks": [{"kernels": 1, "check": "fixed.peak > 0"}])", two)),
+            "s.json: at checks[0].kernels: expected one of cpu, cuda, got 1");
+  EXPECT_EQ(LoadError(With(R"("checks": [{"kernels": "cpu"}])", two)),
+            "s.json: at checks[0]: missing required key \"check\" (a check expression)");
+  EXPECT_EQ(LoadError(With(R"("checks": [{"check": "fixed.peak > 0"}])", two)),
+            "s.json: at checks[0]: missing required key \"kernels\" (whose kernels the check's arithmetic is for: cpu "
+            "or cuda)");
+  EXPECT_EQ(LoadError(With(R"("checks": [{"kernel": "cpu", "check": "fixed.peak > 0"}])", two)),
+            "s.json: at checks[0]: unknown key \"kernel\"; did you mean \"kernels\"? (valid keys: kernels, check)");
+  EXPECT_EQ(LoadError(With(R"("expect": {"fixed": {"checks": [{"kernels": "cpu", "check": "peak x 1"}]}})", two)),
+            "s.json: at expect.fixed.checks[0].check: at column 6: expected an operator (== != < <= > >=), got 'x'");
+  EXPECT_EQ(LoadError(With(R"("checks": [{"kernels": "cpu", "check": "fixd.peak > 0"}])", two)),
+            "s.json: at checks[0].check: unknown variant \"fixd\"; did you mean \"fixed\"? (variants: pitfall, fixed)");
+  EXPECT_EQ(
+      LoadError(With(R"("checks": [{"kernels": "cpu", "check": 3}])", two)),
+      "s.json: at checks[0].check: expected a check expression such as \"pitfall.peak >= 2 * fixed.peak\", got 3");
 }
 
 TEST(ScenarioLoader, DiagnosesExpectationsNameKnownKindsOnce) {

@@ -42,7 +42,7 @@ TEST(ScenarioLoader, LoadsTheFormatExample) {
     EXPECT_EQ(v.model.layers.size(), 5u);
     EXPECT_EQ(v.data.classes, 10);
   }
-  EXPECT_EQ(s.expectations.at("pitfall").checks, (std::vector<std::string>{"phase_peak.eval > phase_peak.forward"}));
+  EXPECT_EQ(s.expectations.at("pitfall").checks, (std::vector<ScenarioCheck>{{"phase_peak.eval > phase_peak.forward"}}));
   EXPECT_EQ(Name(s.expectations.at("fixed").outcome), "pass");
   EXPECT_EQ(s.checks.size(), 1u);
 }
@@ -123,7 +123,7 @@ TEST(ScenarioLoader, ReadsTheScenarioKeys) {
   const VariantExpectation& a = e.expectations.at("a");
   EXPECT_EQ(Name(a.outcome), "error:inplace-saved-tensor");
   EXPECT_TRUE(a.leak);
-  EXPECT_EQ(a.checks, std::vector<std::string>{"peak <= 1MiB"});
+  EXPECT_EQ(a.checks, std::vector<ScenarioCheck>{{"peak <= 1MiB"}});
   EXPECT_EQ(a.xfail, std::optional<std::string>("issue 12"));
 }
 

@@ -94,7 +94,7 @@ TEST(Verdict, AChildThatDidNotReportKeepsItsCodeEvenWhenMarkedXFail) {
 
 TEST(Verdict, TheScenarioIsTheWorstOfItsFinalVariantCodesAndRelations) {
   Scenario scenario;
-  scenario.checks = {"b.peak > a.peak"};
+  scenario.checks = {{"b.peak > a.peak"}};
   ScenarioResult header;
   header.name = "s";
   header.backend = "cpu";
@@ -109,7 +109,7 @@ TEST(Verdict, TheScenarioIsTheWorstOfItsFinalVariantCodesAndRelations) {
   EXPECT_FALSE(judged.checks[0].holds);  // 1000 > 1000
   EXPECT_EQ(judged.code, ResultCode::kFail);
 
-  scenario.checks = {"b.peak >= a.peak"};
+  scenario.checks = {{"b.peak >= a.peak"}};
   EXPECT_EQ(JudgeScenario(scenario, header, evidence).code, ResultCode::kXFail);
 
   evidence.baseline_error = "corrupt baseline: b.json: not JSON";
@@ -122,7 +122,7 @@ TEST(Verdict, TheScenarioIsTheWorstOfItsFinalVariantCodesAndRelations) {
 // naming only what ran is judged.
 TEST(Verdict, ARelationNamingAVariantTheFilterLeftOutIsSkipped) {
   Scenario scenario;
-  scenario.checks = {"b.peak > a.peak", "a.peak > 2000"};
+  scenario.checks = {{"b.peak > a.peak"}, {"a.peak > 2000"}};
   scenario.left_out = {"b"};
   ScenarioResult header;
   header.name = "s";
@@ -138,6 +138,53 @@ TEST(Verdict, ARelationNamingAVariantTheFilterLeftOutIsSkipped) {
   EXPECT_EQ(judged.code, ResultCode::kFail);
   scenario.checks.pop_back();
   EXPECT_EQ(JudgeScenario(scenario, header, evidence).code, ResultCode::kPass);
+}
+
+// Note [Whose kernels a check is for]: a check for cpu's kernels is skipped, with the reason, where a
+// card's kernels measured the variants it reads ("cuda sm_75", meta --kernels cuda; "cuda", a GPU's),
+// and judged where cpu's did; a check for "cuda" the other way round; one that names none is judged
+// everywhere. Both variants peak at 1000 bytes, so "a.peak > 2000" fails wherever it is judged.
+TEST(Verdict, ACheckForOtherKernelsThanTheMeasurementsIsSkippedWithTheReason) {
+  Scenario scenario;
+  scenario.checks = {{"a.peak > 2000", "cpu"}, {"b.peak == a.peak", "cuda"}, {"b.peak > 2000"}};
+  ScenarioResult header;
+  header.name = "s";
+  header.backend = "meta";
+  for (const std::string kernels : {"cuda sm_75", "cuda"}) {
+    ScenarioEvidence evidence;
+    evidence.variants = {Evidence("a", false), Evidence("b", false)};
+    for (VariantEvidence& v : evidence.variants) v.measurement->kernels = kernels;
+    evidence.variants[1].expectation.checks = {{"peak > 2000", "cpu"}, {"peak == 1000", "cuda"}};
+    const ScenarioResult judged = JudgeScenario(scenario, header, evidence);
+    ASSERT_EQ(judged.checks.size(), 3u);
+    EXPECT_TRUE(judged.checks[0].skipped);
+    EXPECT_EQ(judged.checks[0].explanation,
+              "a.peak > 2000: skipped (for cpu kernels; measured with " + kernels + " kernels)");
+    EXPECT_FALSE(judged.checks[1].skipped);
+    EXPECT_TRUE(judged.checks[1].holds);
+    EXPECT_FALSE(judged.checks[2].skipped);  // no kernels named: judged, and 1000 > 2000 fails
+    EXPECT_FALSE(judged.checks[2].holds);
+    const VariantResult& b = judged.variants[1];
+    ASSERT_EQ(b.checks.size(), 2u);
+    EXPECT_TRUE(b.checks[0].skipped);
+    EXPECT_EQ(b.checks[0].explanation, "peak > 2000: skipped (for cpu kernels; measured with " + kernels + " kernels)");
+    EXPECT_TRUE(b.checks[1].holds);
+    EXPECT_EQ(b.code, ResultCode::kPass);
+    EXPECT_EQ(judged.code, ResultCode::kFail);  // by the check that names no kernels alone
+  }
+  scenario.checks.pop_back();
+  ScenarioEvidence cpu;
+  cpu.variants = {Evidence("a", false), Evidence("b", false)};  // measured with cpu's kernels
+  cpu.variants[1].expectation.checks = {{"peak == 1000", "cpu"}, {"peak > 2000", "cuda"}};
+  const ScenarioResult judged = JudgeScenario(scenario, header, cpu);
+  EXPECT_FALSE(judged.checks[0].skipped);  // cpu's check judged on cpu's numbers: 1000 > 2000 fails
+  EXPECT_EQ(judged.checks[1].explanation, "b.peak == a.peak: skipped (for cuda kernels; measured with cpu kernels)");
+  EXPECT_EQ(judged.variants[1].checks[1].explanation,
+            "peak > 2000: skipped (for cuda kernels; measured with cpu kernels)");
+  EXPECT_EQ(judged.variants[1].code, ResultCode::kPass);
+  EXPECT_EQ(judged.code, ResultCode::kFail);
+  scenario.checks.erase(scenario.checks.begin());
+  EXPECT_EQ(JudgeScenario(scenario, header, cpu).code, ResultCode::kPass);
 }
 
 TEST(Verdict, DiagnosesMustBeExactlyTheExpectedKindsAdviceOnlyWhenNamed) {

@@ -34,16 +34,39 @@ CheckResult Evaluate(const std::string& text, bool relation_mode, const std::str
   return result;
 }
 
-// The first variant of `left_out` that the relation `text` names; "" when none.
-std::string LeftOutVariant(const std::string& text, const std::vector<std::string>& left_out) {
-  if (left_out.empty()) return "";
-  CheckExpression expression;
-  std::string error;
-  if (!ParseCheckExpression(text, /*relation_mode=*/true, &expression, &error)) return "";
-  for (const std::string& v : ReferencedVariants(expression)) {
+// The first variant of `left_out` that a relation names (`named`); "" when none.
+std::string LeftOutVariant(const std::vector<std::string>& named, const std::vector<std::string>& left_out) {
+  for (const std::string& v : named) {
     if (std::find(left_out.begin(), left_out.end(), v) != left_out.end()) return v;
   }
   return "";
+}
+
+// The family of the kernels a measurement names: "cuda" for meta's "cuda sm_75" and a GPU's "cuda".
+std::string KernelsFamily(const std::string& kernels) { return kernels.substr(0, kernels.find(' ')); }
+
+// Note [Whose kernels a check is for] (model/scenario.h): the kernels of the first measured variant of
+// `named` (every variant of a run is measured with the same), when they are not the ones `check` is
+// for; "" when the check applies (or nothing it names was measured: it is not evaluable, and fails so).
+std::string OtherKernels(const ScenarioCheck& check, const std::vector<std::string>& named,
+                         const std::vector<VariantResult>& variants) {
+  if (check.kernels.empty()) return "";
+  for (const std::string& name : named) {
+    for (const VariantResult& v : variants) {
+      if (v.name != name || !v.measurement) continue;
+      return KernelsFamily(v.measurement->kernels) == check.kernels ? "" : v.measurement->kernels;
+    }
+  }
+  return "";
+}
+
+CheckResult SkippedForKernels(const ScenarioCheck& check, const std::string& measured) {
+  CheckResult result;
+  result.expression = check.expression;
+  result.skipped = true;
+  result.explanation =
+      check.expression + ": skipped (for " + check.kernels + " kernels; measured with " + measured + " kernels)";
+  return result;
 }
 
 std::string KindList(const std::vector<DiagnosisKind>& kinds) {
@@ -106,8 +129,10 @@ void JudgeMeasurement(const VariantExpectation& expectation, const VariantMeasur
   }
   if (expectation.diagnoses) JudgeDiagnoses(*expectation.diagnoses, m, &r->reasons);
   const MetricLookup lookup = [&m](const std::string&, const std::string& metric) { return LookupMetric(m, metric); };
-  for (const std::string& text : expectation.checks) {
-    CheckResult check = Evaluate(text, /*relation_mode=*/false, r->name, lookup, m.backend);
+  for (const ScenarioCheck& spec : expectation.checks) {
+    const bool applies = spec.kernels.empty() || KernelsFamily(m.kernels) == spec.kernels;
+    CheckResult check = applies ? Evaluate(spec.expression, /*relation_mode=*/false, r->name, lookup, m.backend)
+                                : SkippedForKernels(spec, m.kernels);
     if (!check.holds && !check.skipped) r->reasons.push_back("check failed: " + check.explanation);
     r->checks.push_back(std::move(check));
   }
@@ -155,12 +180,20 @@ ScenarioResult JudgeScenario(const Scenario& scenario, ScenarioResult header, co
   };
   ResultCode code = ResultCode::kPass;
   for (const VariantResult& v : result.variants) code = Worse(code, v.code);
-  for (const std::string& text : scenario.checks) {
+  for (const ScenarioCheck& spec : scenario.checks) {
+    const std::string& text = spec.expression;
     CheckResult check;
-    if (const std::string left_out = LeftOutVariant(text, scenario.left_out); !left_out.empty()) {
+    CheckExpression expression;
+    std::string error;
+    const std::vector<std::string> named = ParseCheckExpression(text, /*relation_mode=*/true, &expression, &error)
+                                               ? ReferencedVariants(expression)
+                                               : std::vector<std::string>();
+    if (const std::string left_out = LeftOutVariant(named, scenario.left_out); !left_out.empty()) {
       check.expression = text;
       check.skipped = true;
       check.explanation = text + ": skipped (names " + left_out + ", which --filter left out)";
+    } else if (const std::string other = OtherKernels(spec, named, result.variants); !other.empty()) {
+      check = SkippedForKernels(spec, other);
     } else {
       check = Evaluate(text, /*relation_mode=*/true, "", lookup, result.backend);
     }
