@@ -69,6 +69,37 @@ TEST(UnmirroredOpWatch, CpuRunsItsOwnKernelsAndSaysNothing) {
   EXPECT_TRUE(Unmirrored(m).empty());
 }
 
+// Python's clip_grad_norm_ takes _foreach_norm wherever foreach is supported: on a card it is ForeachReduceOp.cu's
+// kernel, whose buffers card mode does not model; on cpu's kernels meta runs cpu's per-tensor path, as cpu does.
+std::vector<std::string> ForeachNormWarnings(const std::string& kernels) {
+  MeasureOptions options;
+  options.backend = "meta";
+  options.kernels = kernels;
+  options.card = "t4";
+  const Measurement m = Measure(
+      [](Context& ctx) {
+        const std::vector<at::Tensor> grads = {at::zeros({512, 512}, ctx.options()), at::zeros({512}, ctx.options())};
+        for ([[maybe_unused]] int64_t iteration : ctx.Iterations()) (void)at::_foreach_norm(grads, 2);
+      },
+      options);
+  EXPECT_EQ(m.outcome, "pass") << m.error;
+  std::vector<std::string> said;
+  for (const std::string& w : m.warnings) {
+    if (w.starts_with("aten::_foreach_norm")) said.push_back(w);
+  }
+  return said;
+}
+
+TEST(UnmirroredOpWatch, ForeachNormIsSaidOnACardOnly) {
+  EXPECT_EQ(ForeachNormWarnings("cuda"),
+            std::vector<std::string>{
+                "aten::_foreach_norm runs on meta as one norm per tensor, while a card runs ForeachReduceOp.cu's "
+                "multi-tensor kernel (a float buffer of partial norms for every 65,536-element chunk of every tensor, "
+                "and the results in one tensor), which card mode does not model: its bytes on meta are not the "
+                "card's"});
+  EXPECT_TRUE(ForeachNormWarnings("").empty());
+}
+
 TEST(UnmirroredOpWatch, AMetaRunWithoutARecurrentOpSaysNothing) {
   MeasureOptions options;
   options.backend = "meta";

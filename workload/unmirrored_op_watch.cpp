@@ -27,7 +27,7 @@ std::vector<std::string> UnmirroredOpWatch::Warnings(const KernelTarget& target,
     if (!seen_.contains(op.op)) continue;
     const bool said = std::any_of(given.begin(), given.end(),
                                   [&](const std::string& w) { return w.find(op.op + " (in ") != std::string::npos; });
-    if (said) continue;
+    if (said || (!target.cuda() && op.differs.empty())) continue;
     warnings.push_back(target.cuda() ? op.op + " " + op.card_differs + ", " + NotMirroredOnACard()
                                      : op.op + " " + op.differs + ", " + NotMirroredConsequence());
   }

@@ -7,11 +7,15 @@ torch/optim/optimizer.py, _default_to_fused_or_foreach). The foreach step makes 
 parameter at once (Adam's `exp_avg_sq.sqrt()` list: the parameters' bytes again), the for-loop step
 one parameter's at a time, so on a card a Python optimizer's step needs more than cpu's step shows.
 With kernels="cuda" a measurement on meta picks as PyTorch picks for cuda tensors: meta counts as
-a foreach device while it runs (an optimizer given foreach= or fused= explicitly keeps its choice).
+a foreach device while it runs (an optimizer given foreach= or fused= explicitly keeps its choice),
+for the optimizers and for torch.nn.utils' clip_grad_norm_ and clip_grad_value_, which ask
+torch/utils/_foreach_utils.py's own copy of the list (clip_grad_norm_ then runs _foreach_norm, as on a
+GPU; its CUDA kernel's buffers are not modelled, and the measurement says so).
 """
 import contextlib
 
 import torch.optim.optimizer as optimizer_module
+import torch.utils._foreach_utils as foreach_utils
 
 _FOREACH_DEVICES = optimizer_module._get_foreach_kernels_supported_devices  # PyTorch's own
 _in_card_mode = 0  # measurements with kernels="cuda" running now (on any thread)
@@ -27,9 +31,11 @@ def picked_as_for_cuda():
     global _in_card_mode
     _in_card_mode += 1
     optimizer_module._get_foreach_kernels_supported_devices = _foreach_devices_with_meta
+    foreach_utils._get_foreach_kernels_supported_devices = _foreach_devices_with_meta
     try:
         yield
     finally:
         _in_card_mode -= 1
         if _in_card_mode == 0:
             optimizer_module._get_foreach_kernels_supported_devices = _FOREACH_DEVICES
+            foreach_utils._get_foreach_kernels_supported_devices = _FOREACH_DEVICES

@@ -73,4 +73,19 @@ check("cpu's kernels: the for-loop step's peak", cpu_kernels.phase_peak_bytes["o
 check("card mode, foreach=False kept", adamw("cuda", foreach=False).phase_peak_bytes["optimizer"],
       before_step + 2 * W + B)
 check("the choice ends with the measurement", adamw("cpu").phase_peak_bytes["optimizer"], before_step + 2 * W + B)
+
+
+# clip_grad_norm_ asks torch/utils/_foreach_utils.py's list: in card mode it runs _foreach_norm, as on a GPU,
+# whose CUDA kernel's buffers card mode does not model: said in the warnings; on cpu's kernels nothing is said.
+def clipped(kernels):
+    with oomguard.measure(backend="meta", kernels=kernels, card="t4") as m:
+        model = torch.nn.Linear(512, 512).to(m.device)
+        for _ in m.iterations(1):
+            model(torch.empty(4, 512, device=m.device)).sum().backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    return [w.split(" runs on meta")[0] for w in m.result.warnings if w.startswith("aten::_foreach_norm")]
+
+
+check("clip_grad_norm_ in card mode: _foreach_norm, said", clipped("cuda"), ["aten::_foreach_norm"])
+check("clip_grad_norm_ on cpu's kernels: nothing said", clipped(None), [])
 raise SystemExit(check.exit_code())
