@@ -18,12 +18,6 @@ const std::vector<NotMirroredOp>& NotMirroredOps() {
       {"aten::gru", precomputed, cudnn},
       {"aten::rnn_tanh", precomputed, cudnn},
       {"aten::rnn_relu", precomputed, cudnn},
-      // Mirrored on cpu's kernels (cpu's _foreach_norm is the per-tensor slow path meta runs too). A card runs
-      // foreach_tensor_norm_cuda (ForeachReduceOp.cu) wherever Python's clip_grad_norm_ finds foreach support.
-      {"aten::_foreach_norm", "",
-       "runs on meta as one norm per tensor, while a card runs ForeachReduceOp.cu's multi-tensor kernel (a "
-       "float buffer of partial norms for every 65,536-element chunk of every tensor, and the results in one "
-       "tensor)"},
   };
   return *ops;
 }

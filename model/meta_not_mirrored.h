@@ -19,11 +19,11 @@ namespace oomguard {
 
 struct NotMirroredOp {
   std::string op;       // "aten::lstm": a TorchScript graph's node kind
-  std::string differs;  // what meta and cpu do: "runs on meta through ..., while cpu ..."; empty: as cpu does
+  std::string differs;  // what meta and cpu do: "runs on meta through ..., while cpu ..."
   std::string card_differs;  // what meta and a card's CUDA kernels do: "runs on meta through ..., while a card ..."
 };
 
-// Every op that runs on meta with bytes other than cpu's, or than a card's.
+// Every op that runs on meta with bytes other than cpu's (and a card's).
 const std::vector<NotMirroredOp>& NotMirroredOps();
 
 // The sentence that says a run's bytes are not cpu's, after an op's `differs`.

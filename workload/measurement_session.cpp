@@ -16,7 +16,7 @@
 #include "workload/measured_run.h"
 #include "workload/snapshot_recorder.h"
 #include "workload/transfer_counter.h"
-#include "workload/unmirrored_op_watch.h"
+#include "workload/unmirrored_op_warnings.h"
 
 namespace oomguard {
 namespace {
@@ -92,7 +92,6 @@ struct MeasurementSession::Parts {
       attach_model.emplace(account, &*model_feed);
     }
     if (backend->traits().books_host_scalars) host_scalars.emplace();  // Note [Host scalars]
-    if (options.backend == Backend::kMeta) unmirrored.emplace();  // Note [Unmirrored ops are said at run time]
   }
 
   const VariantMeasureOptions& options;
@@ -108,7 +107,6 @@ struct MeasurementSession::Parts {
   std::optional<CudaModelFeed> model_feed;
   std::optional<ScopedModelFeed> attach_model;
   std::optional<HostScalarCopies> host_scalars;
-  std::optional<UnmirroredOpWatch> unmirrored;
 };
 
 MeasurementSession::MeasurementSession(const VariantSpec& spec, const VariantMeasureOptions& options,
@@ -118,6 +116,7 @@ MeasurementSession::MeasurementSession(const VariantSpec& spec, const VariantMea
   m->card = options.limits.card;
   m->cap_bytes = options.limits.cap_bytes;
   (void)TakeKernelWarnings();  // an earlier measurement's, if it ended without taking them
+  (void)TakeUnmirroredOps();
   parts_ = std::make_unique<Parts>(options, mode, m);
   m->kernels = KernelsOf(options);
 }
@@ -177,10 +176,9 @@ MeasurementSession::Observed MeasurementSession::Finish() {
     m.warnings.push_back(p.options.kernels_warning);
   }
   for (const std::string& warning : TakeKernelWarnings()) m.warnings.push_back("--kernels cuda: " + warning);
-  if (p.unmirrored) {
-    for (std::string& warning : p.unmirrored->Warnings(CurrentKernelTarget(), m.warnings)) {
-      m.warnings.push_back(std::move(warning));
-    }
+  // Note [Unmirrored ops are said as they run] (backends/meta/kernel_target.h).
+  for (std::string& warning : UnmirroredOpWarnings(TakeUnmirroredOps(), CurrentKernelTarget(), m.warnings)) {
+    m.warnings.push_back(std::move(warning));
   }
   p.snapshot->Finish(&m);
   return observed;

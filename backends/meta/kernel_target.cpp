@@ -71,4 +71,29 @@ std::vector<std::string> TakeKernelWarnings() {
   return taken;
 }
 
+namespace {
+struct Names {
+  std::mutex mutex;
+  std::vector<std::string> list;
+};
+Names& UnmirroredOps() {
+  static Names names;
+  return names;
+}
+}  // namespace
+
+void NoteUnmirroredOp(const std::string& op) {
+  Names& n = UnmirroredOps();
+  std::lock_guard<std::mutex> lock(n.mutex);
+  if (std::find(n.list.begin(), n.list.end(), op) == n.list.end()) n.list.push_back(op);
+}
+
+std::vector<std::string> TakeUnmirroredOps() {
+  Names& n = UnmirroredOps();
+  std::lock_guard<std::mutex> lock(n.mutex);
+  std::vector<std::string> taken;
+  taken.swap(n.list);
+  return taken;
+}
+
 }  // namespace oomguard

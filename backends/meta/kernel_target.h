@@ -62,6 +62,13 @@ void NoteKernelWarning(const std::string& warning);
 void NoteKernelWarningLeastBytes(const std::string& text, int64_t bytes);
 std::vector<std::string> TakeKernelWarnings();
 
+// Note [Unmirrored ops are said as they run]: an op meta runs with other bytes than the kernels it mirrors
+// (model/meta_not_mirrored.h: the recurrent ops) notes its name from its Meta kernel, whoever called it (a
+// TorchScript graph, a C++ workload, the Python loop), and the measurement says so when it ends: no
+// callback on every operator (Note [One op dispatch]). "aten::lstm"; kept once each; taken as warnings are.
+void NoteUnmirroredOp(const std::string& op);
+std::vector<std::string> TakeUnmirroredOps();
+
 class ScopedKernelTarget {
  public:
   explicit ScopedKernelTarget(const KernelTarget& target) : previous_(CurrentKernelTarget()) {

@@ -185,7 +185,6 @@ TorchScriptNet::TorchScriptNet(const ModelSpec& spec, const at::TensorOptions& o
     for (const torch::jit::Method& method : item.value.get_methods()) {
       FindFixedModes(method.graph()->block(), where, &fixed);
       for (const NotMirroredOp& op : NotMirroredOps()) {
-        if (op.differs.empty()) continue;  // mirrored on cpu's kernels; a card's are said as the op runs
         if (options.device().is_meta() && Calls(method.graph()->block(), op.op)) unmirrored[op.op].insert(where);
       }
     }

@@ -218,6 +218,7 @@ class Measure:
         _core.set_in_python_optimizer_step(False)  # a step that raised never reached its post hook
         _core.set_python_caller_thread(False)
         self._cuda_picks.__exit__(None, None, None)
+        foreach_norm = cuda_choices.foreach_norm_warnings() if self.kernels == "cuda" else []
         self._autocast_on_meta.exit()
         self._fast_path_on_meta.exit()
         self._ddp_on_meta.exit()
@@ -229,7 +230,7 @@ class Measure:
         self._rank.label(self.result)
         self._rank.exit()
         if self.backend == "meta":
-            self.result.warnings = list(self.result.warnings) + self._fast_path_on_meta.warnings
+            self.result.warnings = list(self.result.warnings) + self._fast_path_on_meta.warnings + foreach_norm
             unmirrored = meta_kernels.python_only_ops_run()
             if unmirrored:
                 self.result.warnings = list(self.result.warnings) + [

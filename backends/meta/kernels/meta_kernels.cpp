@@ -305,6 +305,7 @@ void RegisterMetaKernels() {
     meta_kernels::RegisterPromote(*library, *lib);
     meta_kernels::RegisterReduce(*library);
     meta_kernels::RegisterMatmul(*library);
+    meta_kernels::RegisterRecurrent(*library, *lib);
     return lib;
   }();
   (void)autograd_library;

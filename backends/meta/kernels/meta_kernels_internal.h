@@ -33,6 +33,7 @@ void RegisterMatmul(torch::Library& meta);                                    //
 void RegisterReduce(torch::Library& meta);                                    // meta_kernels_reduce.cpp
 void RegisterReduceOps(torch::Library& meta);                                 // meta_kernels_reduce_ops.cpp
 void RegisterReduceMoments(torch::Library& meta);                             // meta_kernels_reduce_moments.cpp
+void RegisterRecurrent(torch::Library& meta, torch::Library& autograd_meta);  // meta_kernels_recurrent.cpp
 
 // On a card, what a Reduce.cuh reduction of `self` over `dim` into an `out_dtype` result allocates
 // besides its result, freed before it returns: a cast copy of the input, and a block-split reduction's

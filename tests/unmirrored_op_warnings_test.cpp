@@ -1,4 +1,4 @@
-// Note [Unmirrored ops are said at run time] (workload/unmirrored_op_watch.h): a recurrent op called by
+// Note [Unmirrored ops are said as they run] (backends/meta/kernel_target.h): a recurrent op called by
 // code with no graph to read (here a function measured in process, as a registered C++ workload or the
 // Python package's loop runs) is said on meta, with cpu's words or a card's, once per op, and never on cpu.
 #include <gtest/gtest.h>
@@ -44,7 +44,7 @@ std::vector<std::string> Unmirrored(const Measurement& m) {
   return said;
 }
 
-TEST(UnmirroredOpWatch, AnLstmOnMetaSaysItsBytesAreNotCpus) {
+TEST(UnmirroredOps, AnLstmOnMetaSaysItsBytesAreNotCpus) {
   const Measurement m = Measured("meta", "", /*gru=*/false);
   ASSERT_EQ(m.outcome, "pass") << m.error;
   EXPECT_EQ(Unmirrored(m), std::vector<std::string>{
@@ -53,7 +53,7 @@ TEST(UnmirroredOpWatch, AnLstmOnMetaSaysItsBytesAreNotCpus) {
                                "its bytes on meta are not cpu's. Run it on cpu for exact bytes"});
 }
 
-TEST(UnmirroredOpWatch, AGruInCardModeSaysItsBytesAreNotTheCards) {
+TEST(UnmirroredOps, AGruInCardModeSaysItsBytesAreNotTheCards) {
   const Measurement m = Measured("meta", "cuda", /*gru=*/true);
   ASSERT_EQ(m.outcome, "pass") << m.error;
   EXPECT_EQ(Unmirrored(m), std::vector<std::string>{
@@ -63,44 +63,13 @@ TEST(UnmirroredOpWatch, AGruInCardModeSaysItsBytesAreNotTheCards) {
                                "not model: its bytes on meta are not the card's"});
 }
 
-TEST(UnmirroredOpWatch, CpuRunsItsOwnKernelsAndSaysNothing) {
+TEST(UnmirroredOps, CpuRunsItsOwnKernelsAndSaysNothing) {
   const Measurement m = Measured("cpu", "", /*gru=*/false);
   ASSERT_EQ(m.outcome, "pass") << m.error;
   EXPECT_TRUE(Unmirrored(m).empty());
 }
 
-// Python's clip_grad_norm_ takes _foreach_norm wherever foreach is supported: on a card it is ForeachReduceOp.cu's
-// kernel, whose buffers card mode does not model; on cpu's kernels meta runs cpu's per-tensor path, as cpu does.
-std::vector<std::string> ForeachNormWarnings(const std::string& kernels) {
-  MeasureOptions options;
-  options.backend = "meta";
-  options.kernels = kernels;
-  options.card = "t4";
-  const Measurement m = Measure(
-      [](Context& ctx) {
-        const std::vector<at::Tensor> grads = {at::zeros({512, 512}, ctx.options()), at::zeros({512}, ctx.options())};
-        for ([[maybe_unused]] int64_t iteration : ctx.Iterations()) (void)at::_foreach_norm(grads, 2);
-      },
-      options);
-  EXPECT_EQ(m.outcome, "pass") << m.error;
-  std::vector<std::string> said;
-  for (const std::string& w : m.warnings) {
-    if (w.starts_with("aten::_foreach_norm")) said.push_back(w);
-  }
-  return said;
-}
-
-TEST(UnmirroredOpWatch, ForeachNormIsSaidOnACardOnly) {
-  EXPECT_EQ(ForeachNormWarnings("cuda"),
-            std::vector<std::string>{
-                "aten::_foreach_norm runs on meta as one norm per tensor, while a card runs ForeachReduceOp.cu's "
-                "multi-tensor kernel (a float buffer of partial norms for every 65,536-element chunk of every tensor, "
-                "and the results in one tensor), which card mode does not model: its bytes on meta are not the "
-                "card's"});
-  EXPECT_TRUE(ForeachNormWarnings("").empty());
-}
-
-TEST(UnmirroredOpWatch, AMetaRunWithoutARecurrentOpSaysNothing) {
+TEST(UnmirroredOps, AMetaRunWithoutARecurrentOpSaysNothing) {
   MeasureOptions options;
   options.backend = "meta";
   const Measurement m = Measure(
