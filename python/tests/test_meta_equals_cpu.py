@@ -16,6 +16,9 @@ python/oomguard/meta_kernels.py).
    GPT-2's tanh GELU (0.5 * x, ...), which the backward's MulBackward0 nodes save, host memory on both.
 5. Where they must differ: a model made in float32 on the host and cast to bf16 in setup holds both on
    cpu (one memory) and the copy only on meta, and cpu says so.
+6. Small modules trained a step under bf16 autocast (convolutions, linear, layer norm, a layer scale, pooling):
+   autocast's casts in ATen's order and a bf16 sum's float buffer, as cpu makes them; the buffer's bytes exact.
+7. A Hugging Face BERT trained under bf16 autocast (the math attention in float).
 """
 import os
 import sys
@@ -155,7 +158,31 @@ def main():
     print(f"gpt2: cpu {cpu.describe()}\nmeta {meta.describe()}")
     compare_loop(check, "gpt2", cpu, meta)
 
-    # 6. A Hugging Face BERT trained under bf16 autocast: its attention dropout sends scaled_dot_product_attention
+    # 6. Small modules trained a step under bf16 autocast (Notes [Autocast casts the last argument first],
+    #    meta_autocast.cpp, and [A reduced-precision sum's float buffer on cpu], meta_kernels_reduce.cpp: a
+    #    1x1 convolution's backward peaked 64,640 bytes under cpu's on meta, a Linear's 256 over it).
+    for name, make, shape in SMALL_MODULES:
+        cpu, _ = measured(small_step, "cpu", make=make, shape=shape)
+        meta, _ = measured(small_step, "meta", make=make, shape=shape)
+        check(f"{name} under bf16 autocast: phase peaks on meta = cpu's", dict(meta.phase_peak_bytes),
+              dict(cpu.phase_peak_bytes))
+
+    # A bf16 sum over two innermost-reduced dimensions on cpu sums a float copy into a float result: x [2, 32,
+    # 16, 16] float (65,536), its bf16 copy (32,768), the float copy (65,536) and float result [32] (128),
+    # the bf16 result (64).
+    def bias_like_sum(m, **_):
+        x = torch.ones(2, 32, 16, 16, device=m.device)
+        for _ in m.iterations(1):
+            with m.phase("forward"):
+                y = x.bfloat16().sum([0, 2, 3])
+        return y
+
+    for backend in ("cpu", "meta"):
+        r, _ = measured(bias_like_sum, backend)
+        check(f"a bf16 sum over [0, 2, 3] on {backend}: its float buffer", r.phase_peak_bytes["forward"],
+              65_536 + 32_768 + 65_536 + 128 + 64)
+    # 7. A Hugging Face BERT (last: transformers keeps a few host tensors alive, which a later cpu
+    #    measurement would count) trained under bf16 autocast: its attention dropout sends scaled_dot_product_attention
     #    to the math path, which computes bf16 in float on cpu (Note [The math attention computes in float on cpu
     #    too], meta_kernels_attention.cpp: meta was 4.5 MiB under cpu here). HF's mask helper asks whether the
     #    all-ones mask is all ones: m.assume(True) on meta says what cpu reads.
@@ -163,7 +190,45 @@ def main():
     meta, _ = measured(bert_step, "meta")
     print(f"bert: cpu {cpu.describe()}\nmeta {meta.describe()}")
     compare_loop(check, "bert under bf16 autocast", cpu, meta)
+
     return check.exit_code()
+
+
+def _layer_scaled():
+    class LayerScaled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gamma, self.linear = torch.nn.Parameter(torch.ones(64)), torch.nn.Linear(64, 64)
+
+        def forward(self, x):
+            return self.gamma * self.linear(x)
+
+    return LayerScaled()
+
+
+SMALL_MODULES = (
+    ("conv 1x1 with bias", lambda: torch.nn.Conv2d(16, 32, 1), (2, 16, 16, 16)),
+    ("conv 3x3", lambda: torch.nn.Conv2d(16, 32, 3, padding=1), (2, 16, 16, 16)),
+    ("linear", lambda: torch.nn.Linear(64, 128), (2, 10, 64)),
+    ("layer norm, linear, gelu",
+     lambda: torch.nn.Sequential(torch.nn.LayerNorm(64), torch.nn.Linear(64, 128), torch.nn.GELU()), (2, 10, 64)),
+    ("layer scale", _layer_scaled, (2, 10, 64)),
+    ("conv 1x1, adaptive average pool",
+     lambda: torch.nn.Sequential(torch.nn.Conv2d(16, 16, 1), torch.nn.AdaptiveAvgPool2d(1)), (2, 16, 13, 13)),
+)
+
+
+def small_step(m, make, shape):
+    """One step of `make()` under m.autocast(bf16): forward, a float sum, backward."""
+    torch.manual_seed(0)
+    model = make().to(m.device)
+    x = torch.ones(*shape, device=m.device)
+    for _ in m.iterations(1):
+        with m.phase("forward"), m.autocast(torch.bfloat16):
+            loss = model(x).float().sum()
+        with m.phase("backward"):
+            loss.backward()
+    return model
 
 
 def bert_step(m):

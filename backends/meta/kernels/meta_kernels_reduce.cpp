@@ -14,16 +14,41 @@
 namespace oomguard::meta_kernels {
 namespace {
 
+// Note [A reduced-precision sum's float buffer on cpu]: ReduceOps.cpp's sum_out, for a bf16/fp16 sum whose
+// TensorIterator keeps two reduced dimensions innermost (should_use_acc_buffer: >= 2 coalesced dimensions,
+// the output's strides 0 in the first two), sums a float copy of the input into a float result and copies
+// that into the bf16/fp16 one: a convolution's bias gradient, grad.sum([0, 2, 3]) of [2, 32, 16, 16] bf16,
+// holds 65,536 + 128 bytes while it runs (issue 83149 in PyTorch). Before that, make_reduction casts an
+// input whose dtype is not the result's (sum(dtype=...)) on cpu, which reduces in the result's dtype.
+bool SumUsesAccumulatingBuffer(const at::Tensor& input, at::OptionalIntArrayRef dim, bool keepdim) {
+  if (input.scalar_type() != at::kBFloat16 && input.scalar_type() != at::kHalf) return false;
+  if (input.numel() == 0) return false;
+  const at::native::DimMask mask = at::native::make_dim_mask(dim, input.dim());
+  std::vector<bool> reduced(static_cast<size_t>(input.dim()));
+  for (int64_t d = 0; d < input.dim(); ++d) reduced[static_cast<size_t>(d)] = mask[d];
+  const ReduceLayout layout = ReduceLayoutOf(input.sizes().vec(), input.strides().vec(), input.storage_offset(),
+                                             reduced, keepdim, input.element_size(), input.element_size());
+  return layout.ndim() >= 2 && layout.output_strides[0] == 0 && layout.output_strides[1] == 0;
+}
+
 // sum.dim_IntList: the structured meta function's result (get_dtype_from_self: integers and bools sum to
-// int64), which is all cpu's kernel allocates as the meta backend mirrors it; on a card, the reduction's
-// scratch too.
+// int64); on cpu's kernels the copies sum_out makes (Note [A reduced-precision sum's float buffer on cpu]),
+// on a card the reduction's scratch.
 at::Tensor SumDimMeta(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                       std::optional<at::ScalarType> dtype) {
   const at::ScalarType out_dtype = at::native::get_dtype_from_self(self, dtype, /*promote_integers=*/true);
   const at::DimVector sizes =
       at::native::shape_from_dim_mask(self, at::native::make_dim_mask(dim, self.dim()), keepdim);
   at::Tensor result = at::empty(sizes, self.options().dtype(out_dtype));
-  if (CurrentKernelTarget().cuda()) CudaReductionScratch(self, dim, keepdim, out_dtype);
+  if (CurrentKernelTarget().cuda()) {
+    CudaReductionScratch(self, dim, keepdim, out_dtype);
+    return result;
+  }
+  const at::Tensor input = self.scalar_type() == out_dtype || self.is_complex() ? self : self.to(out_dtype);
+  if (SumUsesAccumulatingBuffer(input, dim, keepdim)) {
+    const at::Tensor float_result = at::empty(sizes, self.options().dtype(at::kFloat));
+    const at::Tensor float_input = self.to(at::kFloat);
+  }
   return result;
 }
 
