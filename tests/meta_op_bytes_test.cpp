@@ -137,5 +137,15 @@ TEST(MetaModelOpsBytes, Bf16MathAttentionComputesInFloatAsCpusDoes) {
                           });
 }
 
+TEST(MetaModelOpsBytes, RollKeepsItsOutputOnMetaAsOnCpu) {
+  // Swin's shifted windows: torch.roll over two dimensions of a transposed input (meta_kernels.cpp's RollMeta, as
+  // roll_cpu: one dimension at a time, the first roll's result freed). The forward keeps the output (a cat of
+  // two narrowed views: contiguous) and the loss; RollBackward saves no tensor.
+  ExpectForwardSavedBytes(2 * 8 * 8 * 4 * 4 + kLoss, [](Parameters& p) -> Op {
+    const at::Tensor x = p.Add({2, 4, 8, 8});
+    return [=] { return at::roll(x.transpose(1, 3), {3, -2}, {1, 2}); };
+  });
+}
+
 }  // namespace
 }  // namespace oomguard

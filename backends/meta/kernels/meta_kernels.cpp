@@ -56,6 +56,29 @@ at::Tensor& BernoulliTensorInplaceMeta(at::Tensor& self, const at::Tensor&, std:
 }
 
 // embedding's forward: weight.index_select(0, ids.reshape(-1)).
+// roll as cpu's roll_cpu (TensorTransformations.cpp): one dimension is two narrowed views concatenated (the
+// result alone); several roll one dimension at a time (roll_common: each intermediate freed after the next).
+// PyTorch's only Meta kernel for roll was Python's, so the Python package warned of it (swin_t) and the C++
+// tool could not run it.
+at::Tensor RollMeta(const at::Tensor& self, c10::IntArrayRef shifts, c10::IntArrayRef dims) {
+  if (dims.size() != 1 || shifts.size() != 1) {  // TensorTransformations.h's roll_common
+    TORCH_CHECK(!shifts.empty(), "`shifts` required");
+    if (dims.empty() && shifts.size() == 1) {
+      return at::roll(self.contiguous().view(self.numel()), {shifts[0]}, {0}).view(self.sizes());
+    }
+    TORCH_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ", shifts.size(),
+                ", dims:", dims.size());
+    const at::Tensor first_dim_rolled = at::roll(self, {shifts[0]}, {dims[0]});
+    return at::roll(first_dim_rolled, shifts.slice(1), dims.slice(1));
+  }
+  if (self.numel() == 0) return self.clone(at::MemoryFormat::Preserve);
+  const int64_t dim = at::maybe_wrap_dim(dims[0], self.dim());
+  const int64_t size = self.size(dim);
+  int64_t start = (size - shifts[0]) % size;
+  if (start < 0) start += size;
+  return at::cat({self.narrow(dim, start, size - start), self.narrow(dim, 0, start)}, dim);
+}
+
 at::Tensor IndexSelectMeta(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
   TORCH_CHECK(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
   TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
@@ -276,6 +299,7 @@ void RegisterMetaKernels() {
     lib->impl("bernoulli_.float", TORCH_FN(BernoulliScalarInplaceMeta));
     lib->impl("bernoulli_.Tensor", TORCH_FN(BernoulliTensorInplaceMeta));
     lib->impl("index_select", TORCH_FN(IndexSelectMeta));
+    lib->impl("roll", TORCH_FN(RollMeta));
     lib->impl("embedding_dense_backward", TORCH_FN(EmbeddingDenseBackwardMeta));
     lib->impl("_scaled_dot_product_flash_attention_for_cpu", TORCH_FN(FlashAttentionForCpuMeta));
     lib->impl("_scaled_dot_product_flash_attention_for_cpu_backward", TORCH_FN(FlashAttentionForCpuBackwardMeta));
