@@ -51,7 +51,8 @@ def build(name, device):
         return model, torch.randn(16, 3, 224, 224, device=device), torch.zeros(16, dtype=torch.long,
                                                                                 device=device), torch.bfloat16, False
     if name == "gpt_bf16":
-        model = nn.Sequential(*[GptBlock(1024, 16) for _ in range(2)]).to(device, torch.bfloat16)
+        block = gpt_block_class()
+        model = nn.Sequential(*[block(1024, 16) for _ in range(2)]).to(device, torch.bfloat16)
         x = torch.randn(4, 1024, 1024, device=device, dtype=torch.bfloat16)
         return model, x, None, None, False
     if name == "encoder_eval":
@@ -95,8 +96,6 @@ def measure_one(name, backend):
     import torch
     import oomguard
 
-    global GptBlock
-    GptBlock = gpt_block_class()
     torch.set_num_threads(max(1, (os.cpu_count() or 2) // 4))
     with oomguard.measure(**BACKENDS[backend]) as m:
         model, x, y, autocast, evaluation = build(name, m.device)

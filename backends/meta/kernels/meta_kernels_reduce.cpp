@@ -14,6 +14,16 @@
 namespace oomguard::meta_kernels {
 namespace {
 
+// TensorIterator::reduce_op's layout for reducing `dim` of `input` (ReduceLayoutOf, cuda_reduce_config.h).
+ReduceLayout LayoutOfReduction(const at::Tensor& input, at::OptionalIntArrayRef dim, bool keepdim,
+                               int64_t output_element_size) {
+  const at::native::DimMask mask = at::native::make_dim_mask(dim, input.dim());
+  std::vector<bool> reduced(static_cast<size_t>(input.dim()));
+  for (int64_t d = 0; d < input.dim(); ++d) reduced[static_cast<size_t>(d)] = mask[d];
+  return ReduceLayoutOf(input.sizes().vec(), input.strides().vec(), input.storage_offset(), reduced, keepdim,
+                        input.element_size(), output_element_size);
+}
+
 // Note [A reduced-precision sum's float buffer on cpu]: ReduceOps.cpp's sum_out, for a bf16/fp16 sum whose
 // TensorIterator keeps two reduced dimensions innermost (should_use_acc_buffer: >= 2 coalesced dimensions,
 // the output's strides 0 in the first two), sums a float copy of the input into a float result and copies
@@ -23,11 +33,7 @@ namespace {
 bool SumUsesAccumulatingBuffer(const at::Tensor& input, at::OptionalIntArrayRef dim, bool keepdim) {
   if (input.scalar_type() != at::kBFloat16 && input.scalar_type() != at::kHalf) return false;
   if (input.numel() == 0) return false;
-  const at::native::DimMask mask = at::native::make_dim_mask(dim, input.dim());
-  std::vector<bool> reduced(static_cast<size_t>(input.dim()));
-  for (int64_t d = 0; d < input.dim(); ++d) reduced[static_cast<size_t>(d)] = mask[d];
-  const ReduceLayout layout = ReduceLayoutOf(input.sizes().vec(), input.strides().vec(), input.storage_offset(),
-                                             reduced, keepdim, input.element_size(), input.element_size());
+  const ReduceLayout layout = LayoutOfReduction(input, dim, keepdim, input.element_size());
   return layout.ndim() >= 2 && layout.output_strides[0] == 0 && layout.output_strides[1] == 0;
 }
 
@@ -93,11 +99,7 @@ ReduceKernel ReduceKernelOf(size_t arg_size, at::ScalarType scalar, int vt0, int
 void CudaReduceKernelScratch(const at::Tensor& input, at::OptionalIntArrayRef dim, bool keepdim,
                              int64_t output_element_size, const ReduceKernel& kernel) {
   if (input.numel() == 0) return;  // each op fills an empty reduction's result: no kernel
-  const at::native::DimMask mask = at::native::make_dim_mask(dim, input.dim());
-  std::vector<bool> reduced(static_cast<size_t>(input.dim()));
-  for (int64_t d = 0; d < input.dim(); ++d) reduced[static_cast<size_t>(d)] = mask[d];
-  const ReduceLayout layout = ReduceLayoutOf(input.sizes().vec(), input.strides().vec(), input.storage_offset(),
-                                             reduced, keepdim, input.element_size(), output_element_size);
+  const ReduceLayout layout = LayoutOfReduction(input, dim, keepdim, output_element_size);
   if (!layout.can_use_32bit_indexing()) {
     NoteKernelWarning(
         "a reduction past 32-bit indexing: Reduce.cuh splits it into sub-iterators, each with its own "
